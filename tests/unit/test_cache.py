@@ -1,0 +1,88 @@
+"""The embedding cache: round trips, namespaces, no raw text, corruption, several processes."""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import sqlite3
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from pytest_embedbench import CacheError, EmbedBenchWarning, EmbeddingCache
+from pytest_embedbench.cache import FILENAME, default_cache_dir, text_key
+
+
+def test_round_trip_and_namespaces(tmp_path: Path) -> None:
+    cache = EmbeddingCache(tmp_path)
+    keys = [text_key("alpha"), text_key("beta")]
+    vectors = np.arange(8, dtype=np.float32).reshape(2, 4)
+    cache.put_many("m1", keys, vectors)
+    found, missing = cache.get_many("m1", keys + [text_key("gamma")])
+    assert missing == [2]
+    np.testing.assert_array_equal(found[keys[1]], vectors[1])
+    _, missing_other = cache.get_many("m2", keys)
+    assert missing_other == [0, 1]
+    assert cache.count("m1") == 2 and cache.count() == 2
+    cache.clear("m1")
+    assert cache.count() == 0
+
+
+def test_stores_no_raw_text(tmp_path: Path) -> None:
+    cache = EmbeddingCache(tmp_path)
+    secret = "the launch code is swordfish-4711"
+    cache.put_many("m", [text_key(secret)], np.ones((1, 3), dtype=np.float32))
+    cache.close()
+    blob = b"".join(p.read_bytes() for p in tmp_path.iterdir() if p.is_file())
+    assert b"swordfish" not in blob
+    assert text_key(secret) in blob
+
+
+def test_open_variants(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("EMBEDBENCH_CACHE_DIR", str(tmp_path / "env"))
+    assert default_cache_dir() == tmp_path / "env"
+    assert EmbeddingCache.open(False) is None
+    assert EmbeddingCache.open(True).folder == tmp_path / "env"  # type: ignore[union-attr]
+    assert EmbeddingCache.open(tmp_path / "x").folder == tmp_path / "x"  # type: ignore[union-attr]
+    with pytest.raises(CacheError, match="cache=3"):
+        EmbeddingCache.open(3)  # type: ignore[arg-type]
+
+
+def test_corrupt_file_is_rebuilt_with_a_warning(tmp_path: Path) -> None:
+    (tmp_path / FILENAME).write_bytes(b"this is not a database" * 100)
+    with pytest.warns(EmbedBenchWarning, match="unreadable.*moved it to"):
+        cache = EmbeddingCache(tmp_path)
+    cache.put_many("m", [text_key("a")], np.ones((1, 2), dtype=np.float32))
+    assert cache.count() == 1
+    assert any(p.name.startswith(f"{FILENAME}.corrupt-") for p in tmp_path.iterdir())
+
+
+def test_truncated_vector_counts_as_missing(tmp_path: Path) -> None:
+    cache = EmbeddingCache(tmp_path)
+    key = text_key("a")
+    cache.put_many("m", [key], np.ones((1, 4), dtype=np.float32))
+    conn = sqlite3.connect(tmp_path / FILENAME)
+    conn.execute("UPDATE vectors SET vec = ?", (b"\x00\x01",))
+    conn.commit()
+    conn.close()
+    found, missing = cache.get_many("m", [key])
+    assert found == {} and missing == [0]
+
+
+def _writer(folder: str, worker: int, rounds: int) -> int:
+    cache = EmbeddingCache(folder)
+    for r in range(rounds):
+        keys = [text_key(f"shared-{i}") for i in range(50)] + [text_key(f"w{worker}-{r}")]
+        vectors = np.full((51, 8), float(worker), dtype=np.float32)
+        cache.put_many("ns", keys, vectors)
+        found, _ = cache.get_many("ns", keys)
+        assert len(found) == 51
+    return cache.count("ns")
+
+
+def test_several_processes_share_one_cache(tmp_path: Path) -> None:
+    ctx = mp.get_context("spawn")
+    with ctx.Pool(4) as pool:
+        counts = pool.starmap(_writer, [(str(tmp_path), w, 20) for w in range(4)])
+    assert all(c >= 50 for c in counts)
+    assert EmbeddingCache(tmp_path).count("ns") == 50 + 4 * 20

@@ -131,7 +131,9 @@ class EmbeddingCache:
                     continue
             except sqlite3.DatabaseError as exc:
                 if attempt == 2:
-                    raise CacheError(f"embedding cache {str(self.path)!r} is unusable: {exc}") from None
+                    raise CacheError(
+                        f"embedding cache {str(self.path)!r} is unusable: {exc}"
+                    ) from None
                 self._move_aside(str(exc))
                 continue
             self._local.conn = conn

@@ -131,9 +131,7 @@ class RetrievalDataset:
             if not isinstance(doc.text, str) or not isinstance(doc.title, str):
                 problems.append(f"{at}: document {doc.id!r} needs string 'title' and 'text'")
             elif not doc.embed_text:
-                problems.append(
-                    f"{at}: document {doc.id!r} has no text; remove it or give it text"
-                )
+                problems.append(f"{at}: document {doc.id!r} has no text; remove it or give it text")
             if doc.id in seen_docs:
                 first = where(seen_docs[doc.id].origin, "an earlier document")
                 problems.append(
@@ -387,7 +385,9 @@ def _as_text(obj: Mapping[str, Any], key: str, path: Path, number: int, default:
     return value
 
 
-def load_beir(path: str | Path, split: str = "test", *, name: str | None = None) -> RetrievalDataset:
+def load_beir(
+    path: str | Path, split: str = "test", *, name: str | None = None
+) -> RetrievalDataset:
     """Load a BEIR folder: ``corpus.jsonl``, ``queries.jsonl`` and ``qrels/<split>.tsv``.
 
     Lines may end in CRLF or LF; the qrels may start with a header line. Only the queries judged
@@ -486,9 +486,7 @@ def _read_documents_folder(folder: Path, *, skip: Sequence[Path] = ()) -> list[D
             ) from None
         doc_id = file.relative_to(folder).as_posix()
         if not text.strip():
-            warnings.warn(
-                f"{file}: empty document skipped", EmbedBenchWarning, stacklevel=3
-            )
+            warnings.warn(f"{file}: empty document skipped", EmbedBenchWarning, stacklevel=3)
             continue
         documents.append(Document(doc_id, text.replace("\r\n", "\n"), origin=str(file)))
     return documents
@@ -541,15 +539,12 @@ def load_evalset(
         else:
             qid = _as_id(obj["query_id"], evalset_path, number, "query_id")
         if qid in seen_ids:
-            raise DatasetError(
-                f"{at}: duplicate query_id {qid!r} (first at line {seen_ids[qid]})"
-            )
+            raise DatasetError(f"{at}: duplicate query_id {qid!r} (first at line {seen_ids[qid]})")
         seen_ids[qid] = number
         key = " ".join(text.lower().split())
         if key in seen_texts:
             warnings.warn(
-                f"{at}: query text {text!r} repeats line {seen_texts[key]}; "
-                "it will count twice",
+                f"{at}: query text {text!r} repeats line {seen_texts[key]}; it will count twice",
                 EmbedBenchWarning,
                 stacklevel=2,
             )
@@ -606,9 +601,7 @@ def _parse_judgements(obj: Mapping[str, Any], at: str) -> dict[str, int]:
             )
         for raw, grade in graded.items():
             if isinstance(grade, bool) or not isinstance(grade, int) or grade < 0:
-                raise DatasetError(
-                    f"{at}: grade {grade!r} for {raw!r} must be an integer >= 0"
-                )
+                raise DatasetError(f"{at}: grade {grade!r} for {raw!r} must be an integer >= 0")
             judged[_normalise_doc_id(raw)] = grade
     if not any(g > 0 for g in judged.values()):
         raise DatasetError(f"{at}: no document has a grade above 0; the query cannot be scored")
@@ -655,4 +648,3 @@ def load_dataset(
         folder = Path(docs) if docs else root.parent / "docs"
         return load_evalset(root, folder, name=name)
     raise DatasetError(f"{root}: no such dataset folder or .jsonl eval set")
-

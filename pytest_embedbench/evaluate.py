@@ -313,7 +313,7 @@ class Evaluator:
             first_use = spec not in self._providers
             provider = self.provider(spec)
             timings.model_load_s = self._load_s[spec] if first_use else 0.0
-            encode_before = provider.encode_seconds
+            encode_before = provider.encode_seconds()
             doc_progress = None
             if self.progress is not None:
                 report = self.progress
@@ -346,7 +346,7 @@ class Evaluator:
                     self.progress("queries", i + 1, len(queries))
             timings.query_embedding_s = retriever.query_embedding_s - embed_before
             timings.search_s = retriever.search_s - search_before
-            timings.encode_s = provider.encode_seconds - encode_before
+            timings.encode_s = provider.encode_seconds() - encode_before
         timings.total_s = time.perf_counter() - started
         build_s = stats.document_embedding_s or stats.index_build_s
         return RetrievalResult(

@@ -59,7 +59,7 @@ def mrr(grades: np.ndarray, ideal: np.ndarray, num_rel: np.ndarray, k: int) -> n
     """
     rel = grades[:, :k] >= 1
     first = rel.argmax(axis=1)
-    return np.where(rel.any(axis=1), 1.0 / (first + 1.0), 0.0)
+    return np.asarray(np.where(rel.any(axis=1), 1.0 / (first + 1.0), 0.0), dtype=np.float64)
 
 
 def recall(grades: np.ndarray, ideal: np.ndarray, num_rel: np.ndarray, k: int) -> np.ndarray:
@@ -71,13 +71,13 @@ def recall(grades: np.ndarray, ideal: np.ndarray, num_rel: np.ndarray, k: int) -
 
 
 def precision(grades: np.ndarray, ideal: np.ndarray, num_rel: np.ndarray, k: int) -> np.ndarray:
-    """Precision@k = |relevant in top k| / k, k even when fewer were retrieved (trec_eval ``P_k``)."""
-    return (grades[:, :k] >= 1).sum(axis=1) / float(k)
+    """Precision@k = |relevant in top k| / k, even when fewer were retrieved (trec_eval ``P_k``)."""
+    return np.asarray((grades[:, :k] >= 1).sum(axis=1) / float(k), dtype=np.float64)
 
 
 def hit(grades: np.ndarray, ideal: np.ndarray, num_rel: np.ndarray, k: int) -> np.ndarray:
     """Hit@k = 1 when any relevant document is in the top k (trec_eval ``success_k``)."""
-    return (grades[:, :k] >= 1).any(axis=1).astype(np.float64)
+    return np.asarray((grades[:, :k] >= 1).any(axis=1), dtype=np.float64)
 
 
 def average_precision(

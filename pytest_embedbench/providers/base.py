@@ -49,7 +49,7 @@ from ..exceptions import (
 )
 
 if TYPE_CHECKING:
-    from ..cache import CacheStats, EmbeddingCache
+    from ..cache import EmbeddingCache
     from ..datasets import Document
 
 __all__ = [
@@ -224,12 +224,16 @@ class Provider(ABC):
         self.model = model
         self.options: dict[str, Any] = dict(options)
         self.info: dict[str, Any] = {}
-        self.encode_seconds = 0.0
+        self.encode_s = 0.0
         self._loaded = False
 
     @classmethod
     def all_option_names(cls) -> frozenset[str]:
         return cls.option_names
+
+    def encode_seconds(self) -> float:
+        """Seconds spent inside the model's own encode calls so far."""
+        return self.encode_s
 
     def ensure_loaded(self) -> None:
         """Load once."""
@@ -242,7 +246,7 @@ class Provider(ABC):
         """Load weights, open clients, check the model exists."""
 
     def namespace(self) -> dict[str, Any]:
-        """Everything that changes this provider's numbers (used for cache keys and fingerprints)."""
+        """Everything that changes this provider's numbers (cache keys and fingerprints)."""
         return {
             "provider": self.name,
             "model": self.model,
@@ -344,7 +348,7 @@ class EmbeddingProvider(Provider):
             batch = [prepared[i] for i in idx]
             t0 = time.perf_counter()
             raw = self.embed_batch(batch, kind=kind)
-            self.encode_seconds += time.perf_counter() - t0
+            self.encode_s += time.perf_counter() - t0
             vectors = self._validate(raw, len(batch), batch_number=b, first=start)
             if out is None:
                 out = np.empty((n, vectors.shape[1]), dtype=np.float32)

@@ -114,22 +114,18 @@ class HybridRetriever(Retriever):
         self.rrf_k = rrf_k
         self.weights = list(weights)
         self.depth = depth
-        self.fusion_s = 0.0
-
-    @property  # type: ignore[override]
-    def query_embedding_s(self) -> float:
-        return sum(leg.query_embedding_s for leg in self.legs)
-
-    @property  # type: ignore[override]
-    def search_s(self) -> float:
-        return sum(leg.search_s for leg in self.legs) + self.fusion_s
 
     def search(self, text: str, k: int) -> tuple[list[str], list[float]]:
         depth = self.depth or max(100, k)
+        before = [(leg.query_embedding_s, leg.search_s) for leg in self.legs]
         rankings = [leg.search(text, depth)[0] for leg in self.legs]
         t0 = time.perf_counter()
         ids, scores = reciprocal_rank_fusion(rankings, k=self.rrf_k, weights=self.weights)
-        self.fusion_s += time.perf_counter() - t0
+        fusion_s = time.perf_counter() - t0
+        for leg, (embed_s, search_s) in zip(self.legs, before, strict=True):
+            self.query_embedding_s += leg.query_embedding_s - embed_s
+            self.search_s += leg.search_s - search_s
+        self.search_s += fusion_s
         return ids[:k], scores[:k]
 
 
@@ -166,13 +162,8 @@ class HybridProvider(RankingProvider):
         for leg in self.legs:
             leg.ensure_loaded()
 
-    @property
-    def encode_seconds(self) -> float:  # type: ignore[override]
-        return sum(leg.encode_seconds for leg in self.legs)
-
-    @encode_seconds.setter
-    def encode_seconds(self, value: float) -> None:
-        pass  # the legs keep their own counts
+    def encode_seconds(self) -> float:
+        return sum(leg.encode_seconds() for leg in self.legs)
 
     def namespace(self) -> dict[str, Any]:
         ns = super().namespace()
@@ -189,7 +180,9 @@ class HybridProvider(RankingProvider):
     ) -> Retriever:
         stats = stats if stats is not None else BuildStats()
         self.ensure_loaded()
-        legs = [leg.build(documents, cache=cache, stats=stats, progress=progress) for leg in self.legs]
+        legs = [
+            leg.build(documents, cache=cache, stats=stats, progress=progress) for leg in self.legs
+        ]
         stats.documents = len(documents)
         self.info["legs"] = [dict(leg.info) for leg in self.legs]
         return HybridRetriever(legs, rrf_k=self.rrf_k, weights=self.weights, depth=self.depth)

@@ -51,14 +51,15 @@ def trec_values(qrels: dict, run: dict) -> dict[str, dict[str, float]]:
     out: dict[str, dict[str, float]] = {}
     for family, trec in TREC_NAMES.items():
         for k in CUTOFFS:
-            out[f"{family}@{k}"] = {
-                qid: raw.get(qid, {}).get(f"{trec}_{k}", 0.0) for qid in qrels
-            }
+            out[f"{family}@{k}"] = {qid: raw.get(qid, {}).get(f"{trec}_{k}", 0.0) for qid in qrels}
     # MRR@k: trec_eval's recip_rank on the run cut at k (in trec_eval's own order)
     for k in CUTOFFS:
         cut = {
-            qid: dict(sorted(((d, s) for d, s in docs.items()), key=lambda x: (x[1], x[0]),
-                             reverse=True)[:k])
+            qid: dict(
+                sorted(((d, s) for d, s in docs.items()), key=lambda x: (x[1], x[0]), reverse=True)[
+                    :k
+                ]
+            )
             for qid, docs in run.items()
         }
         rr = pytrec_eval.RelevanceEvaluator(qrels, {"recip_rank"}).evaluate(cut)
@@ -96,8 +97,11 @@ def test_score_run_equals_ranx(seed: int) -> None:
     run = {qid: docs for qid, docs in run.items() if docs and qid in qrels}
     qrels = {qid: docs for qid, docs in qrels.items() if qid in run}
     # ranx drops non-positive judgements from its qrels; keep graded positives and zeros apart
-    names = [f"{m}@{k}" for m in ("ndcg", "recall", "precision", "hit_rate", "mrr", "map")
-             for k in (1, 5, 10)]
+    names = [
+        f"{m}@{k}"
+        for m in ("ndcg", "recall", "precision", "hit_rate", "mrr", "map")
+        for k in (1, 5, 10)
+    ]
     result = ranx.evaluate(ranx.Qrels(qrels), ranx.Run(run), names, return_mean=False)
     ours_names = [n.replace("hit_rate", "hit") for n in names]
     got = score_run(qrels, run, ours_names)

@@ -135,10 +135,17 @@ def test_evalset_over_documents_folder(tmp_path: Path) -> None:
     write_jsonl(
         tmp_path / "evalset.jsonl",
         [
-            {"query_id": "q0001", "query": "max payload?", "relevant_doc_ids": ["./api.md"],
-             "answer": "5 MB"},
-            {"query": "how to install", "relevant_doc_ids": ["guides\\install.txt"],
-             "category": "setup"},
+            {
+                "query_id": "q0001",
+                "query": "max payload?",
+                "relevant_doc_ids": ["./api.md"],
+                "answer": "5 MB",
+            },
+            {
+                "query": "how to install",
+                "relevant_doc_ids": ["guides\\install.txt"],
+                "category": "setup",
+            },
             {"query": "retention", "relevance": {"security.md": 3, "api.md": 0}},
         ],
     )
@@ -157,7 +164,9 @@ def test_evalset_errors_name_line_and_fix(tmp_path: Path) -> None:
     docs = make_docs(tmp_path)
     path = tmp_path / "evalset.jsonl"
     write_jsonl(path, [{"query": "x", "relevant_doc_ids": ["apii.md"]}])
-    with pytest.raises(DatasetError, match=r"line 1: document 'apii.md' is not in .*did you mean 'api.md'"):
+    with pytest.raises(
+        DatasetError, match=r"line 1: document 'apii.md' is not in .*did you mean 'api.md'"
+    ):
         load_evalset(path, docs)
     write_jsonl(path, [{"query": "", "relevant_doc_ids": ["api.md"]}])
     with pytest.raises(DatasetError, match=r"line 1: 'query' is missing or empty"):

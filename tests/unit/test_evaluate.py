@@ -101,9 +101,7 @@ def scifact_subset(scifact_path: Path):
 def test_minilm_on_scifact_subset_equals_pytrec_eval(scifact_subset, tmp_path: Path) -> None:
     pytest.importorskip("sentence_transformers")
     pytrec_eval = pytest.importorskip("pytrec_eval")
-    result = evaluate(
-        "hf:sentence-transformers/all-MiniLM-L6-v2", scifact_subset, cache=tmp_path
-    )
+    result = evaluate("hf:sentence-transformers/all-MiniLM-L6-v2", scifact_subset, cache=tmp_path)
     measures = {"ndcg_cut.10", "recall.100", "P.5", "success.1"}
     trec = pytrec_eval.RelevanceEvaluator(result.qrels, measures).evaluate(result.run)
     for ours, theirs in [

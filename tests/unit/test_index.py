@@ -11,8 +11,9 @@ from pytest_embedbench.index import topk_desc
 
 def reference(vectors: np.ndarray, ids: list[str], query: np.ndarray, k: int) -> list[str]:
     scores = vectors @ query
-    return [ids[i] for i in sorted(range(len(ids)), key=lambda i: (scores[i], ids[i]),
-                                   reverse=True)[:k]]
+    return [
+        ids[i] for i in sorted(range(len(ids)), key=lambda i: (scores[i], ids[i]), reverse=True)[:k]
+    ]
 
 
 def tied_corpus(seed: int) -> tuple[np.ndarray, list[str], np.ndarray]:

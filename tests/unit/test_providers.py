@@ -126,7 +126,9 @@ def test_entry_point_provider_is_loaded(tmp_path: Path, monkeypatch: pytest.Monk
     )
     dist = tmp_path / "third_party_embedder-1.0.dist-info"
     dist.mkdir()
-    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: third-party-embedder\nVersion: 1.0\n")
+    (dist / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: third-party-embedder\nVersion: 1.0\n"
+    )
     (dist / "entry_points.txt").write_text(
         "[pytest_embedbench.providers]\nconstant = third_party_embedder:ConstantProvider\n"
     )

@@ -28,6 +28,7 @@ from .exceptions import DatasetError, EmbedBenchWarning
 
 __all__ = [
     "Document",
+    "EvalSet",
     "Query",
     "RetrievalDataset",
     "load_beir",
@@ -71,6 +72,24 @@ class Query:
 
 
 Qrels = Mapping[str, Mapping[str, int]]
+
+
+@dataclass(frozen=True)
+class EvalSet:
+    """The judged queries of a dataset and their qrels (the ``evalset`` fixture)."""
+
+    queries: tuple[Query, ...]
+    qrels: Mapping[str, Mapping[str, int]]
+
+    def __len__(self) -> int:
+        return len(self.queries)
+
+    def __iter__(self) -> Iterator[Query]:
+        return iter(self.queries)
+
+    def relevant(self, query_id: str, *, min_grade: int = 1) -> dict[str, int]:
+        """Documents judged at least ``min_grade`` for ``query_id``."""
+        return {d: g for d, g in self.qrels[query_id].items() if g >= min_grade}
 
 
 class RetrievalDataset:
@@ -193,6 +212,11 @@ class RetrievalDataset:
 
     def __len__(self) -> int:
         return len(self.queries)
+
+    @property
+    def evalset(self) -> EvalSet:
+        """The judged queries and their qrels."""
+        return EvalSet(self.queries, self.qrels)
 
     def document(self, doc_id: str) -> Document:
         """The document with this id (KeyError names it when absent)."""

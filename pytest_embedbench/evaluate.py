@@ -128,13 +128,16 @@ class RetrievalResult:
         """The mean of ``name`` over queries with its bootstrap interval (seeded)."""
         key = str(parse_metric(name))
         if key not in self._estimates:
-            self._estimates[key] = bootstrap(
+            est = bootstrap(
                 self.per_query(key),
                 n_resamples=self.n_resamples,
                 level=self.level,
                 seed=self.seed,
                 name=key,
             )
+            est.query_ids = self.query_ids
+            est.context = f"{self.name} on {self.dataset_name}"
+            self._estimates[key] = est
         return self._estimates[key]
 
     def metrics(self, families: Iterable[str] = tuple(METRICS)) -> dict[str, Estimate]:
@@ -177,9 +180,7 @@ class RetrievalResult:
 
     def worst_queries(self, name: str = "ndcg@10", n: int = 3) -> list[tuple[str, float]]:
         """The ``n`` queries scoring lowest on ``name`` (ties by query id), for messages."""
-        values = self.per_query(name)
-        order = sorted(range(len(values)), key=lambda i: (values[i], self.query_ids[i]))
-        return [(self.query_ids[i], float(values[i])) for i in order[:n]]
+        return self.metric(name).worst(n)
 
     def compare(self, other: RetrievalResult, name: str = "ndcg@10") -> Estimate:
         """Paired difference ``self - other`` on the queries both share, with its interval."""

@@ -1,18 +1,446 @@
-"""The pytest plugin (entry point ``pytest11: embedbench``).
+"""The pytest plugin (entry point ``pytest11: embedbench``): wiring only.
 
-It stays thin: it registers the ``embedbench`` marker so suites that already use it collect
-under ``--strict-markers``. Fixtures, options and the summary table build on the engine in
-:mod:`pytest_embedbench.evaluate`.
+Options, ini keys, the ``embedbench`` marker, fixtures and hooks live here; every decision is
+made by :class:`~pytest_embedbench.session.EmbedBenchSession`, kept in ``config.stash``.
 """
 
 from __future__ import annotations
 
+import json
+from collections.abc import Generator
+from contextlib import nullcontext
+from pathlib import Path
+from typing import Any
+
 import pytest
 
+from . import hookspec
+from .config import Options, parse_int, parse_models_option, parse_positive_int
+from .datasets import Document, EvalSet, RetrievalDataset
+from .evaluate import RetrievalResult
+from .exceptions import EmbedBenchError
+from .providers.base import Provider
+from .report.json_report import atomic_write_json, build_report, machine_info
+from .report.terminal import render_tables
+from .session import Case, EmbedBenchSession, ProgressPrinter
+from .stats import Estimate
 
+SESSION_KEY = pytest.StashKey[EmbedBenchSession]()
+CASE_KEY = pytest.StashKey[tuple[Case, RetrievalResult]]()
+
+_INI: list[tuple[str, str, str]] = [  # name, help, "bool" or "string"
+    ("embedbench_models", "comma-separated model specs that replace every test's models", "string"),
+    ("embedbench_config", "path of embedbench.yaml (default: the nearest one)", "string"),
+    ("embedbench_json", "write the JSON report to this path", "string"),
+    ("embedbench_cache_dir", "folder of the embedding cache", "string"),
+    ("embedbench_no_cache", "do not read or write the embedding cache", "bool"),
+    ("embedbench_seed", "seed of every random choice (bootstrap)", "string"),
+    ("embedbench_bootstrap", "bootstrap resamples per interval (default 10000)", "string"),
+    ("embedbench_thresholds", "YAML file of metric thresholds", "string"),
+]
+
+
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    pluginmanager.add_hookspecs(hookspec)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("embedbench", "retrieval benchmarks (pytest-embedbench)")
+    group.addoption(
+        "--embedbench-models",
+        type=parse_models_option,
+        metavar="SPECS",
+        help="comma-separated model specs that replace every test's models, e.g. 'bm25,hf:...'",
+    )
+    group.addoption("--embedbench-config", metavar="PATH", help="path of embedbench.yaml")
+    group.addoption("--embedbench-json", metavar="PATH", help="write the JSON report here")
+    group.addoption("--embedbench-cache-dir", metavar="DIR", help="embedding cache folder")
+    group.addoption(
+        "--embedbench-no-cache",
+        action="store_true",
+        default=None,
+        help="neither read nor write the embedding cache",
+    )
+    group.addoption("--embedbench-seed", type=parse_int, metavar="N", help="seed (default 0)")
+    group.addoption(
+        "--embedbench-bootstrap",
+        type=parse_positive_int,
+        metavar="N",
+        help="bootstrap resamples per interval (default 10000)",
+    )
+    group.addoption("--embedbench-thresholds", metavar="PATH", help="YAML file of thresholds")
+    for name, help_text, kind in _INI:
+        if kind == "bool":
+            parser.addini(name, help_text, type="bool", default=False)
+        else:
+            parser.addini(name, help_text, type="string", default="")
+
+
+def _ini_value(config: pytest.Config, name: str, parse: Any) -> Any:
+    raw = config.getini(name)
+    if raw in (None, ""):
+        return None
+    try:
+        return parse(str(raw))
+    except Exception as exc:
+        raise pytest.UsageError(f"ini option {name} = {raw!r}: {exc}") from None
+
+
+def _path(value: str | None, base: Path) -> Path | None:
+    if not value:
+        return None
+    path = Path(value).expanduser()
+    return path if path.is_absolute() else (base / path).resolve()
+
+
+def build_options(config: pytest.Config) -> Options:
+    """Command line over ini, parsed once into the frozen Options."""
+    cwd = config.invocation_params.dir
+    ini_base = config.inipath.parent if config.inipath else config.rootpath
+
+    def pick(option: str, ini: str, parse: Any = str) -> tuple[Any, Path]:
+        value = config.getoption(option)
+        if value is not None:
+            return value, cwd
+        return _ini_value(config, ini, parse), ini_base
+
+    models, _ = pick("embedbench_models", "embedbench_models", parse_models_option)
+    seed, _ = pick("embedbench_seed", "embedbench_seed", parse_int)
+    bootstrap, _ = pick("embedbench_bootstrap", "embedbench_bootstrap", parse_positive_int)
+    no_cache = config.getoption("embedbench_no_cache")
+    if no_cache is None:
+        no_cache = bool(config.getini("embedbench_no_cache"))
+    paths = {}
+    for key in ("config", "json", "cache_dir", "thresholds"):
+        value, base = pick(f"embedbench_{key}", f"embedbench_{key}")
+        paths[key] = _path(value, base)
+    if paths["config"] is not None and not paths["config"].is_file():
+        raise pytest.UsageError(f"--embedbench-config {str(paths['config'])!r}: no such file")
+    if paths["thresholds"] is not None and not paths["thresholds"].is_file():
+        raise pytest.UsageError(
+            f"--embedbench-thresholds {str(paths['thresholds'])!r}: no such file"
+        )
+    if no_cache and paths["cache_dir"] is not None and config.getoption("embedbench_cache_dir"):
+        raise pytest.UsageError("--embedbench-no-cache and --embedbench-cache-dir conflict")
+    return Options(
+        models=models,
+        config=paths["config"],
+        json_path=paths["json"],
+        cache_dir=paths["cache_dir"],
+        no_cache=bool(no_cache),
+        seed=0 if seed is None else seed,
+        bootstrap=10_000 if bootstrap is None else bootstrap,
+        thresholds=paths["thresholds"],
+        verbosity=config.get_verbosity(),
+    )
+
+
+def _is_worker(config: pytest.Config) -> bool:
+    return hasattr(config, "workerinput")
+
+
+@pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
-        "embedbench(models=None, dataset=None, k=None, **options): "
-        "evaluate retrieval models on a dataset (pytest-embedbench)",
+        "embedbench(models=None, dataset=None, k=None, split=None, thresholds=None): "
+        "evaluate retrieval models on a dataset, one test per model (pytest-embedbench)",
     )
+    options = build_options(config)
+    progress = None
+    if options.verbosity >= 0 and not _is_worker(config):
+        progress = ProgressPrinter(lambda line: _write_outside_capture(config, line))
+    try:
+        session = EmbedBenchSession(options, config.rootpath, progress=progress)
+    except EmbedBenchError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    config.stash[SESSION_KEY] = session
+    if config.pluginmanager.hasplugin("xdist"):
+        config.pluginmanager.register(XDistHooks(session), "embedbench-xdist")
+        # one model's tests on one worker, so each model loads once: loadgroup, unless the
+        # user chose a distribution mode
+        explicit = any(arg.startswith("--dist") for arg in config.invocation_params.args)
+        if getattr(config.option, "dist", "no") == "load" and not explicit:
+            config.option.dist = "loadgroup"
+
+
+def _write_outside_capture(config: pytest.Config, line: str) -> None:
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is None:
+        return
+    capman = config.pluginmanager.get_plugin("capturemanager")
+    with capman.global_and_fixture_disabled() if capman is not None else nullcontext():
+        reporter.write_line(line)
+
+
+def _session(config: pytest.Config) -> EmbedBenchSession:
+    return config.stash[SESSION_KEY]
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    marker = metafunc.definition.get_closest_marker("embedbench")
+    if marker is None or not {"retrieval", "model"} & set(metafunc.fixturenames):
+        return
+    if marker.args:
+        raise pytest.Collector.CollectError(
+            f"@pytest.mark.embedbench takes keyword arguments only, got {marker.args!r}"
+        )
+    try:
+        cases = _session(metafunc.config).cases(marker.kwargs, Path(metafunc.definition.path))
+    except EmbedBenchError as exc:
+        raise pytest.Collector.CollectError(f"{metafunc.definition.nodeid}: {exc}") from None
+    xdist = metafunc.config.pluginmanager.hasplugin("xdist")
+    metafunc.parametrize(
+        "_embedbench_case",
+        [
+            pytest.param(
+                case,
+                id=case.model.short_name,
+                marks=[pytest.mark.xdist_group(case.model.short_name)] if xdist else [],
+            )
+            for case in cases
+        ],
+        indirect=True,
+    )
+
+
+@pytest.fixture
+def _embedbench_case(request: pytest.FixtureRequest) -> Case:
+    case = getattr(request, "param", None)
+    if not isinstance(case, Case):
+        pytest.fail(
+            f"{request.node.nodeid}: the retrieval and model fixtures need "
+            "@pytest.mark.embedbench(models=[...], dataset=...)",
+            pytrace=False,
+        )
+    return case
+
+
+def _marker_dataset(request: pytest.FixtureRequest) -> RetrievalDataset:
+    marker = request.node.get_closest_marker("embedbench")
+    if marker is None:
+        pytest.fail(
+            f"{request.node.nodeid}: the corpus and evalset fixtures need "
+            "@pytest.mark.embedbench(dataset=...)",
+            pytrace=False,
+        )
+    session = _session(request.config)
+    test_path = Path(request.node.path)
+    try:
+        cfg = session.project_config(test_path)
+        entry = session.dataset_entry(marker.kwargs.get("dataset"), cfg, test_path, marker.kwargs)
+        return session.dataset(entry)
+    except EmbedBenchError as exc:
+        pytest.fail(f"{request.node.nodeid}: {exc}", pytrace=False)
+
+
+@pytest.fixture
+def retrieval(request: pytest.FixtureRequest, _embedbench_case: Case) -> RetrievalResult:
+    """The RetrievalResult of this test's model on its dataset (computed once per session)."""
+    session = _session(request.config)
+    case = _embedbench_case
+    test = getattr(request.node, "originalname", request.node.name)
+    try:
+        result = session.result(case)
+    except EmbedBenchError as exc:
+        session.record(request.node.nodeid, test, case, None, exc)
+        pytest.fail(
+            f"embedbench: model {case.model.short_name!r} on dataset {case.dataset.name!r} "
+            f"failed: {type(exc).__name__}: {exc}",
+            pytrace=False,
+        )
+    except Exception as exc:
+        session.record(request.node.nodeid, test, case, None, exc)
+        pytest.fail(
+            f"embedbench: model {case.model.short_name!r} on dataset {case.dataset.name!r} "
+            f"raised {type(exc).__name__}: {exc}",
+            pytrace=False,
+        )
+    session.record(request.node.nodeid, test, case, result, None)
+    request.node.stash[CASE_KEY] = (case, result)
+    return result
+
+
+@pytest.fixture
+def model(request: pytest.FixtureRequest, _embedbench_case: Case) -> Provider:
+    """The loaded provider of this test's model (loaded once per session)."""
+    try:
+        return _session(request.config).provider(_embedbench_case.model)
+    except Exception as exc:
+        pytest.fail(
+            f"embedbench: model {_embedbench_case.model.short_name!r} could not be loaded: "
+            f"{type(exc).__name__}: {exc}",
+            pytrace=False,
+        )
+
+
+@pytest.fixture
+def corpus(request: pytest.FixtureRequest) -> tuple[Document, ...]:
+    """The documents of this test's dataset."""
+    return _marker_dataset(request).documents
+
+
+@pytest.fixture
+def evalset(request: pytest.FixtureRequest) -> EvalSet:
+    """The judged queries and qrels of this test's dataset."""
+    return _marker_dataset(request).evalset
+
+
+class EmbedBenchHandle:
+    """The ``embedbench`` fixture: ad-hoc evaluations and comparisons inside a test.
+
+    Usage::
+
+        def test_prefix_helps(embedbench):
+            plain = embedbench.evaluate("hf:intfloat/e5-small-v2", "support")
+            prefixed = embedbench.evaluate(ModelSpec("hf:intfloat/e5-small-v2", name="e5-p",
+                                                     query_prefix="query: "), "support")
+            assert prefixed.compare(plain, "ndcg@10").low > 0
+    """
+
+    def __init__(self, session: EmbedBenchSession, test_path: Path) -> None:
+        self._session = session
+        self._test_path = test_path
+
+    @property
+    def options(self) -> Options:
+        return self._session.options
+
+    def evaluate(self, model: Any, dataset: Any, *, k: Any = None) -> RetrievalResult:
+        """Evaluate ``model`` on ``dataset`` (a configured name, a path or a dataset)."""
+        return self._session.evaluate(model, dataset, k=k, test_path=self._test_path)
+
+    def compare(self, a: RetrievalResult, b: RetrievalResult, metric: str = "ndcg@10") -> Estimate:
+        """Paired bootstrap difference ``a - b`` on the queries both share."""
+        return a.compare(b, metric)
+
+
+@pytest.fixture
+def embedbench(request: pytest.FixtureRequest) -> EmbedBenchHandle:
+    """The session handle: ``embedbench.evaluate(model, dataset)`` inside a test."""
+    return EmbedBenchHandle(_session(request.config), Path(request.node.path))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, Any, Any]:
+    outcome = yield
+    found = item.stash.get(CASE_KEY, None)
+    if found is not None:
+        case, result = found
+        test = getattr(item, "originalname", item.name)
+        failures = _session(item.config).check_thresholds(case, result, test)
+        if failures:
+            pytest.fail(
+                f"embedbench thresholds not met by {case.model.short_name!r} on "
+                f"{case.dataset.name!r} ({len(result.query_ids)} queries):\n  "
+                + "\n  ".join(failures),
+                pytrace=False,
+            )
+    return outcome
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    message = None
+    if report.failed:
+        crash = getattr(report.longrepr, "reprcrash", None)
+        message = getattr(crash, "message", None) or str(report.longrepr).strip().splitlines()[-1]
+    _CURRENT.set_status(report.nodeid, report.when, report.outcome, message)
+
+
+class _Current:
+    """Routes logreport (which has no config) to the session of the running config."""
+
+    session: EmbedBenchSession | None = None
+
+    def set_status(self, nodeid: str, when: str, outcome: str, message: str | None) -> None:
+        if self.session is not None:
+            self.session.set_status(nodeid, when, outcome, message)
+
+
+_CURRENT = _Current()
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    _CURRENT.session = _session(session.config)
+
+
+def pytest_assertrepr_compare(config: pytest.Config, op: str, left: Any, right: Any) -> Any:
+    if op not in (">=", "<=", ">", "<", "==", "!="):
+        return None
+    est, other = (left, right) if isinstance(left, Estimate) else (right, left)
+    if not isinstance(est, Estimate):
+        return None
+    name = est.name or "value"
+    lines = [
+        f"{name} = {float(est):.4f} {op} {other!r}"
+        if est is left
+        else f"{other!r} {op} {name} = {float(est):.4f}",
+        f"{name} = {float(est):.4f}, {round(est.level * 100)}% bootstrap interval "
+        f"[{est.low:.4f}, {est.high:.4f}] over {est.n} queries"
+        + (f" ({est.context})" if est.context else ""),
+    ]
+    worst = est.worst(3)
+    if worst:
+        lines.append("worst queries: " + ", ".join(f"{qid} ({value:.4f})" for qid, value in worst))
+    return lines
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_embedbench_generate_json(
+    config: pytest.Config, records: list[dict[str, Any]]
+) -> dict[str, Any]:
+    session = _session(config)
+    options = session.options
+    configuration = {
+        "models": list(options.models) if options.models else None,
+        "config": options.config,
+        "json": options.json_path,
+        "cache_dir": options.cache_dir,
+        "no_cache": options.no_cache,
+        "seed": options.seed,
+        "bootstrap": options.bootstrap,
+        "thresholds": options.thresholds,
+        "args": list(config.invocation_params.args),
+    }
+    return build_report(records, configuration=configuration, rootdir=config.rootpath)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    config = session.config
+    state = _session(config)
+    if _is_worker(config):
+        config.workeroutput["embedbench"] = json.dumps(list(state.records.values()))  # type: ignore[attr-defined]
+        return
+    if state.options.json_path is None:
+        return
+    records = sorted(state.records.values(), key=lambda r: r["nodeid"])
+    report = config.hook.pytest_embedbench_generate_json(config=config, records=records)
+    config.hook.pytest_embedbench_update_json(config=config, report=report)
+    atomic_write_json(state.options.json_path, report)
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    state = _session(config)
+    lines = render_tables(state.records.values(), verbosity=config.get_verbosity())
+    if not lines:
+        return
+    terminalreporter.section("embedbench", sep="=")
+    for line in lines:
+        terminalreporter.write_line(line)
+    if state.options.json_path is not None:
+        terminalreporter.write_line(f"JSON report: {state.options.json_path}")
+
+
+class XDistHooks:
+    """Registered only when pytest-xdist is present: the controller merges worker records."""
+
+    def __init__(self, session: EmbedBenchSession) -> None:
+        self.session = session
+
+    def pytest_testnodedown(self, node: Any, error: Any) -> None:
+        raw = getattr(node, "workeroutput", {}).get("embedbench")
+        if raw:
+            self.session.merge(json.loads(raw))
+
+
+__all__ = ["EmbedBenchHandle", "machine_info"]

@@ -46,6 +46,9 @@ class Estimate(float):
     level: float
     per_query: np.ndarray
     name: str | None
+    #: the query ids of ``per_query`` and what was measured ("bm25 on support"), for messages
+    query_ids: tuple[str, ...] | None
+    context: str | None
 
     def __new__(
         cls,
@@ -57,6 +60,8 @@ class Estimate(float):
         per_query: Sequence[float] | np.ndarray | None = None,
         level: float = 0.95,
         name: str | None = None,
+        query_ids: Sequence[str] | None = None,
+        context: str | None = None,
     ) -> Estimate:
         obj = super().__new__(cls, value)
         obj.low = float(low)
@@ -67,6 +72,8 @@ class Estimate(float):
             np.asarray(per_query, dtype=np.float64) if per_query is not None else np.empty(0)
         )
         obj.name = name
+        obj.query_ids = tuple(query_ids) if query_ids is not None else None
+        obj.context = context
         return obj
 
     @property
@@ -93,8 +100,27 @@ class Estimate(float):
         # float subclasses pickle through __reduce__; keep the interval across processes (xdist)
         return (
             _rebuild_estimate,
-            (float(self), self.low, self.high, self.n, self.per_query, self.level, self.name),
+            (
+                float(self),
+                self.low,
+                self.high,
+                self.n,
+                self.per_query,
+                self.level,
+                self.name,
+                self.query_ids,
+                self.context,
+            ),
         )
+
+    def worst(self, n: int = 3) -> list[tuple[str, float]]:
+        """The ``n`` lowest per-query values with their query ids (ties by id)."""
+        ids = self.query_ids
+        if ids is None or len(self.per_query) != len(ids):
+            return []
+        values = self.per_query
+        order = sorted(range(len(values)), key=lambda i: (values[i], ids[i]))
+        return [(ids[i], float(values[i])) for i in order[:n]]
 
     def to_dict(self) -> dict[str, float | int]:
         """``{"value", "low", "high", "n"}`` for reports."""
@@ -109,8 +135,20 @@ def _rebuild_estimate(
     per_query: np.ndarray,
     level: float,
     name: str | None,
+    query_ids: tuple[str, ...] | None = None,
+    context: str | None = None,
 ) -> Estimate:
-    return Estimate(value, low=low, high=high, n=n, per_query=per_query, level=level, name=name)
+    return Estimate(
+        value,
+        low=low,
+        high=high,
+        n=n,
+        per_query=per_query,
+        level=level,
+        name=name,
+        query_ids=query_ids,
+        context=context,
+    )
 
 
 def _check(level: float, n_resamples: int) -> None:

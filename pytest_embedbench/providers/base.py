@@ -406,6 +406,8 @@ class EmbeddingProvider(Provider):
         stats = stats if stats is not None else BuildStats()
         self.ensure_loaded()
         texts = [d.embed_text for d in documents]
+        if progress is not None:
+            progress(0, len(texts))
         t0 = time.perf_counter()
         if cache is None:
             vectors = self.embed(texts, kind="document", progress=progress)

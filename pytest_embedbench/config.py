@@ -1,0 +1,242 @@
+"""Run options (command line and ini) and the ``embedbench.yaml`` file.
+
+Options are parsed once into the frozen :class:`Options`; the session is built from it, so the
+engine is testable without a pytest config. ``embedbench.yaml`` names datasets, default models,
+provider options and thresholds::
+
+    datasets:
+      support: {path: support}                 # relative to this file
+      scifact:
+        path: ../../shared/data/scifact
+        split: test
+        subset: {n_queries: 50, n_distractors: 1000, seed: 0}
+    models:
+      - hf:sentence-transformers/all-MiniLM-L6-v2
+      - bm25
+    providers:                                 # options by provider or by model short name
+      hf: {batch_size: 64}
+      bm25: {k1: 1.2}
+    k: [1, 5, 10, 100]
+    thresholds:
+      defaults: {ndcg@10: ">= 0.5"}
+
+Unknown keys and bad values are errors that name the file, the key and the fix.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .exceptions import ConfigError
+from .providers.base import ModelSpec
+
+__all__ = ["CONFIG_NAME", "DatasetEntry", "ProjectConfig", "Options", "find_config", "load_config"]
+
+CONFIG_NAME = "embedbench.yaml"
+_TOP_KEYS = {"datasets", "models", "providers", "k", "thresholds"}
+_DATASET_KEYS = {"path", "split", "docs", "subset", "name"}
+_SUBSET_KEYS = {"n_queries", "n_distractors", "seed"}
+
+
+@dataclass(frozen=True)
+class Options:
+    """The plugin's options after parsing (command line wins over ini)."""
+
+    models: tuple[str, ...] | None = None
+    config: Path | None = None
+    json_path: Path | None = None
+    cache_dir: Path | None = None
+    no_cache: bool = False
+    seed: int = 0
+    bootstrap: int = 10_000
+    thresholds: Path | None = None
+    verbosity: int = 0
+    progress: bool = True
+
+
+def parse_models_option(value: str) -> tuple[str, ...]:
+    """``--embedbench-models a,b``: comma-separated specs (a hybrid's ``+`` is kept)."""
+    specs = tuple(part.strip() for part in value.split(",") if part.strip())
+    if not specs:
+        raise argparse.ArgumentTypeError(
+            f"--embedbench-models {value!r}: give comma-separated model specs, e.g. 'bm25,hf:MODEL'"
+        )
+    return specs
+
+
+def parse_positive_int(value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not an integer") from None
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"{value!r} must be at least 1")
+    return number
+
+
+def parse_int(value: str) -> int:
+    try:
+        return int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not an integer") from None
+
+
+@dataclass(frozen=True)
+class DatasetEntry:
+    """A dataset named in ``embedbench.yaml``."""
+
+    name: str
+    path: Path
+    split: str = "test"
+    docs: Path | None = None
+    subset: Mapping[str, int] | None = None
+
+
+@dataclass(frozen=True)
+class ProjectConfig:
+    """The parsed ``embedbench.yaml`` (empty when there is none)."""
+
+    path: Path | None = None
+    datasets: Mapping[str, DatasetEntry] = field(default_factory=dict)
+    models: tuple[ModelSpec, ...] = ()
+    providers: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    k: tuple[int, ...] | None = None
+    thresholds: Mapping[str, Any] = field(default_factory=dict)
+
+    def apply_provider_options(self, spec: ModelSpec) -> ModelSpec:
+        """``spec`` with the configured options for its provider and its short name merged in
+        (the spec's own options win)."""
+        merged: dict[str, Any] = {}
+        merged.update(self.providers.get(spec.provider, {}))
+        merged.update(self.providers.get(spec.short_name, {}))
+        if not merged:
+            return spec
+        merged.update(spec.options)
+        return ModelSpec(spec.spec, spec.name, **merged)
+
+
+def find_config(start: Path, rootdir: Path) -> Path | None:
+    """The nearest ``embedbench.yaml`` from ``start`` up to ``rootdir`` (inclusive)."""
+    start = start.resolve()
+    root = rootdir.resolve()
+    for folder in (start, *start.parents):
+        candidate = folder / CONFIG_NAME
+        if candidate.is_file():
+            return candidate
+        if folder == root:
+            break
+    return None
+
+
+def _fail(path: Path, where: str, message: str) -> ConfigError:
+    return ConfigError(f"{path}: {where}: {message}")
+
+
+def load_config(path: Path) -> ProjectConfig:
+    """Parse and check an ``embedbench.yaml``."""
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: config file not found") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = f" line {mark.line + 1}" if mark is not None else ""
+        raise ConfigError(f"{path}{line}: not valid YAML ({exc})") from None
+    if raw is None:
+        return ProjectConfig(path=path)
+    if not isinstance(raw, Mapping):
+        raise ConfigError(f"{path}: expected a mapping at the top, got {type(raw).__name__}")
+    unknown = sorted(set(raw) - _TOP_KEYS)
+    if unknown:
+        raise ConfigError(f"{path}: unknown key(s) {unknown}; allowed: {sorted(_TOP_KEYS)}")
+    base = path.parent
+    datasets = _parse_datasets(path, base, raw.get("datasets") or {})
+    models = _parse_models(path, raw.get("models") or [])
+    providers = raw.get("providers") or {}
+    if not isinstance(providers, Mapping) or not all(
+        isinstance(v, Mapping) for v in providers.values()
+    ):
+        raise _fail(path, "providers", "expected a mapping of provider or model name to options")
+    k = raw.get("k")
+    if k is not None:
+        values = [k] if isinstance(k, int) else k
+        if not isinstance(values, list) or not all(
+            isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in values
+        ):
+            raise _fail(path, "k", f"{k!r} must be a list of integers >= 1, e.g. [1, 10, 100]")
+        k = tuple(sorted(set(values)))
+    thresholds = raw.get("thresholds") or {}
+    if not isinstance(thresholds, Mapping):
+        raise _fail(path, "thresholds", "expected a mapping (see the thresholds file format)")
+    return ProjectConfig(
+        path=path,
+        datasets=datasets,
+        models=models,
+        providers={str(name): dict(opts) for name, opts in providers.items()},
+        k=k,
+        thresholds=dict(thresholds),
+    )
+
+
+def _parse_datasets(path: Path, base: Path, raw: Any) -> dict[str, DatasetEntry]:
+    if not isinstance(raw, Mapping):
+        raise _fail(path, "datasets", "expected a mapping of name to {path: ...}")
+    out: dict[str, DatasetEntry] = {}
+    for name, entry in raw.items():
+        where = f"datasets.{name}"
+        if isinstance(entry, str):
+            entry = {"path": entry}
+        if not isinstance(entry, Mapping):
+            raise _fail(path, where, f"expected a path or a mapping, got {entry!r}")
+        unknown = sorted(set(entry) - _DATASET_KEYS)
+        if unknown:
+            raise _fail(path, where, f"unknown key(s) {unknown}; allowed: {sorted(_DATASET_KEYS)}")
+        if not isinstance(entry.get("path"), str):
+            raise _fail(path, where, "needs 'path': a BEIR folder or an eval-set folder")
+        subset = entry.get("subset")
+        if subset is not None:
+            if not isinstance(subset, Mapping) or set(subset) - _SUBSET_KEYS:
+                raise _fail(
+                    path, f"{where}.subset", f"{subset!r}: allowed keys {sorted(_SUBSET_KEYS)}"
+                )
+            if not all(isinstance(v, int) and not isinstance(v, bool) for v in subset.values()):
+                raise _fail(path, f"{where}.subset", f"{subset!r}: values must be integers")
+        docs = entry.get("docs")
+        out[str(name)] = DatasetEntry(
+            name=str(entry.get("name") or name),
+            path=(base / entry["path"]).resolve(),
+            split=str(entry.get("split", "test")),
+            docs=(base / docs).resolve() if docs else None,
+            subset=dict(subset) if subset else None,
+        )
+    return out
+
+
+def _parse_models(path: Path, raw: Any) -> tuple[ModelSpec, ...]:
+    if isinstance(raw, str):
+        raw = [raw]
+    if not isinstance(raw, Sequence):
+        raise _fail(path, "models", f"expected a list of model specs, got {raw!r}")
+    specs = []
+    for i, item in enumerate(raw):
+        if isinstance(item, str):
+            specs.append(ModelSpec(item))
+        elif isinstance(item, Mapping) and isinstance(item.get("spec"), str):
+            options = dict(item.get("options") or {})
+            extra = sorted(set(item) - {"spec", "name", "options"})
+            if extra:
+                raise _fail(
+                    path, f"models[{i}]", f"unknown key(s) {extra}; use spec, name and options"
+                )
+            specs.append(ModelSpec(item["spec"], item.get("name"), **options))
+        else:
+            raise _fail(
+                path, f"models[{i}]", f"{item!r}: give a spec string or {{spec: ..., name: ...}}"
+            )
+    return tuple(specs)

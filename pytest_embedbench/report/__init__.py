@@ -1,0 +1,1 @@
+"""Outputs: the terminal comparison table and the JSON report."""

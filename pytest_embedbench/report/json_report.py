@@ -1,0 +1,166 @@
+"""The JSON report (``--embedbench-json=PATH``), written atomically.
+
+Schema (version 1)::
+
+    {"schema_version": 1, "created": "2026-11-30T08:00:00+00:00",
+     "machine": {...}, "commit": {...} | null, "packages": {"numpy": "2.1.0", ...},
+     "configuration": {...}, "cache": {"hits": 0, "misses": 56, "hit_rate": 0.0},
+     "tests": [{"nodeid", "test", "model", "spec", "dataset", "k", "status", "error",
+                "result": {"metrics": {"ndcg@10": {"value", "low", "high", "n"}, ...},
+                           "latency": {...}, "timings": {...}, "peak_rss_mb", "cache", ...}}]}
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import math
+import os
+import platform
+import subprocess
+import tempfile
+from collections.abc import Iterable, Mapping
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+__all__ = ["SCHEMA_VERSION", "atomic_write_json", "build_report", "machine_info"]
+
+SCHEMA_VERSION = 1
+_PACKAGES = (
+    "pytest-embedbench",
+    "pytest",
+    "numpy",
+    "scipy",
+    "torch",
+    "sentence-transformers",
+    "transformers",
+    "faiss-cpu",
+    "bm25s",
+    "PyStemmer",
+    "pytest-xdist",
+)
+_SECRET_WORDS = ("key", "token", "secret", "password", "credential")
+
+
+def machine_info() -> dict[str, Any]:
+    """Where the run happened (used to judge whether timings are comparable)."""
+    import psutil
+
+    return {
+        "node": platform.node(),
+        "system": platform.system(),
+        "release": platform.release(),
+        "machine": platform.machine(),
+        "processor": platform.processor(),
+        "python_implementation": platform.python_implementation(),
+        "python_version": platform.python_version(),
+        "cpu_count": os.cpu_count(),
+        "memory_gb": round(psutil.virtual_memory().total / 1024**3, 1),
+    }
+
+
+def commit_info(folder: Path) -> dict[str, Any] | None:
+    """HEAD's id, branch and dirtiness when ``folder`` is in a git work tree."""
+
+    def git(*args: str) -> str | None:
+        try:
+            out = subprocess.run(
+                ["git", *args],
+                cwd=folder,
+                capture_output=True,
+                text=True,
+                timeout=10,
+                check=False,
+            )
+        except (OSError, subprocess.SubprocessError):
+            return None
+        return out.stdout.strip() if out.returncode == 0 else None
+
+    head = git("rev-parse", "HEAD")
+    if not head:
+        return None
+    status = git("status", "--porcelain")
+    return {
+        "id": head,
+        "branch": git("rev-parse", "--abbrev-ref", "HEAD"),
+        "dirty": bool(status),
+        "time": git("show", "-s", "--format=%cI", "HEAD"),
+    }
+
+
+def package_versions() -> dict[str, str | None]:
+    out: dict[str, str | None] = {}
+    for name in _PACKAGES:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            out[name] = None
+    return out
+
+
+def redact(value: Any) -> Any:
+    """A copy of ``value`` with every secret-looking key's value replaced."""
+    if isinstance(value, Mapping):
+        return {
+            str(k): "***" if any(w in str(k).lower() for w in _SECRET_WORDS) else redact(v)
+            for k, v in value.items()
+        }
+    if isinstance(value, (list, tuple)):
+        return [redact(v) for v in value]
+    if isinstance(value, Path):
+        return str(value)
+    return value
+
+
+def finite(value: Any) -> Any:
+    """NaN and infinities become null: the file stays strict JSON."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, Mapping):
+        return {k: finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite(v) for v in value]
+    return value
+
+
+def build_report(
+    records: Iterable[Mapping[str, Any]],
+    *,
+    configuration: Mapping[str, Any],
+    rootdir: Path,
+    machine: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    tests = sorted((dict(r) for r in records), key=lambda r: r["nodeid"])
+    hits = sum((t.get("result") or {}).get("cache", {}).get("hits", 0) for t in tests)
+    misses = sum((t.get("result") or {}).get("cache", {}).get("misses", 0) for t in tests)
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "machine": dict(machine) if machine is not None else machine_info(),
+        "commit": commit_info(rootdir),
+        "packages": package_versions(),
+        "configuration": redact(configuration),
+        "cache": {
+            "hits": hits,
+            "misses": misses,
+            "hit_rate": hits / (hits + misses) if hits + misses else None,
+        },
+        "tests": tests,
+    }
+
+
+def atomic_write_json(path: Path, data: Any) -> None:
+    """Write ``data`` to ``path`` through a temporary file and a rename: never half a file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = json.dumps(finite(data), indent=2, sort_keys=True, allow_nan=False) + "\n"
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

@@ -1,0 +1,132 @@
+"""The comparison table printed at the end of a run: one table per dataset, a row per model.
+
+The best value of each column is marked with ``*``; a model that failed shows its error in its
+status. Under ``-q`` the table keeps its most important columns.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from tabulate import tabulate
+
+__all__ = ["model_rows", "render_tables"]
+
+_RANK = {"error": 4, "failed": 3, "running": 2, "skipped": 1, "passed": 0}
+
+
+def model_rows(records: Iterable[Mapping[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """Records folded into one row per (dataset, model), datasets and models sorted by name.
+
+    A row's status is the worst status of the tests that used that model on that dataset.
+    """
+    by_key: dict[tuple[str, str], dict[str, Any]] = {}
+    for record in sorted(records, key=lambda r: r["nodeid"]):
+        key = (record["dataset"], record["model"])
+        row = by_key.get(key)
+        if row is None:
+            row = by_key[key] = {
+                "dataset": record["dataset"],
+                "model": record["model"],
+                "result": None,
+                "status": "passed",
+                "error": None,
+                "tests": 0,
+            }
+        row["tests"] += 1
+        if row["result"] is None and record.get("result") is not None:
+            row["result"] = record["result"]
+        status = record.get("status", "running")
+        if _RANK.get(status, 2) > _RANK.get(row["status"], 0):
+            row["status"] = status
+        if record.get("error") and not row["error"]:
+            row["error"] = record["error"]
+    out: dict[str, list[dict[str, Any]]] = {}
+    for (dataset, _model), row in sorted(by_key.items()):
+        out.setdefault(dataset, []).append(row)
+    return out
+
+
+def _metric(result: Mapping[str, Any] | None, name: str) -> float | None:
+    if result is None:
+        return None
+    entry = result["metrics"].get(name)
+    return None if entry is None else float(entry["value"])
+
+
+def _get(result: Mapping[str, Any] | None, *path: str) -> float | None:
+    value: Any = result
+    for part in path:
+        if not isinstance(value, Mapping) or part not in value:
+            return None
+        value = value[part]
+    return None if value is None else float(value)
+
+
+# (header, getter, format, higher is better, shown under -q)
+_COLUMNS: list[tuple[str, Any, str, bool, bool]] = [
+    ("nDCG@10", lambda r: _metric(r, "ndcg@10"), "{:.4f}", True, True),
+    ("MRR@10", lambda r: _metric(r, "mrr@10"), "{:.4f}", True, False),
+    ("R@10", lambda r: _metric(r, "recall@10"), "{:.4f}", True, False),
+    ("R@100", lambda r: _metric(r, "recall@100"), "{:.4f}", True, True),
+    ("p50 ms", lambda r: _get(r, "latency", "p50_ms"), "{:.1f}", False, False),
+    ("p95 ms", lambda r: _get(r, "latency", "p95_ms"), "{:.1f}", False, True),
+    ("docs/s", lambda r: _get(r, "documents_per_s"), "{:.0f}", True, False),
+    ("peak RSS MB", lambda r: _get(r, "peak_rss_mb"), "{:.0f}", False, False),
+]
+
+
+def _status(row: Mapping[str, Any], width: int) -> str:
+    status = row["status"]
+    if row["error"] and status in ("error", "failed"):
+        first = str(row["error"]).strip().splitlines()[0] if str(row["error"]).strip() else ""
+        text = f"{status}: {first}"
+        return text if len(text) <= width else text[: width - 3] + "..."
+    return status
+
+
+def render_tables(records: Iterable[Mapping[str, Any]], *, verbosity: int = 0) -> list[str]:
+    """The summary as lines of text (empty when no retrieval test ran)."""
+    lines: list[str] = []
+    quiet = verbosity < 0
+    columns = [c for c in _COLUMNS if c[4] or not quiet]
+    for dataset, rows in model_rows(records).items():
+        values = [[getter(row["result"]) for _, getter, _, _, _ in columns] for row in rows]
+        best: list[float | None] = []
+        for j, (_, _, _, higher, _) in enumerate(columns):
+            present = [v[j] for v in values if v[j] is not None and not math.isnan(v[j])]
+            finite = [x for x in present if math.isfinite(x)]
+            pool = finite or present
+            best.append((max(pool) if higher else min(pool)) if len(rows) > 1 and pool else None)
+        table = []
+        for row, vals in zip(rows, values, strict=True):
+            cells = [row["model"]]
+            for j, (header, _, fmt, _, _) in enumerate(columns):
+                value = vals[j]
+                if value is None or math.isnan(value):
+                    cells.append("-")
+                    continue
+                text = fmt.format(value) if math.isfinite(value) else "inf"
+                if header == "nDCG@10" and row["result"] is not None:
+                    entry = row["result"]["metrics"]["ndcg@10"]
+                    text += f" [{entry['low']:.3f}, {entry['high']:.3f}]"
+                if best[j] is not None and value == best[j]:
+                    text += " *"
+                cells.append(text)
+            cells.append(_status(row, 40 if quiet else 60))
+            table.append(cells)
+        first = next((r["result"] for r in rows if r["result"] is not None), None)
+        size = (
+            f" ({first['queries']} queries, {first['documents']} documents)"
+            if first is not None
+            else ""
+        )
+        lines.append(f"dataset {dataset!r}{size}")
+        headers = ["model"] + [c[0] for c in columns] + ["status"]
+        lines.extend(tabulate(table, headers=headers, tablefmt="simple").splitlines())
+        lines.append("")
+    if lines:
+        lines.append("* best in column; nDCG@10 shows its 95% bootstrap interval over queries")
+    return lines

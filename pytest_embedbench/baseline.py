@@ -71,7 +71,9 @@ class Threshold:
     origin: str
 
     def check(self, value: float) -> bool:
-        return not math.isnan(value) and _OPS[self.op](value, self.limit)
+        """Whether ``value`` meets the rule; NaN (not measured, e.g. docs/s on a warm cache)
+        passes."""
+        return math.isnan(value) or _OPS[self.op](value, self.limit)
 
     def __str__(self) -> str:
         return f"{self.key} {self.op} {self.limit:g}"

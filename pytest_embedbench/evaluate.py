@@ -50,6 +50,9 @@ class RetrievalResult:
         result.metric("ndcg@10"), result.ndcg10, result.mrr10, result.recall(100)
         result.per_query("ndcg@10")     # numpy array, one value per judged query
         result.run                      # {qid: {doc_id: score}}, pytrec_eval's shape
+
+    ``documents_per_s`` counts only documents actually embedded (NaN when every document came
+    from the cache); for lexical models it is the indexing rate.
     """
 
     def __init__(
@@ -349,7 +352,13 @@ class Evaluator:
             timings.search_s = retriever.search_s - search_before
             timings.encode_s = provider.encode_seconds() - encode_before
         timings.total_s = time.perf_counter() - started
-        build_s = stats.document_embedding_s or stats.index_build_s
+        if stats.cache_misses and stats.document_embedding_s > 0:
+            # throughput of the documents actually embedded; cache hits would inflate it
+            documents_per_s = stats.cache_misses / stats.document_embedding_s
+        elif stats.document_embedding_s == 0 and stats.index_build_s > 0:
+            documents_per_s = stats.documents / stats.index_build_s  # lexical indexing
+        else:
+            documents_per_s = math.nan  # every document came from the cache: nothing measured
         return RetrievalResult(
             model=spec,
             dataset=ds,
@@ -359,7 +368,7 @@ class Evaluator:
             timings=timings,
             latency=LatencyStats.from_seconds(latencies),
             cold_query_ms=cold_query_ms,
-            documents_per_s=(stats.documents / build_s) if build_s > 0 else math.inf,
+            documents_per_s=documents_per_s,
             peak_rss_mb=rss.peak_mb,
             cache=CacheStats(stats.cache_hits, stats.cache_misses),
             model_info={**provider.info, "namespace": provider.namespace_key()},

@@ -155,6 +155,7 @@ def pytest_configure(config: pytest.Config) -> None:
     except EmbedBenchError as exc:
         raise pytest.UsageError(str(exc)) from None
     config.stash[SESSION_KEY] = session
+    config.pluginmanager.register(SessionHooks(session), "embedbench-session")
     if config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(XDistHooks(session), "embedbench-xdist")
         # one model's tests on one worker, so each model loads once: loadgroup, unless the
@@ -226,12 +227,14 @@ def _marker_dataset(request: pytest.FixtureRequest) -> RetrievalDataset:
         )
     session = _session(request.config)
     test_path = Path(request.node.path)
+    message = ""
     try:
         cfg = session.project_config(test_path)
         entry = session.dataset_entry(marker.kwargs.get("dataset"), cfg, test_path, marker.kwargs)
         return session.dataset(entry)
     except EmbedBenchError as exc:
-        pytest.fail(f"{request.node.nodeid}: {exc}", pytrace=False)
+        message = str(exc)
+    pytest.fail(f"{request.node.nodeid}: {message}", pytrace=False)
 
 
 @pytest.fixture
@@ -240,20 +243,16 @@ def retrieval(request: pytest.FixtureRequest, _embedbench_case: Case) -> Retriev
     session = _session(request.config)
     case = _embedbench_case
     test = getattr(request.node, "originalname", request.node.name)
+    failure: BaseException | None = None
     try:
         result = session.result(case)
-    except EmbedBenchError as exc:
-        session.record(request.node.nodeid, test, case, None, exc)
+    except Exception as exc:  # noqa: BLE001 - one model's failure fails only its tests
+        failure = exc
+    if failure is not None:  # failed outside the except block: no chained traceback
+        session.record(request.node.nodeid, test, case, None, failure)
         pytest.fail(
             f"embedbench: model {case.model.short_name!r} on dataset {case.dataset.name!r} "
-            f"failed: {type(exc).__name__}: {exc}",
-            pytrace=False,
-        )
-    except Exception as exc:
-        session.record(request.node.nodeid, test, case, None, exc)
-        pytest.fail(
-            f"embedbench: model {case.model.short_name!r} on dataset {case.dataset.name!r} "
-            f"raised {type(exc).__name__}: {exc}",
+            f"failed: {type(failure).__name__}: {failure}",
             pytrace=False,
         )
     session.record(request.node.nodeid, test, case, result, None)
@@ -264,14 +263,16 @@ def retrieval(request: pytest.FixtureRequest, _embedbench_case: Case) -> Retriev
 @pytest.fixture
 def model(request: pytest.FixtureRequest, _embedbench_case: Case) -> Provider:
     """The loaded provider of this test's model (loaded once per session)."""
+    failure: BaseException | None = None
     try:
         return _session(request.config).provider(_embedbench_case.model)
-    except Exception as exc:
-        pytest.fail(
-            f"embedbench: model {_embedbench_case.model.short_name!r} could not be loaded: "
-            f"{type(exc).__name__}: {exc}",
-            pytrace=False,
-        )
+    except Exception as exc:  # noqa: BLE001
+        failure = exc
+    pytest.fail(
+        f"embedbench: model {_embedbench_case.model.short_name!r} could not be loaded: "
+        f"{type(failure).__name__}: {failure}",
+        pytrace=False,
+    )
 
 
 @pytest.fixture
@@ -339,31 +340,6 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, Any, Any]:
     return outcome
 
 
-def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    message = None
-    if report.failed:
-        crash = getattr(report.longrepr, "reprcrash", None)
-        message = getattr(crash, "message", None) or str(report.longrepr).strip().splitlines()[-1]
-    _CURRENT.set_status(report.nodeid, report.when, report.outcome, message)
-
-
-class _Current:
-    """Routes logreport (which has no config) to the session of the running config."""
-
-    session: EmbedBenchSession | None = None
-
-    def set_status(self, nodeid: str, when: str, outcome: str, message: str | None) -> None:
-        if self.session is not None:
-            self.session.set_status(nodeid, when, outcome, message)
-
-
-_CURRENT = _Current()
-
-
-def pytest_sessionstart(session: pytest.Session) -> None:
-    _CURRENT.session = _session(session.config)
-
-
 def pytest_assertrepr_compare(config: pytest.Config, op: str, left: Any, right: Any) -> Any:
     if op not in (">=", "<=", ">", "<", "==", "!="):
         return None
@@ -429,6 +405,20 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         terminalreporter.write_line(line)
     if state.options.json_path is not None:
         terminalreporter.write_line(f"JSON report: {state.options.json_path}")
+
+
+class SessionHooks:
+    """Hooks that need the session but receive no config (registered per config)."""
+
+    def __init__(self, session: EmbedBenchSession) -> None:
+        self.session = session
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        message = None
+        if report.failed:
+            crash = getattr(report.longrepr, "reprcrash", None)
+            message = getattr(crash, "message", None) or str(report.longrepr).strip()
+        self.session.set_status(report.nodeid, report.when, report.outcome, message)
 
 
 class XDistHooks:

@@ -6,10 +6,7 @@ import json
 import os
 from pathlib import Path
 
-import numpy as np
 import pytest
-
-from pytest_embedbench import EmbeddingProvider, register_provider
 
 REPO = Path(__file__).resolve().parent.parent
 SCIFACT = Path(os.environ.get("EMBEDBENCH_SCIFACT", REPO.parent / "shared" / "data" / "scifact"))
@@ -60,36 +57,4 @@ def beir_folder(tmp_path: Path) -> Path:
     return root
 
 
-class HashingProvider(EmbeddingProvider):
-    """A real, deterministic bag-of-words embedding (feature hashing), for engine tests.
-
-    It records every text it was asked to embed so tests can check what a retriever saw.
-    """
-
-    name = "hashing"
-    option_names = frozenset({"dim", "poison"})
-
-    def load(self) -> None:
-        self.dimension = int(self.options.get("dim", 64))
-        self.seen: list[str] = []
-
-    def embed_batch(self, texts: list[str], *, kind: str) -> np.ndarray:
-        self.seen.extend(texts)
-        out = np.zeros((len(texts), self.dimension), dtype=np.float32)
-        for i, text in enumerate(texts):
-            for token in text.lower().split():
-                token = token.strip(".,?!")
-                h = int.from_bytes(token.encode()[:8].ljust(8, b"\0"), "little")
-                out[i, h % self.dimension] += 1.0
-            out[i, -1] += 0.01  # never a zero vector
-        poison = self.options.get("poison")
-        if poison == "nan":
-            out[0, 0] = np.nan
-        elif poison == "dim":
-            out = out[:, :-1]
-        elif poison == "rows":
-            out = out[:-1]
-        return out
-
-
-register_provider(HashingProvider)
+from .helpers import HashingProvider  # noqa: E402,F401  (registers "hashing")

@@ -125,7 +125,9 @@ def render_tables(records: Iterable[Mapping[str, Any]], *, verbosity: int = 0) -
         )
         lines.append(f"dataset {dataset!r}{size}")
         headers = ["model"] + [c[0] for c in columns] + ["status"]
-        lines.extend(tabulate(table, headers=headers, tablefmt="simple", disable_numparse=True).splitlines())
+        lines.extend(
+            tabulate(table, headers=headers, tablefmt="simple", disable_numparse=True).splitlines()
+        )
         lines.append("")
     if lines:
         lines.append("* best in column; nDCG@10 shows its 95% bootstrap interval over queries")

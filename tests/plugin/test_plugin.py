@@ -1,0 +1,430 @@
+"""Real pytest sessions (pytester) for the marker, fixtures, table, thresholds and failures."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from .conftest import MODES
+
+BASIC = """
+import pytest
+
+@pytest.mark.embedbench(dataset="tiny")
+def test_search(retrieval):
+    assert retrieval.ndcg10 >= 0.2
+    assert retrieval.latency.p95_ms <= 10_000
+"""
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_one_test_per_model_and_a_table(project: pytest.Pytester, mode: list[str]) -> None:
+    project.makepyfile(test_basic=BASIC)
+    result = project.runpytest("-v", "--strict-markers", *mode)
+    assert result.ret == 0
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(
+        [
+            "*test_search?h?*",
+            "*test_search?bm25?*",
+            "*= embedbench =*",
+            "dataset 'tiny' (4 queries, 6 documents)",
+            "model*nDCG@10*MRR@10*R@10*R@100*p50 ms*p95 ms*docs/s*peak RSS MB*status",
+            "bm25 *0.* ?0.*, *?*passed",
+            "h *0.* ?0.*, *?*passed",
+            "* best in column*",
+        ]
+    )
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_k_selects_one_model(project: pytest.Pytester, mode: list[str]) -> None:
+    project.makepyfile(test_basic=BASIC)
+    result = project.runpytest("-k", "BM25", *mode)  # case-insensitive, as pytest's -k
+    assert result.parseoutcomes()["passed"] == 1  # (xdist's controller counts no deselected)
+    assert "hashing" not in result.stdout.str().split("= embedbench =")[1]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_failing_assert_explains_itself(project: pytest.Pytester, mode: list[str]) -> None:
+    project.makepyfile(
+        test_fail="""
+        import pytest
+
+        @pytest.mark.embedbench(dataset="tiny", models=["bm25"])
+        def test_search(retrieval):
+            assert retrieval.ndcg10 >= 0.99
+        """
+    )
+    result = project.runpytest(*mode)
+    assert result.ret == 1
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*assert ndcg@10 = 0.* >= 0.99*",
+            "*ndcg@10 = 0.*, 95% bootstrap interval ?0.*, *? over 4 queries (bm25 on tiny)*",
+            "*worst queries: q* (0.*), q* (*), q* (*)*",
+        ]
+    )
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_threshold_file_lists_every_violation(project: pytest.Pytester, mode: list[str]) -> None:
+    project.makepyfile(test_basic=BASIC)
+    project.makefile(
+        ".yaml",
+        limits="""
+        defaults:
+          ndcg@10: ">= 0.1"
+        models:
+          bm25:
+            ndcg@10: ">= 0.999"
+            latency.p95_ms: "<= 0.000001"
+        tests:
+          test_search:
+            models:
+              h: {recall@100: ">= 0.5"}
+        """,
+    )
+    result = project.runpytest("--embedbench-thresholds", "limits.yaml", *mode)
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*embedbench thresholds not met by 'bm25' on 'tiny' (4 queries):",
+            "*latency.p95_ms = * is not <= 1e-06*limits.yaml*",
+            "*ndcg@10 = 0.* ?0.*, *? is not >= 0.999*limits.yaml*",
+        ]
+    )
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_thresholds_in_config_and_marker(project: pytest.Pytester, mode: list[str]) -> None:
+    project.makefile(
+        ".yaml",
+        embedbench="""
+        datasets:
+          tiny: {path: data/tiny}
+        models: [bm25]
+        thresholds:
+          defaults: {recall@10: ">= 1.01"}
+        """,
+    )
+    project.makepyfile(
+        test_t="""
+        import pytest
+
+        @pytest.mark.embedbench(dataset="tiny")
+        def test_config(retrieval):
+            pass
+
+        @pytest.mark.embedbench(dataset="tiny", thresholds={"recall@10": ">= 0.1"})
+        def test_marker_wins(retrieval):
+            pass
+        """
+    )
+    result = project.runpytest(*mode)
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*recall@10 = * is not >= 1.01*embedbench.yaml*"])
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_broken_model_fails_only_its_own_tests(project: pytest.Pytester, mode: list[str]) -> None:
+    project.makepyfile(
+        test_broken="""
+        import pytest
+        from pytest_embedbench import ModelSpec
+
+        MODELS = ["bm25", "nosuch:model", ModelSpec("hashing:x", name="nan", poison="nan")]
+
+        @pytest.mark.embedbench(dataset="tiny", models=MODELS)
+        def test_search(retrieval):
+            assert retrieval.ndcg10 >= 0.1
+        """
+    )
+    result = project.runpytest("-rA", *mode)
+    result.assert_outcomes(passed=1, errors=2)
+    out = result.stdout.str()
+    assert "unknown provider 'nosuch'; known providers:" in out
+    assert "model 'nan' on dataset 'tiny' failed: ProviderError:" in out
+    assert "non-finite values" in out
+    assert "During handling of the above exception" not in out
+    result.stdout.fnmatch_lines(
+        [
+            "bm25 *passed",
+            "model *error: *UnknownProviderError*",
+            "nan *error: ProviderError: provider *",
+        ]
+    )
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_unknown_marker_keyword_is_a_collection_error(
+    project: pytest.Pytester, mode: list[str]
+) -> None:
+    project.makepyfile(
+        test_bad="""
+        import pytest
+
+        @pytest.mark.embedbench(dataset="tiny", modles=["bm25"])
+        def test_search(retrieval):
+            pass
+        """
+    )
+    result = project.runpytest("--strict-markers", *mode)
+    # pytest stops on a collection error; xdist's controller reports it as a failed run
+    assert result.ret in (pytest.ExitCode.INTERRUPTED, pytest.ExitCode.TESTS_FAILED)
+    assert result.parseoutcomes() == {"errors": 1} or result.parseoutcomes() == {"error": 1}
+    result.stdout.fnmatch_lines(
+        ["*ERROR collecting*", "*embedbench got unknown keyword(s) ??modles'?; it accepts*"]
+    )
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_unknown_dataset_is_a_collection_error(project: pytest.Pytester, mode: list[str]) -> None:
+    project.makepyfile(
+        test_bad="""
+        import pytest
+
+        @pytest.mark.embedbench(dataset="tinny")
+        def test_search(retrieval):
+            pass
+        """
+    )
+    result = project.runpytest(*mode)
+    assert result.ret in (pytest.ExitCode.INTERRUPTED, pytest.ExitCode.TESTS_FAILED)
+    result.stdout.fnmatch_lines(
+        ["*dataset 'tinny' is neither a name in *embedbench.yaml (known: ?'tiny'?)*"]
+    )
+
+
+def test_bad_config_key_names_it(project: pytest.Pytester) -> None:
+    project.makefile(".yaml", embedbench="datasets: {tiny: {path: data/tiny}}\nmodel: [bm25]\n")
+    project.makepyfile(test_basic=BASIC)
+    result = project.runpytest()
+    assert result.ret != 0
+    result.stdout.fnmatch_lines(["*embedbench.yaml: unknown key(s) ?'model'?; allowed:*"])
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_models_option_overrides(project: pytest.Pytester, mode: list[str]) -> None:
+    project.makepyfile(test_basic=BASIC)
+    result = project.runpytest("-v", "--embedbench-models", "bm25", *mode)
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*test_search?bm25?*"])
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--embedbench-seed", "abc"], "*'abc' is not an integer*"),
+        (["--embedbench-bootstrap", "0"], "*'0' must be at least 1*"),
+        (["--embedbench-models", " , "], "*give comma-separated model specs*"),
+        (["--embedbench-thresholds", "missing.yaml"], "*missing.yaml*no such file*"),
+    ],
+)
+def test_bad_option_values(project: pytest.Pytester, args: list[str], message: str) -> None:
+    project.makepyfile(test_basic=BASIC)
+    result = project.runpytest(*args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([message])
+
+
+def test_bad_ini_value(project: pytest.Pytester) -> None:
+    project.makeini("[pytest]\nembedbench_seed = one\n")
+    project.makepyfile(test_basic=BASIC)
+    result = project.runpytest()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*ini option embedbench_seed = 'one': *not an integer*"])
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_fixtures(project: pytest.Pytester, mode: list[str]) -> None:
+    project.makepyfile(
+        test_fixtures="""
+        import pytest
+        from pytest_embedbench import ModelSpec
+
+        @pytest.mark.embedbench(dataset="tiny", models=["hashing:h"])
+        def test_model_fixture(model):
+            assert model.embed(["hello"], kind="query").shape == (1, 64)
+
+        @pytest.mark.embedbench(dataset="tiny")
+        def test_corpus_and_evalset(corpus, evalset):
+            assert [d.id for d in corpus] == ["d1", "d2", "d3", "d4", "d5", "d6"]
+            assert [q.id for q in evalset] == ["q1", "q2", "q3", "q4"]
+            assert evalset.relevant("q3", min_grade=2) == {"d2": 2}
+
+        def test_adhoc(embedbench):
+            a = embedbench.evaluate("bm25", "tiny")
+            b = embedbench.evaluate(ModelSpec("hashing:h"), "data/tiny")
+            assert embedbench.evaluate("bm25", "tiny") is a
+            diff = embedbench.compare(a, b, "ndcg@10")
+            assert diff == pytest.approx(float(a.ndcg10) - float(b.ndcg10))
+            assert diff.low <= diff <= diff.high
+
+        def test_retrieval_needs_the_marker(retrieval):
+            pass
+        """
+    )
+    result = project.runpytest(*mode)
+    result.assert_outcomes(passed=3, errors=1)
+    result.stdout.fnmatch_lines(["*retrieval and model fixtures need @pytest.mark.embedbench*"])
+
+
+def json_of(project: pytest.Pytester, name: str) -> dict:
+    return json.loads((project.path / name).read_text())
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_json_report(project: pytest.Pytester, mode: list[str]) -> None:
+    project.makepyfile(test_basic=BASIC)
+    project.makeconftest(
+        project.path.joinpath("conftest.py").read_text()
+        + "\ndef pytest_embedbench_update_json(config, report):\n"
+        + "    report['extra'] = {'api_key': 'sk-should-not-leak', 'build': 7}\n"
+    )
+    result = project.runpytest("--embedbench-json", "out/report.json", *mode)
+    result.assert_outcomes(passed=2)
+    report = json_of(project, "out/report.json")
+    assert report["schema_version"] == 1
+    assert {"machine", "packages", "configuration", "created", "cache", "commit"} <= set(report)
+    assert report["machine"]["cpu_count"] >= 1
+    assert report["packages"]["pytest-embedbench"]
+    assert report["extra"]["build"] == 7
+    tests = {t["model"]: t for t in report["tests"]}
+    assert set(tests) == {"h", "bm25"}
+    bm25 = tests["bm25"]
+    assert bm25["status"] == "passed" and bm25["error"] is None
+    ndcg = bm25["result"]["metrics"]["ndcg@10"]
+    assert ndcg["low"] <= ndcg["value"] <= ndcg["high"] and ndcg["n"] == 4
+    assert set(bm25["result"]["latency"]) >= {"p50_ms", "p95_ms", "p99_ms", "qps"}
+    assert set(bm25["result"]["timings"]) >= {"model_load_s", "document_embedding_s", "search_s"}
+    assert bm25["result"]["peak_rss_mb"] > 0
+    # query metadata stays out of what retrievers see and of the report's rankings
+    assert "SECRET-ANSWER" not in json.dumps(report["tests"])
+    assert not list((project.path / "out").glob(".report.json.*"))  # no temporary left
+
+
+def test_generate_json_hook_replaces_the_report(project: pytest.Pytester) -> None:
+    project.makepyfile(test_basic=BASIC)
+    project.makeconftest(
+        project.path.joinpath("conftest.py").read_text()
+        + "\ndef pytest_embedbench_generate_json(config, records):\n"
+        + "    return {'schema_version': 1, 'models': sorted(r['model'] for r in records)}\n"
+    )
+    project.runpytest("--embedbench-json", "r.json").assert_outcomes(passed=2)
+    assert json_of(project, "r.json") == {"schema_version": 1, "models": ["bm25", "h"]}
+
+
+def test_secrets_are_redacted_from_the_report(project: pytest.Pytester) -> None:
+    project.makepyfile(test_basic=BASIC)
+    project.makeconftest(
+        project.path.joinpath("conftest.py").read_text()
+        + "\ndef pytest_embedbench_update_json(config, report):\n"
+        + "    from pytest_embedbench.report.json_report import redact\n"
+        + "    report['configuration'] = redact({**report['configuration'], 'api_key': 'sk-1'})\n"
+    )
+    project.runpytest("--embedbench-json", "r.json").assert_outcomes(passed=2)
+    text = (project.path / "r.json").read_text()
+    assert "sk-1" not in text and '"api_key": "***"' in text
+
+
+def test_interrupted_run_still_writes_what_finished(project: pytest.Pytester) -> None:
+    project.makepyfile(
+        test_a="""
+        import pytest
+
+        @pytest.mark.embedbench(dataset="tiny", models=["bm25"])
+        def test_first(retrieval):
+            pass
+
+        def test_second():
+            raise KeyboardInterrupt
+        """
+    )
+    # in a subprocess: an in-process run would pass the KeyboardInterrupt on to this session
+    result = project.runpytest_subprocess("--embedbench-json", "r.json")
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    report = json_of(project, "r.json")
+    assert [t["model"] for t in report["tests"]] == ["bm25"]
+    assert report["tests"][0]["status"] == "passed"
+
+
+def test_xdist_table_and_json_equal_serial(project: pytest.Pytester) -> None:
+    project.makepyfile(test_basic=BASIC)
+    project.makepyfile(
+        test_more="""
+        import pytest
+
+        @pytest.mark.embedbench(dataset="tiny", k=(1, 3))
+        def test_top(retrieval):
+            assert retrieval.hit(3) >= 0.0
+        """
+    )
+    serial = project.runpytest("--embedbench-json", "serial.json")
+    parallel = project.runpytest("-n", "2", "--embedbench-json", "xdist.json")
+    serial.assert_outcomes(passed=4)
+    parallel.assert_outcomes(passed=4)
+
+    def metrics(name: str) -> dict:
+        return {t["nodeid"]: t["result"]["metrics"] for t in json_of(project, name)["tests"]}
+
+    assert metrics("serial.json") == metrics("xdist.json")
+
+    def table(out: str) -> list[str]:
+        lines = out.split("= embedbench =")[1].splitlines()
+        # latency, docs/s and memory differ between runs; the metric columns must not
+        return [" ".join(line.split()[:6]) for line in lines if line.startswith(("h ", "bm25 "))]
+
+    assert table(serial.stdout.str()) == table(parallel.stdout.str())
+    assert len(table(serial.stdout.str())) == 2
+
+
+def test_second_run_embeds_nothing(project: pytest.Pytester) -> None:
+    project.makepyfile(test_basic=BASIC)
+    project.runpytest("--embedbench-json", "first.json").assert_outcomes(passed=2)
+    project.runpytest("--embedbench-json", "second.json").assert_outcomes(passed=2)
+    first, second = json_of(project, "first.json"), json_of(project, "second.json")
+    assert first["cache"]["misses"] == 6 and first["cache"]["hits"] == 0
+    assert second["cache"] == {"hits": 6, "misses": 0, "hit_rate": 1.0}
+
+
+def test_no_cache_option(project: pytest.Pytester) -> None:
+    project.makepyfile(test_basic=BASIC)
+    project.runpytest("--embedbench-no-cache").assert_outcomes(passed=2)
+    assert not (project.path / ".cache-embedbench").exists()
+
+
+def test_quiet_keeps_a_shorter_table(project: pytest.Pytester) -> None:
+    project.makepyfile(test_basic=BASIC)
+    result = project.runpytest("-q")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["model*nDCG@10*R@100*p95 ms*status"])
+    assert "MRR@10" not in result.stdout.str()
+
+
+@pytest.mark.parametrize(("args", "shown"), [([], True), (["-q"], False)])
+def test_progress_of_a_slow_cold_embedding(
+    project: pytest.Pytester, args: list[str], shown: bool
+) -> None:
+    project.makepyfile(
+        test_slow="""
+        import pytest
+        from pytest_embedbench import ModelSpec
+
+        SLOW = ModelSpec("hashing:slow", batch_size=1, sleep=0.6)
+
+        @pytest.mark.embedbench(dataset="tiny", models=[SLOW])
+        def test_search(retrieval):
+            pass
+        """
+    )
+    result = project.runpytest("-s", *args) if shown else project.runpytest(*args)
+    result.assert_outcomes(passed=1)
+    lines = [x for x in result.stdout.lines if x.startswith("embedbench: embedded")]
+    if shown:
+        assert lines and lines[-1].endswith("6/6 documents (" + lines[-1].split("(")[1])
+        assert lines[-1].endswith("done")
+    else:
+        assert lines == []

@@ -198,10 +198,11 @@ def test_unknown_dataset_is_a_collection_error(project: pytest.Pytester, mode: l
     )
 
 
-def test_bad_config_key_names_it(project: pytest.Pytester) -> None:
+@pytest.mark.parametrize("mode", MODES)
+def test_bad_config_key_names_it(project: pytest.Pytester, mode: list[str]) -> None:
     project.makefile(".yaml", embedbench="datasets: {tiny: {path: data/tiny}}\nmodel: [bm25]\n")
     project.makepyfile(test_basic=BASIC)
-    result = project.runpytest()
+    result = project.runpytest(*mode)
     assert result.ret != 0
     result.stdout.fnmatch_lines(["*embedbench.yaml: unknown key(s) ?'model'?; allowed:*"])
 
@@ -223,9 +224,12 @@ def test_models_option_overrides(project: pytest.Pytester, mode: list[str]) -> N
         (["--embedbench-thresholds", "missing.yaml"], "*missing.yaml*no such file*"),
     ],
 )
-def test_bad_option_values(project: pytest.Pytester, args: list[str], message: str) -> None:
+@pytest.mark.parametrize("mode", MODES)
+def test_bad_option_values(
+    project: pytest.Pytester, args: list[str], message: str, mode: list[str]
+) -> None:
     project.makepyfile(test_basic=BASIC)
-    result = project.runpytest(*args)
+    result = project.runpytest(*args, *mode)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([message])
 
@@ -265,10 +269,20 @@ def test_fixtures(project: pytest.Pytester, mode: list[str]) -> None:
 
         def test_retrieval_needs_the_marker(retrieval):
             pass
+
+        SEEN = []
+
+        @pytest.mark.embedbench(dataset="tiny", models=["hashing:h"])
+        @pytest.mark.parametrize("round", [1, 2])
+        def test_computed_once(retrieval, model, round):
+            SEEN.append((retrieval, model))
+            if round == 2:  # the same result and the same loaded model for both tests
+                assert SEEN[0][0] is SEEN[1][0] and SEEN[0][1] is SEEN[1][1]
         """
     )
+    # -p no:randomly keeps order; under xdist both rounds share a group, so one worker
     result = project.runpytest(*mode)
-    result.assert_outcomes(passed=3, errors=1)
+    result.assert_outcomes(passed=5, errors=1)
     result.stdout.fnmatch_lines(["*retrieval and model fixtures need @pytest.mark.embedbench*"])
 
 
@@ -306,14 +320,15 @@ def test_json_report(project: pytest.Pytester, mode: list[str]) -> None:
     assert not list((project.path / "out").glob(".report.json.*"))  # no temporary left
 
 
-def test_generate_json_hook_replaces_the_report(project: pytest.Pytester) -> None:
+@pytest.mark.parametrize("mode", MODES)
+def test_generate_json_hook_replaces_the_report(project: pytest.Pytester, mode: list[str]) -> None:
     project.makepyfile(test_basic=BASIC)
     project.makeconftest(
         project.path.joinpath("conftest.py").read_text()
         + "\ndef pytest_embedbench_generate_json(config, records):\n"
         + "    return {'schema_version': 1, 'models': sorted(r['model'] for r in records)}\n"
     )
-    project.runpytest("--embedbench-json", "r.json").assert_outcomes(passed=2)
+    project.runpytest("--embedbench-json", "r.json", *mode).assert_outcomes(passed=2)
     assert json_of(project, "r.json") == {"schema_version": 1, "models": ["bm25", "h"]}
 
 
@@ -381,30 +396,71 @@ def test_xdist_table_and_json_equal_serial(project: pytest.Pytester) -> None:
     assert len(table(serial.stdout.str())) == 2
 
 
-def test_second_run_embeds_nothing(project: pytest.Pytester) -> None:
+@pytest.mark.parametrize("mode", MODES)
+def test_second_run_embeds_nothing(project: pytest.Pytester, mode: list[str]) -> None:
     project.makepyfile(test_basic=BASIC)
-    project.runpytest("--embedbench-json", "first.json").assert_outcomes(passed=2)
-    project.runpytest("--embedbench-json", "second.json").assert_outcomes(passed=2)
+    project.runpytest("--embedbench-json", "first.json", *mode).assert_outcomes(passed=2)
+    project.runpytest("--embedbench-json", "second.json", *mode).assert_outcomes(passed=2)
     first, second = json_of(project, "first.json"), json_of(project, "second.json")
     assert first["cache"]["misses"] == 6 and first["cache"]["hits"] == 0
     assert second["cache"] == {"hits": 6, "misses": 0, "hit_rate": 1.0}
 
 
-def test_no_cache_option(project: pytest.Pytester) -> None:
+@pytest.mark.parametrize("mode", MODES)
+def test_cache_options(project: pytest.Pytester, mode: list[str]) -> None:
     project.makepyfile(test_basic=BASIC)
-    project.runpytest("--embedbench-no-cache").assert_outcomes(passed=2)
+    project.runpytest("--embedbench-no-cache", *mode).assert_outcomes(passed=2)
     assert not (project.path / ".cache-embedbench").exists()
+    project.runpytest("--embedbench-cache-dir", "elsewhere", *mode).assert_outcomes(passed=2)
+    assert (project.path / "elsewhere" / "embeddings.sqlite3").is_file()
+    assert not (project.path / ".cache-embedbench").exists()
+    project.runpytest(*mode).assert_outcomes(passed=2)  # the ini key
+    assert (project.path / ".cache-embedbench" / "embeddings.sqlite3").is_file()
+    conflict = project.runpytest("--embedbench-no-cache", "--embedbench-cache-dir", "x")
+    assert conflict.ret == pytest.ExitCode.USAGE_ERROR
 
 
-def test_quiet_keeps_a_shorter_table(project: pytest.Pytester) -> None:
+@pytest.mark.parametrize("mode", MODES)
+def test_seed_bootstrap_and_config_options(project: pytest.Pytester, mode: list[str]) -> None:
     project.makepyfile(test_basic=BASIC)
-    result = project.runpytest("-q")
+    project.makefile(
+        ".yaml",
+        other="datasets:\n  tiny: {path: data/tiny}\nmodels: [bm25]\n",
+    )
+    runs = {}
+    for name, args in {
+        "a": ["--embedbench-seed", "1"],
+        "b": ["--embedbench-seed", "1"],
+        "c": ["--embedbench-seed", "2", "--embedbench-bootstrap", "50"],
+    }.items():
+        result = project.runpytest(
+            "--embedbench-config", "other.yaml", "--embedbench-json", f"{name}.json", *args, *mode
+        )
+        result.assert_outcomes(passed=1)  # other.yaml lists bm25 alone
+        report = json_of(project, f"{name}.json")
+        (test,) = report["tests"]
+        runs[name] = (test["result"]["metrics"], test["result"]["seed"])
+        assert report["configuration"]["config"].endswith("other.yaml")
+    assert runs["a"] == runs["b"]  # the same seed, the same intervals
+    assert runs["a"][1] == 1 and runs["c"][1] == 2
+    assert json_of(project, "c.json")["configuration"]["bootstrap"] == 50
+    assert runs["c"][0]["ndcg@10"]["value"] == runs["a"][0]["ndcg@10"]["value"]
+    missing = project.runpytest("--embedbench-config", "nope.yaml")
+    assert missing.ret == pytest.ExitCode.USAGE_ERROR
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_quiet_keeps_a_shorter_table(project: pytest.Pytester, mode: list[str]) -> None:
+    project.makepyfile(test_basic=BASIC)
+    result = project.runpytest("-q", *mode)
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines(["model*nDCG@10*R@100*p95 ms*status"])
     assert "MRR@10" not in result.stdout.str()
 
 
-@pytest.mark.parametrize(("args", "shown"), [([], True), (["-q"], False)])
+@pytest.mark.parametrize(
+    ("args", "shown"), [([], True), (["-q"], False), (["-n", "2"], False)], ids=["v", "q", "n2"]
+)
 def test_progress_of_a_slow_cold_embedding(
     project: pytest.Pytester, args: list[str], shown: bool
 ) -> None:

@@ -15,6 +15,7 @@ from .cache import EmbeddingCache
 from .datasets import Document, Query, RetrievalDataset, load_beir, load_dataset, load_evalset
 from .evaluate import DEFAULT_K, Evaluator, RetrievalResult, evaluate
 from .exceptions import (
+    BaselineError,
     CacheError,
     ConfigError,
     DatasetError,
@@ -37,16 +38,16 @@ from .providers import (
     create_provider,
     register_provider,
 )
-from .stats import Estimate, bootstrap, paired_bootstrap
+from .stats import Comparison, Estimate, bootstrap, compare_scores, holm, paired_bootstrap
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "DEFAULT_K",
-    "METRICS",
-    "PROVIDERS",
+    "BaselineError",
     "CacheError",
+    "Comparison",
     "ConfigError",
+    "DEFAULT_K",
     "DatasetError",
     "Document",
     "EmbedBenchError",
@@ -57,9 +58,11 @@ __all__ = [
     "Evaluator",
     "ExactIndex",
     "LatencyStats",
+    "METRICS",
     "MetricError",
     "MissingExtraError",
     "ModelSpec",
+    "PROVIDERS",
     "Provider",
     "ProviderError",
     "Query",
@@ -69,8 +72,10 @@ __all__ = [
     "Timings",
     "UnknownProviderError",
     "bootstrap",
+    "compare_scores",
     "create_provider",
     "evaluate",
+    "holm",
     "load_beir",
     "load_dataset",
     "load_evalset",

@@ -1,4 +1,7 @@
-"""Threshold files: read, resolve for a test and model, and check a result against them.
+"""Threshold and baseline files: read, compare, write.
+
+Thresholds are fixed rules checked after each retrieval test; baselines keep per-query scores
+so a later run can be compared query by query with a paired bootstrap (the gate).
 
 A thresholds file (``--embedbench-thresholds``, or the ``thresholds`` key of
 ``embedbench.yaml``)::
@@ -22,23 +25,35 @@ mean_ms|max_ms|qps>``, ``peak_rss_mb``, ``documents_per_s``, ``cache.hit_rate`` 
 
 from __future__ import annotations
 
+import json
 import math
 import operator
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from .exceptions import ConfigError, MetricError
+from .exceptions import BaselineError, ConfigError, MetricError
 from .metrics import parse_metric
 
 if TYPE_CHECKING:
     from .evaluate import RetrievalResult
 
-__all__ = ["Threshold", "ThresholdSet", "check_thresholds", "load_thresholds"]
+__all__ = [
+    "BaselineFile",
+    "GateConfig",
+    "GateOutcome",
+    "GateSettings",
+    "Threshold",
+    "ThresholdSet",
+    "check_thresholds",
+    "entry_from_record",
+    "gate",
+    "load_thresholds",
+]
 
 _OPS: dict[str, Callable[[float, float], bool]] = {
     ">=": operator.ge,
@@ -223,3 +238,337 @@ def check_thresholds(result: RetrievalResult, rules: list[Threshold]) -> list[st
                 f"{rule.key} = {shown} is not {rule.op} {rule.limit:g}  ({rule.origin})"
             )
     return failures
+
+
+# -- baseline files ------------------------------------------------------------------------
+
+BASELINE_SCHEMA = 1
+DEFAULT_BASELINE = Path(".embedbench") / "baseline.json"
+#: metrics whose per-query scores a baseline entry keeps (the gated ones must be among them)
+KEPT_METRICS = ("ndcg@10", "recall@10", "recall@100", "mrr@10", "map@100", "hit@1")
+_PRECISION = 6
+
+
+def _round(value: Any) -> Any:
+    if isinstance(value, float):
+        return round(value, _PRECISION) if math.isfinite(value) else None
+    if isinstance(value, Mapping):
+        return {k: _round(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_round(v) for v in value]
+    return value
+
+
+def entry_from_record(record: Mapping[str, Any]) -> dict[str, Any]:
+    """The baseline entry of one retrieval test's record (see ``session.record``)."""
+    result = record["result"]
+    per_query = result.get("per_query", {})
+    return _round(
+        {
+            "model": record["model"],
+            "spec": record["spec"],
+            "dataset": record["dataset"],
+            "dataset_fingerprint": result["dataset_fingerprint"],
+            "settings_fingerprint": record.get("settings_fingerprint"),
+            "model_revision": result.get("model_info", {}).get("revision"),
+            "machine_fingerprint": record.get("machine_fingerprint"),
+            "queries": result["queries"],
+            "metrics": {
+                name: {k: v for k, v in est.items() if k in ("value", "low", "high", "n")}
+                for name, est in sorted(result["metrics"].items())
+            },
+            "latency": {
+                k: result["latency"][k]
+                for k in ("p50_ms", "p95_ms", "p99_ms")
+                if k in result["latency"]
+            },
+            "per_query": {m: per_query[m] for m in KEPT_METRICS if m in per_query},
+        }
+    )
+
+
+class BaselineFile:
+    """A schema-versioned JSON file of baseline entries keyed by test node id."""
+
+    def __init__(self, path: Path, entries: Mapping[str, Mapping[str, Any]] | None = None) -> None:
+        self.path = path
+        self.entries: dict[str, dict[str, Any]] = {k: dict(v) for k, v in (entries or {}).items()}
+
+    @classmethod
+    def load(cls, path: Path) -> BaselineFile:
+        """Read ``path`` (an absent file is an empty baseline); bad content names the fix."""
+        if not path.is_file():
+            return cls(path)
+        try:
+            raw = json.loads(path.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as exc:
+            raise BaselineError(
+                f"{path} line {exc.lineno}: not valid JSON ({exc.msg}); fix it or delete it and "
+                "re-run with --embedbench-update-baseline"
+            ) from None
+        if not isinstance(raw, Mapping) or "schema_version" not in raw:
+            raise BaselineError(f"{path}: not an embedbench baseline (no schema_version)")
+        if raw["schema_version"] != BASELINE_SCHEMA:
+            raise BaselineError(
+                f"{path}: schema_version {raw['schema_version']!r} is not {BASELINE_SCHEMA}; "
+                "re-record it with --embedbench-update-baseline"
+            )
+        entries = raw.get("entries", {})
+        if not isinstance(entries, Mapping):
+            raise BaselineError(f"{path}: 'entries' must be a mapping of test id to entry")
+        return cls(path, entries)
+
+    def write(self) -> None:
+        """Write atomically, keys sorted, floats at fixed precision."""
+        from .report.json_report import atomic_write_json
+
+        atomic_write_json(
+            self.path,
+            {"schema_version": BASELINE_SCHEMA, "entries": dict(sorted(self.entries.items()))},
+        )
+
+
+# -- the gate ------------------------------------------------------------------------------
+
+_GATE_KEYS = {"metrics", "tolerance", "latency_p95_pct", "min_shared", "models", "tests"}
+
+
+@dataclass(frozen=True)
+class GateSettings:
+    """Which metrics are gated and how much of a drop is tolerated.
+
+    ``tolerance`` is absolute (``0.01``) or relative to the baseline value (``"2%"``).
+    ``latency_p95_pct`` turns on the latency gate: p95 may not rise more than that percentage
+    (compared only when the machine matches the baseline's).
+    """
+
+    metrics: tuple[str, ...] = ("ndcg@10", "recall@100")
+    tolerance: float = 0.01
+    relative: bool = False
+    latency_p95_pct: float | None = None
+    min_shared: float = 0.5
+
+    def allowed_drop(self, baseline_value: float) -> float:
+        return self.tolerance * abs(baseline_value) if self.relative else self.tolerance
+
+    def describe_tolerance(self) -> str:
+        return (
+            f"{self.tolerance * 100:g}% of the baseline" if self.relative else f"{self.tolerance:g}"
+        )
+
+
+def _parse_gate_block(block: Mapping[str, Any], base: GateSettings, origin: str) -> GateSettings:
+    unknown = sorted(set(block) - _GATE_KEYS)
+    if unknown:
+        raise ConfigError(f"{origin}: unknown gate key(s) {unknown}; use {sorted(_GATE_KEYS)}")
+    values: dict[str, Any] = {
+        "metrics": base.metrics,
+        "tolerance": base.tolerance,
+        "relative": base.relative,
+        "latency_p95_pct": base.latency_p95_pct,
+        "min_shared": base.min_shared,
+    }
+    if "metrics" in block:
+        raw = block["metrics"]
+        names = [raw] if isinstance(raw, str) else raw
+        if not isinstance(names, list) or not names:
+            raise ConfigError(f"{origin}.metrics: {raw!r} must be a list such as [ndcg@10]")
+        parsed = []
+        for name in names:
+            metric = str(parse_metric(name))
+            if metric not in KEPT_METRICS:
+                raise ConfigError(
+                    f"{origin}.metrics: {name!r} cannot be gated; baselines keep per-query "
+                    f"scores of {list(KEPT_METRICS)}"
+                )
+            parsed.append(metric)
+        values["metrics"] = tuple(parsed)
+    if "tolerance" in block:
+        tol = block["tolerance"]
+        text = str(tol).strip()
+        try:
+            if isinstance(tol, str) and text.endswith("%"):
+                values["tolerance"], values["relative"] = float(text[:-1]) / 100.0, True
+            elif isinstance(tol, (int, float)) and not isinstance(tol, bool):
+                values["tolerance"], values["relative"] = float(tol), False
+            else:
+                raise ValueError
+        except ValueError:
+            raise ConfigError(
+                f"{origin}.tolerance: {tol!r}: give an absolute drop such as 0.01 or a "
+                'relative one such as "2%"'
+            ) from None
+        if values["tolerance"] < 0:
+            raise ConfigError(f"{origin}.tolerance: {tol!r} must not be negative")
+    if "latency_p95_pct" in block:
+        pct = block["latency_p95_pct"]
+        if pct is not None and (
+            isinstance(pct, bool) or not isinstance(pct, (int, float)) or pct < 0
+        ):
+            raise ConfigError(f"{origin}.latency_p95_pct: {pct!r} must be a percentage >= 0")
+        values["latency_p95_pct"] = None if pct is None else float(pct)
+    if "min_shared" in block:
+        share = block["min_shared"]
+        if isinstance(share, bool) or not isinstance(share, (int, float)) or not 0 < share <= 1:
+            raise ConfigError(f"{origin}.min_shared: {share!r} must lie in (0, 1]")
+        values["min_shared"] = float(share)
+    return GateSettings(**values)
+
+
+@dataclass(frozen=True)
+class GateConfig:
+    """Gate settings by default, per model short name and per test function name."""
+
+    defaults: GateSettings = GateSettings()
+    models: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    tests: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    origin: str = "gate"
+
+    @classmethod
+    def parse(cls, raw: Mapping[str, Any] | None, origin: str) -> GateConfig:
+        if not raw:
+            return cls(origin=origin)
+        if not isinstance(raw, Mapping):
+            raise ConfigError(f"{origin}: expected a mapping (metrics, tolerance, models, tests)")
+        defaults = _parse_gate_block(raw, GateSettings(), origin)
+        models = dict(raw.get("models") or {})
+        tests = dict(raw.get("tests") or {})
+        for section, blocks in (("models", models), ("tests", tests)):  # check now, not mid-run
+            for name, block in blocks.items():
+                if not isinstance(block, Mapping):
+                    raise ConfigError(f"{origin}.{section}.{name}: expected a mapping")
+                _parse_gate_block(block, defaults, f"{origin}.{section}.{name}")
+        return cls(defaults, models, tests, origin)
+
+    def for_test(
+        self, test: str, model: str, marker: Mapping[str, Any] | None = None
+    ) -> GateSettings:
+        settings = self.defaults
+        if model in self.models:
+            settings = _parse_gate_block(
+                self.models[model], settings, f"{self.origin}.models.{model}"
+            )
+        if test in self.tests:
+            settings = _parse_gate_block(self.tests[test], settings, f"{self.origin}.tests.{test}")
+        if marker:
+            settings = _parse_gate_block(marker, settings, "embedbench marker gate")
+        return settings
+
+
+@dataclass
+class GateOutcome:
+    """What the gate found for one test: its status, the failure lines and Δ figures."""
+
+    status: str  # "missing", "passed", "regressed", "stale"
+    failures: list[str] = field(default_factory=list)
+    changes: list[str] = field(default_factory=list)
+    deltas: dict[str, dict[str, Any]] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "status": self.status,
+            "failures": self.failures,
+            "changes": self.changes,
+            "deltas": self.deltas,
+            "notes": self.notes,
+        }
+
+
+def gate(
+    record: Mapping[str, Any],
+    entry: Mapping[str, Any] | None,
+    settings: GateSettings,
+    *,
+    seed: int = 0,
+    n_resamples: int = 10_000,
+) -> GateOutcome:
+    """Compare a test's current per-query scores with its baseline entry (paired bootstrap).
+
+    A drop is a regression when it is significant (the interval of current - baseline lies
+    below 0) and material (the point drop exceeds the tolerance).
+    """
+    from .stats import paired_bootstrap
+
+    if entry is None:
+        return GateOutcome("missing")
+    result = record["result"]
+    outcome = GateOutcome("passed")
+    if entry.get("dataset_fingerprint") != result["dataset_fingerprint"]:
+        outcome.changes.append("the dataset changed (its fingerprint differs)")
+    if entry.get("settings_fingerprint") != record.get("settings_fingerprint"):
+        outcome.changes.append("the settings changed (k, prefixes or provider options)")
+    revision = result.get("model_info", {}).get("revision")
+    if entry.get("model_revision") != revision:
+        outcome.changes.append(
+            f"the model revision changed ({entry.get('model_revision')!r} -> {revision!r})"
+        )
+    if entry.get("spec") != record["spec"]:
+        outcome.changes.append(
+            f"the model spec changed ({entry.get('spec')!r} -> {record['spec']!r})"
+        )
+    current_pq = result.get("per_query", {})
+    base_pq = entry.get("per_query", {})
+    changed = f"; {'; '.join(outcome.changes)}" if outcome.changes else ""
+    for metric in settings.metrics:
+        base = base_pq.get(metric)
+        current = current_pq.get(metric)
+        if base is None or current is None:
+            outcome.notes.append(f"{metric}: not in the baseline entry; not gated")
+            continue
+        shared = sorted(set(base) & set(current))
+        if len(shared) < settings.min_shared * len(base):
+            outcome.status = "stale"
+            outcome.failures.append(
+                f"the baseline of {record['nodeid']} is stale: only {len(shared)} of its "
+                f"{len(base)} queries remain{changed}. Re-record it with "
+                "--embedbench-update-baseline"
+            )
+            return outcome
+        cur = [float(current[q]) for q in shared]
+        old = [float(base[q]) for q in shared]
+        diff = paired_bootstrap(cur, old, seed=seed, n_resamples=n_resamples, name=metric)
+        base_mean = sum(old) / len(old)
+        cur_mean = sum(cur) / len(cur)
+        allowed = settings.allowed_drop(base_mean)
+        regressed = diff.high < 0 and -float(diff) > allowed
+        outcome.deltas[metric] = {
+            "baseline": base_mean,
+            "current": cur_mean,
+            "difference": float(diff),
+            "low": diff.low,
+            "high": diff.high,
+            "shared_queries": len(shared),
+            "significant": diff.high < 0 or diff.low > 0,
+            "regressed": regressed,
+        }
+        if regressed:
+            losses = sorted(
+                ((c - o, q) for q, c, o in zip(shared, cur, old, strict=True)), key=lambda x: x[0]
+            )[:3]
+            outcome.status = "regressed"
+            outcome.failures.append(
+                f"{metric} regressed: baseline {base_mean:.4f}, current {cur_mean:.4f}, "
+                f"difference {float(diff):+.4f} [{diff.low:+.4f}, {diff.high:+.4f}] "
+                f"(95% paired bootstrap over {len(shared)} shared queries; tolerance "
+                f"{settings.describe_tolerance()}); lost most: "
+                + ", ".join(f"{q} ({d:+.3f})" for d, q in losses)
+                + changed
+            )
+    if settings.latency_p95_pct is not None:
+        base_p95 = entry.get("latency", {}).get("p95_ms")
+        cur_p95 = result.get("latency", {}).get("p95_ms")
+        if base_p95 is None or cur_p95 is None:
+            outcome.notes.append("latency gate: no p95 to compare")
+        elif entry.get("machine_fingerprint") != record.get("machine_fingerprint"):
+            outcome.notes.append("latency gate skipped: this machine differs from the baseline's")
+        else:
+            limit = base_p95 * (1 + settings.latency_p95_pct / 100.0)
+            outcome.deltas["latency.p95_ms"] = {"baseline": base_p95, "current": cur_p95}
+            if cur_p95 > limit:
+                outcome.status = "regressed"
+                outcome.failures.append(
+                    f"latency.p95_ms regressed: baseline {base_p95:.2f} ms, current "
+                    f"{cur_p95:.2f} ms, more than {settings.latency_p95_pct:g}% slower"
+                )
+    return outcome

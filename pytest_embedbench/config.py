@@ -19,6 +19,10 @@ provider options and thresholds::
     k: [1, 5, 10, 100]
     thresholds:
       defaults: {ndcg@10: ">= 0.5"}
+    gate:                                      # the baseline gate (see baseline.py)
+      metrics: [ndcg@10, recall@100]
+      tolerance: 0.01                          # or "2%" of the baseline value
+    reference: bm25                            # the table shows each model's paired Δ to it
 
 Unknown keys and bad values are errors that name the file, the key and the fix.
 """
@@ -39,7 +43,8 @@ from .providers.base import ModelSpec
 __all__ = ["CONFIG_NAME", "DatasetEntry", "ProjectConfig", "Options", "find_config", "load_config"]
 
 CONFIG_NAME = "embedbench.yaml"
-_TOP_KEYS = {"datasets", "models", "providers", "k", "thresholds"}
+_TOP_KEYS = {"datasets", "models", "providers", "k", "thresholds", "gate", "reference"}
+PRIORITIES = ("accuracy", "speed", "balanced", "cost")
 _DATASET_KEYS = {"path", "split", "docs", "subset", "name"}
 _SUBSET_KEYS = {"n_queries", "n_distractors", "seed"}
 
@@ -58,6 +63,25 @@ class Options:
     thresholds: Path | None = None
     verbosity: int = 0
     progress: bool = True
+    baseline: Path | None = None
+    update_baseline: str | None = None  # None, "all" or "new"
+    priority: str = "balanced"
+    reference: str | None = None
+
+
+def parse_update_mode(value: str) -> str:
+    """``--embedbench-update-baseline[=new]``: ``all`` replaces entries, ``new`` only adds."""
+    if value not in ("all", "new"):
+        raise argparse.ArgumentTypeError(
+            f"{value!r}: use --embedbench-update-baseline (all) or --embedbench-update-baseline=new"
+        )
+    return value
+
+
+def parse_priority(value: str) -> str:
+    if value not in PRIORITIES:
+        raise argparse.ArgumentTypeError(f"{value!r}: use one of {list(PRIORITIES)}")
+    return value
 
 
 def parse_models_option(value: str) -> tuple[str, ...]:
@@ -108,6 +132,8 @@ class ProjectConfig:
     providers: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     k: tuple[int, ...] | None = None
     thresholds: Mapping[str, Any] = field(default_factory=dict)
+    gate: Mapping[str, Any] = field(default_factory=dict)
+    reference: str | None = None
 
     def apply_provider_options(self, spec: ModelSpec) -> ModelSpec:
         """``spec`` with the configured options for its provider and its short name merged in
@@ -174,6 +200,12 @@ def load_config(path: Path) -> ProjectConfig:
     thresholds = raw.get("thresholds") or {}
     if not isinstance(thresholds, Mapping):
         raise _fail(path, "thresholds", "expected a mapping (see the thresholds file format)")
+    gate = raw.get("gate") or {}
+    if not isinstance(gate, Mapping):
+        raise _fail(path, "gate", "expected a mapping: metrics, tolerance, latency_p95_pct, ...")
+    reference = raw.get("reference")
+    if reference is not None and not isinstance(reference, str):
+        raise _fail(path, "reference", f"{reference!r} must be a model short name, e.g. bm25")
     return ProjectConfig(
         path=path,
         datasets=datasets,
@@ -181,6 +213,8 @@ def load_config(path: Path) -> ProjectConfig:
         providers={str(name): dict(opts) for name, opts in providers.items()},
         k=k,
         thresholds=dict(thresholds),
+        gate=dict(gate),
+        reference=reference,
     )
 
 

@@ -6,6 +6,7 @@ The tree::
     ├── DatasetError                a dataset file or object is malformed (names file and line)
     ├── ConfigError                 a bad option, spec or setting (names the key or value)
     ├── MetricError                 an unknown or malformed metric name
+    ├── BaselineError               a baseline file cannot be read (names the fix)
     ├── ProviderError               a model failed to load or returned bad embeddings
     │   ├── UnknownProviderError    a spec names no registered provider
     │   └── MissingExtraError       the provider's optional dependency is not installed
@@ -36,6 +37,10 @@ class ConfigError(EmbedBenchError, ValueError):
 
 class MetricError(ConfigError):
     """An unknown or malformed metric name."""
+
+
+class BaselineError(EmbedBenchError, ValueError):
+    """A baseline file cannot be read or has the wrong schema."""
 
 
 class ProviderError(EmbedBenchError, RuntimeError):

@@ -15,14 +15,22 @@ from typing import Any
 import pytest
 
 from . import hookspec
-from .config import Options, parse_int, parse_models_option, parse_positive_int
+from .config import (
+    PRIORITIES,
+    Options,
+    parse_int,
+    parse_models_option,
+    parse_positive_int,
+    parse_priority,
+    parse_update_mode,
+)
 from .datasets import Document, EvalSet, RetrievalDataset
 from .evaluate import RetrievalResult
 from .exceptions import EmbedBenchError
 from .providers.base import Provider
 from .report.json_report import atomic_write_json, build_report, machine_info
 from .report.terminal import render_tables
-from .session import Case, EmbedBenchSession, ProgressPrinter
+from .session import Case, EmbedBenchSession, ProgressPrinter, Searcher
 from .stats import Estimate
 
 SESSION_KEY = pytest.StashKey[EmbedBenchSession]()
@@ -37,6 +45,9 @@ _INI: list[tuple[str, str, str]] = [  # name, help, "bool" or "string"
     ("embedbench_seed", "seed of every random choice (bootstrap)", "string"),
     ("embedbench_bootstrap", "bootstrap resamples per interval (default 10000)", "string"),
     ("embedbench_thresholds", "YAML file of metric thresholds", "string"),
+    ("embedbench_baseline", "baseline file (default .embedbench/baseline.json)", "string"),
+    ("embedbench_priority", f"recommendation priority: {', '.join(PRIORITIES)}", "string"),
+    ("embedbench_reference", "model the table compares every other model with", "string"),
 ]
 
 
@@ -69,6 +80,30 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="bootstrap resamples per interval (default 10000)",
     )
     group.addoption("--embedbench-thresholds", metavar="PATH", help="YAML file of thresholds")
+    group.addoption(
+        "--embedbench-baseline",
+        metavar="PATH",
+        help="baseline file (default: .embedbench/baseline.json under the rootdir)",
+    )
+    group.addoption(
+        "--embedbench-update-baseline",
+        nargs="?",
+        const="all",
+        type=parse_update_mode,
+        metavar="new",
+        help="record the baseline of the tests that ran; '=new' only adds missing entries",
+    )
+    group.addoption(
+        "--embedbench-priority",
+        type=parse_priority,
+        metavar="NAME",
+        help=f"recommendation to select: {', '.join(PRIORITIES)} (default balanced)",
+    )
+    group.addoption(
+        "--embedbench-reference",
+        metavar="MODEL",
+        help="model short name that every other model is compared with (paired Δ)",
+    )
     for name, help_text, kind in _INI:
         if kind == "bool":
             parser.addini(name, help_text, type="bool", default=False)
@@ -110,8 +145,10 @@ def build_options(config: pytest.Config) -> Options:
     no_cache = config.getoption("embedbench_no_cache")
     if no_cache is None:
         no_cache = bool(config.getini("embedbench_no_cache"))
+    priority, _ = pick("embedbench_priority", "embedbench_priority", parse_priority)
+    reference, _ = pick("embedbench_reference", "embedbench_reference")
     paths = {}
-    for key in ("config", "json", "cache_dir", "thresholds"):
+    for key in ("config", "json", "cache_dir", "thresholds", "baseline"):
         value, base = pick(f"embedbench_{key}", f"embedbench_{key}")
         paths[key] = _path(value, base)
     if paths["config"] is not None and not paths["config"].is_file():
@@ -132,6 +169,10 @@ def build_options(config: pytest.Config) -> Options:
         bootstrap=10_000 if bootstrap is None else bootstrap,
         thresholds=paths["thresholds"],
         verbosity=config.get_verbosity(),
+        baseline=paths["baseline"],
+        update_baseline=config.getoption("embedbench_update_baseline"),
+        priority=priority or "balanced",
+        reference=reference or None,
     )
 
 
@@ -180,7 +221,7 @@ def _session(config: pytest.Config) -> EmbedBenchSession:
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     marker = metafunc.definition.get_closest_marker("embedbench")
-    if marker is None or not {"retrieval", "model"} & set(metafunc.fixturenames):
+    if marker is None or not {"retrieval", "model", "searcher"} & set(metafunc.fixturenames):
         return
     if marker.args:
         raise pytest.Collector.CollectError(
@@ -203,6 +244,12 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         ],
         indirect=True,
     )
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    # before -k/-m deselect: a baseline entry is orphaned only if its test is really gone
+    _session(config).collected.update(item.nodeid for item in items)
 
 
 @pytest.fixture
@@ -276,6 +323,22 @@ def model(request: pytest.FixtureRequest, _embedbench_case: Case) -> Provider:
 
 
 @pytest.fixture
+def searcher(request: pytest.FixtureRequest, _embedbench_case: Case) -> Searcher:
+    """This test's model with its index built: ``searcher.search(query, k)``, for timing
+    with pytest-benchmark's ``benchmark`` fixture."""
+    failure: BaseException | None = None
+    try:
+        return _session(request.config).searcher(_embedbench_case)
+    except Exception as exc:  # noqa: BLE001
+        failure = exc
+    pytest.fail(
+        f"embedbench: model {_embedbench_case.model.short_name!r} could not build its index: "
+        f"{type(failure).__name__}: {failure}",
+        pytrace=False,
+    )
+
+
+@pytest.fixture
 def corpus(request: pytest.FixtureRequest) -> tuple[Document, ...]:
     """The documents of this test's dataset."""
     return _marker_dataset(request).documents
@@ -329,10 +392,10 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, Any, Any]:
     if found is not None:
         case, result = found
         test = getattr(item, "originalname", item.name)
-        failures = _session(item.config).check_thresholds(case, result, test)
+        failures = _session(item.config).after_test(item.nodeid, test, case, result)
         if failures:
             pytest.fail(
-                f"embedbench thresholds not met by {case.model.short_name!r} on "
+                f"embedbench checks failed for {case.model.short_name!r} on "
                 f"{case.dataset.name!r} ({len(result.query_ids)} queries):\n  "
                 + "\n  ".join(failures),
                 pytrace=False,
@@ -376,17 +439,59 @@ def pytest_embedbench_generate_json(
         "seed": options.seed,
         "bootstrap": options.bootstrap,
         "thresholds": options.thresholds,
+        "baseline": options.baseline,
+        "update_baseline": options.update_baseline,
+        "priority": options.priority,
+        "reference": options.reference,
         "args": list(config.invocation_params.args),
     }
-    return build_report(records, configuration=configuration, rootdir=config.rootpath)
+    report = build_report(
+        records,
+        configuration=configuration,
+        rootdir=config.rootpath,
+        machine=_benchmark_machine_info(config),
+    )
+    report["comparisons"] = session.comparisons()
+    report["recommendations"] = {
+        "priority": options.priority,
+        "datasets": session.recommendations(),
+    }
+    report["baseline"] = {
+        "path": str(session.baseline.path),
+        "update": options.update_baseline,
+        "orphaned": session.orphaned_entries(),
+    }
+    return report
+
+
+def _benchmark_machine_info(config: pytest.Config) -> dict[str, Any] | None:
+    """pytest-benchmark's machine info, when it is installed, so both reports agree."""
+    if not config.pluginmanager.hasplugin("benchmark"):
+        return None
+    hook = getattr(config.hook, "pytest_benchmark_generate_machine_info", None)
+    if hook is None:
+        return None
+    try:
+        info = hook(config=config)
+    except Exception:  # noqa: BLE001 - fall back to our own machine info
+        return None
+    if not isinstance(info, dict):
+        return None
+    return {**machine_info(), **info, "format": "pytest-benchmark"}
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     config = session.config
     state = _session(config)
     if _is_worker(config):
-        config.workeroutput["embedbench"] = json.dumps(list(state.records.values()))  # type: ignore[attr-defined]
+        config.workeroutput["embedbench"] = json.dumps(  # type: ignore[attr-defined]
+            {"records": list(state.records.values()), "collected": sorted(state.collected)}
+        )
         return
+    try:
+        state.summary_notes = state.write_baseline()
+    except OSError as exc:
+        state.summary_notes = [f"could not write the baseline {state.baseline.path}: {exc}"]
     if state.options.json_path is None:
         return
     records = sorted(state.records.values(), key=lambda r: r["nodeid"])
@@ -397,14 +502,24 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
     state = _session(config)
-    lines = render_tables(state.records.values(), verbosity=config.get_verbosity())
-    if not lines:
+    lines = render_tables(
+        state.records.values(),
+        verbosity=config.get_verbosity(),
+        comparisons=state.comparisons(),
+        reference=state.reference,
+        recommendations=state.recommendations(),
+        priority=state.options.priority,
+    )
+    notes = state.baseline_notices() + state.summary_notes
+    if not lines and not notes:
         return
     terminalreporter.section("embedbench", sep="=")
     for line in lines:
         terminalreporter.write_line(line)
     if state.options.json_path is not None:
         terminalreporter.write_line(f"JSON report: {state.options.json_path}")
+    for line in notes:
+        terminalreporter.write_line(line)
 
 
 class SessionHooks:
@@ -430,7 +545,9 @@ class XDistHooks:
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
         raw = getattr(node, "workeroutput", {}).get("embedbench")
         if raw:
-            self.session.merge(json.loads(raw))
+            data = json.loads(raw)
+            self.session.merge(data["records"])
+            self.session.collected.update(data["collected"])
 
 
 __all__ = ["EmbedBenchHandle", "machine_info"]

@@ -8,6 +8,8 @@ it; a model that fails to load fails every test that needs it, and only those.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -15,17 +17,26 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .baseline import ThresholdSet, check_thresholds, load_thresholds
+from .baseline import (
+    DEFAULT_BASELINE,
+    BaselineFile,
+    GateConfig,
+    ThresholdSet,
+    check_thresholds,
+    entry_from_record,
+    gate,
+    load_thresholds,
+)
 from .config import DatasetEntry, Options, ProjectConfig, find_config, load_config
 from .datasets import RetrievalDataset, load_dataset
 from .evaluate import DEFAULT_K, Evaluator, RetrievalResult
 from .exceptions import ConfigError
 from .providers.base import ModelSpec, Provider
 
-__all__ = ["MARKER_KEYS", "Case", "EmbedBenchSession", "ProgressPrinter"]
+__all__ = ["MARKER_KEYS", "Case", "EmbedBenchSession", "ProgressPrinter", "Searcher"]
 
 #: keyword arguments the ``embedbench`` marker accepts
-MARKER_KEYS = frozenset({"models", "dataset", "k", "split", "thresholds"})
+MARKER_KEYS = frozenset({"models", "dataset", "k", "split", "thresholds", "gate"})
 
 
 @dataclass(frozen=True)
@@ -36,6 +47,18 @@ class Case:
     dataset: DatasetEntry
     k: tuple[int, ...]
     thresholds: ThresholdSet
+    gate: GateConfig = GateConfig()
+    marker_gate: Mapping[str, Any] | None = None
+    reference: str | None = None
+
+    @property
+    def settings_fingerprint(self) -> str:
+        """What changes numbers besides the data and the weights: spec, options, k."""
+        from .providers.base import _NO_NUMBERS, _stable_json
+
+        options = {k: v for k, v in self.model.options.items() if k not in _NO_NUMBERS}
+        text = _stable_json({"spec": self.model.spec, "options": options, "k": list(self.k)})
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
 
     @property
     def key(self) -> tuple[Any, ...]:
@@ -65,11 +88,18 @@ class EmbedBenchSession:
         self._datasets: dict[str, RetrievalDataset] = {}
         self._results: dict[tuple[Any, ...], RetrievalResult | BaseException] = {}
         self._objects: dict[str, RetrievalDataset] = {}
+        self._searchers: dict[tuple[Any, ...], Searcher | BaseException] = {}
         self._cli_thresholds = (
             load_thresholds(options.thresholds) if options.thresholds else ThresholdSet.empty()
         )
         #: nodeid -> record (JSON-ready dict) of every retrieval test that ran
         self.records: dict[str, dict[str, Any]] = {}
+        #: node ids of every collected test (before deselection), to find orphaned baselines
+        self.collected: set[str] = set()
+        self.baseline = BaselineFile.load(options.baseline or rootdir / DEFAULT_BASELINE)
+        #: lines for the end of the summary (what was written, what to do next)
+        self.summary_notes: list[str] = []
+        self._machine: str | None = None
 
     # -- configuration ---------------------------------------------------------------------
 
@@ -126,6 +156,15 @@ class EmbedBenchSession:
             thresholds = thresholds.merged(
                 ThresholdSet.parse({"defaults": marker_rules}, f"{test_path.name} marker")
             )
+        marker_gate = marker_kwargs.get("gate")
+        if marker_gate is not None and not isinstance(marker_gate, Mapping):
+            raise ConfigError(
+                f"@pytest.mark.embedbench(gate={marker_gate!r}): give a mapping such as "
+                '{"metrics": ["ndcg@10"], "tolerance": 0.02}'
+            )
+        gate_config = GateConfig.parse(cfg.gate, f"{cfg.path}: gate")
+        if marker_gate:  # checked now, so a typo is a collection error
+            gate_config.for_test("", "", marker_gate)
         specs = self.model_specs(marker_kwargs.get("models"), cfg, test_path)
         names = [s.short_name for s in specs]
         dupes = sorted({n for n in names if names.count(n) > 1})
@@ -134,7 +173,7 @@ class EmbedBenchSession:
                 f"models {dupes} appear more than once in one test; give each a distinct "
                 "name with ModelSpec(spec, name=...)"
             )
-        return [Case(spec, dataset, k, thresholds) for spec in specs]
+        return [Case(spec, dataset, k, thresholds, gate_config, marker_gate) for spec in specs]
 
     def model_specs(self, models: Any, cfg: ProjectConfig, test_path: Path) -> list[ModelSpec]:
         if self.options.models:
@@ -214,6 +253,24 @@ class EmbedBenchSession:
     def provider(self, spec: ModelSpec) -> Provider:
         return self.evaluator.provider(spec)
 
+    def searcher(self, case: Case) -> Searcher:
+        """The model with its index built over the case's documents (built once)."""
+        key = (case.model, case.dataset_key)
+        if key not in self._searchers:
+            try:
+                ds = self.dataset(case.dataset)
+                provider = self.provider(case.model)
+                retriever = provider.build(ds.documents, cache=self.evaluator.cache)
+                self._searchers[key] = Searcher(case.model, provider, retriever)
+            except (KeyboardInterrupt, SystemExit):
+                raise
+            except BaseException as exc:  # noqa: BLE001
+                self._searchers[key] = exc
+        found = self._searchers[key]
+        if isinstance(found, BaseException):
+            raise found
+        return found
+
     def result(self, case: Case) -> RetrievalResult:
         """The result for ``case``, computed once; a failure is remembered and raised again."""
         key = case.key
@@ -266,7 +323,42 @@ class EmbedBenchSession:
             "status": "error" if error is not None else "running",
             "error": _describe(error) if error is not None else None,
             "result": result.to_dict(per_query=True) if result is not None else None,
+            "settings_fingerprint": case.settings_fingerprint,
+            "machine_fingerprint": self.machine_fingerprint,
+            "reference": case.reference,
+            "baseline": None,
         }
+
+    @property
+    def machine_fingerprint(self) -> str:
+        """Hardware and Python that decide timings (not the host name)."""
+        if self._machine is None:
+            from .report.json_report import machine_info
+
+            info = machine_info()
+            info.pop("node", None)
+            text = json.dumps(info, sort_keys=True)
+            self._machine = hashlib.sha256(text.encode()).hexdigest()[:16]
+        return self._machine
+
+    def after_test(self, nodeid: str, test: str, case: Case, result: RetrievalResult) -> list[str]:
+        """Thresholds, then the baseline gate: every failure line for this test."""
+        failures = check_thresholds(result, case.thresholds.for_test(test, case.model.short_name))
+        record = self.records.get(nodeid)
+        if record is None or record.get("result") is None:
+            return failures
+        if self.options.update_baseline == "all":
+            return failures  # accepting the current numbers: nothing to gate against
+        settings = case.gate.for_test(test, case.model.short_name, case.marker_gate)
+        outcome = gate(
+            record,
+            self.baseline.entries.get(nodeid),
+            settings,
+            seed=self.options.seed,
+            n_resamples=self.options.bootstrap,
+        )
+        record["baseline"] = outcome.to_dict()
+        return failures + outcome.failures
 
     def set_status(self, nodeid: str, when: str, outcome: str, message: str | None) -> None:
         """Fold a test phase's outcome into its record (setup/teardown failures are errors)."""
@@ -285,8 +377,130 @@ class EmbedBenchSession:
         for record in records:
             self.records[record["nodeid"]] = dict(record)
 
-    def check_thresholds(self, case: Case, result: RetrievalResult, test: str) -> list[str]:
-        return check_thresholds(result, case.thresholds.for_test(test, case.model.short_name))
+    @property
+    def reference(self) -> str | None:
+        """The model every other is compared with in the table (option, then config)."""
+        if self.options.reference:
+            return self.options.reference
+        return next((r["reference"] for r in self.records.values() if r.get("reference")), None)
+
+    def comparisons(self) -> dict[str, dict[str, dict[str, Any]]]:
+        """Per dataset, each model's paired nDCG@10 difference to the reference model.
+
+        Randomization-test p-values, Holm-adjusted across the models of one dataset.
+        """
+        from .report.terminal import model_rows
+        from .stats import compare_scores, holm
+
+        reference = self.reference
+        out: dict[str, dict[str, dict[str, Any]]] = {}
+        if reference is None:
+            return out
+        for dataset, rows in model_rows(self.records.values()).items():
+            ref = next((r for r in rows if r["model"] == reference and r["result"]), None)
+            if ref is None:
+                continue
+            ref_scores = ref["result"]["per_query"]["ndcg@10"]
+            found = []
+            for row in rows:
+                if row is ref or row["result"] is None:
+                    continue
+                scores = row["result"]["per_query"]["ndcg@10"]
+                shared = sorted(set(scores) & set(ref_scores))
+                if not shared:
+                    continue
+                found.append(
+                    (
+                        row["model"],
+                        compare_scores(
+                            [scores[q] for q in shared],
+                            [ref_scores[q] for q in shared],
+                            test="randomization",
+                            seed=self.options.seed,
+                            n_resamples=self.options.bootstrap,
+                            name=f"ndcg@10 {row['model']} - {reference}",
+                        ),
+                    )
+                )
+            adjusted = holm([c.p_value for _, c in found])
+            out[dataset] = {}
+            for (model, comparison), p_holm in zip(found, adjusted, strict=True):
+                comparison.p_holm = p_holm
+                entry = comparison.to_dict()
+                entry["difference"] = entry.pop("value")
+                entry["reference"] = reference
+                entry["metric"] = "ndcg@10"
+                out[dataset][model] = entry
+        return out
+
+    def recommendations(self) -> dict[str, Any]:
+        from .report.recommend import recommend
+        from .report.terminal import model_rows
+
+        out = {}
+        for dataset, rows in model_rows(self.records.values()).items():
+            rec = recommend(rows)
+            if rec is not None:
+                out[dataset] = rec
+        return out
+
+    def write_baseline(self) -> list[str]:
+        """In update mode, store the entries of this run's tests; lines saying what was done."""
+        mode = self.options.update_baseline
+        if mode is None:
+            return []
+        added = replaced = 0
+        for nodeid, record in sorted(self.records.items()):
+            if record.get("result") is None:
+                continue
+            exists = nodeid in self.baseline.entries
+            if exists and mode == "new":
+                continue
+            self.baseline.entries[nodeid] = entry_from_record(record)
+            replaced += exists
+            added += not exists
+        if added or replaced:
+            self.baseline.write()
+        return [
+            f"baseline {self.baseline.path}: {added} entr{'y' if added == 1 else 'ies'} added, "
+            f"{replaced} replaced (mode {mode!r})"
+        ]
+
+    def baseline_notices(self) -> list[str]:
+        """What the user should know about the baseline, ending with what to do next."""
+        lines: list[str] = []
+        records = [r for r in self.records.values() if r.get("result") is not None]
+        missing = [r for r in records if (r.get("baseline") or {}).get("status") == "missing"]
+        if self.options.update_baseline is None and missing:
+            lines.append(
+                f"{len(missing)} test{'s have' if len(missing) != 1 else ' has'} no baseline; "
+                "re-run with --embedbench-update-baseline to record "
+                f"{'them' if len(missing) != 1 else 'it'}"
+            )
+        skipped = sorted({n for r in records for n in (r.get("baseline") or {}).get("notes", [])})
+        lines.extend(skipped)
+        orphans = self.orphaned_entries()
+        if orphans:
+            lines.append(
+                f"{len(orphans)} baseline entr{'y belongs' if len(orphans) == 1 else 'ies belong'}"
+                " to tests that no longer exist: "
+                + ", ".join(orphans[:10])
+                + (" ..." if len(orphans) > 10 else "")
+            )
+        return lines
+
+    def orphaned_entries(self) -> list[str]:
+        """Baseline entries whose test is gone: its file is missing, or was collected without
+        it."""
+        files = {nodeid.split("::", 1)[0] for nodeid in self.collected}
+        orphans = []
+        for nodeid in sorted(self.baseline.entries):
+            path = nodeid.split("::", 1)[0]
+            if not (self.rootdir / path).exists():
+                orphans.append(nodeid)
+            elif path in files and nodeid not in self.collected:
+                orphans.append(nodeid)
+        return orphans
 
 
 def _describe(error: BaseException) -> str:
@@ -303,6 +517,32 @@ def _k_tuple(k: Any, default: tuple[int, ...] | None) -> tuple[int, ...]:
         raise ConfigError(f"k={k!r}: give cut-offs as integers >= 1, e.g. k=(1, 10, 100)")
     # 10 and 100 are always computed: the summary table shows nDCG@10 and Recall@100
     return tuple(sorted(set(values) | {10, 100}))
+
+
+class Searcher:
+    """A model plus its built index: ``search(query, k)`` for timing with pytest-benchmark.
+
+    Usage::
+
+        @pytest.mark.embedbench(dataset="support", models=["bm25"])
+        def test_search_speed(searcher, benchmark):
+            hits = benchmark(searcher.search, "how do I reset my password", 10)
+            assert len(hits) == 10
+    """
+
+    def __init__(self, spec: ModelSpec, provider: Provider, retriever: Any) -> None:
+        self.spec = spec
+        self.provider = provider
+        self.retriever = retriever
+
+    @property
+    def name(self) -> str:
+        return self.spec.short_name
+
+    def search(self, query: str, k: int = 10) -> list[tuple[str, float]]:
+        """The top-k ``(document id, score)`` pairs for one query text, best first."""
+        ids, scores = self.retriever.search(query, k)
+        return list(zip(ids, scores, strict=True))
 
 
 class ProgressPrinter:

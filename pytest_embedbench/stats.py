@@ -23,7 +23,16 @@ import numpy as np
 
 from .exceptions import ConfigError
 
-__all__ = ["DEFAULT_RESAMPLES", "Estimate", "bootstrap", "bootstrap_interval", "paired_bootstrap"]
+__all__ = [
+    "DEFAULT_RESAMPLES",
+    "Comparison",
+    "Estimate",
+    "bootstrap",
+    "bootstrap_interval",
+    "compare_scores",
+    "holm",
+    "paired_bootstrap",
+]
 
 DEFAULT_RESAMPLES = 10_000
 #: Resamples are drawn in blocks of at most this many indices, to bound memory for big n.
@@ -260,3 +269,159 @@ def paired_bootstrap(
     return bootstrap(
         arr_a - arr_b, n_resamples=n_resamples, level=level, seed=seed, strata=strata, name=name
     )
+
+
+TESTS = ("bootstrap", "t", "randomization")
+
+
+class Comparison:
+    """A paired comparison of two per-query arrays: the mean difference ``a - b`` with its
+    bootstrap interval, and a two-sided p-value from the chosen test.
+
+    ``p_holm`` is set when the comparison is one of several (see :func:`holm`).
+    """
+
+    def __init__(
+        self, difference: Estimate, p_value: float, test: str, n_resamples: int | None
+    ) -> None:
+        self.difference = difference
+        self.p_value = float(p_value)
+        self.test = test
+        self.n_resamples = n_resamples
+        self.p_holm: float | None = None
+
+    @property
+    def low(self) -> float:
+        return self.difference.low
+
+    @property
+    def high(self) -> float:
+        return self.difference.high
+
+    @property
+    def n(self) -> int:
+        return self.difference.n
+
+    def significant(self, alpha: float = 0.05) -> bool:
+        """p (Holm-adjusted when set) below ``alpha``."""
+        return (self.p_holm if self.p_holm is not None else self.p_value) < alpha
+
+    def __float__(self) -> float:
+        return float(self.difference)
+
+    def __repr__(self) -> str:
+        holm = f", p_holm={self.p_holm:.4g}" if self.p_holm is not None else ""
+        return (
+            f"Comparison({self.difference.name or 'a - b'}: {float(self.difference):+.4f} "
+            f"[{self.low:+.4f}, {self.high:+.4f}], n={self.n}, {self.test} "
+            f"p={self.p_value:.4g}{holm})"
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            **self.difference.to_dict(),
+            "p_value": self.p_value,
+            "p_holm": self.p_holm,
+            "test": self.test,
+        }
+
+
+def paired_t_pvalue(diff: np.ndarray) -> float:
+    """Two-sided p-value of the paired t-test on per-query differences (scipy ttest_rel)."""
+    from scipy import stats as scipy_stats
+
+    n = len(diff)
+    if n < 2:
+        return math.nan
+    sd = diff.std(ddof=1)
+    if sd == 0:
+        return 1.0 if diff.mean() == 0 else 0.0
+    t = diff.mean() / (sd / math.sqrt(n))
+    return float(2.0 * scipy_stats.t.sf(abs(t), df=n - 1))
+
+
+def randomization_pvalue(diff: np.ndarray, *, n_resamples: int, seed: int) -> float:
+    """Fisher's paired randomization test: flip the sign of each query's difference.
+
+    Two-sided p = share of sign assignments whose |mean| reaches the observed |mean|. Every
+    assignment is enumerated when there are no more than ``n_resamples`` of them (exact, as
+    scipy's ``permutation_test`` with ``permutation_type="samples"``); otherwise
+    ``n_resamples`` random ones are drawn with ``seed`` and p = (hits + 1) / (draws + 1).
+    """
+    n = len(diff)
+    if n == 0:
+        return math.nan
+    observed = abs(diff.mean())
+    # a float tolerance, as scipy uses, so ties with the observed statistic count
+    tol = observed * 1e-14 + 1e-15
+    if n <= 20 and 2**n <= n_resamples:
+        signs = ((np.arange(2**n)[:, None] >> np.arange(n)) & 1) * 2 - 1
+        means = np.abs((signs * diff).mean(axis=1))
+        return float((means >= observed - tol).mean())
+    rng = np.random.default_rng(seed)
+    hits = 0
+    block = max(1, _BLOCK // n)
+    for start in range(0, n_resamples, block):
+        size = min(block, n_resamples - start)
+        signs = rng.integers(0, 2, size=(size, n)) * 2 - 1
+        hits += int((np.abs((signs * diff).mean(axis=1)) >= observed - tol).sum())
+    return (hits + 1) / (n_resamples + 1)
+
+
+def bootstrap_pvalue(diff: np.ndarray, *, n_resamples: int, seed: int) -> float:
+    """Two-sided bootstrap p-value: resampled means shifted to the null (mean 0) that reach
+    the observed |mean|, as (hits + 1) / (resamples + 1) (Efron and Tibshirani, 16.4)."""
+    n = len(diff)
+    if n == 0:
+        return math.nan
+    rng = np.random.default_rng(seed)
+    means = _resampled_means(diff, n_resamples, rng, None)
+    observed = abs(diff.mean())
+    hits = int((np.abs(means - diff.mean()) >= observed).sum())
+    return (hits + 1) / (n_resamples + 1)
+
+
+def compare_scores(
+    a: Sequence[float] | np.ndarray,
+    b: Sequence[float] | np.ndarray,
+    *,
+    test: str = "bootstrap",
+    seed: int = 0,
+    n_resamples: int = DEFAULT_RESAMPLES,
+    level: float = 0.95,
+    name: str | None = None,
+) -> Comparison:
+    """Compare paired per-query scores: difference ``a - b``, its interval and a p-value.
+
+    ``test`` is ``"bootstrap"`` (paired bootstrap), ``"t"`` (paired t-test) or
+    ``"randomization"`` (Fisher's sign-flip test, seeded). The interval is always the paired
+    percentile bootstrap.
+
+    Usage::
+
+        c = compare_scores(new_ndcg, old_ndcg, test="t")
+        c.difference, c.low, c.high, c.p_value
+    """
+    if test not in TESTS:
+        raise ConfigError(f"test={test!r}: use one of {list(TESTS)}")
+    difference = paired_bootstrap(a, b, n_resamples=n_resamples, level=level, seed=seed, name=name)
+    diff = difference.per_query
+    if test == "t":
+        p = paired_t_pvalue(diff)
+    elif test == "randomization":
+        p = randomization_pvalue(diff, n_resamples=n_resamples, seed=seed)
+    else:
+        p = bootstrap_pvalue(diff, n_resamples=n_resamples, seed=seed)
+    return Comparison(difference, p, test, None if test == "t" else n_resamples)
+
+
+def holm(p_values: Sequence[float]) -> list[float]:
+    """Holm-Bonferroni adjusted p-values, in the order given (step-down, monotone, <= 1)."""
+    m = len(p_values)
+    order = sorted(range(m), key=lambda i: p_values[i])
+    adjusted = [0.0] * m
+    running = 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (m - rank) * p_values[i]))
+        adjusted[i] = running
+    return adjusted

@@ -30,6 +30,8 @@ def model_rows(records: Iterable[Mapping[str, Any]]) -> dict[str, list[dict[str,
             row = by_key[key] = {
                 "dataset": record["dataset"],
                 "model": record["model"],
+                "spec": record.get("spec", ""),
+                "baseline": None,
                 "result": None,
                 "status": "passed",
                 "error": None,
@@ -38,6 +40,9 @@ def model_rows(records: Iterable[Mapping[str, Any]]) -> dict[str, list[dict[str,
         row["tests"] += 1
         if row["result"] is None and record.get("result") is not None:
             row["result"] = record["result"]
+        deltas = (record.get("baseline") or {}).get("deltas") or {}
+        if row["baseline"] is None and "ndcg@10" in deltas:
+            row["baseline"] = deltas["ndcg@10"]
         status = record.get("status", "running")
         if _RANK.get(status, 2) > _RANK.get(row["status"], 0):
             row["status"] = status
@@ -87,8 +92,29 @@ def _status(row: Mapping[str, Any], width: int) -> str:
     return status
 
 
-def render_tables(records: Iterable[Mapping[str, Any]], *, verbosity: int = 0) -> list[str]:
-    """The summary as lines of text (empty when no retrieval test ran)."""
+def _delta(entry: Mapping[str, Any] | None, significant: bool) -> str:
+    if entry is None:
+        return "-"
+    text = f"{entry['difference']:+.4f} [{entry['low']:+.3f}, {entry['high']:+.3f}]"
+    if significant:
+        text += " worse" if entry["high"] < 0 else " better"
+    return text
+
+
+def render_tables(
+    records: Iterable[Mapping[str, Any]],
+    *,
+    verbosity: int = 0,
+    comparisons: Mapping[str, Mapping[str, Mapping[str, Any]]] | None = None,
+    reference: str | None = None,
+    recommendations: Mapping[str, Any] | None = None,
+    priority: str = "balanced",
+) -> list[str]:
+    """The summary as lines of text (empty when no retrieval test ran).
+
+    ``comparisons[dataset][model]`` holds each model's paired nDCG@10 difference to the
+    ``reference`` model; ``recommendations[dataset]`` the picks of :func:`recommend`.
+    """
     lines: list[str] = []
     quiet = verbosity < 0
     columns = [c for c in _COLUMNS if c[4] or not quiet]
@@ -100,6 +126,8 @@ def render_tables(records: Iterable[Mapping[str, Any]], *, verbosity: int = 0) -
             finite = [x for x in present if math.isfinite(x)]
             pool = finite or present
             best.append((max(pool) if higher else min(pool)) if len(rows) > 1 and pool else None)
+        with_baseline = any(row["baseline"] is not None for row in rows)
+        versus = (comparisons or {}).get(dataset) or {}
         table = []
         for row, vals in zip(rows, values, strict=True):
             cells = [row["model"]]
@@ -115,6 +143,20 @@ def render_tables(records: Iterable[Mapping[str, Any]], *, verbosity: int = 0) -
                 if best[j] is not None and value == best[j]:
                     text += " *"
                 cells.append(text)
+            if with_baseline:
+                b = row["baseline"]
+                cells.append(_delta(b, bool(b and b.get("significant"))))
+            if versus:
+                c = versus.get(row["model"])
+                if row["model"] == reference:
+                    cells.append("(reference)")
+                elif c is None:
+                    cells.append("-")
+                else:
+                    cells.append(
+                        _delta(c, c["p_holm"] is not None and c["p_holm"] < 0.05)
+                        + f" p={c['p_holm']:.3g}"
+                    )
             cells.append(_status(row, 40 if quiet else 60))
             table.append(cells)
         first = next((r["result"] for r in rows if r["result"] is not None), None)
@@ -124,11 +166,32 @@ def render_tables(records: Iterable[Mapping[str, Any]], *, verbosity: int = 0) -
             else ""
         )
         lines.append(f"dataset {dataset!r}{size}")
-        headers = ["model"] + [c[0] for c in columns] + ["status"]
+        headers = ["model"] + [c[0] for c in columns]
+        if with_baseline:
+            headers.append("Δ nDCG@10 vs baseline")
+        if versus:
+            headers.append(f"Δ nDCG@10 vs {reference}")
+        headers.append("status")
         lines.extend(
             tabulate(table, headers=headers, tablefmt="simple", disable_numparse=True).splitlines()
         )
+        rec = (recommendations or {}).get(dataset)
+        if rec and len(rows) > 1:
+            lines.append("")
+            lines.append(f"recommendation (selected priority: {priority}):")
+            for name, pick in rec["picks"].items():
+                w, c = pick["weights"], pick["components"]
+                mark = " <- selected" if name == priority else ""
+                lines.append(
+                    f"  {name + '-first' if name != 'balanced' else name:<15} {pick['model']:<24}"
+                    f" score {pick['score']:.3f} = {w['accuracy']:.2f} x accuracy "
+                    f"{c['accuracy']:.3f} + {w['speed']:.2f} x speed {c['speed']:.3f} + "
+                    f"{w['cost']:.2f} x cost {c['cost']:.3f}{mark}"
+                )
         lines.append("")
     if lines:
-        lines.append("* best in column; nDCG@10 shows its 95% bootstrap interval over queries")
+        legend = "* best in column; nDCG@10 shows its 95% bootstrap interval over queries"
+        if any(line.startswith("model") and "Δ" in line for line in lines):
+            legend += "; Δ: paired bootstrap difference [95% interval], Holm-adjusted p"
+        lines.append(legend)
     return lines

@@ -1,0 +1,107 @@
+"""Which model to pick: accuracy-first, speed-first, balanced and cost-first.
+
+Each model gets three component scores, min-max normalised across the successful models of one
+dataset: accuracy (nDCG@10), speed (p95 query latency, inverted: fastest = 1) and cost
+(estimated cost, inverted: cheapest = 1; free local models score 1, unknown prices 0.5). A
+priority weighs them (accuracy, speed, cost):
+
+==========  ========  =====  ====
+priority    accuracy  speed  cost
+==========  ========  =====  ====
+accuracy    0.80      0.15   0.05
+speed       0.20      0.75   0.05
+balanced    0.55      0.30   0.15
+cost        0.30      0.10   0.60
+==========  ========  =====  ====
+
+Ties break on nDCG@10, then (accuracy-first only) Recall@100, MRR@10 and lower p95, then the
+model name. Scores are relative to the models in the run, not absolute quality.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+__all__ = ["FREE_PROVIDERS", "WEIGHTS", "recommend"]
+
+WEIGHTS: dict[str, tuple[float, float, float]] = {
+    "accuracy": (0.80, 0.15, 0.05),
+    "speed": (0.20, 0.75, 0.05),
+    "balanced": (0.55, 0.30, 0.15),
+    "cost": (0.30, 0.10, 0.60),
+}
+#: providers that run locally and cost nothing per token
+FREE_PROVIDERS = frozenset({"hf", "bm25", "hybrid", "ollama"})
+
+
+def _normalise(values: Sequence[float | None], *, invert: bool) -> list[float | None]:
+    known = [v for v in values if v is not None and math.isfinite(v)]
+    if not known:
+        return [None] * len(values)
+    low, high = min(known), max(known)
+    out: list[float | None] = []
+    for v in values:
+        if v is None or not math.isfinite(v):
+            out.append(None)
+        elif high == low:
+            out.append(1.0)
+        else:
+            x = (v - low) / (high - low)
+            out.append(1.0 - x if invert else x)
+    return out
+
+
+def _cost(row: Mapping[str, Any]) -> float | None:
+    info = (row["result"] or {}).get("model_info", {})
+    if info.get("cost_usd") is not None:
+        return float(info["cost_usd"])
+    provider = str(row.get("spec", "")).split(":", 1)[0].lower()
+    return 0.0 if provider in FREE_PROVIDERS else None
+
+
+def recommend(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
+    """Picks for every priority over one dataset's rows (None when no model succeeded)."""
+    ok = [r for r in rows if r.get("result") is not None and r.get("status") != "error"]
+    if not ok:
+        return None
+    ndcg = [r["result"]["metrics"]["ndcg@10"]["value"] for r in ok]
+    p95 = [r["result"]["latency"].get("p95_ms") for r in ok]
+    costs = [_cost(r) for r in ok]
+    accuracy = _normalise(ndcg, invert=False)
+    speed = _normalise(p95, invert=True)
+    cost = [0.5 if c is None else c for c in _normalise(costs, invert=True)]
+    components = {
+        r["model"]: {
+            "accuracy": a if a is not None else 0.0,
+            "speed": s if s is not None else 0.5,
+            "cost": c,
+        }
+        for r, a, s, c in zip(ok, accuracy, speed, cost, strict=True)
+    }
+    picks: dict[str, Any] = {}
+    for priority, (wa, ws, wc) in WEIGHTS.items():
+        scored = []
+        for r in ok:
+            comp = components[r["model"]]
+            score = wa * comp["accuracy"] + ws * comp["speed"] + wc * comp["cost"]
+            metrics = r["result"]["metrics"]
+            ties: tuple[float, ...] = (round(score, 12), metrics["ndcg@10"]["value"])
+            if priority == "accuracy":
+                ties += (
+                    metrics.get("recall@100", {}).get("value", 0.0),
+                    metrics.get("mrr@10", {}).get("value", 0.0),
+                    -(r["result"]["latency"].get("p95_ms") or math.inf),
+                )
+            scored.append((ties, r["model"], score))
+        # best first: highest tie tuple, then the name in ascending order
+        scored.sort(key=lambda x: (tuple(-t for t in x[0]), x[1]))
+        _, model, score = scored[0]
+        picks[priority] = {
+            "model": model,
+            "score": score,
+            "weights": {"accuracy": wa, "speed": ws, "cost": wc},
+            "components": components[model],
+        }
+    return {"picks": picks, "components": components}

@@ -1,0 +1,235 @@
+"""Baseline files, the paired-bootstrap gate, gate settings and recommendations."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from pytest_embedbench import BaselineError, ConfigError
+from pytest_embedbench.baseline import (
+    BaselineFile,
+    GateConfig,
+    GateSettings,
+    entry_from_record,
+    gate,
+)
+from pytest_embedbench.report.recommend import recommend
+
+
+def record(
+    scores: dict[str, float], *, fingerprint: str = "fp", p95: float = 10.0, **extra
+) -> dict:
+    per_query = {"ndcg@10": scores, "recall@100": {q: 1.0 for q in scores}}
+    mean = float(np.mean(list(scores.values())))
+    return {
+        "nodeid": "t.py::test_x[prod]",
+        "model": "prod",
+        "spec": extra.get("spec", "bm25"),
+        "dataset": "d",
+        "settings_fingerprint": extra.get("settings", "s1"),
+        "machine_fingerprint": extra.get("machine", "m1"),
+        "result": {
+            "dataset_fingerprint": fingerprint,
+            "queries": len(scores),
+            "metrics": {"ndcg@10": {"value": mean, "low": mean, "high": mean, "n": len(scores)}},
+            "latency": {"p50_ms": p95 / 2, "p95_ms": p95, "p99_ms": p95},
+            "model_info": {"revision": extra.get("revision")},
+            "per_query": per_query,
+        },
+    }
+
+
+def scores(n: int, seed: int, shift: float = 0.0) -> dict[str, float]:
+    rng = np.random.default_rng(seed)
+    values = np.clip(rng.random(n) * 0.6 + 0.3 + shift, 0, 1)
+    return {f"q{i:03d}": float(v) for i, v in enumerate(values)}
+
+
+def test_entry_is_rounded_and_keeps_per_query_scores() -> None:
+    entry = entry_from_record(record({"q1": 0.123456789, "q2": 1.0}))
+    assert entry["per_query"]["ndcg@10"] == {"q1": 0.123457, "q2": 1.0}
+    assert entry["dataset_fingerprint"] == "fp" and entry["settings_fingerprint"] == "s1"
+    assert entry["latency"] == {"p50_ms": 5.0, "p95_ms": 10.0, "p99_ms": 10.0}
+
+
+def test_missing_entry() -> None:
+    assert gate(record(scores(50, 0)), None, GateSettings()).status == "missing"
+
+
+def test_same_scores_pass() -> None:
+    current = record(scores(100, 0))
+    outcome = gate(current, entry_from_record(current), GateSettings())
+    assert outcome.status == "passed" and not outcome.failures and not outcome.changes
+    assert outcome.deltas["ndcg@10"]["difference"] == pytest.approx(0.0, abs=1e-6)
+
+
+def test_a_real_drop_fails_with_values_interval_and_losers() -> None:
+    base = record(scores(200, 1))
+    worse = {q: max(0.0, v - 0.1) for q, v in scores(200, 1).items()}
+    worse["q007"] = 0.0
+    outcome = gate(record(worse), entry_from_record(base), GateSettings())
+    assert outcome.status == "regressed"
+    (message,) = outcome.failures
+    assert message.startswith("ndcg@10 regressed: baseline 0.")
+    assert "current 0." in message and "difference -0.1" in message
+    assert "over 200 shared queries; tolerance 0.01" in message
+    assert "lost most: q007 (" in message
+
+
+def test_a_drop_inside_noise_or_tolerance_passes() -> None:
+    base = scores(60, 2)
+    rng = np.random.default_rng(5)
+    noisy = {q: float(np.clip(v + rng.normal(0, 0.05), 0, 1)) for q, v in base.items()}
+    outcome = gate(record(noisy), entry_from_record(record(base)), GateSettings())
+    assert outcome.status == "passed", outcome.failures
+    # significant but smaller than a 5% relative tolerance
+    small = {q: v - 0.005 for q, v in base.items()}
+    relaxed = GateConfig.parse({"tolerance": "5%"}, "gate").defaults
+    assert relaxed.relative and relaxed.tolerance == pytest.approx(0.05)
+    assert gate(record(small), entry_from_record(record(base)), relaxed).status == "passed"
+    strict = GateSettings(tolerance=0.001)
+    assert gate(record(small), entry_from_record(record(base)), strict).status == "regressed"
+
+
+def test_changes_are_listed_and_shared_queries_compared() -> None:
+    base = scores(100, 3)
+    current = {q: v for q, v in list(base.items())[:70]}  # 30 queries dropped from the set
+    outcome = gate(
+        record(current, fingerprint="other", settings="s2", revision="abc"),
+        entry_from_record(record(base)),
+        GateSettings(),
+    )
+    assert outcome.status == "passed"
+    assert outcome.deltas["ndcg@10"]["shared_queries"] == 70
+    assert any("dataset changed" in c for c in outcome.changes)
+    assert any("settings changed" in c for c in outcome.changes)
+    assert any("revision changed (None -> 'abc')" in c for c in outcome.changes)
+
+
+def test_most_queries_gone_is_stale_with_a_hint() -> None:
+    base = scores(100, 4)
+    current = {q: v for q, v in list(base.items())[:30]}
+    outcome = gate(
+        record(current, fingerprint="new"), entry_from_record(record(base)), GateSettings()
+    )
+    assert outcome.status == "stale"
+    (message,) = outcome.failures
+    assert "only 30 of its 100 queries remain; the dataset changed" in message
+    assert "--embedbench-update-baseline" in message
+
+
+def test_latency_gate_is_opt_in_and_needs_the_same_machine() -> None:
+    base = record(scores(50, 6), p95=10.0)
+    slow = record(scores(50, 6), p95=15.0)
+    settings = GateSettings(latency_p95_pct=20)
+    assert gate(slow, entry_from_record(base), GateSettings()).status == "passed"
+    outcome = gate(slow, entry_from_record(base), settings)
+    assert outcome.status == "regressed"
+    assert "latency.p95_ms regressed: baseline 10.00 ms, current 15.00 ms" in outcome.failures[0]
+    other = record(scores(50, 6), p95=15.0, machine="m2")
+    outcome = gate(other, entry_from_record(base), settings)
+    assert outcome.status == "passed"
+    assert outcome.notes == ["latency gate skipped: this machine differs from the baseline's"]
+
+
+def test_gate_settings_resolve_and_reject_typos() -> None:
+    config = GateConfig.parse(
+        {
+            "tolerance": 0.02,
+            "models": {"bm25": {"metrics": ["recall@10"]}},
+            "tests": {"test_x": {"tolerance": "1%"}},
+        },
+        "embedbench.yaml: gate",
+    )
+    assert config.for_test("test_y", "bm25").metrics == ("recall@10",)
+    assert config.for_test("test_y", "bm25").tolerance == 0.02
+    resolved = config.for_test("test_x", "bm25", {"latency_p95_pct": 10})
+    assert resolved.relative and resolved.latency_p95_pct == 10
+    with pytest.raises(ConfigError, match=r"unknown gate key\(s\) \['tolerence'\]"):
+        GateConfig.parse({"tolerence": 0.1}, "gate")
+    with pytest.raises(ConfigError, match="'ndcg@5' cannot be gated"):
+        GateConfig.parse({"metrics": ["ndcg@5"]}, "gate")
+    with pytest.raises(ConfigError, match="tolerance: 'lots'"):
+        GateConfig.parse({"tolerance": "lots"}, "gate")
+    with pytest.raises(ConfigError, match=r"models\.bm25: unknown gate key"):
+        GateConfig.parse({"models": {"bm25": {"x": 1}}}, "gate")
+
+
+def test_baseline_file_round_trip_and_errors(tmp_path: Path) -> None:
+    path = tmp_path / "b" / "baseline.json"
+    assert BaselineFile.load(path).entries == {}
+    file = BaselineFile(path, {"z::t[b]": {"x": 1.0}, "a::t[a]": {"x": 2.0}})
+    file.write()
+    text = path.read_text()
+    assert text.index('"a::t[a]"') < text.index('"z::t[b]"')  # sorted keys
+    assert json.loads(text)["schema_version"] == 1
+    assert BaselineFile.load(path).entries == file.entries
+    path.write_text('{"schema_version": 1,\n "entries": {,}}')
+    with pytest.raises(BaselineError, match=r"baseline.json line 2: not valid JSON"):
+        BaselineFile.load(path)
+    path.write_text('{"schema_version": 99, "entries": {}}')
+    with pytest.raises(BaselineError, match="schema_version 99 is not 1; re-record"):
+        BaselineFile.load(path)
+    path.write_text("[]")
+    with pytest.raises(BaselineError, match="not an embedbench baseline"):
+        BaselineFile.load(path)
+
+
+def row(model: str, ndcg: float, p95: float, spec: str = "hf:x", **metrics) -> dict:
+    return {
+        "model": model,
+        "spec": spec,
+        "status": "passed",
+        "result": {
+            "metrics": {
+                "ndcg@10": {"value": ndcg},
+                "recall@100": {"value": metrics.get("recall", 0.9)},
+                "mrr@10": {"value": metrics.get("mrr", 0.5)},
+            },
+            "latency": {"p95_ms": p95},
+            "model_info": {k: v for k, v in metrics.items() if k == "cost_usd"},
+        },
+    }
+
+
+def test_recommendation_weights_and_components() -> None:
+    rows = [row("big", 0.70, 100.0), row("small", 0.60, 10.0), row("lex", 0.50, 1.0, "bm25")]
+    rec = recommend(rows)
+    assert rec is not None
+    picks = rec["picks"]
+    comp = rec["components"]
+    assert comp["big"] == {"accuracy": 1.0, "speed": 0.0, "cost": 1.0}
+    assert comp["small"]["accuracy"] == pytest.approx(0.5)
+    assert comp["small"]["speed"] == pytest.approx(90 / 99)
+    # accuracy-first: 0.80 x 1 + 0 + 0.05 = 0.85 for big against 0.80 x 0.5 + 0.15 x 0.909...
+    assert picks["accuracy"]["model"] == "big"
+    assert picks["accuracy"]["score"] == pytest.approx(0.85)
+    # speed-first still weighs accuracy 0.20: 0.20 x 0.5 + 0.75 x 0.909 + 0.05 beats lex's 0.80
+    assert picks["speed"]["model"] == "small"
+    assert picks["speed"]["score"] == pytest.approx(0.1 + 0.75 * 90 / 99 + 0.05)
+    # balanced: 0.55 + 0 + 0.15 = 0.70 for big against 0.275 + 0.273 + 0.15 = 0.698 for small
+    assert picks["balanced"]["model"] == "big"
+    assert picks["balanced"]["score"] == pytest.approx(0.70)
+    assert picks["balanced"]["weights"] == {"accuracy": 0.55, "speed": 0.30, "cost": 0.15}
+
+
+def test_recommendation_cost_and_ties() -> None:
+    rows = [
+        row("paid", 0.7, 10.0, "openai:x", cost_usd=2.0),
+        row("cheap", 0.7, 10.0, "openai:y", cost_usd=0.5),
+        row("unknown", 0.7, 10.0, "cohere:z"),
+    ]
+    rec = recommend(rows)
+    assert rec is not None
+    assert rec["components"]["unknown"]["cost"] == 0.5  # unknown price: neutral
+    assert rec["components"]["cheap"]["cost"] == 1.0
+    assert rec["picks"]["cost"]["model"] == "cheap"
+    # identical on every component: nDCG ties, then the name decides
+    tie = recommend([row("b", 0.5, 5.0), row("a", 0.5, 5.0)])
+    assert tie is not None and tie["picks"]["balanced"]["model"] == "a"
+    acc = recommend([row("b", 0.5, 5.0, recall=0.95), row("a", 0.5, 5.0, recall=0.9)])
+    assert acc is not None and acc["picks"]["accuracy"]["model"] == "b"  # recall breaks it
+    assert recommend([]) is None

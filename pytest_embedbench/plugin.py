@@ -533,6 +533,7 @@ class SessionHooks:
         if report.failed:
             crash = getattr(report.longrepr, "reprcrash", None)
             message = getattr(crash, "message", None) or str(report.longrepr).strip()
+            message = message.removeprefix("Failed: ")
         self.session.set_status(report.nodeid, report.when, report.outcome, message)
 
 

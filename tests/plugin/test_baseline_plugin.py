@@ -1,0 +1,183 @@
+"""Baselines through real pytest runs: record, re-run, a real drop, noise, stale, =new."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from .conftest import CONFTEST, MODES
+
+WORDS = [f"{a}{b}" for a in ("zor", "mip", "tal", "ven", "qua", "lek") for b in "abcdefghij"]
+
+
+def make_dataset(pytester: pytest.Pytester, n_queries: int = 60) -> None:
+    """60 documents, each with its own rare word; query i asks for document i's word."""
+    data = pytester.path / "data" / "topics"
+    (data / "qrels").mkdir(parents=True, exist_ok=True)
+    corpus = [
+        {"_id": f"d{i:02d}", "title": "", "text": f"notes about {w} and the {w} procedure"}
+        for i, w in enumerate(WORDS)
+    ]
+    queries = [{"_id": f"q{i:02d}", "text": f"where is {w} explained"} for i, w in enumerate(WORDS)]
+    (data / "corpus.jsonl").write_text("\n".join(json.dumps(r) for r in corpus) + "\n")
+    (data / "queries.jsonl").write_text("\n".join(json.dumps(r) for r in queries) + "\n")
+    qrels = "".join(f"q{i:02d}\td{i:02d}\t1\n" for i in range(n_queries))
+    (data / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\n" + qrels)
+
+
+TEST = """
+import pytest
+from pytest_embedbench import ModelSpec
+
+PROD = ModelSpec({spec!r}, name="prod"{options})
+
+@pytest.mark.embedbench(dataset="topics", models=[PROD])
+def test_search(retrieval):
+    pass
+"""
+
+
+def write_test(pytester: pytest.Pytester, spec: str, options: str = "", name: str = "test_gate"):
+    pytester.makepyfile(**{name: TEST.format(spec=spec, options=options)})
+
+
+@pytest.fixture
+def gated(pytester: pytest.Pytester) -> pytest.Pytester:
+    make_dataset(pytester)
+    pytester.makeconftest(CONFTEST)
+    pytester.makefile(".yaml", embedbench="datasets:\n  topics: {path: data/topics}\n")
+    pytester.makeini("[pytest]\nembedbench_cache_dir = .cache-embedbench\n")
+    return pytester
+
+
+def baseline(pytester: pytest.Pytester) -> dict:
+    return json.loads((pytester.path / ".embedbench" / "baseline.json").read_text())
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_record_then_rerun_passes(gated: pytest.Pytester, mode: list[str]) -> None:
+    write_test(gated, "bm25")
+    first = gated.runpytest(*mode)
+    first.assert_outcomes(passed=1)
+    first.stdout.fnmatch_lines(
+        ["1 test has no baseline; re-run with --embedbench-update-baseline*"]
+    )
+    recorded = gated.runpytest("--embedbench-update-baseline", *mode)
+    recorded.assert_outcomes(passed=1)
+    recorded.stdout.fnmatch_lines(["baseline *baseline.json: 1 entry added, 0 replaced*"])
+    data = baseline(gated)
+    assert data["schema_version"] == 1
+    (nodeid,) = data["entries"]
+    assert nodeid == "test_gate.py::test_search[prod]"
+    entry = data["entries"][nodeid]
+    assert entry["model"] == "prod" and entry["spec"] == "bm25" and entry["queries"] == 60
+    assert len(entry["per_query"]["ndcg@10"]) == 60
+    again = gated.runpytest("--embedbench-json", "r.json", *mode)
+    again.assert_outcomes(passed=1)
+    assert "no baseline" not in again.stdout.str()
+    report = json.loads((gated.path / "r.json").read_text())
+    assert report["tests"][0]["baseline"]["status"] == "passed"
+    again.stdout.fnmatch_lines(["*Δ nDCG@10 vs baseline*", "prod *+0.0000 ?+0.000, +0.000?*passed"])
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_real_drop_under_the_same_name_fails(gated: pytest.Pytester, mode: list[str]) -> None:
+    write_test(gated, "bm25")
+    gated.runpytest("--embedbench-update-baseline", *mode).assert_outcomes(passed=1)
+    # "prod" now points at a much weaker model: 4-dimensional hashed bags of words
+    write_test(gated, "hashing:weak", ", dim=4")
+    result = gated.runpytest(*mode)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*embedbench checks failed for 'prod' on 'topics' (60 queries):",
+            "*ndcg@10 regressed: baseline 1.0000, current 0.*, difference -0.* ?-0.*, -0.*? "
+            "(95% paired bootstrap over 60 shared queries; tolerance 0.01); lost most: q*"
+            "the model spec changed ('bm25' -> 'hashing:weak')",
+        ]
+    )
+    result.stdout.fnmatch_lines(["prod *-0.* ?-0.*, -0.*? worse*failed*"])
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_change_inside_noise_passes(gated: pytest.Pytester, mode: list[str]) -> None:
+    write_test(gated, "bm25")
+    gated.runpytest("--embedbench-update-baseline", *mode).assert_outcomes(passed=1)
+    write_test(gated, "bm25", ", k1=1.2, b=0.7")  # a small tuning change
+    result = gated.runpytest("--embedbench-json", "r.json", *mode)
+    result.assert_outcomes(passed=1)
+    outcome = json.loads((gated.path / "r.json").read_text())["tests"][0]["baseline"]
+    assert outcome["status"] == "passed"
+    assert any("settings changed" in c for c in outcome["changes"])
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_an_eval_set_that_lost_most_queries_is_stale(
+    gated: pytest.Pytester, mode: list[str]
+) -> None:
+    write_test(gated, "bm25")
+    gated.runpytest("--embedbench-update-baseline", *mode).assert_outcomes(passed=1)
+    make_dataset(gated, n_queries=20)
+    result = gated.runpytest(*mode)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*the baseline of test_gate.py::test_search?prod? is stale: only 20 of its 60 "
+            "queries remain; the dataset changed*Re-record it with --embedbench-update-baseline*"
+        ]
+    )
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_update_new_only_adds_missing_entries(gated: pytest.Pytester, mode: list[str]) -> None:
+    write_test(gated, "bm25")
+    gated.runpytest("--embedbench-update-baseline", *mode).assert_outcomes(passed=1)
+    before = baseline(gated)["entries"]["test_gate.py::test_search[prod]"]
+    write_test(gated, "bm25", ", k1=0.9")  # the existing entry would change if replaced
+    write_test(gated, "bm25", name="test_other")
+    result = gated.runpytest("--embedbench-update-baseline=new", *mode)
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["*1 entry added, 0 replaced (mode 'new')*"])
+    entries = baseline(gated)["entries"]
+    assert set(entries) == {"test_gate.py::test_search[prod]", "test_other.py::test_search[prod]"}
+    assert entries["test_gate.py::test_search[prod]"] == before
+    # the default mode replaces
+    gated.runpytest("--embedbench-update-baseline", *mode).assert_outcomes(passed=2)
+    after = baseline(gated)["entries"]["test_gate.py::test_search[prod]"]
+    assert after["settings_fingerprint"] != before["settings_fingerprint"]
+
+
+def test_orphaned_entries_are_listed(gated: pytest.Pytester) -> None:
+    write_test(gated, "bm25")
+    write_test(gated, "bm25", name="test_other")
+    gated.runpytest("--embedbench-update-baseline").assert_outcomes(passed=2)
+    (gated.path / "test_other.py").unlink()
+    result = gated.runpytest("-k", "nothing-matches")
+    result.stdout.fnmatch_lines(
+        ["1 baseline entry belongs to tests that no longer exist: test_other.py::test_search?prod?"]
+    )
+
+
+def test_gate_settings_from_marker_and_bad_baseline(gated: pytest.Pytester) -> None:
+    write_test(gated, "bm25")
+    gated.runpytest("--embedbench-update-baseline").assert_outcomes(passed=1)
+    gated.makepyfile(
+        test_gate="""
+        import pytest
+        from pytest_embedbench import ModelSpec
+
+        WEAK = ModelSpec("hashing:weak", name="prod", dim=4)
+
+        @pytest.mark.embedbench(dataset="topics", models=[WEAK], gate={"tolerance": "99%"})
+        def test_search(retrieval):
+            pass
+        """
+    )
+    gated.runpytest().assert_outcomes(passed=1)  # a 99% relative tolerance forgives the drop
+    (gated.path / ".embedbench" / "baseline.json").write_text("{not json")
+    bad = gated.runpytest()
+    assert bad.ret == pytest.ExitCode.USAGE_ERROR
+    bad.stderr.fnmatch_lines(["*baseline.json line 1: not valid JSON*"])
+    typo = gated.runpytest("--embedbench-baseline", "other.json", "-p", "no:randomly")
+    typo.assert_outcomes(passed=1)  # another (absent) baseline file: nothing to gate

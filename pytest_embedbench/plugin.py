@@ -26,12 +26,12 @@ from .config import (
 )
 from .datasets import Document, EvalSet, RetrievalDataset
 from .evaluate import RetrievalResult
-from .exceptions import EmbedBenchError
+from .exceptions import ConfigError, EmbedBenchError
 from .providers.base import Provider
 from .report.json_report import atomic_write_json, build_report, machine_info
 from .report.terminal import render_tables
 from .session import Case, EmbedBenchSession, ProgressPrinter, Searcher
-from .stats import Estimate
+from .stats import Comparison, Estimate, compare_scores, holm
 
 SESSION_KEY = pytest.StashKey[EmbedBenchSession]()
 CASE_KEY = pytest.StashKey[tuple[Case, RetrievalResult]]()
@@ -365,6 +365,7 @@ class EmbedBenchHandle:
     def __init__(self, session: EmbedBenchSession, test_path: Path) -> None:
         self._session = session
         self._test_path = test_path
+        self.comparisons: list[Comparison] = []
 
     @property
     def options(self) -> Options:
@@ -374,9 +375,40 @@ class EmbedBenchHandle:
         """Evaluate ``model`` on ``dataset`` (a configured name, a path or a dataset)."""
         return self._session.evaluate(model, dataset, k=k, test_path=self._test_path)
 
-    def compare(self, a: RetrievalResult, b: RetrievalResult, metric: str = "ndcg@10") -> Estimate:
-        """Paired bootstrap difference ``a - b`` on the queries both share."""
-        return a.compare(b, metric)
+    def compare(
+        self,
+        a: RetrievalResult,
+        b: RetrievalResult,
+        metric: str = "ndcg@10",
+        *,
+        test: str = "bootstrap",
+    ) -> Comparison:
+        """``a - b`` on the queries both share: the paired bootstrap interval and a p-value
+        (``test``: "bootstrap", "t" or "randomization", seeded with ``--embedbench-seed``).
+
+        Every comparison made through this fixture in one test is one family: each one's
+        ``p_holm`` is its Holm-adjusted p-value over all of them, updated as more are made.
+        """
+        shared = [q for q in a.query_ids if q in set(b.query_ids)]
+        if not shared:
+            raise ConfigError(f"{a.name!r} and {b.name!r} share no queries; use one dataset")
+        mine = dict(zip(a.query_ids, a.per_query(metric), strict=True))
+        theirs = dict(zip(b.query_ids, b.per_query(metric), strict=True))
+        options = self._session.options
+        comparison = compare_scores(
+            [mine[q] for q in shared],
+            [theirs[q] for q in shared],
+            test=test,
+            seed=options.seed,
+            n_resamples=options.bootstrap,
+            name=f"{metric} {a.name} - {b.name}",
+        )
+        self.comparisons.append(comparison)
+        for made, adjusted in zip(
+            self.comparisons, holm([c.p_value for c in self.comparisons]), strict=True
+        ):
+            made.p_holm = adjusted
+        return comparison
 
 
 @pytest.fixture

@@ -19,6 +19,12 @@ def scifact_path() -> Path:
     return SCIFACT
 
 
+@pytest.fixture(scope="session")
+def scifact_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One embedding cache for every full-SciFact test: the corpus is embedded once a run."""
+    return tmp_path_factory.mktemp("scifact-cache")
+
+
 def write_jsonl(path: Path, rows: list[dict], *, newline: str = "\n") -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w", encoding="utf-8", newline="") as fh:

@@ -247,7 +247,7 @@ def test_fixtures(project: pytest.Pytester, mode: list[str]) -> None:
     project.makepyfile(
         test_fixtures="""
         import pytest
-        from pytest_embedbench import ModelSpec
+        from pytest_embedbench import ModelSpec, holm
 
         @pytest.mark.embedbench(dataset="tiny", models=["hashing:h"])
         def test_model_fixture(model):
@@ -263,9 +263,14 @@ def test_fixtures(project: pytest.Pytester, mode: list[str]) -> None:
             a = embedbench.evaluate("bm25", "tiny")
             b = embedbench.evaluate(ModelSpec("hashing:h"), "data/tiny")
             assert embedbench.evaluate("bm25", "tiny") is a
-            diff = embedbench.compare(a, b, "ndcg@10")
-            assert diff == pytest.approx(float(a.ndcg10) - float(b.ndcg10))
-            assert diff.low <= diff <= diff.high
+            diff = embedbench.compare(a, b, "ndcg@10", test="t")
+            assert float(diff) == pytest.approx(float(a.ndcg10) - float(b.ndcg10))
+            assert diff.low <= float(diff) <= diff.high and 0 <= diff.p_value <= 1
+            assert diff.p_holm == diff.p_value  # one comparison so far
+            other = embedbench.compare(a, b, "recall@10", test="randomization")
+            # two comparisons in one test form a family: both p-values are Holm-adjusted
+            assert [diff.p_holm, other.p_holm] == holm([diff.p_value, other.p_value])
+            assert diff.p_holm >= diff.p_value
 
         def test_retrieval_needs_the_marker(retrieval):
             pass
@@ -280,7 +285,7 @@ def test_fixtures(project: pytest.Pytester, mode: list[str]) -> None:
                 assert SEEN[0][0] is SEEN[1][0] and SEEN[0][1] is SEEN[1][1]
         """
     )
-    # -p no:randomly keeps order; under xdist both rounds share a group, so one worker
+    # under xdist both rounds share a group (the model), so they run on one worker in order
     result = project.runpytest(*mode)
     result.assert_outcomes(passed=5, errors=1)
     result.stdout.fnmatch_lines(["*retrieval and model fixtures need @pytest.mark.embedbench*"])

@@ -144,8 +144,10 @@ def test_bm25_on_scifact_matches_bm25s_itself(scifact_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_minilm_on_full_scifact_reproduces_mteb(scifact_path: Path, tmp_path: Path) -> None:
+def test_minilm_on_full_scifact_reproduces_mteb(scifact_path: Path, scifact_cache: Path) -> None:
     pytest.importorskip("sentence_transformers")
-    result = evaluate("hf:sentence-transformers/all-MiniLM-L6-v2", scifact_path, cache=tmp_path)
+    result = evaluate(
+        "hf:sentence-transformers/all-MiniLM-L6-v2", scifact_path, cache=scifact_cache
+    )
     assert len(result.query_ids) == 300 and result.n_documents == 5183
     assert abs(float(result.ndcg10) - 0.64508) <= 0.002, result.ndcg10

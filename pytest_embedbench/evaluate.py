@@ -93,11 +93,15 @@ class RetrievalResult:
         self.cold_query_ms = cold_query_ms
         self.documents_per_s = documents_per_s
         self.peak_rss_mb = peak_rss_mb
+        #: this process's peak RSS when ``peak_rss_mb`` is a server's resident size
+        self.process_peak_rss_mb = peak_rss_mb
         self.cache = cache
         self.model_info = dict(model_info)
         self.seed = seed
         self.n_resamples = n_resamples
         self.level = level
+        self._token_source: tuple[Any, RetrievalDataset] | None = None
+        self._tokens: dict[str, Any] | None = None
         judgements = [dict(dataset.qrels[qid]) for qid in self.query_ids]
         self._qrels = dict(zip(self.query_ids, judgements, strict=True))
         self._grades = grade_matrix(list(self.rankings.values()), judgements, self.depth)
@@ -204,6 +208,40 @@ class RetrievalResult:
         )
 
     @property
+    def tokens(self) -> dict[str, Any]:
+        """Tokens of the documents and queries as sent, and whether they are estimated
+        (counted on first use: exact with the model's tokenizer where the provider has one)."""
+        if self._tokens is None:
+            self._tokens = {"documents": None, "queries": None, "estimated": None}
+            if self._token_source is not None:
+                provider, ds = self._token_source
+                counter = getattr(provider, "count_tokens", None)
+                if callable(counter):
+                    docs = [provider.prepare(d.embed_text, "document") for d in ds.documents]
+                    queries = [provider.prepare(q.text, "query") for q in ds.queries]
+                    doc_tokens, estimated = counter(docs)
+                    query_tokens, q_estimated = counter(queries)
+                    self._tokens = {
+                        "documents": doc_tokens,
+                        "queries": query_tokens,
+                        "estimated": estimated or q_estimated,
+                    }
+        return self._tokens
+
+    @property
+    def cost(self) -> dict[str, Any]:
+        """Estimated USD to embed the corpus and the queries once, at the list price (None
+        when the price is unknown; 0 for local models)."""
+        price = self.model_info.get("price_per_1m_tokens")
+        tokens = self.tokens
+        usd = None
+        if price is not None and tokens["documents"] is not None:
+            usd = (tokens["documents"] + tokens["queries"]) * float(price) / 1_000_000
+        if price is None and tokens["documents"] is None and self.model_info.get("free"):
+            usd = 0.0
+        return {"price_per_1m_tokens": price, "usd": usd}
+
+    @property
     def run(self) -> dict[str, dict[str, float]]:
         """The rankings as ``{qid: {doc_id: score}}`` (pytrec_eval's run format)."""
         return {
@@ -235,6 +273,8 @@ class RetrievalResult:
                 "misses": self.cache.misses,
                 "hit_rate": self.cache.hit_rate,
             },
+            "tokens": self.tokens,
+            "cost": self.cost,
             "model_info": {k: v for k, v in self.model_info.items() if _jsonable(v)},
             "seed": self.seed,
         }
@@ -359,7 +399,15 @@ class Evaluator:
             documents_per_s = stats.documents / stats.index_build_s  # lexical indexing
         else:
             documents_per_s = math.nan  # every document came from the cache: nothing measured
-        return RetrievalResult(
+        price = getattr(provider, "price_per_1m_tokens", None)
+        info = {
+            **provider.info,
+            "namespace": provider.namespace_key(),
+            "price_per_1m_tokens": price() if callable(price) else None,
+            "free": not callable(price),  # lexical and fused rankers cost nothing per token
+            "calls": dict(getattr(provider, "calls", {})),
+        }
+        result = RetrievalResult(
             model=spec,
             dataset=ds,
             rankings=rankings,
@@ -371,11 +419,18 @@ class Evaluator:
             documents_per_s=documents_per_s,
             peak_rss_mb=rss.peak_mb,
             cache=CacheStats(stats.cache_hits, stats.cache_misses),
-            model_info={**provider.info, "namespace": provider.namespace_key()},
+            model_info=info,
             seed=self.seed,
             n_resamples=self.n_resamples,
             level=self.level,
         )
+        if callable(getattr(provider, "prepare", None)):
+            result._token_source = (provider, ds)
+        if info.get("resident_mb") is not None:
+            # the model lives in a server (Ollama): its resident size is the memory figure
+            result.process_peak_rss_mb = result.peak_rss_mb
+            result.peak_rss_mb = float(info["resident_mb"])
+        return result
 
 
 def evaluate(

@@ -8,6 +8,7 @@ The tree::
     ├── MetricError                 an unknown or malformed metric name
     ├── BaselineError               a baseline file cannot be read (names the fix)
     ├── ProviderError               a model failed to load or returned bad embeddings
+    │   ├── MissingKeyError         a hosted model's API key is not set (its tests skip)
     │   ├── UnknownProviderError    a spec names no registered provider
     │   └── MissingExtraError       the provider's optional dependency is not installed
     └── CacheError                  the embedding cache cannot be used at all
@@ -45,6 +46,10 @@ class BaselineError(EmbedBenchError, ValueError):
 
 class ProviderError(EmbedBenchError, RuntimeError):
     """A provider failed to load or returned embeddings that cannot be used."""
+
+
+class MissingKeyError(ProviderError):
+    """A hosted model's API key is not set; the message names the environment variable."""
 
 
 class UnknownProviderError(ProviderError, ConfigError):

@@ -32,9 +32,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import random
+import re
+import threading
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from importlib import metadata
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
@@ -44,6 +49,7 @@ import numpy as np
 from ..exceptions import (
     ConfigError,
     MissingExtraError,
+    MissingKeyError,
     ProviderError,
     UnknownProviderError,
 )
@@ -65,6 +71,85 @@ __all__ = [
 ]
 
 Kind = Literal["query", "document"]
+_TOKEN = re.compile(r"\w+|[^\w\s]")
+#: HTTP statuses worth another attempt (besides every 5xx)
+RETRY_STATUSES = frozenset({408, 409, 425, 429})
+
+
+@dataclass(frozen=True)
+class RetryDecision:
+    """Retry, after ``retry_after`` seconds when the server said so (else backoff)."""
+
+    retry_after: float | None = None
+
+
+def status_of(exc: BaseException) -> int | None:
+    """The HTTP status an SDK exception carries, whatever the SDK calls it."""
+    for attr in ("status_code", "http_status", "status"):
+        value = getattr(exc, attr, None)
+        if isinstance(value, int):
+            return value
+    response = getattr(exc, "response", None)
+    value = getattr(response, "status_code", None)
+    if isinstance(value, int):
+        return value
+    if isinstance(response, dict):  # botocore ClientError
+        value = response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+        if isinstance(value, int):
+            return value
+    return None
+
+
+def retry_after_of(exc: BaseException) -> float | None:
+    """Seconds from a ``Retry-After`` header on the exception's response, if any."""
+    headers: Any = getattr(getattr(exc, "response", None), "headers", None)
+    if headers is None:
+        headers = getattr(exc, "headers", None)
+    if headers is None and isinstance(getattr(exc, "response", None), dict):
+        headers = exc.response.get("ResponseMetadata", {}).get("HTTPHeaders")  # type: ignore[attr-defined]
+    if not headers:
+        return None
+    try:
+        value = headers.get("retry-after") or headers.get("Retry-After")
+    except AttributeError:
+        return None
+    try:
+        return max(0.0, float(value)) if value is not None else None
+    except (TypeError, ValueError):
+        return None
+
+
+_CONNECTION_NAMES = (
+    "ConnectError",
+    "ConnectTimeout",
+    "ReadTimeout",
+    "TimeoutException",
+    "APIConnectionError",
+    "APITimeoutError",
+    "EndpointConnectionError",
+    "ConnectionClosedError",
+    "ReadTimeoutError",
+    "ConnectTimeoutError",
+    "RemoteProtocolError",
+    "ServiceUnavailableError",
+)
+
+
+def default_retry_decision(exc: BaseException) -> RetryDecision | None:
+    """Retry connection errors, timeouts, 408/409/425/429 and 5xx; give up on the rest."""
+    status = status_of(exc)
+    if status is not None:
+        if status in RETRY_STATUSES or 500 <= status < 600:
+            return RetryDecision(retry_after_of(exc))
+        return None
+    if isinstance(exc, (ConnectionError, TimeoutError)):
+        return RetryDecision()
+    names = {cls.__name__ for cls in type(exc).__mro__}
+    if names & set(_CONNECTION_NAMES):
+        return RetryDecision()
+    return None
+
+
 ENTRY_POINT_GROUP = "pytest_embedbench.providers"
 
 
@@ -124,6 +209,12 @@ class ModelSpec:
 
     def __str__(self) -> str:
         return self.short_name
+
+    def __repr__(self) -> str:
+        shown = {k: ("***" if k in SECRET_OPTIONS else v) for k, v in self.options.items()}
+        extra = "".join(f", {k}={v!r}" for k, v in sorted(shown.items()))
+        name = f", name={self.name!r}" if self.name else ""
+        return f"ModelSpec({self.spec!r}{name}{extra})"
 
     def __hash__(self) -> int:
         return hash((self.spec, self.name, _stable_json(self.options)))
@@ -272,7 +363,29 @@ class Provider(ABC):
 
 
 #: options that never change a vector, so they stay out of cache namespaces
-_NO_NUMBERS = frozenset({"batch_size", "device", "index_backend", "show_progress"})
+_NO_NUMBERS = frozenset(
+    {
+        "api_key",
+        "aws_access_key_id",
+        "aws_secret_access_key",
+        "aws_session_token",
+        "backoff",
+        "batch_size",
+        "device",
+        "index_backend",
+        "keep_alive",
+        "max_concurrency",
+        "max_retries",
+        "price_per_1m_tokens",
+        "profile",
+        "show_progress",
+        "timeout",
+    }
+)
+#: option names whose values are never shown
+SECRET_OPTIONS = frozenset(
+    {"api_key", "aws_access_key_id", "aws_secret_access_key", "aws_session_token"}
+)
 
 
 class EmbeddingProvider(Provider):
@@ -285,19 +398,57 @@ class EmbeddingProvider(Provider):
             "document_prefix",
             "normalize",
             "index_backend",
+            "max_concurrency",
+            "max_retries",
+            "timeout",
+            "backoff",
+            "price_per_1m_tokens",
         }
     )
     default_batch_size: ClassVar[int] = 32
+    #: the provider's limit of texts per request; a larger batch_size is an error
+    max_batch_size: ClassVar[int] = 100_000
+    #: hosted APIs get concurrent batches and retries by default
+    hosted: ClassVar[bool] = False
+    #: environment variables that may hold the API key, in order of preference
+    key_env: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, model: str = "", **options: Any) -> None:
         super().__init__(model, **options)
-        self.batch_size = int(self.options.get("batch_size", self.default_batch_size))
+        from .catalogue import lookup
+
+        #: the catalogue's entry for this model (prompts, dimensions, context, price)
+        self.catalogue = lookup(self.name, model)
+        default = min(self.default_batch_size, self.max_batch_size)
+        self.batch_size = int(self.options.get("batch_size", default))
         if self.batch_size < 1:
             raise ConfigError(f"batch_size={self.batch_size!r} must be at least 1")
-        self.query_prefix = str(self.options.get("query_prefix", "") or "")
-        self.document_prefix = str(self.options.get("document_prefix", "") or "")
+        if self.batch_size > self.max_batch_size:
+            raise ConfigError(
+                f"provider {self.name!r}: batch_size={self.batch_size} exceeds its limit of "
+                f"{self.max_batch_size} texts per request"
+            )
+        prompts = self.catalogue.prompts if self.catalogue else {}
+        self.query_prefix = str(self.options.get("query_prefix", prompts.get("query", "")) or "")
+        self.document_prefix = str(
+            self.options.get("document_prefix", prompts.get("document", "")) or ""
+        )
         self.normalize = bool(self.options.get("normalize", True))
         self.dimension: int | None = None
+        self.max_concurrency = int(self.options.get("max_concurrency", 4 if self.hosted else 1))
+        self.max_retries = int(self.options.get("max_retries", 5 if self.hosted else 0))
+        self.timeout = float(self.options.get("timeout", 60.0))
+        self.backoff = float(self.options.get("backoff", 0.5))
+        if self.max_concurrency < 1 or self.max_retries < 0 or self.timeout <= 0:
+            raise ConfigError(
+                f"provider {self.name!r}: max_concurrency must be >= 1, max_retries >= 0 and "
+                f"timeout > 0 (got {self.max_concurrency}, {self.max_retries}, {self.timeout})"
+            )
+        #: requests sent, retries made and requests that failed for good
+        self.calls = {"requests": 0, "retries": 0, "failed": 0}
+        self._lock = threading.Lock()
+        self._jitter = random.Random(0)  # seeded: the same run sleeps the same
+        self._secrets: list[str] = []
 
     @classmethod
     def all_option_names(cls) -> frozenset[str]:
@@ -341,23 +492,141 @@ class EmbeddingProvider(Provider):
         if n == 0:
             return np.empty((0, self.dimension or 0), dtype=np.float32)
         order = sorted(range(n), key=lambda i: -len(prepared[i])) if n > 1 else [0]
+        batches = [order[start : start + self.batch_size] for start in range(0, n, self.batch_size)]
         out: np.ndarray | None = None
         done = 0
-        for b, start in enumerate(range(0, n, self.batch_size)):
-            idx = order[start : start + self.batch_size]
-            batch = [prepared[i] for i in idx]
-            t0 = time.perf_counter()
-            raw = self.embed_batch(batch, kind=kind)
+
+        def run(number: int) -> Any:
+            return self._call_with_retries(
+                [prepared[i] for i in batches[number]], kind=kind, number=number
+            )
+
+        t0 = time.perf_counter()
+        try:
+            if self.max_concurrency > 1 and len(batches) > 1:
+                pool = ThreadPoolExecutor(
+                    max_workers=min(self.max_concurrency, len(batches)),
+                    thread_name_prefix=f"embedbench-{self.name}",
+                )
+                with pool:
+                    results = pool.map(run, range(len(batches)))
+                    for number, raw in enumerate(results):
+                        out, done = self._place(out, raw, batches, number, n, done, progress)
+            else:
+                for number in range(len(batches)):
+                    out, done = self._place(out, run(number), batches, number, n, done, progress)
+        finally:
             self.encode_s += time.perf_counter() - t0
-            vectors = self._validate(raw, len(batch), batch_number=b, first=start)
-            if out is None:
-                out = np.empty((n, vectors.shape[1]), dtype=np.float32)
-            out[idx] = vectors
-            done += len(batch)
-            if progress is not None:
-                progress(done, n)
         assert out is not None
         return out
+
+    def _place(
+        self,
+        out: np.ndarray | None,
+        raw: Any,
+        batches: list[list[int]],
+        number: int,
+        n: int,
+        done: int,
+        progress: Callable[[int, int], None] | None,
+    ) -> tuple[np.ndarray, int]:
+        idx = batches[number]
+        first = sum(len(b) for b in batches[:number])
+        vectors = self._validate(raw, len(idx), batch_number=number, first=first)
+        if out is None:
+            out = np.empty((n, vectors.shape[1]), dtype=np.float32)
+        out[idx] = vectors
+        done += len(idx)
+        if progress is not None:
+            progress(done, n)
+        return out, done
+
+    # -- requests, retries and errors --------------------------------------------------------
+
+    def _call_with_retries(self, batch: list[str], *, kind: Kind, number: int) -> Any:
+        """One batch through :meth:`embed_batch`, retried with exponential backoff and jitter
+        on connection errors, timeouts, 408, 409, 425, 429 and 5xx (``Retry-After`` wins)."""
+        attempt = 0
+        while True:
+            with self._lock:
+                self.calls["requests"] += 1
+            try:
+                return self.embed_batch(batch, kind=kind)
+            except ProviderError as exc:
+                with self._lock:
+                    self.calls["failed"] += 1
+                raise ProviderError(self.scrub(str(exc))) from None
+            except Exception as exc:  # noqa: BLE001 - every SDK raises its own kinds
+                decision = self.classify_error(exc)
+                message = self.scrub(self.describe_error(exc))
+            if decision is None or attempt >= self.max_retries:
+                with self._lock:
+                    self.calls["failed"] += 1
+                tries = f" after {attempt + 1} attempts" if attempt else ""
+                raise ProviderError(
+                    f"provider {self.name!r} model {self.model!r} batch {number}: {message}{tries}"
+                ) from None
+            delay = decision.retry_after
+            if delay is None:
+                delay = min(30.0, self.backoff * 2**attempt) * (0.5 + self._jitter.random())
+            with self._lock:
+                self.calls["retries"] += 1
+            time.sleep(max(0.0, delay))
+            attempt += 1
+
+    def classify_error(self, exc: BaseException) -> RetryDecision | None:
+        """Whether ``exc`` is worth another attempt (None: give up). Override per SDK."""
+        return default_retry_decision(exc)
+
+    def describe_error(self, exc: BaseException) -> str:
+        """A one-line account of ``exc`` for the error message (keys are scrubbed after)."""
+        status = status_of(exc)
+        text = " ".join(str(exc).split())[:500]
+        prefix = f"HTTP {status}: " if status is not None else ""
+        return f"{prefix}{type(exc).__name__}: {text}"
+
+    def api_key(self) -> str:
+        """The API key from the ``api_key`` option or the provider's environment variables.
+
+        A missing key raises :class:`MissingKeyError` naming the variables, so the plugin can
+        skip the model's tests. The key is remembered only to scrub it from messages.
+        """
+        key = self.options.get("api_key")
+        if not key:
+            for var in self.key_env:
+                key = os.environ.get(var)
+                if key:
+                    break
+        if not key:
+            raise MissingKeyError(
+                f"{self.name}:{self.model} needs an API key: set "
+                + " or ".join(self.key_env)
+                + f" (or api_key under providers.{self.name} in embedbench.yaml)"
+            )
+        self._secrets.append(str(key))
+        return str(key)
+
+    def scrub(self, text: str) -> str:
+        """``text`` with every secret this provider has seen replaced by ``***``."""
+        for secret in self._secrets:
+            if secret:
+                text = text.replace(secret, "***")
+        return text
+
+    # -- tokens and cost ------------------------------------------------------------------
+
+    def count_tokens(self, texts: Sequence[str]) -> tuple[int, bool]:
+        """``(tokens, estimated)`` for ``texts`` as sent. The base class estimates: words plus
+        punctuation marks (``estimated`` is True); providers with a tokenizer count exactly."""
+        return sum(len(_TOKEN.findall(t)) for t in texts), True
+
+    def price_per_1m_tokens(self) -> float | None:
+        """USD per million tokens: the ``price_per_1m_tokens`` option, else the catalogue's."""
+        if "price_per_1m_tokens" in self.options:
+            return float(self.options["price_per_1m_tokens"])
+        if self.catalogue is not None and self.catalogue.price_per_1m is not None:
+            return self.catalogue.price_per_1m
+        return 0.0 if not self.hosted else None
 
     def _validate(self, raw: Any, expected: int, *, batch_number: int, first: int) -> np.ndarray:
         where = f"provider {self.name!r} model {self.model!r} batch {batch_number}"

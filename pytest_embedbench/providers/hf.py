@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import importlib
 import logging
+from collections.abc import Sequence
 from importlib import metadata
 from pathlib import Path
 from typing import Any, ClassVar
@@ -142,6 +143,19 @@ class SentenceTransformersProvider(EmbeddingProvider):
         ns = super().namespace()
         ns["max_seq_length"] = self.info.get("max_seq_length")
         return ns
+
+    def count_tokens(self, texts: Sequence[str]) -> tuple[int, bool]:
+        """Exact: the model's own tokenizer, special tokens included, cut at max_seq_length."""
+        self.ensure_loaded()
+        tokenizer = getattr(self._model, "tokenizer", None)
+        if tokenizer is None:
+            return super().count_tokens(texts)
+        limit = int(self._model.max_seq_length)
+        total = 0
+        for start in range(0, len(texts), 256):
+            encoded = tokenizer(list(texts[start : start + 256]), truncation=True, max_length=limit)
+            total += sum(len(ids) for ids in encoded["input_ids"])
+        return total, False
 
     def embed_batch(self, texts: list[str], *, kind: Kind) -> Any:
         return self._model.encode(

@@ -54,9 +54,10 @@ def _normalise(values: Sequence[float | None], *, invert: bool) -> list[float | 
 
 
 def _cost(row: Mapping[str, Any]) -> float | None:
-    info = (row["result"] or {}).get("model_info", {})
-    if info.get("cost_usd") is not None:
-        return float(info["cost_usd"])
+    result = row["result"] or {}
+    usd = (result.get("cost") or {}).get("usd")
+    if usd is not None:
+        return float(usd)
     provider = str(row.get("spec", "")).split(":", 1)[0].lower()
     return 0.0 if provider in FREE_PROVIDERS else None
 

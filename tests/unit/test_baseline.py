@@ -190,7 +190,7 @@ def row(model: str, ndcg: float, p95: float, spec: str = "hf:x", **metrics) -> d
                 "mrr@10": {"value": metrics.get("mrr", 0.5)},
             },
             "latency": {"p95_ms": p95},
-            "model_info": {k: v for k, v in metrics.items() if k == "cost_usd"},
+            "cost": {"usd": metrics.get("cost_usd")},
         },
     }
 

@@ -26,7 +26,7 @@ from .config import (
 )
 from .datasets import Document, EvalSet, RetrievalDataset
 from .evaluate import RetrievalResult
-from .exceptions import ConfigError, EmbedBenchError
+from .exceptions import ConfigError, EmbedBenchError, MissingKeyError
 from .providers.base import Provider
 from .report.json_report import atomic_write_json, build_report, machine_info
 from .report.terminal import render_tables

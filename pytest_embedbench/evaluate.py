@@ -399,6 +399,7 @@ class Evaluator:
             documents_per_s = stats.documents / stats.index_build_s  # lexical indexing
         else:
             documents_per_s = math.nan  # every document came from the cache: nothing measured
+        provider.after_run()
         price = getattr(provider, "price_per_1m_tokens", None)
         info = {
             **provider.info,

@@ -2,4 +2,4 @@
 
 from __future__ import annotations
 
-from . import hf, lexical  # noqa: F401
+from . import bedrock, cohere, hf, lexical, ollama, openai, voyage  # noqa: F401

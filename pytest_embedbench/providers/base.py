@@ -60,6 +60,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "PROVIDERS",
+    "RetryDecision",
     "EmbeddingProvider",
     "ModelSpec",
     "Provider",
@@ -321,6 +322,9 @@ class Provider(ABC):
     @classmethod
     def all_option_names(cls) -> frozenset[str]:
         return cls.option_names
+
+    def after_run(self) -> None:  # noqa: B027 - an optional hook, empty by default
+        """Called once an evaluation finished (e.g. to read a server's resident size)."""
 
     def encode_seconds(self) -> float:
         """Seconds spent inside the model's own encode calls so far."""

@@ -23,6 +23,7 @@ provider options and thresholds::
       metrics: [ndcg@10, recall@100]
       tolerance: 0.01                          # or "2%" of the baseline value
     reference: bm25                            # the table shows each model's paired Δ to it
+    plugins: [my_providers.py]                 # files or modules that register providers
 
 Unknown keys and bad values are errors that name the file, the key and the fix.
 """
@@ -43,7 +44,16 @@ from .providers.base import ModelSpec
 __all__ = ["CONFIG_NAME", "DatasetEntry", "ProjectConfig", "Options", "find_config", "load_config"]
 
 CONFIG_NAME = "embedbench.yaml"
-_TOP_KEYS = {"datasets", "models", "providers", "k", "thresholds", "gate", "reference"}
+_TOP_KEYS = {
+    "datasets",
+    "models",
+    "providers",
+    "k",
+    "thresholds",
+    "gate",
+    "reference",
+    "plugins",
+}
 PRIORITIES = ("accuracy", "speed", "balanced", "cost")
 _DATASET_KEYS = {"path", "split", "docs", "subset", "name"}
 _SUBSET_KEYS = {"n_queries", "n_distractors", "seed"}
@@ -182,6 +192,7 @@ def load_config(path: Path) -> ProjectConfig:
     if unknown:
         raise ConfigError(f"{path}: unknown key(s) {unknown}; allowed: {sorted(_TOP_KEYS)}")
     base = path.parent
+    load_plugins(path, raw.get("plugins") or [])
     datasets = _parse_datasets(path, base, raw.get("datasets") or {})
     models = _parse_models(path, raw.get("models") or [])
     providers = raw.get("providers") or {}
@@ -216,6 +227,43 @@ def load_config(path: Path) -> ProjectConfig:
         gate=dict(gate),
         reference=reference,
     )
+
+
+def load_plugins(path: Path, plugins: Any) -> None:
+    """Import the ``plugins`` entries (a ``.py`` file relative to the config, or a module name)
+    so the providers they register are known."""
+    import importlib
+    import importlib.util
+    import sys
+
+    if isinstance(plugins, str):
+        plugins = [plugins]
+    if not isinstance(plugins, list):
+        raise _fail(path, "plugins", f"{plugins!r}: give a list of .py files or module names")
+    for entry in plugins:
+        if not isinstance(entry, str) or not entry:
+            raise _fail(path, "plugins", f"{entry!r} must be a file path or a module name")
+        try:
+            if entry.endswith(".py") or "/" in entry:
+                file = (path.parent / entry).resolve()
+                if not file.is_file():
+                    raise _fail(path, "plugins", f"{entry!r}: no such file ({file})")
+                name = f"embedbench_plugin_{file.stem}_{abs(hash(str(file))) % 10**8}"
+                if name in sys.modules:
+                    continue
+                spec = importlib.util.spec_from_file_location(name, file)
+                assert spec is not None and spec.loader is not None
+                module = importlib.util.module_from_spec(spec)
+                sys.modules[name] = module
+                spec.loader.exec_module(module)
+            else:
+                importlib.import_module(entry)
+        except ConfigError:
+            raise
+        except Exception as exc:
+            raise _fail(
+                path, "plugins", f"{entry!r} failed to import: {type(exc).__name__}: {exc}"
+            ) from None
 
 
 def _parse_datasets(path: Path, base: Path, raw: Any) -> dict[str, DatasetEntry]:

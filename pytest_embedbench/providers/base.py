@@ -296,8 +296,9 @@ class Provider(ABC):
 
     #: registry key, the part of a spec before ``:``
     name: ClassVar[str] = ""
-    #: the pip extra that installs this provider's dependencies
+    #: the pip extra that installs this provider's dependencies, and the module it brings
     extra: ClassVar[str | None] = None
+    sdk_module: ClassVar[str | None] = None
     #: options this provider accepts (besides the common ones)
     option_names: ClassVar[frozenset[str]] = frozenset()
     #: whether a spec needs a model id after the colon

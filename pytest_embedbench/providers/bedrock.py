@@ -34,6 +34,7 @@ class BedrockProvider(EmbeddingProvider):
 
     name = "bedrock"
     extra = "bedrock"
+    sdk_module = "boto3"
     hosted = True
     max_batch_size = 96
     default_batch_size = 96

@@ -22,6 +22,7 @@ class CohereProvider(EmbeddingProvider):
 
     name = "cohere"
     extra = "cohere"
+    sdk_module = "cohere"
     hosted = True
     max_batch_size = 96
     default_batch_size = 96

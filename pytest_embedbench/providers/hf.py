@@ -74,6 +74,7 @@ class SentenceTransformersProvider(EmbeddingProvider):
 
     name = "hf"
     extra = "st"
+    sdk_module = "sentence_transformers"
     option_names: ClassVar[frozenset[str]] = frozenset(
         {"device", "max_seq_length", "trust_remote_code", "revision"}
     )

@@ -53,6 +53,7 @@ class BM25Provider(RankingProvider):
 
     name = "bm25"
     extra = "bm25"
+    sdk_module = "bm25s"
     option_names: ClassVar[frozenset[str]] = frozenset(
         {"k1", "b", "method", "stopwords", "stemmer"}
     )

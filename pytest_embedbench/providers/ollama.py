@@ -26,6 +26,7 @@ class OllamaProvider(EmbeddingProvider):
 
     name = "ollama"
     extra = "ollama"
+    sdk_module = "ollama"
     default_batch_size = 64
     option_names: ClassVar[frozenset[str]] = frozenset({"host", "keep_alive", "dimensions"})
 

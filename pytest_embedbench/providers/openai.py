@@ -23,6 +23,7 @@ class OpenAIProvider(EmbeddingProvider):
 
     name = "openai"
     extra = "openai"
+    sdk_module = "openai"
     hosted = True
     max_batch_size = 2048
     default_batch_size = 256

@@ -18,6 +18,7 @@ class VoyageProvider(EmbeddingProvider):
 
     name = "voyage"
     extra = "voyage"
+    sdk_module = "voyageai"
     hosted = True
     max_batch_size = 1000
     default_batch_size = 128

@@ -1,0 +1,111 @@
+"""The ``embedbench`` command, for work outside a test run.
+
+Usage::
+
+    embedbench providers           # providers, their extras, key variables and list prices
+    embedbench providers --json
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from tabulate import tabulate
+
+from .providers.base import PROVIDERS, EmbeddingProvider, provider_class
+from .providers.catalogue import CATALOGUE, PRICES_AS_OF
+
+__all__ = ["main", "providers_table"]
+
+
+def providers_table() -> dict[str, Any]:
+    """Every registered provider and the model catalogue, as plain data."""
+    provider_class("bm25")  # loads the built-in providers and the entry points
+    rows = []
+    for name in sorted(PROVIDERS):
+        cls = PROVIDERS[name]
+        module = cls.sdk_module
+        installed = True if module is None else importlib.util.find_spec(module) is not None
+        embedding = issubclass(cls, EmbeddingProvider)
+        rows.append(
+            {
+                "provider": name,
+                "kind": "embedding" if embedding else "ranking",
+                "extra": cls.extra,
+                "installed": installed,
+                "install": f"pip install 'pytest-embedbench[{cls.extra}]'" if cls.extra else None,
+                "key_variables": list(getattr(cls, "key_env", ()))
+                or (["AWS credential chain"] if name == "bedrock" else []),
+                "hosted": bool(getattr(cls, "hosted", False)),
+                "max_batch_size": getattr(cls, "max_batch_size", None) if embedding else None,
+            }
+        )
+    models = [entry.to_dict() for _, entry in sorted(CATALOGUE.items())]
+    return {"providers": rows, "models": models, "prices_as_of": PRICES_AS_OF}
+
+
+def _providers(args: argparse.Namespace) -> int:
+    data = providers_table()
+    if args.json:
+        print(json.dumps(data, indent=2, sort_keys=True))
+        return 0
+    print(
+        tabulate(
+            [
+                [
+                    r["provider"],
+                    r["kind"],
+                    r["extra"] or "-",
+                    "yes" if r["installed"] else "no",
+                    ", ".join(r["key_variables"]) or "-",
+                    r["max_batch_size"] or "-",
+                ]
+                for r in data["providers"]
+            ],
+            headers=["provider", "kind", "extra", "installed", "key variable", "max batch"],
+            disable_numparse=True,
+        )
+    )
+    print()
+    print(f"List prices in USD per million tokens, as read on {PRICES_AS_OF}:")
+    print(
+        tabulate(
+            [
+                [
+                    f"{m['provider']}:{m['model']}",
+                    m["dimensions"] or "-",
+                    m["context"] or "-",
+                    "free (local)"
+                    if m["price_per_1m_tokens"] == 0
+                    else (f"{m['price_per_1m_tokens']:.3f}" if m["price_per_1m_tokens"] else "-"),
+                    repr(m["query_prompt"]) if m["query_prompt"] else "-",
+                ]
+                for m in data["models"]
+            ],
+            headers=["model", "dims", "context", "$ / 1M tokens", "query prompt"],
+            disable_numparse=True,
+        )
+    )
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="embedbench", description="pytest-embedbench: work outside a test run"
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    providers = sub.add_parser("providers", help="list providers, extras, keys and prices")
+    providers.add_argument("--json", action="store_true", help="print JSON")
+    providers.set_defaults(func=_providers)
+    args = parser.parse_args(argv)
+    result: int = args.func(args)
+    return result
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -489,3 +489,46 @@ def test_progress_of_a_slow_cold_embedding(
         assert lines[-1].endswith("done")
     else:
         assert lines == []
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_plugins_key_loads_a_provider_from_a_file(project: pytest.Pytester, mode: list[str]) -> None:
+    project.makepyfile(
+        my_provider="""
+        from pytest_embedbench import EmbeddingProvider, register_provider
+
+        @register_provider
+        class LengthProvider(EmbeddingProvider):
+            name = "lengths"
+
+            def load(self):
+                self.dimension = 2
+
+            def embed_batch(self, texts, *, kind):
+                return [[1.0, float(len(t))] for t in texts]
+        """
+    )
+    project.makefile(
+        ".yaml",
+        embedbench="""
+        plugins: [my_provider.py]
+        datasets:
+          tiny: {path: data/tiny}
+        models: ["lengths:v1"]
+        """,
+    )
+    project.makepyfile(test_basic=BASIC.replace(">= 0.2", ">= 0.0"))
+    result = project.runpytest("-v", *mode)
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*test_search?v1?*", "v1 *passed"])
+
+
+def test_bad_plugin_entry_names_it(project: pytest.Pytester) -> None:
+    project.makefile(
+        ".yaml",
+        embedbench="plugins: [missing_provider.py]\ndatasets:\n  tiny: {path: data/tiny}\n",
+    )
+    project.makepyfile(test_basic=BASIC)
+    result = project.runpytest()
+    assert result.ret != 0
+    result.stdout.fnmatch_lines(["*embedbench.yaml: plugins: 'missing_provider.py': no such file*"])

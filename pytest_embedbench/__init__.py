@@ -23,6 +23,7 @@ from .exceptions import (
     EmbedBenchWarning,
     MetricError,
     MissingExtraError,
+    MissingKeyError,
     ProviderError,
     UnknownProviderError,
 )
@@ -61,6 +62,7 @@ __all__ = [
     "METRICS",
     "MetricError",
     "MissingExtraError",
+    "MissingKeyError",
     "ModelSpec",
     "PROVIDERS",
     "Provider",

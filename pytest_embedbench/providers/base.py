@@ -121,6 +121,8 @@ def retry_after_of(exc: BaseException) -> float | None:
 
 
 _CONNECTION_NAMES = (
+    "Timeout",
+    "TryAgain",
     "ConnectError",
     "ConnectTimeout",
     "ReadTimeout",
@@ -635,6 +637,13 @@ class EmbeddingProvider(Provider):
 
     def _validate(self, raw: Any, expected: int, *, batch_number: int, first: int) -> np.ndarray:
         where = f"provider {self.name!r} model {self.model!r} batch {batch_number}"
+        if isinstance(raw, (list, tuple)) and raw and all(hasattr(r, "__len__") for r in raw):
+            lengths = sorted({len(r) for r in raw})
+            if len(lengths) > 1:
+                raise ProviderError(
+                    f"{where}: embeddings of different dimensions in one response "
+                    f"({', '.join(map(str, lengths))})"
+                )
         try:
             arr = np.asarray(raw, dtype=np.float32)
         except (TypeError, ValueError) as exc:

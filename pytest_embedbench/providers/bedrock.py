@@ -90,7 +90,7 @@ class BedrockProvider(EmbeddingProvider):
             "bedrock-runtime",
             endpoint_url=self.options.get("endpoint_url"),
             config=Config(
-                retries={"max_attempts": 1, "mode": "standard"},  # the base class retries
+                retries={"total_max_attempts": 1},  # one attempt: the base class retries
                 read_timeout=self.timeout,
                 connect_timeout=min(self.timeout, 10.0),
                 max_pool_connections=max(10, self.max_concurrency),

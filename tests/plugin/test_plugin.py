@@ -492,7 +492,9 @@ def test_progress_of_a_slow_cold_embedding(
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_plugins_key_loads_a_provider_from_a_file(project: pytest.Pytester, mode: list[str]) -> None:
+def test_plugins_key_loads_a_provider_from_a_file(
+    project: pytest.Pytester, mode: list[str]
+) -> None:
     project.makepyfile(
         my_provider="""
         from pytest_embedbench import EmbeddingProvider, register_provider

@@ -314,9 +314,7 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             body = json.dumps(reply.payload).encode("utf-8")
         out_headers = {"Content-Type": "application/json", **reply.headers}
-        if not fake.keep_alive:
-            # One request per connection: clients never pool a socket that outlives the server
-            # (an unclosed pooled socket is a ResourceWarning, an error under this test suite).
+        if not fake.keep_alive:  # one request per connection (see FakeEmbeddingServer)
             out_headers["Connection"] = "close"
             self.close_connection = True
         try:
@@ -341,11 +339,13 @@ class FakeEmbeddingServer:
     Attributes:
         requests: every request received, in order (embedding or not).
         embed_calls: how many embedding requests arrived, failed ones included.
+        keep_alive: False (default): every answer says ``Connection: close``, so no client
+            pools a socket that outlives the server (an unclosed socket is a ResourceWarning,
+            which ``filterwarnings = error`` turns into a failure).
     """
 
     default_models: ClassVar[tuple[str, ...]] = ()
     keep_alive: bool = False
-    """Whether connections stay open between requests (off: ``Connection: close`` each time)."""
 
     def __init__(self, *, dim: int = 16, models: Iterable[str] | None = None) -> None:
         if dim < 2:

@@ -7,10 +7,10 @@ made by :class:`~pytest_embedbench.session.EmbedBenchSession`, kept in ``config.
 from __future__ import annotations
 
 import json
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from contextlib import nullcontext
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 
@@ -290,41 +290,47 @@ def retrieval(request: pytest.FixtureRequest, _embedbench_case: Case) -> Retriev
     session = _session(request.config)
     case = _embedbench_case
     test = getattr(request.node, "originalname", request.node.name)
-    failure: BaseException | None = None
-    try:
-        result = session.result(case)
-    except Exception as exc:  # noqa: BLE001 - one model's failure fails only its tests
-        failure = exc
-    if isinstance(failure, MissingKeyError):  # one matrix serves laptops and CI: skip, say why
-        session.record(request.node.nodeid, test, case, None, failure)
-        session.records[request.node.nodeid]["status"] = "skipped"
-        pytest.skip(str(failure))
-    if failure is not None:  # failed outside the except block: no chained traceback
-        session.record(request.node.nodeid, test, case, None, failure)
-        pytest.fail(
-            f"embedbench: model {case.model.short_name!r} on dataset {case.dataset.name!r} "
-            f"failed: {type(failure).__name__}: {failure}",
-            pytrace=False,
-        )
+
+    def compute() -> RetrievalResult:
+        try:
+            return session.result(case)
+        except Exception as exc:
+            session.record(request.node.nodeid, test, case, None, exc)
+            if isinstance(exc, MissingKeyError):
+                session.records[request.node.nodeid]["status"] = "skipped"
+            raise
+
+    result = _or_fail(compute, case, f"on dataset {case.dataset.name!r} failed")
     session.record(request.node.nodeid, test, case, result, None)
     request.node.stash[CASE_KEY] = (case, result)
     return result
 
 
+T = TypeVar("T")
+
+
+def _or_fail(get: Callable[[], T], case: Case, doing: str) -> T:
+    """``get()``, or skip (missing API key) or fail this test with the model's error; outside
+    the except block, so the message carries no chained traceback."""
+    failure: BaseException | None = None
+    try:
+        return get()
+    except Exception as exc:  # noqa: BLE001 - one model's failure fails only its tests
+        failure = exc
+    if isinstance(failure, MissingKeyError):  # one matrix serves laptops and CI: skip, say why
+        pytest.skip(str(failure))
+    pytest.fail(
+        f"embedbench: model {case.model.short_name!r} {doing}: {type(failure).__name__}: {failure}",
+        pytrace=False,
+    )
+
+
 @pytest.fixture
 def model(request: pytest.FixtureRequest, _embedbench_case: Case) -> Provider:
     """The loaded provider of this test's model (loaded once per session)."""
-    failure: BaseException | None = None
-    try:
-        return _session(request.config).provider(_embedbench_case.model)
-    except Exception as exc:  # noqa: BLE001
-        failure = exc
-    if isinstance(failure, MissingKeyError):
-        pytest.skip(str(failure))
-    pytest.fail(
-        f"embedbench: model {_embedbench_case.model.short_name!r} could not be loaded: "
-        f"{type(failure).__name__}: {failure}",
-        pytrace=False,
+    session = _session(request.config)
+    return _or_fail(
+        lambda: session.provider(_embedbench_case.model), _embedbench_case, "could not be loaded"
     )
 
 
@@ -332,17 +338,9 @@ def model(request: pytest.FixtureRequest, _embedbench_case: Case) -> Provider:
 def searcher(request: pytest.FixtureRequest, _embedbench_case: Case) -> Searcher:
     """This test's model with its index built: ``searcher.search(query, k)``, for timing
     with pytest-benchmark's ``benchmark`` fixture."""
-    failure: BaseException | None = None
-    try:
-        return _session(request.config).searcher(_embedbench_case)
-    except Exception as exc:  # noqa: BLE001
-        failure = exc
-    if isinstance(failure, MissingKeyError):
-        pytest.skip(str(failure))
-    pytest.fail(
-        f"embedbench: model {_embedbench_case.model.short_name!r} could not build its index: "
-        f"{type(failure).__name__}: {failure}",
-        pytrace=False,
+    session = _session(request.config)
+    return _or_fail(
+        lambda: session.searcher(_embedbench_case), _embedbench_case, "could not build its index"
     )
 
 

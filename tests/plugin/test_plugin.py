@@ -534,3 +534,39 @@ def test_bad_plugin_entry_names_it(project: pytest.Pytester) -> None:
     result = project.runpytest()
     assert result.ret != 0
     result.stdout.fnmatch_lines(["*embedbench.yaml: plugins: 'missing_provider.py': no such file*"])
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_recommendation_and_reference_column(project: pytest.Pytester, mode: list[str]) -> None:
+    project.makepyfile(test_basic=BASIC)
+    result = project.runpytest(
+        "--embedbench-priority",
+        "speed",
+        "--embedbench-reference",
+        "bm25",
+        "--embedbench-json",
+        "r.json",
+        *mode,
+    )
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(
+        [
+            "model*Δ nDCG@10 vs bm25*status",
+            "bm25 *(reference)*passed",
+            "h *-0.0* ?*? p=*passed",
+            "recommendation (selected priority: speed):",
+            "  accuracy-first *score * = 0.80 x accuracy * + 0.15 x speed * + 0.05 x cost *",
+            "  speed-first *score *<- selected",
+            "  balanced *",
+            "  cost-first *",
+        ]
+    )
+    report = json_of(project, "r.json")
+    assert report["recommendations"]["priority"] == "speed"
+    picks = report["recommendations"]["datasets"]["tiny"]["picks"]
+    assert set(picks) == {"accuracy", "speed", "balanced", "cost"}
+    assert picks["accuracy"]["model"] == "bm25"  # the higher nDCG@10
+    comparison = report["comparisons"]["tiny"]["h"]
+    assert comparison["reference"] == "bm25" and comparison["test"] == "randomization"
+    bad = project.runpytest("--embedbench-priority", "cheapest")
+    assert bad.ret == pytest.ExitCode.USAGE_ERROR

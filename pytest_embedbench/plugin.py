@@ -589,4 +589,4 @@ class XDistHooks:
             self.session.collected.update(data["collected"])
 
 
-__all__ = ["EmbedBenchHandle", "machine_info"]
+__all__ = ["EmbedBenchHandle", "SessionHooks", "XDistHooks"]

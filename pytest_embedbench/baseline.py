@@ -525,7 +525,8 @@ def gate(
                 "--embedbench-update-baseline"
             )
             return outcome
-        cur = [float(current[q]) for q in shared]
+        # the baseline keeps 6 decimals: compare the current run at the same precision
+        cur = [round(float(current[q]), _PRECISION) for q in shared]
         old = [float(base[q]) for q in shared]
         diff = paired_bootstrap(cur, old, seed=seed, n_resamples=n_resamples, name=metric)
         base_mean = sum(old) / len(old)

@@ -156,6 +156,8 @@ def atomic_write_json(path: Path, data: Any) -> None:
     text = json.dumps(finite(data), indent=2, sort_keys=True, allow_nan=False) + "\n"
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        # mkstemp makes the file private; keep an existing file's mode, else a normal one
+        os.chmod(tmp, path.stat().st_mode & 0o777 if path.exists() else 0o644)
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
             fh.flush()

@@ -165,6 +165,8 @@ def test_baseline_file_round_trip_and_errors(tmp_path: Path) -> None:
     file.write()
     text = path.read_text()
     assert text.index('"a::t[a]"') < text.index('"z::t[b]"')  # sorted keys
+    assert path.stat().st_mode & 0o777 == 0o644  # a file to commit, not a private temp file
+    assert [p.name for p in path.parent.iterdir()] == ["baseline.json"]  # no temp left behind
     assert json.loads(text)["schema_version"] == 1
     assert BaselineFile.load(path).entries == file.entries
     path.write_text('{"schema_version": 1,\n "entries": {,}}')

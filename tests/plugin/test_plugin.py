@@ -91,7 +91,7 @@ def test_threshold_file_lists_every_violation(project: pytest.Pytester, mode: li
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(
         [
-            "*embedbench thresholds not met by 'bm25' on 'tiny' (4 queries):",
+            "*embedbench checks failed for 'bm25' on 'tiny' (4 queries):",
             "*latency.p95_ms = * is not <= 1e-06*limits.yaml*",
             "*ndcg@10 = 0.* ?0.*, *? is not >= 0.999*limits.yaml*",
         ]

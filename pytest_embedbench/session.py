@@ -1,9 +1,8 @@
 """One EmbedBenchSession per pytest run: cases, the result registry, records, xdist merge.
 
 The plugin builds it from :class:`~pytest_embedbench.config.Options` and keeps it in
-``config.stash``; nothing here imports pytest's config machinery, so it is usable (and tested)
-on its own. A (model, dataset, k) result is computed once per process however many tests use
-it; a model that fails to load fails every test that needs it, and only those.
+``config.stash``; nothing here imports pytest's config machinery, so it works without pytest.
+A (model, dataset, k) result is computed once per process however many tests use it; a model that fails to load fails every test that needs it, and only those.
 """
 
 from __future__ import annotations
@@ -66,8 +65,12 @@ class Case:
 
     @property
     def dataset_key(self) -> str:
-        entry = self.dataset
-        return f"{entry.path}|{entry.split}|{entry.docs}|{sorted((entry.subset or {}).items())}"
+        return dataset_key(self.dataset)
+
+
+def dataset_key(entry: DatasetEntry) -> str:
+    """What identifies a loaded dataset: its path, split, documents folder and subset."""
+    return f"{entry.path}|{entry.split}|{entry.docs}|{sorted((entry.subset or {}).items())}"
 
 
 class EmbedBenchSession:
@@ -241,7 +244,7 @@ class EmbedBenchSession:
         key = str(entry.path) if str(entry.path).startswith("object:") else None
         if key is not None:
             return self._objects[key]
-        case_key = f"{entry.path}|{entry.split}|{entry.docs}|{sorted((entry.subset or {}).items())}"
+        case_key = dataset_key(entry)
         if case_key not in self._datasets:
             ds = load_dataset(entry.path, split=entry.split, docs=entry.docs, name=entry.name)
             if entry.subset:

@@ -2,7 +2,8 @@
 
 The plugin builds it from :class:`~pytest_embedbench.config.Options` and keeps it in
 ``config.stash``; nothing here imports pytest's config machinery, so it works without pytest.
-A (model, dataset, k) result is computed once per process however many tests use it; a model that fails to load fails every test that needs it, and only those.
+A (model, dataset, k) result is computed once per process however many tests use it; a model
+that fails to load fails every test that needs it, and only those.
 """
 
 from __future__ import annotations

@@ -401,9 +401,12 @@ class Evaluator:
             documents_per_s = math.nan  # every document came from the cache: nothing measured
         provider.after_run()
         price = getattr(provider, "price_per_1m_tokens", None)
+        namespace = provider.namespace()
         info = {
             **provider.info,
             "namespace": provider.namespace_key(),
+            # what changes vectors besides the weights: prefixes, options, dimensions
+            "settings": {k: v for k, v in namespace.items() if k != "revision"},
             "price_per_1m_tokens": price() if callable(price) else None,
             "free": not callable(price),  # lexical and fused rankers cost nothing per token
             "calls": dict(getattr(provider, "calls", {})),

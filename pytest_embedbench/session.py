@@ -327,11 +327,22 @@ class EmbedBenchSession:
             "status": "error" if error is not None else "running",
             "error": _describe(error) if error is not None else None,
             "result": result.to_dict(per_query=True) if result is not None else None,
-            "settings_fingerprint": case.settings_fingerprint,
+            "settings_fingerprint": self._settings_fingerprint(case, result),
             "machine_fingerprint": self.machine_fingerprint,
             "reference": case.reference,
             "baseline": None,
         }
+
+    @staticmethod
+    def _settings_fingerprint(case: Case, result: RetrievalResult | None) -> str:
+        """The case's settings plus what the loaded provider applied (catalogue prompts...)."""
+        if result is None:
+            return case.settings_fingerprint
+        from .providers.base import _stable_json
+
+        applied = result.model_info.get("settings", {})
+        text = _stable_json({"case": case.settings_fingerprint, "applied": applied})
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
 
     @property
     def machine_fingerprint(self) -> str:

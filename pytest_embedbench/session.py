@@ -177,7 +177,10 @@ class EmbedBenchSession:
                 f"models {dupes} appear more than once in one test; give each a distinct "
                 "name with ModelSpec(spec, name=...)"
             )
-        return [Case(spec, dataset, k, thresholds, gate_config, marker_gate) for spec in specs]
+        return [
+            Case(spec, dataset, k, thresholds, gate_config, marker_gate, cfg.reference)
+            for spec in specs
+        ]
 
     def model_specs(self, models: Any, cfg: ProjectConfig, test_path: Path) -> list[ModelSpec]:
         if self.options.models:

@@ -570,3 +570,22 @@ def test_recommendation_and_reference_column(project: pytest.Pytester, mode: lis
     assert comparison["reference"] == "bm25" and comparison["test"] == "randomization"
     bad = project.runpytest("--embedbench-priority", "cheapest")
     assert bad.ret == pytest.ExitCode.USAGE_ERROR
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_reference_from_the_config(project: pytest.Pytester, mode: list[str]) -> None:
+    project.makefile(
+        ".yaml",
+        embedbench="""
+        datasets:
+          tiny: {path: data/tiny}
+        models: [hashing:h, bm25]
+        reference: h
+        """,
+    )
+    project.makepyfile(test_basic=BASIC)
+    result = project.runpytest(*mode)
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(
+        ["model*Δ nDCG@10 vs h*status", "bm25 *+0.0* ?*? p=*passed", "h *(reference)*passed"]
+    )

@@ -3,8 +3,11 @@
 Two backends return identical rankings: FAISS ``IndexFlatIP`` when faiss-cpu is installed, and
 a NumPy fallback. Both follow the project's tie rule, score descending then document id
 descending: vectors are stored in descending id order, so among equal scores the lower stored
-position wins. Queries are searched in batches sized so the ``(batch, n_docs)`` score block
-stays under ``max_block_bytes``; no full query x corpus matrix is ever built.
+position wins. Either backend proposes k plus a margin of candidates by float32 score; their
+float64 scores, computed the same way for both, give the final order, so even near-ties rank
+identically. Queries are searched in batches sized so the ``(batch, n_docs)`` score block stays
+under ``max_block_bytes``; no full query x corpus matrix is ever built (the NumPy path's
+temporaries peak near four blocks: scores, their negation and argpartition's int64 indices).
 
 Usage::
 
@@ -123,7 +126,10 @@ class ExactIndex:
         return [self.ids[p] for p in positions if p >= 0]
 
     def search(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-        """Top-k positions and scores per query row, ``(n_queries, k)``, padded with -1 / -inf."""
+        """Top-k positions and scores per query row, ``(n_queries, k)``, padded with -1 / -inf.
+
+        Scores are float64 inner products of the stored float32 vectors.
+        """
         q = np.asarray(queries, dtype=np.float32)
         if q.ndim == 1:
             q = q[None, :]
@@ -135,35 +141,48 @@ class ExactIndex:
             raise ConfigError(f"k={k!r}: ask for at least one result")
         n_q, n_docs = q.shape[0], len(self.ids)
         positions = np.full((n_q, k), -1, dtype=np.int64)
-        scores = np.full((n_q, k), -np.inf, dtype=np.float32)
+        scores = np.full((n_q, k), -np.inf, dtype=np.float64)
         if n_docs == 0 or n_q == 0:
             return positions, scores
         batch = max(1, self.max_block_bytes // (4 * n_docs))
+        k_eff = min(k, n_docs)
+        # candidates: k plus a margin by float32 scores from either backend, so near-ties at
+        # the cut survive; then the final order comes from float64 scores of the candidates,
+        # computed the same way for both backends, so FAISS and NumPy rank identically
+        wide = min(n_docs, k_eff + max(16, k_eff))
         for start in range(0, n_q, batch):
             block = np.ascontiguousarray(q[start : start + batch])
             if self._faiss is not None:
-                cols, vals = self._search_faiss(block, k)
+                candidates = self._candidates_faiss(block, wide)
             else:
-                cols, vals = topk_desc(block @ self._vectors.T, k)
-            width = cols.shape[1]
-            positions[start : start + len(block), :width] = self._stored_to_given[cols]
-            scores[start : start + len(block), :width] = vals
+                candidates, _ = topk_desc(block @ self._vectors.T, wide)
+            cols, vals = self._refine(block, candidates, k_eff)
+            positions[start : start + len(block), :k_eff] = self._stored_to_given[cols]
+            scores[start : start + len(block), :k_eff] = vals
         return positions, scores
 
-    def _search_faiss(self, block: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-        n_docs = len(self.ids)
-        k_eff = min(k, n_docs)
-        # ask for a margin past k so ties at the cut can be resolved by position
-        wide = min(n_docs, k_eff + max(16, k_eff))
-        dist, idx = self._faiss.search(block, wide)
-        cols = np.empty((len(block), k_eff), dtype=np.int64)
-        vals = np.empty((len(block), k_eff), dtype=np.float32)
+    def _refine(
+        self, block: np.ndarray, candidates: np.ndarray, k: int
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The top k of each row's candidates by float64 score, then stored position."""
+        cols = np.empty((len(block), k), dtype=np.int64)
+        vals = np.empty((len(block), k), dtype=np.float64)
         for r in range(len(block)):
-            order = np.lexsort((idx[r], -dist[r]))
-            c, v = idx[r][order][:k_eff], dist[r][order][:k_eff]
-            if wide < n_docs and v[-1] == dist[r].min():
-                # the tie at the cut may continue past what FAISS returned: score this row fully
-                c, v = topk_desc((block[r : r + 1] @ self._vectors.T), k_eff)
-                c, v = c[0], v[0]
-            cols[r], vals[r] = c, v
+            cand = candidates[r]
+            exact = self._vectors[cand].astype(np.float64) @ block[r].astype(np.float64)
+            order = np.lexsort((cand, -exact))[:k]
+            cols[r], vals[r] = cand[order], exact[order]
         return cols, vals
+
+    def _candidates_faiss(self, block: np.ndarray, wide: int) -> np.ndarray:
+        """FAISS's top ``wide`` per row; a row whose float32 tie reaches past them is scored
+        fully, so no tied document is lost."""
+        n_docs = len(self.ids)
+        dist, idx = self._faiss.search(block, wide)
+        out = np.empty((len(block), wide), dtype=np.int64)
+        for r in range(len(block)):
+            if wide < n_docs and (dist[r] == dist[r].min()).sum() > 1:
+                out[r] = topk_desc(block[r : r + 1] @ self._vectors.T, wide)[0][0]
+            else:
+                out[r] = idx[r]
+        return out

@@ -66,3 +66,20 @@ def test_topk_keeps_lowest_columns_among_ties_at_the_cut() -> None:
     cols, vals = topk_desc(scores, 3)
     assert cols.tolist() == [[1, 0, 2]]
     assert vals.tolist() == [[pytest.approx(0.9), 0.5, 0.5]]
+
+
+def test_backends_agree_on_near_ties_of_random_vectors() -> None:
+    pytest.importorskip("faiss")
+    rng = np.random.default_rng(0)
+    vectors = rng.standard_normal((20_000, 64), dtype=np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    queries = rng.standard_normal((64, 64), dtype=np.float32)
+    ids = [f"d{i:05d}" for i in range(len(vectors))]
+    np_pos, np_scores = ExactIndex(vectors, ids, backend="numpy").search(queries, 100)
+    fa_pos, fa_scores = ExactIndex(vectors, ids, backend="faiss").search(queries, 100)
+    np.testing.assert_array_equal(np_pos, fa_pos)
+    np.testing.assert_array_equal(np_scores, fa_scores)  # the same float64 rescoring
+    exact = vectors.astype(np.float64) @ queries.astype(np.float64).T
+    for r in range(len(queries)):  # the order is by the float64 score, ties by id descending
+        order = sorted(range(len(ids)), key=lambda i: (exact[i, r], ids[i]), reverse=True)[:100]
+        assert np_pos[r].tolist() == order

@@ -189,18 +189,26 @@ class RetrievalResult:
         """The ``n`` queries scoring lowest on ``name`` (ties by query id), for messages."""
         return self.metric(name).worst(n)
 
-    def compare(self, other: RetrievalResult, name: str = "ndcg@10") -> Estimate:
-        """Paired difference ``self - other`` on the queries both share, with its interval."""
-        shared = [qid for qid in self.query_ids if qid in set(other.query_ids)]
+    def paired_scores(
+        self, other: RetrievalResult, name: str = "ndcg@10"
+    ) -> tuple[list[float], list[float]]:
+        """Per-query ``name`` of ``self`` and ``other`` on the queries both share, in this
+        result's query order (ConfigError when they share none)."""
+        theirs = dict(zip(other.query_ids, other.per_query(name), strict=True))
+        mine = dict(zip(self.query_ids, self.per_query(name), strict=True))
+        shared = [qid for qid in self.query_ids if qid in theirs]
         if not shared:
             raise ConfigError(
                 f"{self.name!r} and {other.name!r} share no query ids; compare on one dataset"
             )
-        mine = dict(zip(self.query_ids, self.per_query(name), strict=True))
-        theirs = dict(zip(other.query_ids, other.per_query(name), strict=True))
+        return [mine[q] for q in shared], [theirs[q] for q in shared]
+
+    def compare(self, other: RetrievalResult, name: str = "ndcg@10") -> Estimate:
+        """Paired difference ``self - other`` on the queries both share, with its interval."""
+        mine, theirs = self.paired_scores(other, name)
         return paired_bootstrap(
-            [mine[q] for q in shared],
-            [theirs[q] for q in shared],
+            mine,
+            theirs,
             n_resamples=self.n_resamples,
             level=self.level,
             seed=self.seed,

@@ -26,7 +26,7 @@ from .config import (
 )
 from .datasets import Document, EvalSet, RetrievalDataset
 from .evaluate import RetrievalResult
-from .exceptions import ConfigError, EmbedBenchError, MissingKeyError
+from .exceptions import EmbedBenchError, MissingKeyError
 from .providers.base import Provider
 from .report.json_report import atomic_write_json, build_report, machine_info
 from .report.terminal import render_tables
@@ -395,15 +395,11 @@ class EmbedBenchHandle:
         Every comparison made through this fixture in one test is one family: each one's
         ``p_holm`` is its Holm-adjusted p-value over all of them, updated as more are made.
         """
-        shared = [q for q in a.query_ids if q in set(b.query_ids)]
-        if not shared:
-            raise ConfigError(f"{a.name!r} and {b.name!r} share no queries; use one dataset")
-        mine = dict(zip(a.query_ids, a.per_query(metric), strict=True))
-        theirs = dict(zip(b.query_ids, b.per_query(metric), strict=True))
+        mine, theirs = a.paired_scores(b, metric)
         options = self._session.options
         comparison = compare_scores(
-            [mine[q] for q in shared],
-            [theirs[q] for q in shared],
+            mine,
+            theirs,
             test=test,
             seed=options.seed,
             n_resamples=options.bootstrap,

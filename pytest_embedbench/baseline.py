@@ -34,8 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import yaml
-
+from .config import read_yaml
 from .exceptions import BaselineError, ConfigError, MetricError
 from .metrics import parse_metric
 
@@ -197,12 +196,7 @@ class ThresholdSet:
 
 def load_thresholds(path: Path) -> ThresholdSet:
     """Read a thresholds YAML file."""
-    try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: thresholds file not found") from None
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: not valid YAML ({exc})") from None
+    raw = read_yaml(path, "thresholds file")
     if raw is None:
         return ThresholdSet.empty()
     if not isinstance(raw, Mapping):

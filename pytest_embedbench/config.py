@@ -174,16 +174,21 @@ def _fail(path: Path, where: str, message: str) -> ConfigError:
     return ConfigError(f"{path}: {where}: {message}")
 
 
-def load_config(path: Path) -> ProjectConfig:
-    """Parse and check an ``embedbench.yaml``."""
+def read_yaml(path: Path, what: str) -> Any:
+    """A YAML file's content; a missing file or bad YAML names the file (and line)."""
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+        return yaml.safe_load(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise ConfigError(f"{path}: config file not found") from None
+        raise ConfigError(f"{path}: {what} not found") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = f" line {mark.line + 1}" if mark is not None else ""
         raise ConfigError(f"{path}{line}: not valid YAML ({exc})") from None
+
+
+def load_config(path: Path) -> ProjectConfig:
+    """Parse and check an ``embedbench.yaml``."""
+    raw = read_yaml(path, "config file")
     if raw is None:
         return ProjectConfig(path=path)
     if not isinstance(raw, Mapping):

@@ -683,7 +683,6 @@ class EmbeddingProvider(Provider):
         stats: BuildStats | None = None,
         progress: Callable[[int, int], None] | None = None,
     ) -> Retriever:
-        from ..cache import text_key
         from ..index import ExactIndex
 
         stats = stats if stats is not None else BuildStats()
@@ -696,7 +695,7 @@ class EmbeddingProvider(Provider):
             vectors = self.embed(texts, kind="document", progress=progress)
             stats.cache_misses += len(texts)
         else:
-            vectors = self._embed_cached(texts, cache, stats, progress, text_key)
+            vectors = self._embed_cached(texts, cache, stats, progress)
         t1 = time.perf_counter()
         index = ExactIndex(
             vectors,
@@ -716,8 +715,9 @@ class EmbeddingProvider(Provider):
         cache: EmbeddingCache,
         stats: BuildStats,
         progress: Callable[[int, int], None] | None,
-        text_key: Callable[[str], bytes],
     ) -> np.ndarray:
+        from ..cache import text_key
+
         keys = [text_key(self.prepare(t, "document")) for t in texts]
         namespace = self.namespace_key()
         found, missing = cache.get_many(namespace, keys)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -151,10 +152,12 @@ def test_evalset_over_documents_folder(tmp_path: Path) -> None:
     )
     ds = load_dataset(tmp_path)
     assert [d.id for d in ds.documents] == ["api.md", "guides/install.txt", "security.md"]
-    # generated ids skip the given q0001
-    assert [q.id for q in ds.queries] == ["q0001", "q0002", "q0003"]
-    assert dict(ds.qrels["q0002"]) == {"guides/install.txt": 1}
-    assert dict(ds.qrels["q0003"]) == {"security.md": 3, "api.md": 0}
+    # a line without query_id gets q- and 12 hex digits of SHA-256 of its normalised text
+    install = "q-" + hashlib.sha256(b"how to install").hexdigest()[:12]
+    retention = "q-" + hashlib.sha256(b"retention").hexdigest()[:12]
+    assert [q.id for q in ds.queries] == ["q0001", install, retention]
+    assert dict(ds.qrels[install]) == {"guides/install.txt": 1}
+    assert dict(ds.qrels[retention]) == {"security.md": 3, "api.md": 0}
     assert ds.queries[0].metadata == {"answer": "5 MB"}
     assert ds.queries[1].metadata == {"category": "setup"}
     assert ds.document("guides/install.txt").text == "Install with pip.\n"

@@ -72,3 +72,22 @@ def test_a_query_inserted_at_the_top_keeps_the_unchanged_model_at_zero(
     assert (delta["difference"], delta["low"], delta["high"]) == (0.0, 0.0, 0.0)
     assert delta["baseline"] == delta["current"]
     result.stdout.fnmatch_lines(["bm25 *+0.0000 ?+0.000, +0.000?*passed"])
+
+
+def test_a_split_on_an_eval_set_fails_naming_it(
+    pytester: pytest.Pytester, support: list[dict]
+) -> None:
+    pytester.makepyfile(
+        test_gate="""
+        import pytest
+
+        @pytest.mark.embedbench(dataset="support", models=["bm25"], split="dev")
+        def test_search(retrieval):
+            pass
+        """
+    )
+    result = pytester.runpytest()
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(
+        ["*evalset.jsonl: split='dev' does not apply to an eval set, which has one split*"]
+    )

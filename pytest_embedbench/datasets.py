@@ -800,7 +800,7 @@ def _evalset_hint(folder: Path) -> str:
     """A pointer to the eval set a user probably meant, or ""."""
     found = sorted(p.name for p in folder.glob("*.jsonl") if p.is_file())
     if found:
-        return f" Found {found!r} here: point the dataset at one of these files."
+        return f" Found {found!r} in {folder}: point the dataset at one of these files."
     # pointed at the documents folder rather than the folder holding the eval set
     parent = folder.parent if folder.name not in ("", "..") else folder.resolve().parent
     if (parent / "evalset.jsonl").is_file():

@@ -495,8 +495,14 @@ def test_dataset_not_found_states_the_location_rules(tmp_path: Path) -> None:
     other = tmp_path / "other"
     other.mkdir()
     write_jsonl(other / "eval-v2.jsonl", [])
-    with pytest.raises(DatasetError, match=r"Found \['eval-v2.jsonl'\] here: point the dataset"):
+    with pytest.raises(DatasetError) as info:
         load_dataset(other)
+    assert str(info.value).endswith(
+        f"Found ['eval-v2.jsonl'] in {other}: point the dataset at one of these files."
+    )
+    # a typo in the file name: the eval sets beside it are named
+    with pytest.raises(DatasetError, match=r"no such dataset .* Found \['eval-v2.jsonl'\] in "):
+        load_dataset(other / "eval-v2.json")
     with pytest.raises(DatasetError, match=rf"no such dataset folder .*{rules[:30]}"):
         load_dataset(tmp_path / "missing")
     # a .jsonl eval set without a docs/ folder beside it

@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
+import unicodedata
 import warnings
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Container, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
@@ -38,6 +40,8 @@ __all__ = [
 
 #: Documents in a folder that the evalset loader reads (other formats come with ``ingest.py``).
 TEXT_SUFFIXES = (".txt", ".md")
+#: Prefix of the query ids derived from query texts (eval-set lines without ``query_id``).
+QUERY_ID_PREFIX = "q-"
 #: At most this many problems are listed in one DatasetError; the count of the rest follows.
 _MAX_LISTED = 20
 
@@ -395,7 +399,8 @@ def _as_id(value: Any, path: Path, number: int, key: str) -> str:
         raise DatasetError(
             f"{path} line {number}: {key!r} must be a non-empty string, got {value!r}"
         )
-    return str(value)
+    # NFC, so an id typed on one system matches the same id (or file name) written on another
+    return unicodedata.normalize("NFC", str(value))
 
 
 def _as_text(obj: Mapping[str, Any], key: str, path: Path, number: int, default: Any = None) -> str:
@@ -449,6 +454,7 @@ def load_beir(
         )
     qrels: dict[str, dict[str, int]] = {}
     origins: dict[tuple[str, str], str] = {}
+    first = True
     for number, line in _read_lines(qrels_path):
         if not line.strip():
             continue
@@ -460,15 +466,19 @@ def load_beir(
                 f"{qrels_path} line {number}: expected 3 tab-separated columns "
                 f"(query-id, corpus-id, score), got {len(cols)}: {line!r}"
             )
-        qid, did, raw = (c.strip() for c in cols)
-        try:
-            grade = int(raw)
-        except ValueError:
-            if number == 1 or not qrels:  # a header line such as "query-id corpus-id score"
+        qid, did, raw = (unicodedata.normalize("NFC", c.strip()) for c in cols)
+        grade = _parse_grade(raw, f"{qrels_path} line {number}")
+        if grade is None:
+            # a header ("query-id corpus-id score") is known by its text: a score that is not
+            # a number, on the first line; a numeric first line is always a judgement
+            if first:
+                first = False
                 continue
             raise DatasetError(
-                f"{qrels_path} line {number}: score {raw!r} is not an integer grade"
-            ) from None
+                f"{qrels_path} line {number}: score {raw!r} is not an integer grade; "
+                "grades must be integers >= 0"
+            )
+        first = False
         if did in qrels.get(qid, {}):
             raise DatasetError(
                 f"{qrels_path} line {number}: ({qid!r}, {did!r}) is judged twice "
@@ -476,6 +486,11 @@ def load_beir(
             )
         qrels.setdefault(qid, {})[did] = grade
         origins[(qid, did)] = f"{qrels_path} line {number}"
+    if not qrels:
+        raise DatasetError(
+            f"{qrels_path}: no judgements; write one 'query-id<TAB>corpus-id<TAB>score' line per "
+            "judged pair (integer score >= 0; a header line is optional)"
+        )
     return RetrievalDataset(
         documents,
         queries,
@@ -486,20 +501,65 @@ def load_beir(
     )
 
 
+def _parse_grade(raw: str, at: str) -> int | None:
+    """The integer grade written as ``raw`` (``2``, ``2.0``), or None when it is not a number.
+
+    A number that is not a whole one (``1.5``, ``nan``) is an error: grades are integers >= 0.
+    """
+    try:
+        return int(raw)
+    except ValueError:
+        pass
+    try:
+        value = float(raw)
+    except ValueError:
+        return None
+    if not math.isfinite(value) or not value.is_integer():
+        raise DatasetError(
+            f"{at}: grade {raw!r} is not a whole number; grades must be integers >= 0 "
+            "(0 judged non-relevant, 1 relevant, 2 and up more relevant)"
+        )
+    return int(value)
+
+
 def _normalise_doc_id(raw: str) -> str:
-    doc_id = raw.replace("\\", "/")
+    doc_id = unicodedata.normalize("NFC", raw).replace("\\", "/")
     while doc_id.startswith("./"):
         doc_id = doc_id[2:]
     return doc_id
 
 
-def _read_documents_folder(folder: Path, *, skip: Sequence[Path] = ()) -> list[Document]:
+def _read_documents_folder(
+    folder: Path, *, skip: Sequence[Path] = ()
+) -> tuple[list[Document], dict[str, str]]:
+    """The documents of ``folder``, and why each other file in it is not one (by document id).
+
+    Files of types the loader does not read are counted by extension in one warning, so a
+    folder of PDFs is not silently an empty corpus.
+    """
     skipped = {p.resolve() for p in skip}
     documents = []
+    left_out: dict[str, str] = {}
+    other_types: dict[str, int] = {}
+    supported = ", ".join(TEXT_SUFFIXES)
     for file in sorted(folder.rglob("*")):
-        if not file.is_file() or file.suffix.lower() not in TEXT_SUFFIXES:
+        if not file.is_file() or (skipped and file.resolve() in skipped):
             continue
-        if file.resolve() in skipped or any(part.startswith(".") for part in file.parts[-1:]):
+        # NFC: macOS writes names decomposed (NFD); eval sets are typed composed (NFC)
+        doc_id = unicodedata.normalize("NFC", file.relative_to(folder).as_posix())
+        if file.name.startswith("."):
+            left_out[doc_id] = "is a hidden file (its name starts with '.'), which is not read"
+            continue
+        suffix = file.suffix.lower()
+        if suffix not in TEXT_SUFFIXES:
+            left_out[doc_id] = (
+                f"is not read: only {supported} documents are loaded; convert it to one of "
+                "those or drop it from this line"
+            )
+            # files under hidden folders (.git, .obsidian) are not worth a word
+            if not any(part.startswith(".") for part in Path(doc_id).parts):
+                ext = suffix or "(no extension)"
+                other_types[ext] = other_types.get(ext, 0) + 1
             continue
         try:
             text = file.read_text(encoding="utf-8-sig")
@@ -508,12 +568,21 @@ def _read_documents_folder(folder: Path, *, skip: Sequence[Path] = ()) -> list[D
                 f"{file}: not UTF-8 text ({exc.reason} at byte {exc.start}); "
                 "convert it to UTF-8 or remove it"
             ) from None
-        doc_id = file.relative_to(folder).as_posix()
         if not text.strip():
             warnings.warn(f"{file}: empty document skipped", EmbedBenchWarning, stacklevel=3)
+            left_out[doc_id] = "is empty, so it is not a document; give it text"
             continue
         documents.append(Document(doc_id, text.replace("\r\n", "\n"), origin=str(file)))
-    return documents
+    if other_types:
+        counts = ", ".join(f"{ext} {n}" for ext, n in sorted(other_types.items()))
+        total = sum(other_types.values())
+        warnings.warn(
+            f"{folder}: {total} file(s) skipped, of types the loader does not read ({counts}); "
+            f"only {supported} documents are loaded: convert the files to include them",
+            EmbedBenchWarning,
+            stacklevel=3,
+        )
+    return documents, left_out
 
 
 def load_evalset(
@@ -531,51 +600,62 @@ def load_evalset(
 
     ``relevant_doc_ids`` are paths relative to the folder (``./`` and backslashes are
     normalised) and count as grade 1; ``relevance`` (``{"api.md": 2}``) gives graded judgements
-    and wins over ``relevant_doc_ids`` for the documents it names. ``query_id`` is optional
-    (generated ``q0001``... never collide with given ids). ``answer``, ``source_chunk_id`` and
-    unknown fields are kept under the query's metadata. A duplicate query id is an error; a
-    duplicate query text is a warning (it double-weights that query).
+    and wins over ``relevant_doc_ids`` for the documents it names. Document ids and query ids
+    are Unicode NFC, like the file names they are matched with. ``query_id`` is optional: a line
+    without one gets ``q-`` and the first 12 hex digits of the SHA-256 of its text (NFKC,
+    case-folded, whitespace collapsed), so inserting, removing or reordering lines never changes
+    another query's id; a repeated text adds ``-2``, ``-3``... by occurrence. ``answer``,
+    ``source_chunk_id`` and unknown fields are kept under the query's metadata. A duplicate
+    query id is an error; a duplicate query text is a warning (it double-weights that query).
     """
     evalset_path, folder = Path(evalset), Path(docs)
     if not folder.is_dir():
-        raise DatasetError(f"{folder}: documents folder not found (for eval set {evalset_path})")
-    documents = _read_documents_folder(folder, skip=[evalset_path])
+        raise DatasetError(
+            f"{folder}: documents folder not found (for eval set {evalset_path}); pass the "
+            "folder as docs= (the 'docs' key of a dataset in embedbench.yaml) or put the "
+            "documents in a docs/ folder beside the eval set"
+        )
+    documents, left_out = _read_documents_folder(folder, skip=[evalset_path])
     known = {d.id for d in documents}
     rows = list(_read_jsonl(evalset_path))
-    given_ids = {str(obj["query_id"]) for _, obj in rows if obj.get("query_id") not in (None, "")}
+    given_ids = {
+        unicodedata.normalize("NFC", str(obj["query_id"]))
+        for _, obj in rows
+        if obj.get("query_id") not in (None, "")
+    }
     queries: list[Query] = []
     qrels: dict[str, dict[str, int]] = {}
     origins: dict[tuple[str, str], str] = {}
     seen_ids: dict[str, int] = {}
-    seen_texts: dict[str, int] = {}
-    counter = 0
+    seen_texts: dict[str, tuple[int, str]] = {}
+    occurrences: dict[str, int] = {}
     for number, obj in rows:
         at = f"{evalset_path} line {number}"
         text = obj.get("query")
         if not isinstance(text, str) or not text.strip():
             raise DatasetError(f"{at}: 'query' is missing or empty; every line needs a question")
+        key = _query_key(text)
         if obj.get("query_id") in (None, ""):
-            while True:  # generated ids never collide with given ones
-                counter += 1
-                qid = f"q{counter:04d}"
-                if qid not in given_ids and qid not in seen_ids:
-                    break
+            qid = _text_query_id(key, occurrences, taken=(given_ids, seen_ids))
         else:
             qid = _as_id(obj["query_id"], evalset_path, number, "query_id")
         if qid in seen_ids:
             raise DatasetError(f"{at}: duplicate query_id {qid!r} (first at line {seen_ids[qid]})")
         seen_ids[qid] = number
-        key = " ".join(text.lower().split())
         if key in seen_texts:
+            first_line, first_id = seen_texts[key]
             warnings.warn(
-                f"{at}: query text {text!r} repeats line {seen_texts[key]}; it will count twice",
+                f"{at}: query text {text!r} repeats line {first_line} of {evalset_path.name} "
+                f"(ids {first_id!r} and {qid!r}); it will count twice: drop one of the lines",
                 EmbedBenchWarning,
                 stacklevel=2,
             )
-        seen_texts.setdefault(key, number)
+        seen_texts.setdefault(key, (number, qid))
         judged = _parse_judgements(obj, at)
         for did in judged:
             if did not in known:
+                if did in left_out:
+                    raise DatasetError(f"{at}: document {did!r} is in {folder} but {left_out[did]}")
                 hint = _closest(did, known)
                 raise DatasetError(
                     f"{at}: document {did!r} is not in {folder}"
@@ -601,6 +681,30 @@ def load_evalset(
     )
 
 
+def _query_key(text: str) -> str:
+    """What makes two query texts the same: NFKC, case-folded, whitespace collapsed."""
+    return " ".join(unicodedata.normalize("NFKC", text).casefold().split())
+
+
+def _text_query_id(
+    key: str, occurrences: dict[str, int], *, taken: Sequence[Container[str]]
+) -> str:
+    """``q-`` + 12 hex digits of SHA-256(key); the n-th repeat of a text adds ``-n``.
+
+    Derived from the text, not the line, so edits elsewhere in the file keep every id (and a
+    baseline's per-query pairing) intact. ``occurrences`` counts the texts seen so far.
+    """
+    base = QUERY_ID_PREFIX + hashlib.sha256(key.encode("utf-8")).hexdigest()[:12]
+    n = occurrences.get(key, 0) + 1
+    qid = base if n == 1 else f"{base}-{n}"
+    # an id written in the file (or given to an earlier line) holds it: take the next suffix
+    while any(qid in ids for ids in taken):
+        n += 1
+        qid = f"{base}-{n}"
+    occurrences[key] = n
+    return qid
+
+
 def _parse_judgements(obj: Mapping[str, Any], at: str) -> dict[str, int]:
     judged: dict[str, int] = {}
     ids = obj.get("relevant_doc_ids")
@@ -624,6 +728,8 @@ def _parse_judgements(obj: Mapping[str, Any], at: str) -> dict[str, int]:
                 f"got {graded!r}"
             )
         for raw, grade in graded.items():
+            if isinstance(grade, float) and grade.is_integer():
+                grade = int(grade)  # 1.0 is grade 1, as in the qrels
             if isinstance(grade, bool) or not isinstance(grade, int) or grade < 0:
                 raise DatasetError(f"{at}: grade {grade!r} for {raw!r} must be an integer >= 0")
             judged[_normalise_doc_id(raw)] = grade
@@ -649,10 +755,11 @@ def load_dataset(
     """Load a dataset from a path, whatever its layout.
 
     * a folder with ``corpus.jsonl`` and ``qrels/``: a BEIR dataset (``split`` picks the qrels);
-    * a folder with ``evalset.jsonl``: its documents are ``<folder>/docs`` when that exists,
-      otherwise the folder itself;
+    * a folder with ``evalset.jsonl``: its documents are ``docs`` when given, else
+      ``<folder>/docs`` when that exists, otherwise the folder itself;
     * a ``.jsonl`` eval set file: documents from ``docs`` (default: ``docs/`` beside it).
 
+    An eval set has one split: ``split`` other than ``"test"`` (the default) is an error there.
     A :class:`RetrievalDataset` is returned as it is.
     """
     if isinstance(path, RetrievalDataset):
@@ -662,13 +769,49 @@ def load_dataset(
         if (root / "corpus.jsonl").is_file():
             return load_beir(root, split, name=name)
         if (root / "evalset.jsonl").is_file():
+            _check_single_split(split, root / "evalset.jsonl")
             folder = Path(docs) if docs else (root / "docs" if (root / "docs").is_dir() else root)
             return load_evalset(root / "evalset.jsonl", folder, name=name or root.resolve().name)
         raise DatasetError(
-            f"{root}: not a dataset folder; expected corpus.jsonl + qrels/{split}.tsv (BEIR) "
-            "or evalset.jsonl beside a docs/ folder"
+            f"{root}: not a dataset folder; looked for {root / 'corpus.jsonl'} (BEIR, with "
+            f"qrels/{split}.tsv) and {root / 'evalset.jsonl'}. {_EVALSET_RULES}"
+            + _evalset_hint(root)
         )
     if root.is_file() and root.suffix == ".jsonl":
+        _check_single_split(split, root)
         folder = Path(docs) if docs else root.parent / "docs"
         return load_evalset(root, folder, name=name)
-    raise DatasetError(f"{root}: no such dataset folder or .jsonl eval set")
+    raise DatasetError(
+        f"{root}: no such dataset folder or .jsonl eval set. {_EVALSET_RULES}"
+        + (_evalset_hint(root.parent) if root.parent.is_dir() else "")
+    )
+
+
+#: Where an eval set and its documents are looked for; said in every "not found" error.
+_EVALSET_RULES = (
+    "A dataset path is a BEIR folder (corpus.jsonl, queries.jsonl, qrels/<split>.tsv), a folder "
+    "holding evalset.jsonl (documents: docs= if given, else its docs/ subfolder if there is "
+    "one, else the folder itself), or a .jsonl eval set file (documents: docs= if given, else "
+    "the docs/ folder beside it)."
+)
+
+
+def _evalset_hint(folder: Path) -> str:
+    """A pointer to the eval set a user probably meant, or ""."""
+    found = sorted(p.name for p in folder.glob("*.jsonl") if p.is_file())
+    if found:
+        return f" Found {found!r} in {folder}: point the dataset at one of these files."
+    # pointed at the documents folder rather than the folder holding the eval set
+    parent = folder.parent if folder.name not in ("", "..") else folder.resolve().parent
+    if (parent / "evalset.jsonl").is_file():
+        return f" {parent / 'evalset.jsonl'} exists: point the dataset at {parent}."
+    return ""
+
+
+def _check_single_split(split: str | None, evalset: Path) -> None:
+    if split not in (None, "test"):
+        raise DatasetError(
+            f"{evalset}: split={split!r} does not apply to an eval set, which has one split "
+            "('test'); remove split=, or keep one eval set file per split and point the "
+            "dataset at that file"
+        )

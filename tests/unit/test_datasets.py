@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
+import unicodedata
 from pathlib import Path
 
 import pytest
@@ -151,10 +153,12 @@ def test_evalset_over_documents_folder(tmp_path: Path) -> None:
     )
     ds = load_dataset(tmp_path)
     assert [d.id for d in ds.documents] == ["api.md", "guides/install.txt", "security.md"]
-    # generated ids skip the given q0001
-    assert [q.id for q in ds.queries] == ["q0001", "q0002", "q0003"]
-    assert dict(ds.qrels["q0002"]) == {"guides/install.txt": 1}
-    assert dict(ds.qrels["q0003"]) == {"security.md": 3, "api.md": 0}
+    # a line without query_id gets q- and 12 hex digits of SHA-256 of its normalised text
+    install = "q-" + hashlib.sha256(b"how to install").hexdigest()[:12]
+    retention = "q-" + hashlib.sha256(b"retention").hexdigest()[:12]
+    assert [q.id for q in ds.queries] == ["q0001", install, retention]
+    assert dict(ds.qrels[install]) == {"guides/install.txt": 1}
+    assert dict(ds.qrels[retention]) == {"security.md": 3, "api.md": 0}
     assert ds.queries[0].metadata == {"answer": "5 MB"}
     assert ds.queries[1].metadata == {"category": "setup"}
     assert ds.document("guides/install.txt").text == "Install with pip.\n"
@@ -253,3 +257,254 @@ def test_subset_is_deterministic_and_keeps_judged(scifact_path: Path) -> None:
     assert [q.id for q in small.queries] == sorted((q.id for q in small.queries), key=order.index)
     with pytest.raises(DatasetError, match="n_queries=0"):
         full.subset(n_queries=0)
+
+
+# -- query ids derived from the text (issue 8 item 1) ---------------------------------------
+
+
+def text_id(text: str) -> str:
+    return "q-" + hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+def test_query_ids_survive_an_insertion_at_the_top(tmp_path: Path) -> None:
+    docs = make_docs(tmp_path)
+    rows = [
+        {"query": "max payload?", "relevant_doc_ids": ["api.md"]},
+        {"query": "how to install", "relevant_doc_ids": ["guides/install.txt"]},
+        {"query": "retention", "relevant_doc_ids": ["security.md"]},
+    ]
+    path = write_jsonl(tmp_path / "evalset.jsonl", rows)
+    before = {q.text: q.id for q in load_evalset(path, docs).queries}
+    write_jsonl(path, [{"query": "a new question", "relevant_doc_ids": ["api.md"]}, *rows])
+    after = {q.text: q.id for q in load_evalset(path, docs).queries}
+    assert {t: after[t] for t in before} == before
+    assert len(set(after.values())) == 4
+    assert before["retention"] == text_id("retention")
+
+
+def test_query_id_ignores_case_width_and_spacing(tmp_path: Path) -> None:
+    docs = make_docs(tmp_path)
+    path = write_jsonl(
+        tmp_path / "evalset.jsonl",
+        # full-width letters, capitals, a tab and a trailing space: the same query
+        [{"query": "Ｍax\tPayload? ", "relevant_doc_ids": ["api.md"]}],
+    )
+    (query,) = load_evalset(path, docs).queries
+    assert query.id == text_id("max payload?")
+    assert query.text == "Ｍax\tPayload? "  # the text itself is what the retriever sees
+
+
+def test_duplicate_texts_get_distinct_stable_ids_and_a_warning(tmp_path: Path) -> None:
+    docs = make_docs(tmp_path)
+    path = write_jsonl(
+        tmp_path / "evalset.jsonl",
+        [
+            {"query": "Max payload?", "relevant_doc_ids": ["api.md"]},
+            {"query": "retention", "relevant_doc_ids": ["security.md"]},
+            {"query": "max  payload?", "relevant_doc_ids": ["api.md"]},
+            {"query": "MAX PAYLOAD?", "relevant_doc_ids": ["api.md"]},
+        ],
+    )
+    base = text_id("max payload?")
+    with pytest.warns(EmbedBenchWarning) as caught:
+        ds = load_evalset(path, docs)
+    assert [q.id for q in ds.queries] == [base, text_id("retention"), f"{base}-2", f"{base}-3"]
+    messages = [str(w.message) for w in caught]
+    assert messages[0] == (
+        f"{path} line 3: query text 'max  payload?' repeats line 1 of evalset.jsonl "
+        f"(ids {base!r} and '{base}-2'); it will count twice: drop one of the lines"
+    )
+    assert messages[1].startswith(f"{path} line 4: query text 'MAX PAYLOAD?' repeats line 1 ")
+    # the same file gives the same ids, byte for byte
+    with pytest.warns(EmbedBenchWarning):
+        again = load_evalset(path, docs)
+    assert [q.id for q in again.queries] == [q.id for q in ds.queries]
+    assert again.fingerprint == ds.fingerprint
+
+
+def test_derived_ids_never_take_a_given_id(tmp_path: Path) -> None:
+    docs = make_docs(tmp_path)
+    taken = text_id("retention")
+    path = write_jsonl(
+        tmp_path / "evalset.jsonl",
+        [
+            {"query": "retention", "relevant_doc_ids": ["security.md"]},
+            {"query_id": taken, "query": "max payload?", "relevant_doc_ids": ["api.md"]},
+        ],
+    )
+    assert [q.id for q in load_evalset(path, docs).queries] == [f"{taken}-2", taken]
+
+
+# -- qrels: header by its text, integral grades (issue 9 item 6) ----------------------------
+
+
+def test_qrels_without_header_keep_their_first_line(beir_folder: Path) -> None:
+    qrels = beir_folder / "qrels" / "test.tsv"
+    qrels.write_text("q1\td1\t2.0\nq1\td4\t0\nq2\td3\t1.0\n")
+    ds = load_dataset(beir_folder)
+    assert dict(ds.qrels["q1"]) == {"d1": 2, "d4": 0}
+    assert dict(ds.qrels["q2"]) == {"d3": 1}
+    assert all(type(g) is int for j in ds.qrels.values() for g in j.values())
+    # every grade 1.0, no header: nothing is dropped
+    qrels.write_text("q1\td1\t1.0\nq2\td3\t1.0\n")
+    assert sum(len(j) for j in load_dataset(beir_folder).qrels.values()) == 2
+
+
+def test_a_fractional_grade_is_an_error_naming_file_line_and_value(beir_folder: Path) -> None:
+    qrels = beir_folder / "qrels" / "test.tsv"
+    qrels.write_text("q1\td1\t1.5\nq2\td3\t1\n")
+    with pytest.raises(DatasetError) as info:
+        load_dataset(beir_folder)
+    assert str(info.value).startswith(
+        f"{qrels} line 1: grade '1.5' is not a whole number; grades must be integers >= 0"
+    )
+    qrels.write_text("query-id\tcorpus-id\tscore\nq1\td1\t1\nq2\td3\tnan\n")
+    with pytest.raises(DatasetError, match=r"test\.tsv line 3: grade 'nan' is not a whole number"):
+        load_dataset(beir_folder)
+
+
+def test_only_the_first_line_can_be_a_header(beir_folder: Path) -> None:
+    qrels = beir_folder / "qrels" / "test.tsv"
+    qrels.write_text("\nquery-id\tcorpus-id\tscore\nq1\td1\t1\n")  # a blank line first is fine
+    assert dict(load_dataset(beir_folder).qrels) == {"q1": {"d1": 1}}
+    qrels.write_text("query-id\tcorpus-id\tscore\nq-id\tc-id\tscore\nq1\td1\t1\n")
+    with pytest.raises(DatasetError, match=r"line 2: score 'score' is not an integer grade"):
+        load_dataset(beir_folder)
+
+
+def test_qrels_with_no_judgement_name_the_file(beir_folder: Path) -> None:
+    qrels = beir_folder / "qrels" / "test.tsv"
+    qrels.write_text("query-id\tcorpus-id\tscore\n\n")
+    with pytest.raises(DatasetError) as info:
+        load_dataset(beir_folder)
+    assert str(info.value).startswith(f"{qrels}: no judgements; write one 'query-id<TAB>")
+
+
+def test_evalset_accepts_integral_float_grades(tmp_path: Path) -> None:
+    docs = make_docs(tmp_path)
+    path = write_jsonl(
+        tmp_path / "evalset.jsonl",
+        [{"query_id": "a", "query": "x", "relevance": {"api.md": 2.0, "security.md": 0.0}}],
+    )
+    assert dict(load_evalset(path, docs).qrels["a"]) == {"api.md": 2, "security.md": 0}
+    write_jsonl(path, [{"query_id": "a", "query": "x", "relevance": {"api.md": 1.5}}])
+    with pytest.raises(DatasetError, match=r"line 1: grade 1.5 for 'api.md' must be an integer"):
+        load_evalset(path, docs)
+
+
+# -- Unicode normalisation (issue 9 item 6) -------------------------------------------------
+
+
+def test_nfd_file_name_matches_nfc_evalset_id(tmp_path: Path) -> None:
+    nfc, nfd = unicodedata.normalize("NFC", "café.txt"), unicodedata.normalize("NFD", "café.txt")
+    assert nfc != nfd
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / nfd).write_text("The café opens at eight.\n")  # as macOS writes names
+    path = write_jsonl(
+        tmp_path / "evalset.jsonl",
+        [{"query_id": unicodedata.normalize("NFD", "qé"), "query": "x", "relevant_doc_ids": [nfc]}],
+    )
+    ds = load_evalset(path, docs)
+    assert [d.id for d in ds.documents] == [nfc]
+    assert [q.id for q in ds.queries] == [unicodedata.normalize("NFC", "qé")]
+    # and the other way round: an NFD id in the eval set finds the document too
+    write_jsonl(path, [{"query_id": "a", "query": "x", "relevance": {nfd: 1}}])
+    assert dict(load_evalset(path, docs).qrels["a"]) == {nfc: 1}
+
+
+def test_beir_ids_are_nfc(beir_folder: Path) -> None:
+    nfc, nfd = unicodedata.normalize("NFC", "dé"), unicodedata.normalize("NFD", "dé")
+    write_jsonl(beir_folder / "corpus.jsonl", [{"_id": nfc, "text": "an accent"}])
+    write_jsonl(beir_folder / "queries.jsonl", [{"_id": "q1", "text": "accent"}])
+    (beir_folder / "qrels" / "test.tsv").write_text(f"q1\t{nfd}\t1\n")
+    assert dict(load_dataset(beir_folder).qrels["q1"]) == {nfc: 1}
+
+
+# -- documents folder rough edges (issue 8 item 9) ------------------------------------------
+
+
+def test_skipped_file_types_are_counted_in_a_warning(tmp_path: Path) -> None:
+    docs = make_docs(tmp_path)
+    (docs / "manual.pdf").write_bytes(b"%PDF-1.4")
+    (docs / "guides" / "setup.pdf").write_bytes(b"%PDF-1.4")
+    (docs / "notes.docx").write_bytes(b"PK")
+    (docs / "LICENSE").write_text("MIT")
+    (docs / ".git").mkdir()
+    (docs / ".git" / "HEAD").write_text("ref")  # hidden folders are not worth a word
+    path = write_jsonl(tmp_path / "evalset.jsonl", [{"query": "x", "relevant_doc_ids": ["api.md"]}])
+    with pytest.warns(EmbedBenchWarning) as caught:
+        ds = load_evalset(path, docs)
+    assert [str(w.message) for w in caught] == [
+        f"{docs}: 4 file(s) skipped, of types the loader does not read "
+        "((no extension) 1, .docx 1, .pdf 2); only .txt, .md documents are loaded: "
+        "convert the files to include them"
+    ]
+    assert len(ds.documents) == 3
+
+
+def test_evalset_naming_an_unread_file_says_so(tmp_path: Path) -> None:
+    docs = make_docs(tmp_path)
+    (docs / "manual.pdf").write_bytes(b"%PDF-1.4")
+    (docs / ".hidden.md").write_text("secret")
+    (docs / "empty.md").write_text("  \n")
+    path = tmp_path / "evalset.jsonl"
+    write_jsonl(path, [{"query": "x", "relevant_doc_ids": ["manual.pdf"]}])
+    with pytest.raises(DatasetError) as info, pytest.warns(EmbedBenchWarning):
+        load_evalset(path, docs)
+    assert str(info.value) == (
+        f"{path} line 1: document 'manual.pdf' is in {docs} but is not read: only .txt, .md "
+        "documents are loaded; convert it to one of those or drop it from this line"
+    )
+    write_jsonl(path, [{"query": "x", "relevant_doc_ids": [".hidden.md"]}])
+    with pytest.raises(DatasetError, match=r"'.hidden.md' is in .* but is a hidden file"):
+        with pytest.warns(EmbedBenchWarning):
+            load_evalset(path, docs)
+    write_jsonl(path, [{"query": "x", "relevant_doc_ids": ["empty.md"]}])
+    with pytest.raises(DatasetError, match=r"'empty.md' is in .* but is empty"):
+        with pytest.warns(EmbedBenchWarning):
+            load_evalset(path, docs)
+
+
+def test_split_on_an_evalset_is_an_error_naming_it(tmp_path: Path) -> None:
+    make_docs(tmp_path)
+    path = write_jsonl(tmp_path / "evalset.jsonl", [{"query": "x", "relevant_doc_ids": ["api.md"]}])
+    assert len(load_dataset(tmp_path, split="test")) == 1  # the default is its one split
+    for target in (tmp_path, path):
+        with pytest.raises(DatasetError) as info:
+            load_dataset(target, split="dev")
+        assert str(info.value).startswith(
+            f"{path}: split='dev' does not apply to an eval set, which has one split ('test')"
+        )
+
+
+def test_dataset_not_found_states_the_location_rules(tmp_path: Path) -> None:
+    docs = make_docs(tmp_path)
+    write_jsonl(tmp_path / "evalset.jsonl", [{"query": "x", "relevant_doc_ids": ["api.md"]}])
+    rules = "a folder holding evalset.jsonl (documents: docs= if given, else its docs/ subfolder"
+    # pointed at the documents folder instead of the folder holding the eval set
+    with pytest.raises(DatasetError) as info:
+        load_dataset(docs)
+    message = str(info.value)
+    assert f"looked for {docs / 'corpus.jsonl'} (BEIR, with qrels/test.tsv) and " in message
+    assert rules in message
+    assert message.endswith(
+        f"{tmp_path / 'evalset.jsonl'} exists: point the dataset at {tmp_path}."
+    )
+    # an eval set under another name
+    other = tmp_path / "other"
+    other.mkdir()
+    write_jsonl(other / "eval-v2.jsonl", [])
+    with pytest.raises(DatasetError) as info:
+        load_dataset(other)
+    assert str(info.value).endswith(
+        f"Found ['eval-v2.jsonl'] in {other}: point the dataset at one of these files."
+    )
+    # a typo in the file name: the eval sets beside it are named
+    with pytest.raises(DatasetError, match=r"no such dataset .* Found \['eval-v2.jsonl'\] in "):
+        load_dataset(other / "eval-v2.json")
+    with pytest.raises(DatasetError, match=rf"no such dataset folder .*{rules[:30]}"):
+        load_dataset(tmp_path / "missing")
+    # a .jsonl eval set without a docs/ folder beside it
+    with pytest.raises(DatasetError, match=r"documents folder not found .* docs/ folder beside"):
+        load_dataset(other / "eval-v2.jsonl")

@@ -61,7 +61,10 @@ def test_record_then_rerun_passes(gated: pytest.Pytester, mode: list[str]) -> No
     first = gated.runpytest(*mode)
     first.assert_outcomes(passed=1)
     first.stdout.fnmatch_lines(
-        ["1 test has no baseline; re-run with --embedbench-update-baseline*"]
+        [
+            "1 test has no baseline (looked for *.embedbench?baseline.json, which does not exist); "
+            "re-run with --embedbench-update-baseline*"
+        ]
     )
     recorded = gated.runpytest("--embedbench-update-baseline", *mode)
     recorded.assert_outcomes(passed=1)

@@ -18,6 +18,7 @@ from . import hookspec
 from .config import (
     PRIORITIES,
     Options,
+    find_config,
     parse_int,
     parse_models_option,
     parse_positive_int,
@@ -45,7 +46,7 @@ _INI: list[tuple[str, str, str]] = [  # name, help, "bool" or "string"
     ("embedbench_seed", "seed of every random choice (bootstrap)", "string"),
     ("embedbench_bootstrap", "bootstrap resamples per interval (default 10000)", "string"),
     ("embedbench_thresholds", "YAML file of metric thresholds", "string"),
-    ("embedbench_baseline", "baseline file (default .embedbench/baseline.json)", "string"),
+    ("embedbench_baseline", "baseline file, relative to the ini file's folder", "string"),
     ("embedbench_priority", f"recommendation priority: {', '.join(PRIORITIES)}", "string"),
     ("embedbench_reference", "model the table compares every other model with", "string"),
 ]
@@ -83,7 +84,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--embedbench-baseline",
         metavar="PATH",
-        help="baseline file (default: .embedbench/baseline.json under the rootdir)",
+        help="baseline file (default: .embedbench/baseline.json in the folder of the ini file, "
+        "else of embedbench.yaml, else the rootdir)",
     )
     group.addoption(
         "--embedbench-update-baseline",
@@ -176,6 +178,27 @@ def build_options(config: pytest.Config) -> Options:
     )
 
 
+def project_dir(config: pytest.Config, options: Options) -> Path:
+    """The folder the default baseline (``.embedbench/baseline.json``) lives in and its entry
+    keys are relative to: the ini file's folder, else the folder of embedbench.yaml (the one
+    ``--embedbench-config`` names, or the nearest to the first path given), else the rootdir.
+
+    Without an ini file pytest's rootdir follows the folder it starts in, so ``pytest myproj``
+    from the parent folder must not look for the baseline in the parent. The ini file comes
+    first because, when there is one, it is already the rootdir that baselines were keyed by.
+    """
+    if config.inipath is not None:
+        return config.inipath.parent.resolve()
+    if options.config is not None:
+        return options.config.parent.resolve()
+    for arg in config.args:
+        path = Path(config.invocation_params.dir, str(arg).split("::", 1)[0])
+        found = find_config(path if path.is_dir() else path.parent, config.rootpath)
+        if found is not None:
+            return found.parent.resolve()
+    return config.rootpath
+
+
 def _is_worker(config: pytest.Config) -> bool:
     return hasattr(config, "workerinput")
 
@@ -192,7 +215,9 @@ def pytest_configure(config: pytest.Config) -> None:
     if options.verbosity >= 0 and not _is_worker(config):
         progress = ProgressPrinter(lambda line: _write_outside_capture(config, line))
     try:
-        session = EmbedBenchSession(options, config.rootpath, progress=progress)
+        session = EmbedBenchSession(
+            options, config.rootpath, progress=progress, project_dir=project_dir(config, options)
+        )
     except EmbedBenchError as exc:
         raise pytest.UsageError(str(exc)) from None
     config.stash[SESSION_KEY] = session

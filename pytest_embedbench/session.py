@@ -83,9 +83,13 @@ class EmbedBenchSession:
         rootdir: Path,
         *,
         progress: Callable[[str, int, int], None] | None = None,
+        project_dir: Path | None = None,
     ) -> None:
         self.options = options
         self.rootdir = rootdir
+        #: the folder the default baseline lives in and its entries' test paths are relative
+        #: to, whatever folder pytest starts in (see ``plugin.project_dir``)
+        self.project_dir = project_dir or rootdir
         self.progress = progress
         self._evaluator: Evaluator | None = None
         self._configs: dict[Path | None, ProjectConfig] = {}
@@ -100,7 +104,8 @@ class EmbedBenchSession:
         self.records: dict[str, dict[str, Any]] = {}
         #: node ids of every collected test (before deselection), to find orphaned baselines
         self.collected: set[str] = set()
-        self.baseline = BaselineFile.load(options.baseline or rootdir / DEFAULT_BASELINE)
+        self.baseline = BaselineFile.load(options.baseline or self.project_dir / DEFAULT_BASELINE)
+        self._dataset_parts: dict[str, dict[str, Any]] = {}
         #: lines for the end of the summary (what was written, what to do next)
         self.summary_notes: list[str] = []
         self._machine: str | None = None
@@ -331,10 +336,42 @@ class EmbedBenchSession:
             "error": _describe(error) if error is not None else None,
             "result": result.to_dict(per_query=True) if result is not None else None,
             "settings_fingerprint": self._settings_fingerprint(case, result),
+            "settings": _settings(case, result),
+            "dataset_parts": self.dataset_parts(case) if result is not None else None,
             "machine_fingerprint": self.machine_fingerprint,
             "reference": case.reference,
             "baseline": None,
         }
+        if result is not None:  # the latency gate compares distributions, not two percentiles
+            latency = self.records[nodeid]["result"]["latency"]
+            latency["per_query_ms"] = [float(v) for v in result.latency.per_query_ms]
+
+    def dataset_parts(self, case: Case) -> dict[str, Any]:
+        """Size and fingerprint of each part of the case's dataset, so a baseline comparison
+        can say which part changed (documents, queries or judgements)."""
+        key = case.dataset_key
+        if key not in self._dataset_parts:
+            ds = self.dataset(case.dataset)
+
+            def digest(rows: Iterable[tuple[str, ...]]) -> str:
+                h = hashlib.sha256()
+                for row in sorted(rows):
+                    h.update(json.dumps(row).encode())
+                return h.hexdigest()[:12]
+
+            judgements = [(q, d, str(g)) for q, docs in ds.qrels.items() for d, g in docs.items()]
+            self._dataset_parts[key] = {
+                "documents": {
+                    "count": len(ds.documents),
+                    "fingerprint": digest((d.id, d.title, d.text) for d in ds.documents),
+                },
+                "queries": {
+                    "count": len(ds.queries),
+                    "fingerprint": digest((q.id, q.text) for q in ds.queries),
+                },
+                "judgements": {"count": len(judgements), "fingerprint": digest(judgements)},
+            }
+        return self._dataset_parts[key]
 
     @staticmethod
     def _settings_fingerprint(case: Case, result: RetrievalResult | None) -> str:
@@ -370,10 +407,11 @@ class EmbedBenchSession:
         settings = case.gate.for_test(test, case.model.short_name, case.marker_gate)
         outcome = gate(
             record,
-            self.baseline.entries.get(nodeid),
+            self.baseline.entries.get(self.baseline_key(nodeid)),
             settings,
             seed=self.options.seed,
             n_resamples=self.options.bootstrap,
+            query_texts={q.id: q.text for q in self.dataset(case.dataset).queries},
         )
         record["baseline"] = outcome.to_dict()
         return failures + outcome.failures
@@ -471,10 +509,11 @@ class EmbedBenchSession:
         for nodeid, record in sorted(self.records.items()):
             if record.get("result") is None:
                 continue
-            exists = nodeid in self.baseline.entries
+            key = self.baseline_key(nodeid)
+            exists = key in self.baseline.entries
             if exists and mode == "new":
                 continue
-            self.baseline.entries[nodeid] = entry_from_record(record)
+            self.baseline.entries[key] = entry_from_record(record)
             replaced += exists
             added += not exists
         if added or replaced:
@@ -484,18 +523,49 @@ class EmbedBenchSession:
             f"{replaced} replaced (mode {mode!r})"
         ]
 
+    def baseline_key(self, nodeid: str) -> str:
+        """The baseline entry key of a node id: its file relative to :attr:`project_dir`, so
+        ``pytest myproj`` from the parent folder finds the entries ``pytest`` in ``myproj``
+        recorded (node ids are relative to the rootdir, which follows the start folder)."""
+        path, sep, rest = nodeid.partition("::")
+        try:
+            relative = (self.rootdir / path).resolve().relative_to(self.project_dir.resolve())
+        except ValueError:  # a test outside the project folder keeps its node id
+            return nodeid
+        return relative.as_posix() + sep + rest
+
     def baseline_notices(self) -> list[str]:
         """What the user should know about the baseline, ending with what to do next."""
         lines: list[str] = []
         records = [r for r in self.records.values() if r.get("result") is not None]
-        missing = [r for r in records if (r.get("baseline") or {}).get("status") == "missing"]
+        outcomes = [
+            (r["nodeid"], r.get("baseline") or {})
+            for r in sorted(records, key=lambda r: r["nodeid"])
+        ]
+        for nodeid, outcome in outcomes:  # changed inputs are always worth a line
+            if outcome.get("changes") and outcome.get("status") != "missing":
+                lines.append(
+                    f"{nodeid}: compared with a baseline of other inputs: "
+                    + "; ".join(outcome["changes"])
+                )
+        for nodeid, outcome in outcomes:
+            lines.extend(
+                f"{nodeid}: {w} (a warning: the test passed)" for w in outcome.get("warnings", [])
+            )
+        missing = [o for _, o in outcomes if o.get("status") == "missing"]
         if self.options.update_baseline is None and missing:
+            path = self.baseline.path
+            looked = (
+                f"no entry for {'them' if len(missing) != 1 else 'it'} in {path}"
+                if path.is_file()
+                else f"looked for {path}, which does not exist"
+            )
             lines.append(
-                f"{len(missing)} test{'s have' if len(missing) != 1 else ' has'} no baseline; "
-                "re-run with --embedbench-update-baseline to record "
+                f"{len(missing)} test{'s have' if len(missing) != 1 else ' has'} no baseline "
+                f"({looked}); re-run with --embedbench-update-baseline to record "
                 f"{'them' if len(missing) != 1 else 'it'}"
             )
-        skipped = sorted({n for r in records for n in (r.get("baseline") or {}).get("notes", [])})
+        skipped = sorted({n for _, o in outcomes for n in o.get("notes", [])})
         lines.extend(skipped)
         orphans = self.orphaned_entries()
         if orphans:
@@ -508,17 +578,39 @@ class EmbedBenchSession:
         return lines
 
     def orphaned_entries(self) -> list[str]:
-        """Baseline entries whose test is gone: its file is missing, or was collected without
-        it."""
-        files = {nodeid.split("::", 1)[0] for nodeid in self.collected}
+        """Baseline entries whose test function is gone: its file is missing, or the file was
+        collected without that function.
+
+        Parametrisation is ignored: an entry of a model left out by ``--embedbench-models``
+        (or of a test deselected by ``-k``/``-m``) still has its function, so it is no orphan.
+        """
+        collected = {_function(self.baseline_key(nodeid)) for nodeid in self.collected}
+        files = {key.split("::", 1)[0] for key in collected}
         orphans = []
-        for nodeid in sorted(self.baseline.entries):
-            path = nodeid.split("::", 1)[0]
-            if not (self.rootdir / path).exists():
-                orphans.append(nodeid)
-            elif path in files and nodeid not in self.collected:
-                orphans.append(nodeid)
+        for key in sorted(self.baseline.entries):
+            path = key.split("::", 1)[0]
+            if not (self.project_dir / path).exists():
+                orphans.append(key)
+            elif path in files and _function(key) not in collected:
+                orphans.append(key)
         return orphans
+
+
+def _function(nodeid: str) -> str:
+    """A node id without its parameters: ``t.py::test_x[bm25]`` -> ``t.py::test_x``."""
+    head, sep, last = nodeid.rpartition("::")
+    return head + sep + last.split("[", 1)[0]
+
+
+def _settings(case: Case, result: RetrievalResult | None) -> dict[str, Any]:
+    """What the settings fingerprint summarises, kept so a change can be named: spec, the
+    options that change numbers, k, and what the loaded provider applied."""
+    from .providers.base import _NO_NUMBERS
+
+    options = {k: v for k, v in case.model.options.items() if k not in _NO_NUMBERS}
+    applied = result.model_info.get("settings", {}) if result is not None else {}
+    raw = {"spec": case.model.spec, "options": options, "k": list(case.k), "applied": applied}
+    return json.loads(json.dumps(raw, sort_keys=True, default=repr))
 
 
 def _describe(error: BaseException) -> str:

@@ -31,6 +31,7 @@ __all__ = [
     "bootstrap_interval",
     "compare_scores",
     "holm",
+    "minimum_detectable_effect",
     "paired_bootstrap",
 ]
 
@@ -269,6 +270,31 @@ def paired_bootstrap(
     return bootstrap(
         arr_a - arr_b, n_resamples=n_resamples, level=level, seed=seed, strata=strata, name=name
     )
+
+
+def minimum_detectable_effect(
+    diff: Sequence[float] | np.ndarray, *, alpha: float = 0.05, power: float = 0.8
+) -> float:
+    """The smallest mean difference a paired test over these queries detects with ``power``.
+
+    Normal approximation to the paired bootstrap (whose percentile interval of the mean tends
+    to mean ± z·SE), two-sided at ``alpha``::
+
+        MDE = (z[1 - alpha/2] + z[power]) · sd(d) / sqrt(n)
+
+    with ``d`` the per-query differences (current - baseline), ``sd`` their sample standard
+    deviation (ddof=1) and ``n`` their number; at alpha 0.05 and 80% power the factor is
+    1.960 + 0.842 = 2.802 (Cohen, *Statistical Power Analysis*, 1988, ch. 2; van Belle,
+    *Statistical Rules of Thumb*, 2.3). A drop smaller than this is likely to be missed, so a
+    non-significant drop says little unless the MDE is below the tolerance. NaN under 2 queries.
+    """
+    from scipy.stats import norm
+
+    arr = np.asarray(diff, dtype=np.float64)
+    if len(arr) < 2:
+        return math.nan
+    factor = float(norm.ppf(1.0 - alpha / 2.0) + norm.ppf(power))
+    return factor * float(arr.std(ddof=1)) / math.sqrt(len(arr))
 
 
 TESTS = ("bootstrap", "t", "randomization")

@@ -109,6 +109,8 @@ def _delta(entry: Mapping[str, Any] | None, significant: bool) -> str:
     text = f"{entry['difference']:+.4f} [{entry['low']:+.3f}, {entry['high']:+.3f}]"
     if significant:
         text += " worse" if entry["high"] < 0 else " better"
+    elif entry.get("inconclusive"):  # a drop beyond the tolerance the eval set cannot confirm
+        text += " inconclusive"
     return text
 
 

@@ -61,7 +61,10 @@ def test_record_then_rerun_passes(gated: pytest.Pytester, mode: list[str]) -> No
     first = gated.runpytest(*mode)
     first.assert_outcomes(passed=1)
     first.stdout.fnmatch_lines(
-        ["1 test has no baseline; re-run with --embedbench-update-baseline*"]
+        [
+            "1 test has no baseline (looked for *.embedbench?baseline.json, which does not exist); "
+            "re-run with --embedbench-update-baseline*"
+        ]
     )
     recorded = gated.runpytest("--embedbench-update-baseline", *mode)
     recorded.assert_outcomes(passed=1)
@@ -181,3 +184,143 @@ def test_gate_settings_from_marker_and_bad_baseline(gated: pytest.Pytester) -> N
     bad.stderr.fnmatch_lines(["*baseline.json line 1: not valid JSON*"])
     typo = gated.runpytest("--embedbench-baseline", "other.json")
     typo.assert_outcomes(passed=1)  # another (absent) baseline file: nothing to gate
+
+
+def make_docs_project(root, stubs: int = 0) -> None:
+    """A documents folder and an eval set (the README's format), 15 topics; the first
+    ``stubs`` documents replaced by a stub line, as a broken export would leave them."""
+    docs = root / "help" / "docs"
+    docs.mkdir(parents=True, exist_ok=True)
+    lines = []
+    for i, word in enumerate(WORDS[:15]):
+        text = f"# {word}\n\nHow the {word} feature works and how to set up {word} for a team.\n"
+        (docs / f"{word}.md").write_text("Stub.\n" if i < stubs else text)
+        lines.append(
+            json.dumps({"query": f"how do I set up {word}", "relevant_doc_ids": [f"{word}.md"]})
+        )
+    (root / "help" / "evalset.jsonl").write_text("\n".join(lines) + "\n")
+
+
+DOCS_TEST = """
+import pytest
+
+@pytest.mark.embedbench(dataset="help", models=["bm25"])
+def test_help_search(retrieval):
+    pass
+"""
+
+
+@pytest.mark.parametrize("choice", ["default", "fail"])
+def test_stubbed_documents_are_never_a_silent_pass(pytester: pytest.Pytester, choice: str) -> None:
+    """Issue 8 item 2: three documents replaced by stubs dropped nDCG@10 by 0.2 and the gate
+    said "passed". It must warn that the drop is inconclusive, or fail with inconclusive: fail."""
+    make_docs_project(pytester.path)
+    gate = "gate: {inconclusive: fail}\n" if choice == "fail" else ""
+    pytester.makefile(".yaml", embedbench="datasets:\n  help: {path: help}\n" + gate)
+    pytester.makeini("[pytest]\nembedbench_cache_dir = .cache-embedbench\n")
+    pytester.makepyfile(test_help=DOCS_TEST)
+    pytester.runpytest("--embedbench-update-baseline").assert_outcomes(passed=1)
+    make_docs_project(pytester.path, stubs=3)
+    result = pytester.runpytest("--embedbench-json", "r.json")
+    outcome = json.loads((pytester.path / "r.json").read_text())["tests"][0]["baseline"]
+    assert outcome["status"] == "inconclusive"
+    text = result.stdout.str()
+    assert "ndcg@10 inconclusive: baseline 1.0000, current 0.8000" in text
+    assert "the smallest drop these 15 queries can detect is about 0." in text
+    # the lost queries are named with their text, and the changed part of the dataset too
+    assert "lost most: " in text and '"how do I set up zora"' in text
+    assert "the dataset changed: documents.fingerprint" in text
+    if choice == "fail":
+        result.assert_outcomes(failed=1)
+        result.stdout.fnmatch_lines(["*(gate: inconclusive: fail)*"])
+    else:
+        result.assert_outcomes(passed=1)
+        result.stdout.fnmatch_lines(
+            [
+                "bm25 *-0.2000 ?-0.*, +0.000? inconclusive*passed*",
+                "test_help.py::test_help_search?bm25?: compared with a baseline of other "
+                "inputs: the dataset changed: documents.fingerprint *",
+                "test_help.py::test_help_search?bm25?: ndcg@10 inconclusive: *(a warning: the "
+                "test passed)",
+            ]
+        )
+
+
+def test_changed_settings_are_named_in_the_terminal(gated: pytest.Pytester) -> None:
+    write_test(gated, "bm25")
+    gated.runpytest("--embedbench-update-baseline").assert_outcomes(passed=1)
+    write_test(gated, "bm25", ", k1=1.2")
+    result = gated.runpytest()
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "test_gate.py::test_search?prod?: compared with a baseline of other inputs: the "
+            "settings changed: *options.k1 'unset' -> 1.2*"
+        ]
+    )
+
+
+def test_the_baseline_is_found_from_the_parent_folder(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 8 item 7: ``pytest myproj`` from the parent folder said "1 test has no baseline"."""
+    project = pytester.path / "myproj"
+    make_docs_project(project)
+    (project / "embedbench.yaml").write_text("datasets:\n  help: {path: help}\n")
+    (project / "test_help.py").write_text(DOCS_TEST)
+    monkeypatch.chdir(project)  # no ini file: pytest's rootdir is where it starts
+    missing = pytester.runpytest("--embedbench-no-cache", "-p", "no:cacheprovider")
+    missing.assert_outcomes(passed=1)
+    where = project / ".embedbench" / "baseline.json"
+    missing.stdout.fnmatch_lines([f"1 test has no baseline (looked for {where}, which does not*"])
+    recorded = pytester.runpytest(
+        "--embedbench-update-baseline", "--embedbench-no-cache", "-p", "no:cacheprovider"
+    )
+    recorded.assert_outcomes(passed=1)
+    assert where.is_file()
+    monkeypatch.chdir(pytester.path)
+    result = pytester.runpytest(
+        "myproj", "--embedbench-no-cache", "-p", "no:cacheprovider", "--embedbench-json", "r.json"
+    )
+    result.assert_outcomes(passed=1)
+    assert "no baseline" not in result.stdout.str()
+    report = json.loads((pytester.path / "r.json").read_text())
+    assert report["tests"][0]["nodeid"] == "myproj/test_help.py::test_help_search[bm25]"
+    assert report["tests"][0]["baseline"]["status"] == "passed"
+    # recording from the parent folder updates the same file and the same entry
+    pytester.runpytest(
+        "myproj", "--embedbench-update-baseline", "--embedbench-no-cache", "-p", "no:cacheprovider"
+    ).stdout.fnmatch_lines([f"baseline {where}: 0 entries added, 1 replaced*"])
+    assert list(json.loads(where.read_text())["entries"]) == [
+        "test_help.py::test_help_search[bm25]"
+    ]
+    assert not (pytester.path / ".embedbench").exists()
+
+
+TWO_MODELS = """
+import pytest
+
+@pytest.mark.embedbench(dataset="topics", models=["bm25", "hashing:h"])
+def test_search(retrieval):
+    pass
+
+@pytest.mark.embedbench(dataset="topics", models=["bm25"])
+def test_{other}(retrieval):
+    pass
+"""
+
+
+def test_deselected_or_filtered_tests_are_not_orphans(gated: pytest.Pytester) -> None:
+    """Issue 8 item 8: --embedbench-models=bm25 called the other model's entry an orphan."""
+    gated.makepyfile(test_two=TWO_MODELS.format(other="more"))
+    gated.runpytest("--embedbench-update-baseline").assert_outcomes(passed=3)
+    for args in (["--embedbench-models=bm25"], ["-k", "bm25"], ["-k", "test_more"]):
+        result = gated.runpytest(*args)
+        assert result.ret == 0
+        assert "no longer exist" not in result.stdout.str(), args
+    # a test function that is gone is an orphan, whatever the selection
+    gated.makepyfile(test_two=TWO_MODELS.format(other="renamed"))
+    result = gated.runpytest("--embedbench-models=bm25")
+    result.stdout.fnmatch_lines(
+        ["1 baseline entry belongs to tests that no longer exist: test_two.py::test_more?bm25?"]
+    )

@@ -31,6 +31,7 @@ __all__ = [
     "RSSSampler",
     "Timings",
     "latency_passes",
+    "load_average",
     "quantile_interval",
     "thread_settings",
 ]
@@ -218,7 +219,8 @@ class RSSSampler:
         return max(0, self.peak_bytes - self.start_bytes) / (1024 * 1024)
 
 
-def _loadavg() -> list[float] | None:
+def load_average() -> list[float] | None:
+    """The 1, 5 and 15-minute load averages (None where the system has none)."""
     try:
         return [round(x, 2) for x in os.getloadavg()]
     except (AttributeError, OSError):  # not on Windows
@@ -286,7 +288,7 @@ class LoadMonitor:
         import psutil
 
         self.cpus = psutil.cpu_count() or 1
-        self.loadavg_before = _loadavg()
+        self.loadavg_before = load_average()
         self._proc = psutil.Process()
         self._system0 = psutil.cpu_times()
         self._own0 = self._proc.cpu_times()
@@ -300,7 +302,7 @@ class LoadMonitor:
         system = _busy_seconds(psutil.cpu_times()) - _busy_seconds(self._system0)
         own_times = self._proc.cpu_times()
         own = (own_times.user - self._own0.user) + (own_times.system - self._own0.system)
-        self.loadavg_after = _loadavg()
+        self.loadavg_after = load_average()
         if self.wall_s >= self.min_wall_s:
             self.own_cpus = round(max(0.0, own) / self.wall_s, 3)
             self.others_cpus = round(max(0.0, system - own) / self.wall_s, 3)

@@ -225,6 +225,12 @@ def render_tables(
                     f"{c['accuracy']:.3f} + {w['speed']:.2f} x speed {c['speed']:.3f} + "
                     f"{w['cost']:.2f} x cost {c['cost']:.3f}{mark}"
                 )
+            tied = [tier for tier in rec.get("speed_tiers", []) if len(tier) > 1]
+            if tied:
+                lines.append(
+                    "  equally fast (overlapping p95 intervals): "
+                    + "; ".join(" = ".join(tier) for tier in tied)
+                )
         lines.append("")
     if lines:
         legend = "* best in column; nDCG@10 shows its 95% bootstrap interval over queries"

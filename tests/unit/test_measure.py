@@ -132,7 +132,13 @@ def _row(model: str, ndcg: float, latencies_ms: np.ndarray, spec: str = "hf:x") 
         "model": model,
         "spec": spec,
         "status": "passed",
-        "result": {"metrics": {"ndcg@10": {"value": ndcg}}, "latency": latency, "cost": {}},
+        "result": {
+            "metrics": {"ndcg@10": {"value": ndcg, "low": ndcg, "high": ndcg}},
+            "latency": latency,
+            "cost": {},
+            "queries": len(latencies_ms),
+            "documents": 1000,
+        },
     }
 
 
@@ -167,6 +173,11 @@ def test_balanced_pick_does_not_follow_latency_noise() -> None:
         assert rec["components"]["dense-a"]["speed"] == rec["components"]["dense-b"]["speed"]
         assert rec["components"]["bm25"]["speed"] == 1.0
         assert rec["picks"]["speed"]["model"] == "bm25"
+    records = [{"nodeid": f"t[{row['model']}]", "dataset": "d", **row} for row in first]
+    table = render_tables(records, recommendations={"d": recommend(first)})
+    assert any(
+        "equally fast (overlapping p95 intervals): dense-a = dense-b" in line for line in table
+    )
 
 
 def test_separated_latencies_are_not_ties() -> None:

@@ -77,6 +77,7 @@ class Options:
     update_baseline: str | None = None  # None, "all" or "new"
     priority: str = "balanced"
     reference: str | None = None
+    latency_passes: int = 3  # timed passes over the queries (measure.DEFAULT_LATENCY_PASSES)
 
 
 def parse_update_mode(value: str) -> str:

@@ -7,6 +7,7 @@ Usage::
     result = evaluate("hf:sentence-transformers/all-MiniLM-L6-v2", "../shared/data/scifact")
     result.ndcg10                  # Estimate: 0.645 [0.61, 0.68] n=300
     result.recall(100), result.latency.p95_ms, result.timings.document_embedding_s
+    result.added_rss_mb            # what this model added to the process's memory
 
 An :class:`Evaluator` keeps loaded models and the embedding cache between calls, so a notebook
 or a pytest session loads each model once::
@@ -30,7 +31,15 @@ import numpy as np
 from .cache import CacheStats, EmbeddingCache
 from .datasets import RetrievalDataset, load_dataset
 from .exceptions import ConfigError, MetricError
-from .measure import LatencyStats, RSSSampler, Timings
+from .measure import (
+    DEFAULT_LATENCY_PASSES,
+    LatencyStats,
+    LoadMonitor,
+    RSSSampler,
+    Timings,
+    latency_passes,
+    thread_settings,
+)
 from .metrics import METRICS, compute, grade_matrix, parse_metric
 from .providers.base import BuildStats, ModelSpec, Provider, create_provider
 from .stats import DEFAULT_RESAMPLES, Estimate, bootstrap, paired_bootstrap
@@ -53,6 +62,12 @@ class RetrievalResult:
 
     ``documents_per_s`` counts only documents actually embedded (NaN when every document came
     from the cache); for lexical models it is the indexing rate.
+
+    Memory: ``added_rss_mb`` is what this model added (peak RSS during its evaluation, model
+    load included, minus the RSS at its start; for a server-side model such as Ollama, the
+    server's resident size); ``process_peak_rss_mb`` is this process's peak RSS during the
+    evaluation, which includes what earlier models left resident. ``environment`` holds the
+    thread settings and the CPU load while the queries were timed.
     """
 
     def __init__(
@@ -69,6 +84,9 @@ class RetrievalResult:
         documents_per_s: float,
         peak_rss_mb: float,
         cache: CacheStats,
+        added_rss_mb: float = math.nan,
+        start_rss_mb: float = math.nan,
+        environment: Mapping[str, Any] | None = None,
         model_info: Mapping[str, Any],
         seed: int,
         n_resamples: int,
@@ -95,6 +113,12 @@ class RetrievalResult:
         self.peak_rss_mb = peak_rss_mb
         #: this process's peak RSS when ``peak_rss_mb`` is a server's resident size
         self.process_peak_rss_mb = peak_rss_mb
+        #: peak RSS during this evaluation minus the RSS at its start (what this model added)
+        self.added_rss_mb = added_rss_mb
+        #: this process's RSS when the evaluation started
+        self.start_rss_mb = start_rss_mb
+        #: thread settings and CPU load while the queries were timed (see measure.py)
+        self.environment: dict[str, Any] = dict(environment or {})
         self.cache = cache
         self.model_info = dict(model_info)
         self.seed = seed
@@ -276,6 +300,10 @@ class RetrievalResult:
             "timings": self.timings.to_dict(),
             "documents_per_s": self.documents_per_s,
             "peak_rss_mb": self.peak_rss_mb,
+            "added_rss_mb": self.added_rss_mb,
+            "process_peak_rss_mb": self.process_peak_rss_mb,
+            "start_rss_mb": self.start_rss_mb,
+            "environment": self.environment,
             "cache": {
                 "hits": self.cache.hits,
                 "misses": self.cache.misses,
@@ -287,6 +315,9 @@ class RetrievalResult:
             "seed": self.seed,
         }
         if per_query:
+            out["latency"]["per_query_ms"] = dict(
+                zip(self.query_ids, self.latency.per_query_ms.tolist(), strict=True)
+            )
             out["per_query"] = {
                 name: dict(zip(self.query_ids, self.per_query(name).tolist(), strict=True))
                 for name in self.metrics()
@@ -313,6 +344,9 @@ class Evaluator:
 
     ``cache`` is True (the default folder), False, a folder, or an EmbeddingCache.
     ``progress(stage, done, total)`` is called while documents are embedded and queries run.
+    ``latency_passes`` timed passes over the queries (after one untimed warm-up query) give
+    each query's latency as its median over the passes; only the first pass's rankings are
+    scored, and large query sets get fewer passes (see :func:`~.measure.latency_passes`).
     """
 
     def __init__(
@@ -324,7 +358,13 @@ class Evaluator:
         n_resamples: int = DEFAULT_RESAMPLES,
         level: float = 0.95,
         progress: Progress | None = None,
+        latency_passes: int = DEFAULT_LATENCY_PASSES,
     ) -> None:
+        if isinstance(latency_passes, bool) or not isinstance(latency_passes, int):
+            raise ConfigError(f"latency_passes={latency_passes!r}: give an integer >= 1")
+        if latency_passes < 1:
+            raise ConfigError(f"latency_passes={latency_passes!r}: give an integer >= 1")
+        self.latency_passes = latency_passes
         self.k = _normalise_k(k)
         self.cache = EmbeddingCache.open(cache)
         self.seed = int(seed)
@@ -387,18 +427,27 @@ class Evaluator:
             embed_before, search_before = retriever.query_embedding_s, retriever.search_s
             rankings: list[list[str]] = []
             scores: list[list[float]] = []
-            latencies = np.empty(len(queries))
-            for i, query in enumerate(queries):
-                t0 = time.perf_counter()
-                ids, sc = retriever.search(query.text, depth)  # only the text: never metadata
-                latencies[i] = time.perf_counter() - t0
-                rankings.append(ids)
-                scores.append(sc)
-                if self.progress is not None:
-                    self.progress("queries", i + 1, len(queries))
-            timings.query_embedding_s = retriever.query_embedding_s - embed_before
-            timings.search_s = retriever.search_s - search_before
-            timings.encode_s = provider.encode_seconds() - encode_before
+            passes = latency_passes(self.latency_passes, len(queries))
+            latencies = np.empty((passes, len(queries)))
+            threads = thread_settings()  # after the load: torch's thread count is known
+            with LoadMonitor() as load:
+                for i, query in enumerate(queries):
+                    t0 = time.perf_counter()
+                    ids, sc = retriever.search(query.text, depth)  # only the text: never metadata
+                    latencies[0, i] = time.perf_counter() - t0
+                    rankings.append(ids)
+                    scores.append(sc)
+                    if self.progress is not None:
+                        self.progress("queries", i + 1, len(queries))
+                # the stage timings are the scored pass's; later passes only re-time queries
+                timings.query_embedding_s = retriever.query_embedding_s - embed_before
+                timings.search_s = retriever.search_s - search_before
+                timings.encode_s = provider.encode_seconds() - encode_before
+                for p in range(1, passes):
+                    for i, query in enumerate(queries):
+                        t0 = time.perf_counter()
+                        retriever.search(query.text, depth)
+                        latencies[p, i] = time.perf_counter() - t0
         timings.total_s = time.perf_counter() - started
         if stats.cache_misses and stats.document_embedding_s > 0:
             # throughput of the documents actually embedded; cache hits would inflate it
@@ -430,6 +479,9 @@ class Evaluator:
             cold_query_ms=cold_query_ms,
             documents_per_s=documents_per_s,
             peak_rss_mb=rss.peak_mb,
+            added_rss_mb=rss.added_mb,
+            start_rss_mb=rss.start_mb,
+            environment={"threads": threads, "load": load.to_dict()},
             cache=CacheStats(stats.cache_hits, stats.cache_misses),
             model_info=info,
             seed=self.seed,
@@ -442,6 +494,7 @@ class Evaluator:
             # the model lives in a server (Ollama): its resident size is the memory figure
             result.process_peak_rss_mb = result.peak_rss_mb
             result.peak_rss_mb = float(info["resident_mb"])
+            result.added_rss_mb = float(info["resident_mb"])
         return result
 
 
@@ -455,6 +508,7 @@ def evaluate(
     split: str = "test",
     n_resamples: int = DEFAULT_RESAMPLES,
     progress: Progress | None = None,
+    latency_passes: int = DEFAULT_LATENCY_PASSES,
 ) -> RetrievalResult:
     """Evaluate one model on one dataset (see :class:`Evaluator` to reuse loaded models).
 
@@ -463,5 +517,10 @@ def evaluate(
     (default folder), False, or a folder.
     """
     return Evaluator(
-        k=k, cache=cache, seed=seed, n_resamples=n_resamples, progress=progress
+        k=k,
+        cache=cache,
+        seed=seed,
+        n_resamples=n_resamples,
+        progress=progress,
+        latency_passes=latency_passes,
     ).evaluate(model, dataset, split=split)

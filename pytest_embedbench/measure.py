@@ -1,29 +1,92 @@
-"""Latency percentiles, throughput and peak memory.
+"""Latency percentiles, throughput, memory, and the conditions they were measured under.
 
 Usage::
 
-    with RSSSampler() as rss:
+    with RSSSampler() as rss, LoadMonitor() as load:
         ...
-    rss.peak_mb
-    LatencyStats.from_seconds(per_query_seconds).p95_ms
+    rss.peak_mb, rss.added_mb            # process peak; growth over the RSS at the start
+    load.busy, load.to_dict()            # other processes' CPU use while timing
+    stats = LatencyStats.from_seconds(seconds)   # (n,) or (passes, n): median over passes
+    stats.p95_ms, stats.interval(95)     # p95 and its order-statistic 95% interval
+    thread_settings()                    # torch threads, OMP/MKL/OPENBLAS, CPUs, affinity
 """
 
 from __future__ import annotations
 
 import math
+import os
+import sys
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-__all__ = ["LatencyStats", "RSSSampler", "Timings"]
+__all__ = [
+    "DEFAULT_LATENCY_PASSES",
+    "MAX_TIMED_SEARCHES",
+    "LatencyStats",
+    "LoadMonitor",
+    "RSSSampler",
+    "Timings",
+    "latency_passes",
+    "load_average",
+    "quantile_interval",
+    "thread_settings",
+]
+
+#: timed passes over the queries; a query's latency is its median over the passes
+DEFAULT_LATENCY_PASSES = 3
+#: at most this many timed searches in all: large query sets get fewer passes (at least one)
+MAX_TIMED_SEARCHES = 10_000
+#: environment variables that set the thread pools of torch, NumPy's BLAS and FAISS
+THREAD_ENV_VARS = (
+    "OMP_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "OPENBLAS_NUM_THREADS",
+    "VECLIB_MAXIMUM_THREADS",
+    "NUMEXPR_NUM_THREADS",
+)
+
+
+def latency_passes(requested: int, n_queries: int) -> int:
+    """The passes actually timed: ``requested``, capped so that passes x queries stays within
+    :data:`MAX_TIMED_SEARCHES` (never fewer than one)."""
+    if n_queries <= 0:
+        return max(1, requested)
+    return max(1, min(requested, MAX_TIMED_SEARCHES // n_queries))
+
+
+def quantile_interval(values: Any, percentile: float, level: float = 0.95) -> tuple[float, float]:
+    """Distribution-free confidence interval of the ``percentile``-th percentile of ``values``.
+
+    The order-statistic interval ``[x_(l), x_(u)]``: with ``B ~ Binomial(n, p)``, ``l`` is the
+    smallest rank with ``P(B <= l) >= (1 - level) / 2`` and ``u - 1`` the smallest with
+    ``P(B <= u - 1) >= (1 + level) / 2``, so ``P(l <= B < u) >= level`` (Conover, *Practical
+    Nonparametric Statistics*, 3.2). Deterministic: no resampling, no seed. Where the sample is
+    too small to bound the percentile (p95 needs about 60 queries for an upper bound), the
+    bound is the observed minimum or maximum.
+    """
+    from scipy.stats import binom
+
+    xs = np.sort(np.asarray(values, dtype=np.float64))
+    n = len(xs)
+    if n == 0:
+        return (math.nan, math.nan)
+    p = percentile / 100.0
+    alpha = 1.0 - level
+    lower = int(binom.ppf(alpha / 2, n, p))
+    upper = int(binom.ppf(1 - alpha / 2, n, p)) + 1
+    return float(xs[min(max(lower, 1), n) - 1]), float(xs[min(max(upper, 1), n) - 1])
 
 
 @dataclass(frozen=True)
 class LatencyStats:
     """Per-query latency (query embedding + search) in milliseconds, with percentiles.
 
+    ``per_query_ms`` holds one latency per query, in query order: the median over ``passes``
+    timed passes, so one slow pass (another process took the CPU) does not move it.
     ``qps`` is queries per second of sequential work: ``n / sum(latency)``, a reciprocal mean
     latency, not a load test.
     """
@@ -37,16 +100,24 @@ class LatencyStats:
     p99_ms: float
     max_ms: float
     qps: float
+    passes: int = 1
 
     @classmethod
     def from_seconds(cls, seconds: Any) -> LatencyStats:
-        ms = np.asarray(seconds, dtype=np.float64) * 1000.0
+        """From one latency per query, or a ``(passes, n_queries)`` array of timed passes."""
+        timed = np.asarray(seconds, dtype=np.float64) * 1000.0
+        passes = 1
+        if timed.ndim == 2:
+            passes = timed.shape[0]
+            timed = np.median(timed, axis=0) if timed.size else np.empty(0)
+        ms = timed
         if len(ms) == 0:
             nan = math.nan
-            return cls(ms, 0, nan, nan, nan, nan, nan, nan, nan)
+            return cls(ms, 0, nan, nan, nan, nan, nan, nan, nan, max(passes, 1))
         p50, p90, p95, p99 = np.percentile(ms, [50, 90, 95, 99])
         total_s = ms.sum() / 1000.0
         return cls(
+            passes=passes,
             per_query_ms=ms,
             n=len(ms),
             mean_ms=float(ms.mean()),
@@ -58,9 +129,14 @@ class LatencyStats:
             qps=float(len(ms) / total_s) if total_s > 0 else math.inf,
         )
 
-    def to_dict(self) -> dict[str, float]:
+    def interval(self, percentile: float = 95, level: float = 0.95) -> tuple[float, float]:
+        """The order-statistic interval of a latency percentile (:func:`quantile_interval`)."""
+        return quantile_interval(self.per_query_ms, percentile, level)
+
+    def to_dict(self) -> dict[str, Any]:
         return {
             "n": self.n,
+            "passes": self.passes,
             "mean_ms": self.mean_ms,
             "p50_ms": self.p50_ms,
             "p90_ms": self.p90_ms,
@@ -68,6 +144,8 @@ class LatencyStats:
             "p99_ms": self.p99_ms,
             "max_ms": self.max_ms,
             "qps": self.qps,
+            "p50_interval_ms": list(self.interval(50)),
+            "p95_interval_ms": list(self.interval(95)),
         }
 
 
@@ -89,10 +167,16 @@ class Timings:
 
 
 class RSSSampler:
-    """Samples this process's resident set size every ``interval`` seconds in a thread."""
+    """Samples this process's resident set size every ``interval`` seconds in a thread.
+
+    ``peak_mb`` is the process's peak while the block ran (it includes whatever earlier work
+    left resident); ``added_mb`` is that peak minus the RSS at the start, what the block itself
+    added. Memory freed earlier and reused by the block is not counted as added.
+    """
 
     def __init__(self, interval: float = 0.05) -> None:
         self.interval = interval
+        self.start_bytes = 0
         self.peak_bytes = 0
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -109,7 +193,7 @@ class RSSSampler:
     def __enter__(self) -> RSSSampler:
         import psutil
 
-        self.peak_bytes = psutil.Process().memory_info().rss
+        self.start_bytes = self.peak_bytes = psutil.Process().memory_info().rss
         self._thread = threading.Thread(target=self._sample, name="embedbench-rss", daemon=True)
         self._thread.start()
         return self
@@ -125,3 +209,118 @@ class RSSSampler:
     @property
     def peak_mb(self) -> float:
         return self.peak_bytes / (1024 * 1024)
+
+    @property
+    def start_mb(self) -> float:
+        return self.start_bytes / (1024 * 1024)
+
+    @property
+    def added_mb(self) -> float:
+        return max(0, self.peak_bytes - self.start_bytes) / (1024 * 1024)
+
+
+def load_average() -> list[float] | None:
+    """The 1, 5 and 15-minute load averages (None where the system has none)."""
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
+    except (AttributeError, OSError):  # not on Windows
+        return None
+
+
+def _usable_cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def thread_settings() -> dict[str, Any]:
+    """What decides how many threads a query uses: CPUs, affinity, torch and the BLAS pools.
+
+    torch's thread count is read only when torch is already imported (a bm25-only run never
+    imports it).
+    """
+    torch = sys.modules.get("torch")
+    torch_threads = None
+    if torch is not None:
+        try:
+            torch_threads = int(torch.get_num_threads())
+        except Exception:  # noqa: BLE001 - a partially imported or stubbed torch
+            torch_threads = None
+    try:
+        affinity: int | None = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        affinity = None
+    return {
+        "cpu_count": os.cpu_count(),
+        "affinity": affinity,
+        "torch_threads": torch_threads,
+        "env": {name: os.environ.get(name) for name in THREAD_ENV_VARS},
+    }
+
+
+def _busy_seconds(times: Any) -> float:
+    # guest time is already inside user time on Linux; idle and iowait are not work
+    fields = ("user", "nice", "system", "irq", "softirq", "steal")
+    return float(sum(getattr(times, f, 0.0) for f in fields))
+
+
+class LoadMonitor:
+    """How much CPU other processes used while a block ran, and the load average around it.
+
+    ``others_cpus`` is the system's busy CPU time minus this process's, over the wall time:
+    the number of CPUs other processes kept busy (including pytest-xdist's other workers).
+    The machine counts as ``busy`` when they kept at least ``max(0.5, 0.25 x CPUs)`` busy;
+    for blocks too short to measure (under ``min_wall_s``), when the 1-minute load average
+    exceeds the usable CPUs by more than this process's own one.
+    """
+
+    def __init__(self, *, min_wall_s: float = 0.25) -> None:
+        self.min_wall_s = min_wall_s
+        self.loadavg_before: list[float] | None = None
+        self.loadavg_after: list[float] | None = None
+        self.wall_s = 0.0
+        self.others_cpus: float | None = None
+        self.own_cpus: float | None = None
+        self.cpus = 1
+
+    def __enter__(self) -> LoadMonitor:
+        import psutil
+
+        self.cpus = psutil.cpu_count() or 1
+        self.loadavg_before = load_average()
+        self._proc = psutil.Process()
+        self._system0 = psutil.cpu_times()
+        self._own0 = self._proc.cpu_times()
+        self._t0 = time.perf_counter()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        import psutil
+
+        self.wall_s = time.perf_counter() - self._t0
+        system = _busy_seconds(psutil.cpu_times()) - _busy_seconds(self._system0)
+        own_times = self._proc.cpu_times()
+        own = (own_times.user - self._own0.user) + (own_times.system - self._own0.system)
+        self.loadavg_after = load_average()
+        if self.wall_s >= self.min_wall_s:
+            self.own_cpus = round(max(0.0, own) / self.wall_s, 3)
+            self.others_cpus = round(max(0.0, system - own) / self.wall_s, 3)
+
+    @property
+    def busy(self) -> bool:
+        if self.others_cpus is not None:
+            return self.others_cpus >= max(0.5, 0.25 * self.cpus)
+        load = self.loadavg_before or self.loadavg_after
+        return load is not None and load[0] > _usable_cpus() + 1
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "cpus": self.cpus,
+            "wall_s": round(self.wall_s, 4),
+            "others_cpus": self.others_cpus,
+            "own_cpus": self.own_cpus,
+            "loadavg_before": self.loadavg_before,
+            "loadavg_after": self.loadavg_after,
+            "busy": self.busy,
+        }

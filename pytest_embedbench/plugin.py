@@ -30,7 +30,7 @@ from .evaluate import RetrievalResult
 from .exceptions import EmbedBenchError, MissingKeyError
 from .providers.base import Provider
 from .report.json_report import atomic_write_json, build_report, machine_info
-from .report.terminal import render_tables
+from .report.terminal import busy_notes, render_tables
 from .session import Case, EmbedBenchSession, ProgressPrinter, Searcher
 from .stats import Comparison, Estimate, compare_scores, holm
 
@@ -49,6 +49,7 @@ _INI: list[tuple[str, str, str]] = [  # name, help, "bool" or "string"
     ("embedbench_baseline", "baseline file, relative to the ini file's folder", "string"),
     ("embedbench_priority", f"recommendation priority: {', '.join(PRIORITIES)}", "string"),
     ("embedbench_reference", "model the table compares every other model with", "string"),
+    ("embedbench_latency_passes", "timed passes over the queries (default 3)", "string"),
 ]
 
 
@@ -106,6 +107,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="MODEL",
         help="model short name that every other model is compared with (paired Δ)",
     )
+    group.addoption(
+        "--embedbench-latency-passes",
+        type=parse_positive_int,
+        metavar="N",
+        help="timed passes over the queries; a query's latency is its median (default 3)",
+    )
     for name, help_text, kind in _INI:
         if kind == "bool":
             parser.addini(name, help_text, type="bool", default=False)
@@ -149,6 +156,7 @@ def build_options(config: pytest.Config) -> Options:
         no_cache = bool(config.getini("embedbench_no_cache"))
     priority, _ = pick("embedbench_priority", "embedbench_priority", parse_priority)
     reference, _ = pick("embedbench_reference", "embedbench_reference")
+    passes, _ = pick("embedbench_latency_passes", "embedbench_latency_passes", parse_positive_int)
     paths = {}
     for key in ("config", "json", "cache_dir", "thresholds", "baseline"):
         value, base = pick(f"embedbench_{key}", f"embedbench_{key}")
@@ -175,6 +183,7 @@ def build_options(config: pytest.Config) -> Options:
         update_baseline=config.getoption("embedbench_update_baseline"),
         priority=priority or "balanced",
         reference=reference or None,
+        latency_passes=3 if passes is None else passes,
     )
 
 
@@ -502,6 +511,7 @@ def pytest_embedbench_generate_json(
         "update_baseline": options.update_baseline,
         "priority": options.priority,
         "reference": options.reference,
+        "latency_passes": options.latency_passes,
         "args": list(config.invocation_params.args),
     }
     report = build_report(
@@ -569,7 +579,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         recommendations=state.recommendations(),
         priority=state.options.priority,
     )
-    notes = state.baseline_notices() + state.summary_notes
+    notes = state.baseline_notices() + busy_notes(state.records.values()) + state.summary_notes
     if not lines and not notes:
         return
     terminalreporter.section("embedbench", sep="=")

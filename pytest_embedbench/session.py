@@ -123,6 +123,7 @@ class EmbedBenchSession:
                 seed=self.options.seed,
                 n_resamples=self.options.bootstrap,
                 progress=self.progress,
+                latency_passes=self.options.latency_passes,
             )
         return self._evaluator
 

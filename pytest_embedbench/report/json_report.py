@@ -3,11 +3,16 @@
 Schema (version 1)::
 
     {"schema_version": 1, "created": "2026-11-30T08:00:00+00:00",
-     "machine": {...}, "commit": {...} | null, "packages": {"numpy": "2.1.0", ...},
+     "machine": {..., "threads": {...}, "load_average": [1, 5, 15 min]},
+     "commit": {...} | null, "packages": {"numpy": "2.1.0", ...},
      "configuration": {...}, "cache": {"hits": 0, "misses": 56, "hit_rate": 0.0},
      "tests": [{"nodeid", "test", "model", "spec", "dataset", "k", "status", "error",
                 "result": {"metrics": {"ndcg@10": {"value", "low", "high", "n"}, ...},
                            "latency": {...}, "timings": {...}, "peak_rss_mb", "cache", ...}}]}
+
+Each result also keeps the conditions of its own measurement: ``result.environment`` holds the
+thread settings and the CPU load while its queries were timed (``load.busy``), and its memory is
+``added_rss_mb`` (what the model added) beside ``process_peak_rss_mb`` (the process's peak).
 """
 
 from __future__ import annotations
@@ -44,9 +49,18 @@ _SECRET_WORDS = ("key", "token", "secret", "password", "credential")
 
 
 def machine_info() -> dict[str, Any]:
-    """Where the run happened (used to judge whether timings are comparable)."""
+    """Where the run happened (used to judge whether timings are comparable).
+
+    ``threads`` holds the CPUs this process may use and the thread-pool environment variables
+    (OMP/MKL/OPENBLAS...): a run with ``OMP_NUM_THREADS=1`` times differently. What changes
+    while a run goes on (load, torch's thread count once torch is imported) is added by
+    :func:`build_report`, outside the machine fingerprint.
+    """
     import psutil
 
+    from ..measure import thread_settings
+
+    threads = thread_settings()
     return {
         "node": platform.node(),
         "system": platform.system(),
@@ -57,6 +71,7 @@ def machine_info() -> dict[str, Any]:
         "python_version": platform.python_version(),
         "cpu_count": os.cpu_count(),
         "memory_gb": round(psutil.virtual_memory().total / 1024**3, 1),
+        "threads": {"affinity": threads["affinity"], "env": threads["env"]},
     }
 
 
@@ -134,10 +149,15 @@ def build_report(
     tests = sorted((dict(r) for r in records), key=lambda r: r["nodeid"])
     hits = sum((t.get("result") or {}).get("cache", {}).get("hits", 0) for t in tests)
     misses = sum((t.get("result") or {}).get("cache", {}).get("misses", 0) for t in tests)
+    from ..measure import load_average, thread_settings
+
+    machine = dict(machine) if machine is not None else machine_info()
+    machine["load_average"] = load_average()
+    machine["torch_threads"] = thread_settings()["torch_threads"]
     return {
         "schema_version": SCHEMA_VERSION,
         "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-        "machine": dict(machine) if machine is not None else machine_info(),
+        "machine": machine,
         "commit": commit_info(rootdir),
         "packages": package_versions(),
         "configuration": redact(configuration),

@@ -14,7 +14,18 @@ balanced    0.55      0.30   0.15
 cost        0.30      0.10   0.60
 ==========  ========  =====  ====
 
-Ties break on nDCG@10, then (accuracy-first only) Recall@100, MRR@10 and lower p95, then the
+Latency ties: p95 is noisy (another process on the machine can move it tenfold), so models
+whose p95 intervals overlap count as equally fast. Each model's interval is the distribution-free
+order-statistic 95% interval of its p95 over its per-query latencies
+(:func:`~pytest_embedbench.measure.quantile_interval`: no resampling, so the same latencies give
+the same interval). Models are taken from fastest to slowest p95; the fastest opens a speed tier,
+each next model joins the open tier when its interval overlaps the interval of that tier's
+fastest model, and otherwise opens a new tier. Every model of a tier gets the p95 of the tier's
+fastest model for the speed score, so a pick never turns on which of two statistically
+indistinguishable models happened to be faster in this run. A model without per-query latencies
+has the single point p95 as its interval.
+
+Ties break on nDCG@10, then (accuracy-first only) Recall@100, MRR@10 and lower tier p95, then the
 model name. Scores are relative to the models in the run, not absolute quality.
 """
 
@@ -24,7 +35,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-__all__ = ["FREE_PROVIDERS", "WEIGHTS", "recommend"]
+__all__ = ["FREE_PROVIDERS", "WEIGHTS", "p95_interval", "recommend", "speed_tiers"]
 
 WEIGHTS: dict[str, tuple[float, float, float]] = {
     "accuracy": (0.80, 0.15, 0.05),
@@ -53,6 +64,45 @@ def _normalise(values: Sequence[float | None], *, invert: bool) -> list[float | 
     return out
 
 
+def p95_interval(latency: Mapping[str, Any]) -> tuple[float, float] | None:
+    """The p95 interval of one result's ``latency`` block (None when p95 is unknown): the
+    stored ``p95_interval_ms``, else computed from ``per_query_ms``, else the point p95."""
+    from ..measure import quantile_interval
+
+    p95 = latency.get("p95_ms")
+    if p95 is None or not math.isfinite(p95):
+        return None
+    stored = latency.get("p95_interval_ms")
+    if stored is not None and all(v is not None and math.isfinite(v) for v in stored):
+        return float(stored[0]), float(stored[1])
+    per_query = latency.get("per_query_ms")
+    if per_query:
+        values = per_query.values() if isinstance(per_query, Mapping) else per_query
+        return quantile_interval(list(values), 95)
+    return float(p95), float(p95)
+
+
+def speed_tiers(rows: Sequence[Mapping[str, Any]]) -> list[list[str]]:
+    """Models grouped by overlapping p95 intervals, fastest tier first (see the module doc);
+    models without a p95 are left out."""
+    timed = []
+    for row in rows:
+        latency = (row.get("result") or {}).get("latency") or {}
+        interval = p95_interval(latency)
+        if interval is not None:
+            timed.append((float(latency["p95_ms"]), row["model"], interval))
+    timed.sort(key=lambda t: (t[0], t[1]))
+    tiers: list[list[str]] = []
+    leader: tuple[float, float] | None = None
+    for _, model, (low, high) in timed:
+        if leader is not None and low <= leader[1] and high >= leader[0]:
+            tiers[-1].append(model)
+        else:
+            tiers.append([model])
+            leader = (low, high)
+    return tiers
+
+
 def _cost(row: Mapping[str, Any]) -> float | None:
     result = row["result"] or {}
     usd = (result.get("cost") or {}).get("usd")
@@ -68,7 +118,11 @@ def recommend(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
     if not ok:
         return None
     ndcg = [r["result"]["metrics"]["ndcg@10"]["value"] for r in ok]
-    p95 = [r["result"]["latency"].get("p95_ms") for r in ok]
+    tiers = speed_tiers(ok)
+    point = {r["model"]: r["result"]["latency"].get("p95_ms") for r in ok}
+    # every model of a tier is as fast as the tier's fastest model
+    tier_p95 = {model: point[tier[0]] for tier in tiers for model in tier}
+    p95 = [tier_p95.get(r["model"]) for r in ok]
     costs = [_cost(r) for r in ok]
     accuracy = _normalise(ndcg, invert=False)
     speed = _normalise(p95, invert=True)
@@ -93,7 +147,7 @@ def recommend(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
                 ties += (
                     metrics.get("recall@100", {}).get("value", 0.0),
                     metrics.get("mrr@10", {}).get("value", 0.0),
-                    -(r["result"]["latency"].get("p95_ms") or math.inf),
+                    -(tier_p95.get(r["model"]) or math.inf),
                 )
             scored.append((ties, r["model"], score))
         # best first: highest tie tuple, then the name in ascending order
@@ -105,4 +159,4 @@ def recommend(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
             "weights": {"accuracy": wa, "speed": ws, "cost": wc},
             "components": components[model],
         }
-    return {"picks": picks, "components": components}
+    return {"picks": picks, "components": components, "speed_tiers": tiers}

@@ -12,7 +12,7 @@ from typing import Any
 
 from tabulate import tabulate
 
-__all__ = ["model_rows", "render_tables"]
+__all__ = ["busy_notes", "model_rows", "render_tables"]
 
 _RANK = {"error": 4, "failed": 3, "running": 2, "skipped": 1, "passed": 0}
 
@@ -90,8 +90,34 @@ _COLUMNS: list[tuple[str, Any, str, bool, bool]] = [
     ("p50 ms", lambda r: _get(r, "latency", "p50_ms"), "{:.1f}", False, False),
     ("p95 ms", lambda r: _get(r, "latency", "p95_ms"), "{:.1f}", False, True),
     ("docs/s", lambda r: _get(r, "documents_per_s"), "{:.0f}", True, False),
-    ("peak RSS MB", lambda r: _get(r, "peak_rss_mb"), "{:.0f}", False, False),
+    # what the model added to the process (its load included), not the process's peak
+    ("+RSS MB", lambda r: _get(r, "added_rss_mb"), "{:.0f}", False, False),
 ]
+
+
+def busy_notes(records: Iterable[Mapping[str, Any]]) -> list[str]:
+    """A warning when other processes kept the CPUs busy while queries were timed."""
+    busy: dict[str, Mapping[str, Any]] = {}
+    for record in sorted(records, key=lambda r: r["nodeid"]):
+        load = ((record.get("result") or {}).get("environment") or {}).get("load") or {}
+        if load.get("busy"):
+            busy.setdefault(record["model"], load)
+    if not busy:
+        return []
+    worst = max(busy.values(), key=lambda load: load.get("others_cpus") or 0.0)
+    detail = []
+    if worst.get("others_cpus") is not None:
+        detail.append(
+            f"other processes kept {worst['others_cpus']:.1f} of {worst['cpus']} CPUs busy"
+        )
+    if worst.get("loadavg_before"):
+        detail.append(f"load average {worst['loadavg_before'][0]:.1f}")
+    return [
+        f"embedbench: the machine was busy while the queries of {', '.join(sorted(busy))} were "
+        f"timed ({'; '.join(detail)}): their latencies are unreliable. For stable timings run "
+        "on an idle machine with OMP_NUM_THREADS set and one pytest worker (README: Stable "
+        "timings)."
+    ]
 
 
 def _status(row: Mapping[str, Any], width: int) -> str:
@@ -200,6 +226,12 @@ def render_tables(
                     f" score {pick['score']:.3f} = {w['accuracy']:.2f} x accuracy "
                     f"{c['accuracy']:.3f} + {w['speed']:.2f} x speed {c['speed']:.3f} + "
                     f"{w['cost']:.2f} x cost {c['cost']:.3f}{mark}"
+                )
+            tied = [tier for tier in rec.get("speed_tiers", []) if len(tier) > 1]
+            if tied:
+                lines.append(
+                    "  equally fast (overlapping p95 intervals): "
+                    + "; ".join(" = ".join(tier) for tier in tied)
                 )
         lines.append("")
     if lines:

@@ -228,7 +228,9 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
             f"@pytest.mark.embedbench takes keyword arguments only, got {marker.args!r}"
         )
     try:
-        cases = _session(metafunc.config).cases(marker.kwargs, Path(metafunc.definition.path))
+        cases = _session(metafunc.config).cases(
+            marker.kwargs, Path(metafunc.definition.path), metafunc.function.__name__
+        )
     except EmbedBenchError as exc:
         raise pytest.Collector.CollectError(f"{metafunc.definition.nodeid}: {exc}") from None
     xdist = metafunc.config.pluginmanager.hasplugin("xdist")
@@ -250,6 +252,10 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     # before -k/-m deselect: a baseline entry is orphaned only if its test is really gone
     _session(config).collected.update(item.nodeid for item in items)
+    try:  # every test's models are known now: check the names the configuration uses
+        _session(config).check_names()
+    except EmbedBenchError as exc:
+        raise pytest.UsageError(str(exc)) from None
 
 
 @pytest.fixture
@@ -478,6 +484,8 @@ def pytest_embedbench_generate_json(
         "priority": options.priority,
         "reference": options.reference,
         "args": list(config.invocation_params.args),
+        # what embedbench.yaml said (secrets redacted below, in build_report)
+        "embedbench_yaml": session.effective_configs(),
     }
     report = build_report(
         records,

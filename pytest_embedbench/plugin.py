@@ -190,7 +190,9 @@ def pytest_configure(config: pytest.Config) -> None:
     options = build_options(config)
     progress = None
     if options.verbosity >= 0 and not _is_worker(config):
-        progress = ProgressPrinter(lambda line: _write_outside_capture(config, line))
+        lines = ProgressLines(config)
+        config.pluginmanager.register(lines, "embedbench-progress")
+        progress = ProgressPrinter(lines.write)
     try:
         session = EmbedBenchSession(options, config.rootpath, progress=progress)
     except EmbedBenchError as exc:
@@ -206,13 +208,44 @@ def pytest_configure(config: pytest.Config) -> None:
             config.option.dist = "loadgroup"
 
 
-def _write_outside_capture(config: pytest.Config, line: str) -> None:
-    reporter = config.pluginmanager.get_plugin("terminalreporter")
-    if reporter is None:
-        return
-    capman = config.pluginmanager.get_plugin("capturemanager")
-    with capman.global_and_fixture_disabled() if capman is not None else nullcontext():
-        reporter.write_line(line)
+class ProgressLines:
+    """Writes progress lines to the terminal, outside captured output, each on its own line,
+    and keeps pytest's test line whole: after a progress line, the test's location is written
+    again before its outcome, so ``test_x.py::test[m] PASSED`` (or ``test_x.py .``) stays one
+    line."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.pending = False  # a progress line ended pytest's current line
+
+    def write(self, line: str) -> None:
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is None:
+            return
+        capman = self.config.pluginmanager.get_plugin("capturemanager")
+        with capman.global_and_fixture_disabled() if capman is not None else nullcontext():
+            # start a line of our own; leave it open, so that pytest's next write ends it
+            # instead of adding a blank line
+            if getattr(reporter._tw, "width_of_current_line", 1):
+                reporter.write("\n")
+            reporter.write(line, flush=True)
+            # pytest writes a test's location again when this differs from what it wrote last
+            reporter.currentfspath = None
+        self.pending = True
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        """Under ``-v`` pytest writes the location again itself; without it, it writes only
+        the outcome letter, so the file's name is written first here."""
+        if not self.pending or self.config.get_verbosity() > 0:
+            return
+        status = self.config.hook.pytest_report_teststatus(report=report, config=self.config)
+        if not status[1]:  # nothing will be written for this phase (a passed setup)
+            return
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None and getattr(reporter, "showfspath", False):
+            reporter.write_fspath_result(report.nodeid, "")
+        self.pending = False
 
 
 def _session(config: pytest.Config) -> EmbedBenchSession:
@@ -593,4 +626,4 @@ class XDistHooks:
             self.session.collected.update(data["collected"])
 
 
-__all__ = ["EmbedBenchHandle", "SessionHooks", "XDistHooks"]
+__all__ = ["EmbedBenchHandle", "ProgressLines", "SessionHooks", "XDistHooks"]

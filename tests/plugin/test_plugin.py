@@ -466,7 +466,9 @@ def test_quiet_keeps_a_shorter_table(project: pytest.Pytester, mode: list[str]) 
 
 
 @pytest.mark.parametrize(
-    ("args", "shown"), [([], True), (["-q"], False), (["-n", "2"], False)], ids=["v", "q", "n2"]
+    ("args", "shown"),
+    [([], True), (["-v"], True), (["-q"], False), (["-n", "2"], False)],
+    ids=["default", "v", "q", "n2"],
 )
 def test_progress_of_a_slow_cold_embedding(
     project: pytest.Pytester, args: list[str], shown: bool
@@ -485,10 +487,20 @@ def test_progress_of_a_slow_cold_embedding(
     )
     result = project.runpytest("-s", *args) if shown else project.runpytest(*args)
     result.assert_outcomes(passed=1)
-    lines = [x for x in result.stdout.lines if x.startswith("embedbench: embedded")]
+    lines = [x for x in result.stdout.lines if "embedbench: embedded" in x]
     if shown:
-        assert lines and lines[-1].endswith("6/6 documents (" + lines[-1].split("(")[1])
+        # each progress line is a line of its own ...
+        assert lines and all(x.startswith("embedbench: embedded") for x in lines), lines
+        assert lines[-1].endswith("6/6 documents (" + lines[-1].split("(")[1])
         assert lines[-1].endswith("done")
+        # ... and pytest's test line stays whole, after them
+        out = result.stdout.str()
+        if "-v" in args:
+            result.stdout.re_match_lines([r"^test_slow\.py::test_search\[slow\] PASSED"])
+            assert out.index(lines[-1]) < out.rindex("test_search[slow] PASSED")
+        else:
+            result.stdout.re_match_lines([r"^test_slow\.py \.(\s+\[100%\])?$"])
+            assert out.index(lines[-1]) < out.rindex("test_slow.py .")
     else:
         assert lines == []
 

@@ -35,6 +35,7 @@ from .stats import Comparison, Estimate, compare_scores, holm
 
 SESSION_KEY = pytest.StashKey[EmbedBenchSession]()
 CASE_KEY = pytest.StashKey[tuple[Case, RetrievalResult]]()
+CONFIG_ERROR_KEY = pytest.StashKey[str]()
 
 _INI: list[tuple[str, str, str]] = [  # name, help, "bool" or "string"
     ("embedbench_models", "comma-separated model specs that replace every test's models", "string"),
@@ -288,7 +289,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     try:  # every test's models are known now: check the names the configuration uses
         _session(config).check_names()
     except EmbedBenchError as exc:
-        raise pytest.UsageError(str(exc)) from None
+        if not _is_worker(config):
+            raise pytest.UsageError(str(exc)) from None
+        # an xdist worker cannot end the run with a usage error (xdist reports an internal
+        # error): each retrieval test fails with the message instead
+        config.stash[CONFIG_ERROR_KEY] = str(exc)
 
 
 @pytest.fixture
@@ -300,6 +305,9 @@ def _embedbench_case(request: pytest.FixtureRequest) -> Case:
             "@pytest.mark.embedbench(models=[...], dataset=...)",
             pytrace=False,
         )
+    error = request.config.stash.get(CONFIG_ERROR_KEY, None)
+    if error is not None:
+        pytest.fail(error, pytrace=False)
     return case
 
 

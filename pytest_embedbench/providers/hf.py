@@ -19,6 +19,7 @@ The weights are looked for in this order, and the folder used is logged and kept
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import logging
 import os
 import socket
@@ -162,6 +163,8 @@ class SentenceTransformersProvider(EmbeddingProvider):
         return self.model if "/" in self.model else f"sentence-transformers/{self.model}"
 
     def load(self) -> None:
+        if not _installed("sentence_transformers"):
+            require_extra("sentence_transformers", "hf", "st")  # names the pip command
         target, source, revision = self.resolve_weights()  # before the slow torch import
         st = require_extra("sentence_transformers", "hf", "st")
         device = self.options.get("device", "auto")
@@ -234,6 +237,13 @@ class SentenceTransformersProvider(EmbeddingProvider):
             normalize_embeddings=False,
             show_progress_bar=False,
         )
+
+
+def _installed(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):  # ValueError: blocked in sys.modules
+        return False
 
 
 def _cache_dir() -> str:

@@ -122,7 +122,30 @@ def parse_rule(key: str, rule: Any, origin: str) -> Threshold:
             f'{origin}: threshold {key}: {rule!r} is not a rule; write it as ">= 0.6" or '
             '"<= 100" (quoted, an operator and a number)'
         )
-    return Threshold(name, match.group(1), float(match.group(2)), origin)
+    threshold = Threshold(name, match.group(1), float(match.group(2)), origin)
+    _check_possible(threshold, rule)
+    return threshold
+
+
+def _check_possible(threshold: Threshold, rule: Any) -> None:
+    """A rule no value can meet (``ndcg@10 >= 1.5``, ``recall@10 < 0``) is a ConfigError: every
+    metric and the cache hit rate lie in [0, 1], and nothing measured is negative."""
+    bounded = threshold.key == "cache.hit_rate" or "@" in threshold.key
+    high = 1.0 if bounded else math.inf
+    op, limit = threshold.op, threshold.limit
+    impossible = (
+        (op == ">=" and limit > high)
+        or (op == ">" and limit >= high)
+        or (op == "<=" and limit < 0)
+        or (op == "<" and limit <= 0)
+    )
+    if impossible:
+        span = "lies in [0, 1]" if bounded else "is never negative"
+        raise ConfigError(
+            f"{threshold.origin}: threshold {threshold.key}: {rule!r} can never hold: "
+            f"{threshold.key} {span}. Write a limit that a result can meet, e.g. "
+            f'"{">=" if op in (">=", ">") else "<="} {0.6 if bounded else 100:g}"'
+        )
 
 
 def _rules(block: Any, origin: str) -> dict[str, Threshold]:

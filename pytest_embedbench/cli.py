@@ -4,6 +4,8 @@ Usage::
 
     embedbench providers           # providers, their extras, key variables and list prices
     embedbench providers --json
+    embedbench report report.json  # the comparison table of a saved JSON report
+    embedbench --version
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ import importlib.util
 import json
 import sys
 from collections.abc import Sequence
+from importlib import metadata
+from pathlib import Path
 from typing import Any
 
 from tabulate import tabulate
@@ -94,14 +98,78 @@ def _providers(args: argparse.Namespace) -> int:
     return 0
 
 
+def _report(args: argparse.Namespace) -> int:
+    from .report.terminal import render_tables
+
+    path = Path(args.path)
+    try:
+        report = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        print(
+            f"embedbench report: {path}: no such file (write one with pytest --embedbench-json)",
+            file=sys.stderr,
+        )
+        return 2
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        print(f"embedbench report: {path}: not a JSON report ({exc})", file=sys.stderr)
+        return 2
+    if not isinstance(report, dict) or not isinstance(report.get("tests"), list):
+        print(
+            f"embedbench report: {path}: no 'tests' list; is it an --embedbench-json report?",
+            file=sys.stderr,
+        )
+        return 2
+    comparisons = report.get("comparisons") or {}
+    reference = next(
+        (e.get("reference") for rows in comparisons.values() for e in rows.values()), None
+    )
+    recommendations = report.get("recommendations") or {}
+    lines = render_tables(
+        report["tests"],
+        verbosity=-1 if args.quiet else 0,
+        comparisons=comparisons,
+        reference=reference,
+        recommendations=recommendations.get("datasets"),
+        priority=recommendations.get("priority") or "balanced",
+    )
+    print("\n".join(lines) if lines else f"{path}: no retrieval test results")
+    return 0
+
+
+def _version() -> str:
+    try:
+        return metadata.version("pytest-embedbench")
+    except metadata.PackageNotFoundError:
+        return "unknown (not installed)"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="embedbench", description="pytest-embedbench: work outside a test run"
+        prog="embedbench",
+        description="pytest-embedbench: work outside a test run. Benchmarks themselves run "
+        "with pytest (pytest --embedbench-json=report.json ...).",
+        epilog="Run 'embedbench COMMAND --help' for a command's options.",
     )
-    sub = parser.add_subparsers(dest="command", required=True)
-    providers = sub.add_parser("providers", help="list providers, extras, keys and prices")
+    parser.add_argument(
+        "--version", action="version", version=f"%(prog)s (pytest-embedbench) {_version()}"
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    providers = sub.add_parser(
+        "providers",
+        help="list providers, extras, key variables and list prices",
+        description="Every registered provider (extra, installed, key variables, batch limit) "
+        "and the model catalogue with list prices.",
+    )
     providers.add_argument("--json", action="store_true", help="print JSON")
     providers.set_defaults(func=_providers)
+    report = sub.add_parser(
+        "report",
+        help="print the comparison table of a saved JSON report",
+        description="The table pytest printed, from a report written with --embedbench-json.",
+    )
+    report.add_argument("path", metavar="REPORT.json", help="a report from --embedbench-json")
+    report.add_argument("-q", "--quiet", action="store_true", help="the short table of -q")
+    report.set_defaults(func=_report)
     args = parser.parse_args(argv)
     result: int = args.func(args)
     return result

@@ -16,7 +16,7 @@ provider options and thresholds::
     providers:                                 # options by provider or by model short name
       hf: {batch_size: 64}
       bm25: {k1: 1.2}
-    k: [1, 5, 10, 100]
+    k: [1, 5, 10, 100]                         # 10 and 100 are always added (see below)
     thresholds:
       defaults: {ndcg@10: ">= 0.5"}
     gate:                                      # the baseline gate (see baseline.py)
@@ -26,6 +26,11 @@ provider options and thresholds::
     plugins: [my_providers.py]                 # files or modules that register providers
 
 Unknown keys and bad values are errors that name the file, the key and the fix.
+
+``k`` means the same in ``embedbench.yaml``, the marker (``k=``) and ``embedbench.evaluate``: the
+cut-offs given, plus 10 and 100, which are always computed (the table shows nDCG@10 and
+Recall@100, and the default gate compares them). ``k: 5`` is ``[5, 10, 100]``; ``k: []`` is an
+error.
 """
 
 from __future__ import annotations
@@ -38,7 +43,8 @@ from typing import Any
 
 import yaml
 
-from .exceptions import ConfigError
+from .exceptions import ConfigError, MetricError, UnknownProviderError, did_you_mean
+from .metrics import parse_metric
 from .providers.base import ModelSpec
 
 __all__ = ["CONFIG_NAME", "DatasetEntry", "ProjectConfig", "Options", "find_config", "load_config"]
@@ -145,6 +151,8 @@ class ProjectConfig:
     thresholds: Mapping[str, Any] = field(default_factory=dict)
     gate: Mapping[str, Any] = field(default_factory=dict)
     reference: str | None = None
+    #: the file's content as written (the JSON report keeps it, secrets redacted)
+    raw: Mapping[str, Any] = field(default_factory=dict)
 
     def apply_provider_options(self, spec: ModelSpec) -> ModelSpec:
         """``spec`` with the configured options for its provider and its short name merged in
@@ -208,11 +216,18 @@ def load_config(path: Path) -> ProjectConfig:
         raise _fail(path, "providers", "expected a mapping of provider or model name to options")
     k = raw.get("k")
     if k is not None:
-        values = [k] if isinstance(k, int) else k
+        values = [k] if isinstance(k, int) and not isinstance(k, bool) else k
         if not isinstance(values, list) or not all(
             isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in values
         ):
             raise _fail(path, "k", f"{k!r} must be a list of integers >= 1, e.g. [1, 10, 100]")
+        if not values:
+            raise _fail(
+                path,
+                "k",
+                "[] computes nothing: list the cut-offs, e.g. [1, 5] (10 and 100 are always "
+                "added), or remove the key for the default [1, 5, 10, 100]",
+            )
         k = tuple(sorted(set(values)))
     thresholds = raw.get("thresholds") or {}
     if not isinstance(thresholds, Mapping):
@@ -220,6 +235,7 @@ def load_config(path: Path) -> ProjectConfig:
     gate = raw.get("gate") or {}
     if not isinstance(gate, Mapping):
         raise _fail(path, "gate", "expected a mapping: metrics, tolerance, latency_p95_pct, ...")
+    _check_gate_metric_names(path, gate)
     reference = raw.get("reference")
     if reference is not None and not isinstance(reference, str):
         raise _fail(path, "reference", f"{reference!r} must be a model short name, e.g. bm25")
@@ -232,6 +248,7 @@ def load_config(path: Path) -> ProjectConfig:
         thresholds=dict(thresholds),
         gate=dict(gate),
         reference=reference,
+        raw=dict(raw),
     )
 
 
@@ -306,6 +323,63 @@ def _parse_datasets(path: Path, base: Path, raw: Any) -> dict[str, DatasetEntry]
     return out
 
 
+def check_gate_metric_names(raw: Any, where: str) -> None:
+    """Every name in a gate's ``metrics`` list is a metric; a typo names ``where`` (file and
+    key) and the closest gated metric. The list's shape is left to the gate's own parser."""
+    from .baseline import KEPT_METRICS
+
+    names = [raw] if isinstance(raw, str) else raw
+    if not isinstance(names, list):
+        return
+    for name in names:
+        try:
+            parse_metric(name)
+        except MetricError as exc:
+            raise ConfigError(
+                f"{where}: {name!r} is not a metric{did_you_mean(name, KEPT_METRICS)} ({exc}); "
+                f"gated metrics are {list(KEPT_METRICS)}"
+            ) from None
+
+
+def _check_gate_metric_names(path: Path, gate: Mapping[str, Any]) -> None:
+    check_gate_metric_names(gate.get("metrics"), f"{path}: gate.metrics")
+    for section in ("models", "tests"):
+        blocks = gate.get(section)
+        if not isinstance(blocks, Mapping):
+            continue
+        for name, block in blocks.items():
+            if isinstance(block, Mapping):
+                check_gate_metric_names(
+                    block.get("metrics"), f"{path}: gate.{section}.{name}.metrics"
+                )
+
+
+def check_provider_names(spec: ModelSpec, where: str) -> None:
+    """A provider name that is a near miss of a registered one (``bm-25``) is a ConfigError
+    naming ``where``. A name near none is left to the model's tests, which fail with the list
+    of known providers (the provider may come from a plugin that is not loaded here)."""
+    from .providers.base import PROVIDERS, provider_class, split_hybrid
+
+    specs = [spec.spec]
+    while specs:
+        current = ModelSpec(specs.pop())
+        try:
+            provider_class(current.provider)
+        except UnknownProviderError:
+            hint = did_you_mean(current.provider, PROVIDERS)
+            if hint:
+                raise ConfigError(
+                    f"{where}: {spec.spec!r}: unknown provider {current.provider!r}{hint} "
+                    f"Known providers: {sorted(PROVIDERS)}"
+                ) from None
+            continue
+        if current.provider == "hybrid":
+            try:
+                specs.extend(split_hybrid(current.model))
+            except ConfigError:
+                continue  # a malformed hybrid fails its own tests, with the fix
+
+
 def _parse_models(path: Path, raw: Any) -> tuple[ModelSpec, ...]:
     if isinstance(raw, str):
         raw = [raw]
@@ -327,4 +401,5 @@ def _parse_models(path: Path, raw: Any) -> tuple[ModelSpec, ...]:
             raise _fail(
                 path, f"models[{i}]", f"{item!r}: give a spec string or {{spec: ..., name: ...}}"
             )
+        check_provider_names(specs[-1], f"{path}: models[{i}]")
     return tuple(specs)

@@ -465,7 +465,7 @@ class Evaluator:
             # what changes vectors besides the weights: prefixes, options, dimensions
             "settings": {k: v for k, v in namespace.items() if k != "revision"},
             "price_per_1m_tokens": price() if callable(price) else None,
-            "free": not callable(price),  # lexical and fused rankers cost nothing per token
+            "free": provider.is_free(),  # local models, lexical and fusion of free models
             "calls": dict(getattr(provider, "calls", {})),
         }
         result = RetrievalResult(

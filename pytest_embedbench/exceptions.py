@@ -21,6 +21,9 @@ exists, the fix.
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Iterable
+
 import pytest
 
 
@@ -66,3 +69,20 @@ class CacheError(EmbedBenchError, OSError):
 
 class EmbedBenchWarning(pytest.PytestWarning):
     """A soft problem: the run goes on, but the user should know."""
+
+
+def did_you_mean(value: object, choices: Iterable[str]) -> str:
+    """``"; did you mean 'x'?"`` for the closest of ``choices`` (a different case first), or "".
+
+    Usage::
+
+        raise ConfigError(f"unknown provider {name!r}{did_you_mean(name, PROVIDERS)}")
+    """
+    text = str(value)
+    names = sorted({str(c) for c in choices if str(c) != text})
+    same_case = [c for c in names if c.lower() == text.lower()]
+    if same_case:
+        return f"; did you mean {same_case[0]!r} (names are case-sensitive)?"
+    lowered = {c.lower(): c for c in names}
+    close = difflib.get_close_matches(text.lower(), list(lowered), n=1, cutoff=0.6)
+    return f"; did you mean {lowered[close[0]]!r}?" if close else ""

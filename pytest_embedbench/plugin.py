@@ -36,6 +36,7 @@ from .stats import Comparison, Estimate, compare_scores, holm
 
 SESSION_KEY = pytest.StashKey[EmbedBenchSession]()
 CASE_KEY = pytest.StashKey[tuple[Case, RetrievalResult]]()
+CONFIG_ERROR_KEY = pytest.StashKey[str]()
 
 _INI: list[tuple[str, str, str]] = [  # name, help, "bool" or "string"
     ("embedbench_models", "comma-separated model specs that replace every test's models", "string"),
@@ -222,7 +223,9 @@ def pytest_configure(config: pytest.Config) -> None:
     options = build_options(config)
     progress = None
     if options.verbosity >= 0 and not _is_worker(config):
-        progress = ProgressPrinter(lambda line: _write_outside_capture(config, line))
+        lines = ProgressLines(config)
+        config.pluginmanager.register(lines, "embedbench-progress")
+        progress = ProgressPrinter(lines.write)
     try:
         session = EmbedBenchSession(
             options, config.rootpath, progress=progress, project_dir=project_dir(config, options)
@@ -240,13 +243,44 @@ def pytest_configure(config: pytest.Config) -> None:
             config.option.dist = "loadgroup"
 
 
-def _write_outside_capture(config: pytest.Config, line: str) -> None:
-    reporter = config.pluginmanager.get_plugin("terminalreporter")
-    if reporter is None:
-        return
-    capman = config.pluginmanager.get_plugin("capturemanager")
-    with capman.global_and_fixture_disabled() if capman is not None else nullcontext():
-        reporter.write_line(line)
+class ProgressLines:
+    """Writes progress lines to the terminal, outside captured output, each on its own line,
+    and keeps pytest's test line whole: after a progress line, the test's location is written
+    again before its outcome, so ``test_x.py::test[m] PASSED`` (or ``test_x.py .``) stays one
+    line."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.pending = False  # a progress line ended pytest's current line
+
+    def write(self, line: str) -> None:
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is None:
+            return
+        capman = self.config.pluginmanager.get_plugin("capturemanager")
+        with capman.global_and_fixture_disabled() if capman is not None else nullcontext():
+            # start a line of our own; leave it open, so that pytest's next write ends it
+            # instead of adding a blank line
+            if getattr(reporter._tw, "width_of_current_line", 1):
+                reporter.write("\n")
+            reporter.write(line, flush=True)
+            # pytest writes a test's location again when this differs from what it wrote last
+            reporter.currentfspath = None
+        self.pending = True
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        """Under ``-v`` pytest writes the location again itself; without it, it writes only
+        the outcome letter, so the file's name is written first here."""
+        if not self.pending or self.config.get_verbosity() > 0:
+            return
+        status = self.config.hook.pytest_report_teststatus(report=report, config=self.config)
+        if not status[1]:  # nothing will be written for this phase (a passed setup)
+            return
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None and getattr(reporter, "showfspath", False):
+            reporter.write_fspath_result(report.nodeid, "")
+        self.pending = False
 
 
 def _session(config: pytest.Config) -> EmbedBenchSession:
@@ -262,7 +296,9 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
             f"@pytest.mark.embedbench takes keyword arguments only, got {marker.args!r}"
         )
     try:
-        cases = _session(metafunc.config).cases(marker.kwargs, Path(metafunc.definition.path))
+        cases = _session(metafunc.config).cases(
+            marker.kwargs, Path(metafunc.definition.path), metafunc.function.__name__
+        )
     except EmbedBenchError as exc:
         raise pytest.Collector.CollectError(f"{metafunc.definition.nodeid}: {exc}") from None
     xdist = metafunc.config.pluginmanager.hasplugin("xdist")
@@ -284,6 +320,14 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     # before -k/-m deselect: a baseline entry is orphaned only if its test is really gone
     _session(config).collected.update(item.nodeid for item in items)
+    try:  # every test's models are known now: check the names the configuration uses
+        _session(config).check_names()
+    except EmbedBenchError as exc:
+        if not _is_worker(config):
+            raise pytest.UsageError(str(exc)) from None
+        # an xdist worker cannot end the run with a usage error (xdist reports an internal
+        # error): each retrieval test fails with the message instead
+        config.stash[CONFIG_ERROR_KEY] = str(exc)
 
 
 @pytest.fixture
@@ -295,6 +339,9 @@ def _embedbench_case(request: pytest.FixtureRequest) -> Case:
             "@pytest.mark.embedbench(models=[...], dataset=...)",
             pytrace=False,
         )
+    error = request.config.stash.get(CONFIG_ERROR_KEY, None)
+    if error is not None:
+        pytest.fail(error, pytrace=False)
     return case
 
 
@@ -513,6 +560,8 @@ def pytest_embedbench_generate_json(
         "reference": options.reference,
         "latency_passes": options.latency_passes,
         "args": list(config.invocation_params.args),
+        # what embedbench.yaml said (secrets redacted below, in build_report)
+        "embedbench_yaml": session.effective_configs(),
     }
     report = build_report(
         records,
@@ -620,4 +669,4 @@ class XDistHooks:
             self.session.collected.update(data["collected"])
 
 
-__all__ = ["EmbedBenchHandle", "SessionHooks", "XDistHooks"]
+__all__ = ["EmbedBenchHandle", "ProgressLines", "SessionHooks", "XDistHooks"]

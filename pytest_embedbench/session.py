@@ -27,10 +27,19 @@ from .baseline import (
     gate,
     load_thresholds,
 )
-from .config import DatasetEntry, Options, ProjectConfig, find_config, load_config
+from .config import (
+    DatasetEntry,
+    Options,
+    ProjectConfig,
+    check_gate_metric_names,
+    check_provider_names,
+    find_config,
+    load_config,
+)
 from .datasets import RetrievalDataset, load_dataset
 from .evaluate import DEFAULT_K, Evaluator, RetrievalResult
-from .exceptions import ConfigError
+from .exceptions import ConfigError, EmbedBenchWarning, did_you_mean
+from .metrics import parse_metric
 from .providers.base import ModelSpec, Provider
 
 __all__ = ["MARKER_KEYS", "Case", "EmbedBenchSession", "ProgressPrinter", "Searcher"]
@@ -104,6 +113,8 @@ class EmbedBenchSession:
         self.records: dict[str, dict[str, Any]] = {}
         #: node ids of every collected test (before deselection), to find orphaned baselines
         self.collected: set[str] = set()
+        #: short names of every model a collected test uses (to check names in the config)
+        self.model_names: set[str] = set()
         self.baseline = BaselineFile.load(options.baseline or self.project_dir / DEFAULT_BASELINE)
         self._dataset_parts: dict[str, dict[str, Any]] = {}
         #: lines for the end of the summary (what was written, what to do next)
@@ -144,8 +155,12 @@ class EmbedBenchSession:
 
     # -- collection ------------------------------------------------------------------------
 
-    def cases(self, marker_kwargs: Mapping[str, Any], test_path: Path) -> list[Case]:
-        """The cases an ``embedbench`` marker asks for; ConfigError names any bad argument."""
+    def cases(
+        self, marker_kwargs: Mapping[str, Any], test_path: Path, test: str = ""
+    ) -> list[Case]:
+        """The cases an ``embedbench`` marker asks for; ConfigError names any bad argument.
+
+        ``test`` is the test function's name (for per-test gate settings)."""
         unknown = sorted(set(marker_kwargs) - MARKER_KEYS)
         if unknown:
             raise ConfigError(
@@ -174,6 +189,10 @@ class EmbedBenchSession:
             )
         gate_config = GateConfig.parse(cfg.gate, f"{cfg.path}: gate")
         if marker_gate:  # checked now, so a typo is a collection error
+            check_gate_metric_names(
+                marker_gate.get("metrics"),
+                f"{test_path.name}: @pytest.mark.embedbench gate.metrics",
+            )
             gate_config.for_test("", "", marker_gate)
         specs = self.model_specs(marker_kwargs.get("models"), cfg, test_path)
         names = [s.short_name for s in specs]
@@ -183,6 +202,9 @@ class EmbedBenchSession:
                 f"models {dupes} appear more than once in one test; give each a distinct "
                 "name with ModelSpec(spec, name=...)"
             )
+        for spec in specs:
+            self._check_gated_metrics_computed(gate_config, marker_gate, test, spec, k, cfg)
+        self.model_names.update(names)
         return [
             Case(spec, dataset, k, thresholds, gate_config, marker_gate, cfg.reference)
             for spec in specs
@@ -201,7 +223,16 @@ class EmbedBenchSession:
                 raise ConfigError(
                     f"model {item!r}: give a spec string such as 'bm25' or a ModelSpec"
                 )
-            specs.append(cfg.apply_provider_options(ModelSpec.coerce(item)))
+            spec = ModelSpec.coerce(item)
+            where = (
+                "--embedbench-models"
+                if self.options.models
+                else f"{test_path.name}: @pytest.mark.embedbench models"
+                if models is not None
+                else f"{cfg.path}: models"
+            )
+            check_provider_names(spec, where)
+            specs.append(cfg.apply_provider_options(spec))
         if not specs:
             where = f"{cfg.path}" if cfg.path else "an embedbench.yaml"
             raise ConfigError(
@@ -209,6 +240,89 @@ class EmbedBenchSession:
                 f"list 'models' in {where}, or use --embedbench-models"
             )
         return specs
+
+    def _check_gated_metrics_computed(
+        self,
+        gate_config: GateConfig,
+        marker_gate: Mapping[str, Any] | None,
+        test: str,
+        spec: ModelSpec,
+        k: tuple[int, ...],
+        cfg: ProjectConfig,
+    ) -> None:
+        """A gated metric this case does not compute is an error naming where the gate's
+        metrics were set, instead of a "not gated" note on every run."""
+        settings = gate_config.for_test(test, spec.short_name, marker_gate)
+        missing = [m for m in settings.metrics if parse_metric(m).k not in k]
+        if not missing:
+            return
+        if marker_gate and "metrics" in marker_gate:
+            where = "@pytest.mark.embedbench(gate={'metrics': ...})"
+        elif "metrics" in (gate_config.tests.get(test) or {}):
+            where = f"{cfg.path}: gate.tests.{test}.metrics"
+        elif "metrics" in (gate_config.models.get(spec.short_name) or {}):
+            where = f"{cfg.path}: gate.models.{spec.short_name}.metrics"
+        else:
+            where = f"{cfg.path}: gate.metrics"
+        cutoffs = sorted({parse_metric(m).k for m in missing})
+        raise ConfigError(
+            f"{where}: {missing} gated, but {test or 'the test'} computes k={list(k)} only "
+            f"(model {spec.short_name!r}); add {cutoffs} to k (in {cfg.path or 'the marker'}"
+            f" or the marker's k=), or gate a metric at one of {list(k)}"
+        )
+
+    def check_names(self) -> None:
+        """Once collection ends: the reference and every ``providers`` key must name a model
+        of the run (or, for ``providers``, a provider). A near miss (``bm52``, a different
+        case) is a ConfigError naming the file and key; a providers key near nothing only
+        warns, since it may serve tests that were not collected this time."""
+        import warnings
+
+        from .providers.base import PROVIDERS, provider_class
+
+        if not self.model_names:
+            return  # no retrieval test collected: nothing uses the names
+        provider_class("bm25")  # the built-in providers and entry points are registered
+        for cfg in self._configs.values():
+            known = self.model_names | {m.short_name for m in cfg.models}
+            for key in cfg.providers:
+                if key in PROVIDERS or key in known:
+                    continue
+                hint = did_you_mean(key, known | set(PROVIDERS))
+                message = (
+                    f"{cfg.path}: providers.{key}: {key!r} is neither a provider nor a model "
+                    f"of this run, so its options apply to nothing{hint or '.'} Keys are "
+                    f"provider names {sorted(PROVIDERS)} or model short names "
+                    f"{sorted(known)}"
+                )
+                if hint:
+                    raise ConfigError(message)
+                warnings.warn(message, EmbedBenchWarning, stacklevel=1)
+            if cfg.reference is not None and not self.options.reference:
+                self._check_reference(cfg.reference, f"{cfg.path}: reference", known)
+        if self.options.reference:
+            known = self.model_names | {
+                m.short_name for c in self._configs.values() for m in c.models
+            }
+            self._check_reference(self.options.reference, "--embedbench-reference", known)
+
+    @staticmethod
+    def _check_reference(name: str, where: str, known: set[str]) -> None:
+        if name in known:
+            return
+        raise ConfigError(
+            f"{where}: {name!r} is not a model of this run{did_you_mean(name, known) or '.'} "
+            f"The reference is a model short name: one of {sorted(known)}"
+        )
+
+    def effective_configs(self) -> list[dict[str, Any]]:
+        """Each embedbench.yaml this run read, as written, for the JSON report (the report
+        redacts secrets)."""
+        return [
+            {"path": str(cfg.path), "content": dict(cfg.raw)}
+            for path, cfg in sorted(self._configs.items(), key=lambda kv: str(kv[0]))
+            if path is not None
+        ]
 
     def dataset_entry(
         self,
@@ -618,16 +732,22 @@ def _describe(error: BaseException) -> str:
     return f"{type(error).__name__}: {error}"
 
 
+#: cut-offs every case computes, whatever k says: the table shows nDCG@10 and Recall@100 and
+#: the default gate compares them
+ALWAYS_K = frozenset({10, 100})
+
+
 def _k_tuple(k: Any, default: tuple[int, ...] | None) -> tuple[int, ...]:
+    """The cut-offs of a case: ``k`` (the marker's or evaluate()'s), else the config's, else
+    DEFAULT_K; always with 10 and 100 added, so ``k=10`` and ``k: 10`` both mean (10, 100)."""
     if k is None:
-        return default or DEFAULT_K
+        return tuple(sorted(set(default or DEFAULT_K) | ALWAYS_K))
     values = [k] if isinstance(k, int) else list(k)
     if not values or not all(
         isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in values
     ):
         raise ConfigError(f"k={k!r}: give cut-offs as integers >= 1, e.g. k=(1, 10, 100)")
-    # 10 and 100 are always computed: the summary table shows nDCG@10 and Recall@100
-    return tuple(sorted(set(values) | {10, 100}))
+    return tuple(sorted(set(values) | ALWAYS_K))
 
 
 class Searcher:

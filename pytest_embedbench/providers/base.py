@@ -52,6 +52,7 @@ from ..exceptions import (
     MissingKeyError,
     ProviderError,
     UnknownProviderError,
+    did_you_mean,
 )
 
 if TYPE_CHECKING:
@@ -342,6 +343,11 @@ class Provider(ABC):
     @abstractmethod
     def load(self) -> None:
         """Load weights, open clients, check the model exists."""
+
+    def is_free(self) -> bool:
+        """Whether a run costs nothing per token: local models and rankers (the report's
+        ``model_info.free``). Providers with a price override this."""
+        return True
 
     def namespace(self) -> dict[str, Any]:
         """Everything that changes this provider's numbers (cache keys and fingerprints)."""
@@ -635,6 +641,10 @@ class EmbeddingProvider(Provider):
             return self.catalogue.price_per_1m
         return 0.0 if not self.hosted else None
 
+    def is_free(self) -> bool:
+        """Free when nothing is paid per token: a local model with no price set."""
+        return not self.hosted and self.price_per_1m_tokens() == 0
+
     def _validate(self, raw: Any, expected: int, *, batch_number: int, first: int) -> np.ndarray:
         where = f"provider {self.name!r} model {self.model!r} batch {batch_number}"
         if isinstance(raw, (list, tuple)) and raw and all(hasattr(r, "__len__") for r in raw):
@@ -779,6 +789,10 @@ class RankingProvider(Provider):
 
     needs_model: ClassVar[bool] = False
 
+    def is_free(self) -> bool:
+        """A ranker is free when every model it uses is (a hybrid of local models is)."""
+        return all(leg.is_free() for leg in getattr(self, "legs", ()))
+
 
 #: provider name -> class; filled by the built-in modules and entry points
 PROVIDERS: dict[str, type[Provider]] = {}
@@ -818,8 +832,9 @@ def provider_class(name: str) -> type[Provider]:
         return PROVIDERS[name]
     except KeyError:
         raise UnknownProviderError(
-            f"unknown provider {name!r}; known providers: {sorted(PROVIDERS)}. "
-            "Write specs as 'provider:model', e.g. 'hf:sentence-transformers/all-MiniLM-L6-v2'"
+            f"unknown provider {name!r}{did_you_mean(name, PROVIDERS) or '.'} "
+            f"Known providers: {sorted(PROVIDERS)}. Write specs as 'provider:model', "
+            "e.g. 'hf:sentence-transformers/all-MiniLM-L6-v2'"
         ) from None
 
 

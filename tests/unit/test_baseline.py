@@ -299,3 +299,44 @@ def test_recommendation_cost_and_ties() -> None:
     acc = recommend([row("b", 0.5, 5.0, recall=0.95), row("a", 0.5, 5.0, recall=0.9)])
     assert acc is not None and acc["picks"]["accuracy"]["model"] == "b"  # recall breaks it
     assert recommend([]) is None
+
+
+def test_stale_temp_files_of_interrupted_writes_are_removed(tmp_path: Path) -> None:
+    """Leftovers of killed writes go; a live process's write in progress and other files stay."""
+    import os
+    import subprocess
+    import sys
+    import time
+
+    from pytest_embedbench.report.json_report import _HOST, atomic_write_json
+
+    gone = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    dead_pid = int(gone.stdout)
+    live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        for target in ("baseline.json", "r.json"):
+            dead = tmp_path / f".{target}.{dead_pid}@{_HOST}.abc123.tmp"
+            old = tmp_path / f".{target}.k2j4h5.tmp"  # the pre-pid name, two hours old
+            running = tmp_path / f".{target}.{live.pid}@{_HOST}.def456.tmp"
+            elsewhere = tmp_path / f".{target}.{dead_pid}@another-host.ghi789.tmp"
+            for leftover in (dead, old, running, elsewhere):
+                leftover.write_text("{half")
+            two_hours_ago = time.time() - 7200
+            os.utime(old, (two_hours_ago, two_hours_ago))
+            unrelated = tmp_path / ".other.json.k2j4h5.tmp"
+            unrelated.write_text("{}")
+            os.utime(unrelated, (two_hours_ago, two_hours_ago))
+            if target == "baseline.json":
+                BaselineFile(tmp_path / target).update({"t.py::a": {}})
+            else:
+                atomic_write_json(tmp_path / target, {"ok": 1})
+            assert not dead.exists() and not old.exists()
+            assert running.exists() and elsewhere.exists() and unrelated.exists()
+    finally:
+        live.kill()
+        live.wait()

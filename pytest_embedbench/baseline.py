@@ -444,6 +444,8 @@ class BaselineFile:
         """
         from filelock import FileLock, Timeout
 
+        if not entries and not self.path.exists():
+            return BaselineUpdate()  # nothing to record and nothing to repair: no folder, no lock
         self.path.parent.mkdir(parents=True, exist_ok=True)
         lock = FileLock(str(self.lock_path), timeout=timeout)
         try:

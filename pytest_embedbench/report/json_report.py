@@ -188,7 +188,7 @@ def remove_stale_temps(path: Path, *, max_age: float = STALE_TEMP_SECONDS) -> li
     pattern = re.compile(
         rf"^\.{re.escape(path.name)}\.(?:(?P<pid>\d+)@(?P<host>[A-Za-z0-9-]+)\.)?[^/]*\.tmp$"
     )
-    removed = []
+    removed: list[Path] = []
     try:
         candidates = list(path.parent.iterdir())
     except OSError:

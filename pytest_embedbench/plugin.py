@@ -513,6 +513,7 @@ def pytest_embedbench_generate_json(
         "path": str(session.baseline.path),
         "update": options.update_baseline,
         "orphaned": session.orphaned_entries(),
+        "not_recorded": session.not_recorded(),
     }
     return report
 

@@ -289,7 +289,9 @@ def test_a_killed_worker_neither_hangs_nor_claims_a_record(
     project: pytest.Pytester, dist: list[str]
 ) -> None:
     project.makepyfile(test_killed=KILLED)
-    proc = spawn(project, "-n", "2", "--embedbench-update-baseline", *dist)
+    proc = spawn(
+        project, "-n", "2", "--embedbench-update-baseline", "--embedbench-json=r.json", *dist
+    )
     code, out = finish(proc, timeout=240)
     killed = "test_killed.py::test_search[m1-2]"
     assert "15 passed" in out and "1 failed" in out, out
@@ -299,3 +301,6 @@ def test_a_killed_worker_neither_hangs_nor_claims_a_record(
     assert len(found) == 15 and killed not in found  # every passed test is recorded
     assert "embedbench: 1 result was not recorded (the xdist worker running it died " in out
     assert f"sending it): {killed}; they are not in the baseline" in out
+    report = json.loads((project.path / "r.json").read_text())
+    assert report["baseline"]["not_recorded"] == [killed]
+    assert len([t for t in report["tests"] if t["status"] == "passed"]) == 15

@@ -169,13 +169,10 @@ def _temp_prefix(path: Path) -> str:
 
 
 def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:  # EPERM: it exists, under another user
-        return True
-    return True
+    # psutil, not os.kill(pid, 0): on Windows that call terminates the process
+    import psutil
+
+    return bool(psutil.pid_exists(pid))
 
 
 def remove_stale_temps(path: Path, *, max_age: float = STALE_TEMP_SECONDS) -> list[Path]:

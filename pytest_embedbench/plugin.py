@@ -6,6 +6,7 @@ made by :class:`~pytest_embedbench.session.EmbedBenchSession`, kept in ``config.
 
 from __future__ import annotations
 
+import errno
 import json
 from collections.abc import Callable, Generator
 from contextlib import nullcontext
@@ -233,7 +234,9 @@ def pytest_configure(config: pytest.Config) -> None:
     except EmbedBenchError as exc:
         raise pytest.UsageError(str(exc)) from None
     config.stash[SESSION_KEY] = session
-    config.pluginmanager.register(SessionHooks(session), "embedbench-session")
+    config.pluginmanager.register(
+        SessionHooks(session, worker=_is_worker(config)), "embedbench-session"
+    )
     if config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(XDistHooks(session), "embedbench-xdist")
         # one model's tests on one worker, so each model loads once: loadgroup, unless the
@@ -518,6 +521,22 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, Any, Any]:
     return outcome
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: Any) -> Generator[None, Any, Any]:
+    report = yield
+    if not _is_worker(item.config):
+        return report
+    record = _session(item.config).records.get(item.nodeid)
+    if record is not None and report.when in ("setup", "call"):
+        if report.when == "call" or not report.passed:
+            # the record travels with the report: it reaches the controller even if this
+            # worker dies later, and a test whose record never arrives is known as such
+            report.embedbench_record = json.dumps(record)
+        else:
+            report.embedbench_expects_record = True
+    return report
+
+
 def pytest_assertrepr_compare(config: pytest.Config, op: str, left: Any, right: Any) -> Any:
     if op not in (">=", "<=", ">", "<", "==", "!="):
         return None
@@ -578,6 +597,7 @@ def pytest_embedbench_generate_json(
         "path": str(session.baseline.path),
         "update": options.update_baseline,
         "orphaned": session.orphaned_entries(),
+        "not_recorded": session.not_recorded(),
     }
     return report
 
@@ -598,24 +618,83 @@ def _benchmark_machine_info(config: pytest.Config) -> dict[str, Any] | None:
     return {**machine_info(), **info, "format": "pytest-benchmark"}
 
 
+#: exit status of a run whose tests passed but whose JSON report or baseline was not written
+#: (or, when updating a baseline, whose results did not all reach it); see the README
+EXIT_ARTIFACT_FAILED = 6
+
+
+def _write_failure(what: str, path: Path, exc: BaseException, fix: str) -> str:
+    """One line: what was not written, where, the OS reason and the fix."""
+    if isinstance(exc, OSError):
+        reason = exc.strerror or str(exc)
+        where = exc.filename if exc.filename and str(exc.filename) != str(path) else None
+        reason = f"{reason} ({where})" if where else reason
+        if exc.errno == errno.ENOSPC:
+            fix = f"free space on that disk, or {fix}"
+        elif exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
+            fix = f"make {path.parent} writable, or {fix}"
+    else:
+        reason = str(exc)
+    return f"embedbench: the {what} {path} was NOT written: {reason}. Fix: {fix}"
+
+
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     config = session.config
     state = _session(config)
     if _is_worker(config):
+        # records travel with each test's report (they survive a worker that dies later)
         config.workeroutput["embedbench"] = json.dumps(  # type: ignore[attr-defined]
-            {"records": list(state.records.values()), "collected": sorted(state.collected)}
+            {"collected": sorted(state.collected)}
         )
         return
+    failures: list[str] = []
+    notes: list[str] = []
+    if state.baseline.problem and state.options.update_baseline is None:
+        notes.append(state.baseline.problem)
     try:
-        state.summary_notes = state.write_baseline()
-    except OSError as exc:
-        state.summary_notes = [f"could not write the baseline {state.baseline.path}: {exc}"]
-    if state.options.json_path is None:
-        return
-    records = sorted(state.records.values(), key=lambda r: r["nodeid"])
-    report = config.hook.pytest_embedbench_generate_json(config=config, records=records)
-    config.hook.pytest_embedbench_update_json(config=config, report=report)
-    atomic_write_json(state.options.json_path, report)
+        notes.extend(state.write_baseline())
+    except (OSError, EmbedBenchError) as exc:
+        failures.append(
+            _write_failure(
+                "baseline",
+                state.baseline.path,
+                exc,
+                "choose another file with --embedbench-baseline=PATH and re-run the update",
+            )
+        )
+    missing = state.not_recorded()
+    if missing:
+        line = (
+            f"embedbench: {len(missing)} result{'s were' if len(missing) != 1 else ' was'} not "
+            "recorded (the xdist worker running "
+            f"{'them' if len(missing) != 1 else 'it'} died before sending it): "
+            + ", ".join(missing[:10])
+            + (" ..." if len(missing) > 10 else "")
+        )
+        if state.options.update_baseline is not None:
+            failures.append(f"{line}; they are not in the baseline. Re-run the update for them")
+        else:
+            notes.append(line)
+    state.summary_notes = notes
+    if state.options.json_path is not None:
+        records = sorted(state.records.values(), key=lambda r: r["nodeid"])
+        report = config.hook.pytest_embedbench_generate_json(config=config, records=records)
+        config.hook.pytest_embedbench_update_json(config=config, report=report)
+        try:
+            atomic_write_json(state.options.json_path, report)
+            state.json_written = True
+        except OSError as exc:
+            failures.append(
+                _write_failure(
+                    "JSON report",
+                    state.options.json_path,
+                    exc,
+                    "choose another path with --embedbench-json=PATH",
+                )
+            )
+    state.write_failures = failures
+    if failures and session.exitstatus == pytest.ExitCode.OK:
+        session.exitstatus = EXIT_ARTIFACT_FAILED
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
@@ -629,24 +708,34 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         priority=state.options.priority,
     )
     notes = state.baseline_notices() + busy_notes(state.records.values()) + state.summary_notes
-    if not lines and not notes:
+    failures = state.write_failures
+    if not lines and not notes and not failures:
         return
     terminalreporter.section("embedbench", sep="=")
     for line in lines:
         terminalreporter.write_line(line)
-    if state.options.json_path is not None:
+    if state.json_written:
         terminalreporter.write_line(f"JSON report: {state.options.json_path}")
     for line in notes:
         terminalreporter.write_line(line)
+    for line in failures:  # last, after the table: what was lost and how to fix it
+        terminalreporter.write_line(line, red=True, bold=True)
 
 
 class SessionHooks:
     """Hooks that need the session but receive no config (registered per config)."""
 
-    def __init__(self, session: EmbedBenchSession) -> None:
+    def __init__(self, session: EmbedBenchSession, *, worker: bool = False) -> None:
         self.session = session
+        self.worker = worker
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if not self.worker:  # an xdist worker's record arrives with the test's report
+            raw = getattr(report, "embedbench_record", None)
+            if raw:
+                self.session.merge([json.loads(raw)])
+            if getattr(report, "embedbench_expects_record", False):
+                self.session.expected.add(report.nodeid)
         message = None
         if report.failed:
             crash = getattr(report.longrepr, "reprcrash", None)
@@ -664,9 +753,16 @@ class XDistHooks:
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
         raw = getattr(node, "workeroutput", {}).get("embedbench")
         if raw:
-            data = json.loads(raw)
-            self.session.merge(data["records"])
-            self.session.collected.update(data["collected"])
+            self.session.collected.update(json.loads(raw)["collected"])
+
+    def pytest_xdist_make_scheduler(self, config: pytest.Config, log: Any) -> Any:
+        """loadgroup with xdist's crash handling fixed (see ``_xdist``), so a killed worker
+        cannot hang the run."""
+        if config.getvalue("dist") != "loadgroup":
+            return None
+        from ._xdist import crash_safe_loadgroup
+
+        return crash_safe_loadgroup(config, log)
 
 
 __all__ = ["EmbedBenchHandle", "ProgressLines", "SessionHooks", "XDistHooks"]

@@ -115,10 +115,15 @@ class EmbedBenchSession:
         self.collected: set[str] = set()
         #: short names of every model a collected test uses (to check names in the config)
         self.model_names: set[str] = set()
+        #: node ids whose worker announced a record (under xdist), to find the ones never sent
+        self.expected: set[str] = set()
         self.baseline = BaselineFile.load(options.baseline or self.project_dir / DEFAULT_BASELINE)
         self._dataset_parts: dict[str, dict[str, Any]] = {}
         #: lines for the end of the summary (what was written, what to do next)
         self.summary_notes: list[str] = []
+        #: artifacts (JSON report, baseline) that could not be written, one line each
+        self.write_failures: list[str] = []
+        self.json_written = False
         self._machine: str | None = None
 
     # -- configuration ---------------------------------------------------------------------
@@ -519,6 +524,9 @@ class EmbedBenchSession:
             return failures
         if self.options.update_baseline == "all":
             return failures  # accepting the current numbers: nothing to gate against
+        bad = self.baseline.problem or self.baseline.damaged.get(nodeid)
+        if bad and self.options.update_baseline is None:
+            return [*failures, bad]  # only the tests gated against a bad file or entry fail
         settings = case.gate.for_test(test, case.model.short_name, case.marker_gate)
         outcome = gate(
             record,
@@ -616,26 +624,26 @@ class EmbedBenchSession:
         return out
 
     def write_baseline(self) -> list[str]:
-        """In update mode, store the entries of this run's tests; lines saying what was done."""
+        """In update mode, store the entries of this run's tests; lines saying what was done.
+
+        The entries are merged into the file as it is on disk at the end of the run (under a
+        lock), so concurrent updates keep each other's entries. Raises ``OSError`` or
+        :class:`~pytest_embedbench.exceptions.BaselineError` when nothing could be written.
+        """
         mode = self.options.update_baseline
         if mode is None:
             return []
-        added = replaced = 0
-        for nodeid, record in sorted(self.records.items()):
-            if record.get("result") is None:
-                continue
-            key = self.baseline_key(nodeid)
-            exists = key in self.baseline.entries
-            if exists and mode == "new":
-                continue
-            self.baseline.entries[key] = entry_from_record(record)
-            replaced += exists
-            added += not exists
-        if added or replaced:
-            self.baseline.write()
+        entries = {
+            self.baseline_key(nodeid): entry_from_record(record)
+            for nodeid, record in sorted(self.records.items())
+            if record.get("result") is not None
+        }
+        done = self.baseline.update(entries, replace=mode != "new")
+        added, replaced = done.added, done.replaced
         return [
             f"baseline {self.baseline.path}: {added} entr{'y' if added == 1 else 'ies'} added, "
-            f"{replaced} replaced (mode {mode!r})"
+            f"{replaced} replaced (mode {mode!r})",
+            *done.notes,
         ]
 
     def baseline_key(self, nodeid: str) -> str:
@@ -648,6 +656,10 @@ class EmbedBenchSession:
         except ValueError:  # a test outside the project folder keeps its node id
             return nodeid
         return relative.as_posix() + sep + rest
+
+    def not_recorded(self) -> list[str]:
+        """Tests whose result never reached this process (their xdist worker died)."""
+        return sorted(self.expected - set(self.records))
 
     def baseline_notices(self) -> list[str]:
         """What the user should know about the baseline, ending with what to do next."""

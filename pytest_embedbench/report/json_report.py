@@ -22,14 +22,22 @@ import json
 import math
 import os
 import platform
+import re
 import subprocess
 import tempfile
+import time
 from collections.abc import Iterable, Mapping
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-__all__ = ["SCHEMA_VERSION", "atomic_write_json", "build_report", "machine_info"]
+__all__ = [
+    "SCHEMA_VERSION",
+    "atomic_write_json",
+    "build_report",
+    "machine_info",
+    "remove_stale_temps",
+]
 
 SCHEMA_VERSION = 1
 _PACKAGES = (
@@ -186,15 +194,75 @@ def build_report(
     }
 
 
+#: a temporary file of an interrupted write is removed after this long (or once its pid is gone)
+STALE_TEMP_SECONDS = 3600.0
+_HOST = re.sub(r"[^A-Za-z0-9-]", "-", platform.node()) or "host"
+
+
+def _temp_prefix(path: Path) -> str:
+    """``.<name>.<pid>@<host>.``: who created a temporary file, so a stale one can be told."""
+    return f".{path.name}.{os.getpid()}@{_HOST}."
+
+
+def _pid_alive(pid: int) -> bool:
+    # psutil, not os.kill(pid, 0): on Windows that call terminates the process
+    import psutil
+
+    return bool(psutil.pid_exists(pid))
+
+
+def remove_stale_temps(path: Path, *, max_age: float = STALE_TEMP_SECONDS) -> list[Path]:
+    """Remove the temporary files that interrupted writes of ``path`` left behind.
+
+    One is stale when it is older than ``max_age`` seconds, or when the process that created
+    it (its name carries pid and host) ran on this host and is gone. A write in progress in a
+    live process is never touched. Returns what was removed.
+    """
+    pattern = re.compile(
+        rf"^\.{re.escape(path.name)}\.(?:(?P<pid>\d+)@(?P<host>[A-Za-z0-9-]+)\.)?[^/]*\.tmp$"
+    )
+    removed: list[Path] = []
+    try:
+        candidates = list(path.parent.iterdir())
+    except OSError:
+        return removed
+    now = time.time()
+    for candidate in candidates:
+        match = pattern.match(candidate.name)
+        if match is None:
+            continue
+        pid = match.group("pid")
+        try:
+            old = now - candidate.lstat().st_mtime > max_age
+            gone = (
+                pid is not None
+                and match.group("host") == _HOST
+                and int(pid) != os.getpid()
+                and not _pid_alive(int(pid))
+            )
+            if old or gone:
+                candidate.unlink()
+                removed.append(candidate)
+        except OSError:  # removed by another run meanwhile, or not ours to remove
+            continue
+    return removed
+
+
 def atomic_write_json(path: Path, data: Any) -> None:
-    """Write ``data`` to ``path`` through a temporary file and a rename: never half a file."""
+    """Write ``data`` to ``path`` through a temporary file and a rename: never half a file.
+
+    Stale temporary files of earlier, interrupted writes of ``path`` are removed first; on
+    failure (a full disk, a read-only folder) this write's own temporary file is removed and
+    the ``OSError`` raised.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
     text = json.dumps(finite(data), indent=2, sort_keys=True, allow_nan=False) + "\n"
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    remove_stale_temps(path)
+    fd, tmp = tempfile.mkstemp(prefix=_temp_prefix(path), suffix=".tmp", dir=path.parent)
     try:
-        # mkstemp makes the file private; keep an existing file's mode, else a normal one
-        os.chmod(tmp, path.stat().st_mode & 0o777 if path.exists() else 0o644)
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            # mkstemp makes the file private; keep an existing file's mode, else a normal one
+            os.fchmod(fh.fileno(), path.stat().st_mode & 0o777 if path.exists() else 0o644)
             fh.write(text)
             fh.flush()
             os.fsync(fh.fileno())

@@ -179,11 +179,90 @@ def test_gate_settings_from_marker_and_bad_baseline(gated: pytest.Pytester) -> N
     )
     gated.runpytest().assert_outcomes(passed=1)  # a 99% relative tolerance forgives the drop
     (gated.path / ".embedbench" / "baseline.json").write_text("{not json")
+    gated.makepyfile(test_plain="def test_plain():\n    pass\n")
     bad = gated.runpytest()
-    assert bad.ret == pytest.ExitCode.USAGE_ERROR
-    bad.stderr.fnmatch_lines(["*baseline.json line 1: not valid JSON*"])
+    bad.assert_outcomes(passed=1, failed=1)  # only the gated test fails, not every test
+    bad.stdout.fnmatch_lines(
+        ["*baseline.json line 1: not valid JSON*--embedbench-update-baseline*"]
+    )
     typo = gated.runpytest("--embedbench-baseline", "other.json")
-    typo.assert_outcomes(passed=1)  # another (absent) baseline file: nothing to gate
+    typo.assert_outcomes(passed=2)  # another (absent) baseline file: nothing to gate
+    # the advice works: the update replaces the bad content and keeps a copy of it
+    fixed = gated.runpytest("--embedbench-update-baseline")
+    fixed.assert_outcomes(passed=2)
+    assert fixed.ret == 0
+    fixed.stdout.fnmatch_lines(["*replaced its bad content*the old file is saved as *.bad-*"])
+    (backup,) = (gated.path / ".embedbench").glob("baseline.json.bad-*")
+    assert backup.read_text() == "{not json"
+    gated.runpytest().assert_outcomes(passed=2)
+
+
+@pytest.mark.parametrize("version", [0, 2, "1"])
+def test_a_bad_schema_version_fails_gated_tests_and_only_an_older_one_is_replaced(
+    gated: pytest.Pytester, version: object
+) -> None:
+    write_test(gated, "bm25")
+    path = gated.path / ".embedbench" / "baseline.json"
+    path.parent.mkdir()
+    text = json.dumps({"schema_version": version, "entries": {}})
+    path.write_text(text)
+    result = gated.runpytest()
+    result.assert_outcomes(failed=1)
+    said = "was written by a newer" if version == 2 else "is not a schema this"
+    result.stdout.fnmatch_lines([f"*{path}: schema_version {version!r} {said}*"])
+    update = gated.runpytest("--embedbench-update-baseline")
+    update.assert_outcomes(passed=1)
+    if version == 2:  # never overwrite what a newer version wrote
+        assert update.ret == 6
+        update.stdout.fnmatch_lines(["*the baseline * was NOT written: *newer*upgrade it*"])
+        assert path.read_text() == text
+    else:
+        assert update.ret == 0
+        assert baseline(gated)["schema_version"] == 1
+        gated.runpytest().assert_outcomes(passed=1)
+
+
+def test_a_damaged_entry_fails_only_its_test_and_an_update_replaces_it(
+    gated: pytest.Pytester,
+) -> None:
+    write_test(gated, "bm25")
+    write_test(gated, "bm25", name="test_other")
+    gated.runpytest("--embedbench-update-baseline").assert_outcomes(passed=2)
+    path = gated.path / ".embedbench" / "baseline.json"
+    data = json.loads(path.read_text())
+    data["entries"]["test_gate.py::test_search[prod]"] = ["not", "an", "entry"]
+    other = data["entries"]["test_other.py::test_search[prod]"]
+    other["per_query"]["ndcg@10"]["q00"] = "high"
+    path.write_text(json.dumps(data))
+    result = gated.runpytest()
+    result.assert_outcomes(failed=2)
+    assert "INTERNALERROR" not in result.stdout.str() and "Traceback" not in result.stdout.str()
+    result.stdout.fnmatch_lines(
+        [
+            f"*{path}: the baseline entry 'test_gate.py::test_search?prod?' is damaged: it is a "
+            "list, not a mapping; re-record it with --embedbench-update-baseline",
+        ]
+    )
+    result.stdout.fnmatch_lines(
+        [
+            "*entry 'test_other.py::test_search?prod?' is damaged: per_query?'ndcg@10'??'q00'? is "
+            "'high', not a number*"
+        ]
+    )
+    only = gated.runpytest("-k", "test_gate")  # one test, one entry: the other is left alone
+    only.assert_outcomes(failed=1)
+    fixed = gated.runpytest("--embedbench-update-baseline", "-k", "test_gate")
+    fixed.assert_outcomes(passed=1)
+    fixed.stdout.fnmatch_lines(
+        [
+            "*re-recorded 1 damaged entry (test_gate.py::test_search?prod?)*",
+            "*1 damaged entry was kept as they are (their tests did not run): test_other.py*",
+        ]
+    )
+    after = gated.runpytest()
+    after.assert_outcomes(passed=1, failed=1)
+    gated.runpytest("--embedbench-update-baseline").assert_outcomes(passed=2)
+    gated.runpytest().assert_outcomes(passed=2)
 
 
 def make_docs_project(root, stubs: int = 0) -> None:

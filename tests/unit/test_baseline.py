@@ -185,14 +185,78 @@ def test_baseline_file_round_trip_and_errors(tmp_path: Path) -> None:
     assert json.loads(text)["schema_version"] == 1
     assert BaselineFile.load(path).entries == file.entries
     path.write_text('{"schema_version": 1,\n "entries": {,}}')
-    with pytest.raises(BaselineError, match=r"baseline.json line 2: not valid JSON"):
-        BaselineFile.load(path)
-    path.write_text('{"schema_version": 99, "entries": {}}')
-    with pytest.raises(BaselineError, match="schema_version 99 is not 1; re-record"):
-        BaselineFile.load(path)
+    bad = BaselineFile.load(path)  # bad content is recorded with its fix, not raised
+    assert bad.problem is not None and bad.replaceable and bad.entries == {}
+    assert f"{path} line 2: not valid JSON" in bad.problem
+    assert "--embedbench-update-baseline" in bad.problem
     path.write_text("[]")
-    with pytest.raises(BaselineError, match="not an embedbench baseline"):
-        BaselineFile.load(path)
+    assert "not an embedbench baseline" in (BaselineFile.load(path).problem or "")
+
+
+@pytest.mark.parametrize("version", [0, 2, "1", 1.5, None, True, -1])
+def test_schema_versions_are_named_newer_or_unknown(tmp_path: Path, version: object) -> None:
+    path = tmp_path / "baseline.json"
+    path.write_text(json.dumps({"schema_version": version, "entries": {"t.py::a": {}}}))
+    found = BaselineFile.load(path)
+    assert found.problem is not None and str(path) in found.problem
+    assert repr(version) in found.problem
+    if version == 2:
+        assert "written by a newer pytest-embedbench" in found.problem
+        assert "upgrade" in found.problem and not found.replaceable
+    else:
+        assert "is not a schema this pytest-embedbench reads" in found.problem
+        assert "--embedbench-update-baseline" in found.problem and found.replaceable
+        assert found.entries == {"t.py::a": {}}  # valid entries are kept for the rewrite
+
+
+@pytest.mark.parametrize(
+    ("entry", "said"),
+    [
+        ([1, 2], "it is a list, not a mapping"),
+        ({"per_query": [1.0]}, "'per_query' is a list, not a mapping"),
+        ({"per_query": {"ndcg@10": [1.0]}}, "per_query['ndcg@10'] is a list, not a mapping"),
+        ({"per_query": {"ndcg@10": {"q1": "0.5"}}}, "per_query['ndcg@10']['q1'] is '0.5'"),
+        ({"per_query": {"ndcg@10": {"q1": None}}}, "per_query['ndcg@10']['q1'] is None"),
+        ({"latency": {"p95_ms": "fast"}}, "latency['p95_ms'] is 'fast', not a number"),
+    ],
+)
+def test_a_damaged_entry_is_named_and_kept_apart(tmp_path: Path, entry: object, said: str) -> None:
+    path = tmp_path / "baseline.json"
+    good = {"per_query": {"ndcg@10": {"q1": 1.0}}, "extra_field": "kept"}
+    path.write_text(
+        json.dumps({"schema_version": 1, "entries": {"t.py::bad": entry, "t.py::good": good}})
+    )
+    found = BaselineFile.load(path)
+    assert found.problem is None and found.entries == {"t.py::good": good}
+    assert said in found.damaged["t.py::bad"]
+    assert str(path) in found.damaged["t.py::bad"] and "'t.py::bad'" in found.damaged["t.py::bad"]
+    # an update that does not touch the damaged entry keeps it as it was, byte for byte
+    BaselineFile(path).update({"t.py::new": good})
+    assert json.loads(path.read_text())["entries"]["t.py::bad"] == entry
+    # an update that records it replaces it (and keeps a copy of the old file)
+    done = BaselineFile(path).update({"t.py::bad": good}, replace=False)
+    assert (done.added, done.replaced) == (0, 1)
+    assert "re-recorded 1 damaged entry (t.py::bad)" in done.notes[0]
+    assert BaselineFile.load(path).damaged == {}
+    assert len(list(tmp_path.glob("baseline.json.bad-*"))) == 1
+
+
+def test_update_repairs_an_unknown_schema_and_refuses_a_newer_one(tmp_path: Path) -> None:
+    path = tmp_path / "baseline.json"
+    old = {"schema_version": "1", "entries": {"t.py::a": {"x": 1}, "t.py::b": [1]}}
+    path.write_text(json.dumps(old))
+    done = BaselineFile(path).update({"t.py::c": {"x": 3}})
+    assert "replaced its bad content" in done.notes[0] and "kept 1 valid entry" in done.notes[0]
+    data = json.loads(path.read_text())
+    assert data["schema_version"] == 1 and set(data["entries"]) == {"t.py::a", "t.py::b", "t.py::c"}
+    (backup,) = tmp_path.glob("baseline.json.bad-*")
+    assert json.loads(backup.read_text()) == old  # nothing the user wrote is lost
+    assert BaselineFile.load(path).problem is None
+    newer = json.dumps({"schema_version": 2, "entries": {"t.py::a": {"new": "format"}}})
+    path.write_text(newer)
+    with pytest.raises(BaselineError, match="newer pytest-embedbench.*nothing was written"):
+        BaselineFile(path).update({"t.py::c": {"x": 3}})
+    assert path.read_text() == newer
 
 
 def row(model: str, ndcg: float, p95: float, spec: str = "hf:x", **metrics) -> dict:
@@ -372,3 +436,44 @@ def test_latency_gate_falls_back_for_entries_without_per_query_latencies() -> No
     )
     assert fast.status == "passed"  # +24%, but under the 2 ms floor
     assert any("no per-query latencies" in n and "re-record" in n for n in fast.notes)
+
+
+def test_stale_temp_files_of_interrupted_writes_are_removed(tmp_path: Path) -> None:
+    """Leftovers of killed writes go; a live process's write in progress and other files stay."""
+    import os
+    import subprocess
+    import sys
+    import time
+
+    from pytest_embedbench.report.json_report import _HOST, atomic_write_json
+
+    gone = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    dead_pid = int(gone.stdout)
+    live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        for target in ("baseline.json", "r.json"):
+            dead = tmp_path / f".{target}.{dead_pid}@{_HOST}.abc123.tmp"
+            old = tmp_path / f".{target}.k2j4h5.tmp"  # the pre-pid name, two hours old
+            running = tmp_path / f".{target}.{live.pid}@{_HOST}.def456.tmp"
+            elsewhere = tmp_path / f".{target}.{dead_pid}@another-host.ghi789.tmp"
+            for leftover in (dead, old, running, elsewhere):
+                leftover.write_text("{half")
+            two_hours_ago = time.time() - 7200
+            os.utime(old, (two_hours_ago, two_hours_ago))
+            unrelated = tmp_path / ".other.json.k2j4h5.tmp"
+            unrelated.write_text("{}")
+            os.utime(unrelated, (two_hours_ago, two_hours_ago))
+            if target == "baseline.json":
+                BaselineFile(tmp_path / target).update({"t.py::a": {}})
+            else:
+                atomic_write_json(tmp_path / target, {"ok": 1})
+            assert not dead.exists() and not old.exists()
+            assert running.exists() and elsewhere.exists() and unrelated.exists()
+    finally:
+        live.kill()
+        live.wait()

@@ -1,0 +1,306 @@
+"""Faults around the files a run writes: concurrent baseline updates, a read-only folder, a full
+disk, a killed xdist worker. Real processes, real files, real mounts (issue 9)."""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from filelock import FileLock
+
+from .conftest import CONFTEST
+from .test_baseline_plugin import make_dataset
+
+EXIT_ARTIFACT_FAILED = 6
+
+#: a conftest hook that holds each run at session finish, before the plugin writes anything,
+#: until as many runs as EMBEDBENCH_TEST_BARRIER_N have arrived: their writes then overlap
+BARRIER = """
+import os, time
+import pytest
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionfinish(session):
+    folder = os.environ.get("EMBEDBENCH_TEST_BARRIER")
+    if not folder or hasattr(session.config, "workerinput"):
+        return
+    os.makedirs(folder, exist_ok=True)
+    open(os.path.join(folder, str(os.getpid())), "w").close()
+    deadline = time.time() + 60
+    while len(os.listdir(folder)) < int(os.environ["EMBEDBENCH_TEST_BARRIER_N"]):
+        if time.time() > deadline:
+            raise RuntimeError("barrier: the other run never arrived")
+        time.sleep(0.02)
+"""
+
+MODELS_TEST = """
+import os
+import pytest
+from pytest_embedbench import ModelSpec
+
+MODELS = [ModelSpec("hashing:h", name=f"{prefix}{{i}}", dim=32 + i) for i in range({n})]
+
+@pytest.mark.embedbench(dataset="topics", models=MODELS)
+def test_search(retrieval):
+    pass
+"""
+
+
+@pytest.fixture
+def project(pytester: pytest.Pytester) -> pytest.Pytester:
+    make_dataset(pytester)
+    pytester.makeconftest(CONFTEST + BARRIER)
+    pytester.makefile(".yaml", embedbench="datasets:\n  topics: {path: data/topics}\n")
+    pytester.makeini(
+        "[pytest]\nembedbench_cache_dir = .cache-embedbench\nembedbench_bootstrap = 500\n"
+    )
+    return pytester
+
+
+def write_models_test(pytester: pytest.Pytester, name: str, prefix: str, n: int) -> None:
+    pytester.makepyfile(**{name: MODELS_TEST.replace("{prefix}", prefix).format(n=n)})
+
+
+def spawn(pytester: pytest.Pytester, *args: str, **env: str) -> subprocess.Popen:
+    """A real `pytest` process in the project (the worktree's plugin through PYTHONPATH)."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args],
+        cwd=pytester.path,
+        env={**os.environ, **env},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+
+
+def finish(proc: subprocess.Popen, timeout: float = 180) -> tuple[int, str]:
+    try:
+        out, _ = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, _ = proc.communicate()
+        pytest.fail(f"the run hung (killed after {timeout} s); its output:\n{out}")
+    return proc.returncode, out
+
+
+def entries(pytester: pytest.Pytester) -> dict:
+    return json.loads((pytester.path / ".embedbench" / "baseline.json").read_text())["entries"]
+
+
+# -- item 1: concurrent updates ------------------------------------------------------------
+
+
+def test_two_concurrent_updates_keep_each_others_entries(project: pytest.Pytester) -> None:
+    write_models_test(project, "test_one.py", "one", 5)
+    write_models_test(project, "test_two.py", "two", 5)
+    barrier = str(project.path / "barrier")
+    runs = [
+        spawn(
+            project,
+            "--embedbench-update-baseline",
+            "-k",
+            word,
+            EMBEDBENCH_TEST_BARRIER=barrier,
+            EMBEDBENCH_TEST_BARRIER_N="2",
+        )
+        for word in ("one", "two")
+    ]
+    for proc in runs:
+        code, out = finish(proc)
+        assert code == 0, out
+        assert "5 entries added, 0 replaced" in out, out
+    found = entries(project)
+    assert sorted(found) == sorted(
+        [f"test_one.py::test_search[one{i}]" for i in range(5)]
+        + [f"test_two.py::test_search[two{i}]" for i in range(5)]
+    )
+
+
+def test_an_update_waits_for_the_lock_and_merges_what_was_written_meanwhile(
+    project: pytest.Pytester,
+) -> None:
+    write_models_test(project, "test_one.py", "one", 3)
+    path = project.path / ".embedbench" / "baseline.json"
+    path.parent.mkdir()
+    barrier = project.path / "barrier"
+    other = {"per_query": {"ndcg@10": {"q00": 1.0}}, "model": "from-another-run"}
+    with FileLock(str(path.parent / ".baseline.json.lock")):
+        proc = spawn(
+            project,
+            "--embedbench-update-baseline",
+            EMBEDBENCH_TEST_BARRIER=str(barrier),
+            EMBEDBENCH_TEST_BARRIER_N="1",
+        )
+        deadline = time.time() + 120
+        while not (barrier.is_dir() and any(barrier.iterdir())):
+            assert proc.poll() is None and time.time() < deadline, "the run never got to write"
+            time.sleep(0.05)
+        time.sleep(1.5)
+        assert proc.poll() is None, "the run wrote without waiting for the lock"
+        # what another run writes while holding the lock
+        path.write_text(json.dumps({"schema_version": 1, "entries": {"x.py::t[a]": other}}))
+    code, out = finish(proc)
+    assert code == 0, out
+    found = entries(project)
+    assert found["x.py::t[a]"] == other
+    assert {f"test_one.py::test_search[one{i}]" for i in range(3)} <= set(found)
+
+
+# -- item 2: artifact write failures -------------------------------------------------------
+
+
+@pytest.fixture
+def mount_point(tmp_path: Path) -> Iterator[Any]:
+    """Mount a tmpfs with the given options at a fresh folder; skip where mounting fails."""
+    mounted: list[Path] = []
+
+    def mount(options: str) -> Path:
+        target = tmp_path / f"mnt{len(mounted)}"
+        target.mkdir()
+        done = subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(target)],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if done.returncode != 0:
+            pytest.skip(f"cannot mount a tmpfs here ({done.stderr.strip()})")
+        mounted.append(target)
+        return target
+
+    yield mount
+    for target in reversed(mounted):
+        subprocess.run(["umount", "-l", str(target)], check=False)
+
+
+def read_only_folder(tmp_path: Path, mount_point: Any) -> Path:
+    """A folder this process cannot write to: chmod where that binds (not root), a read-only
+    tmpfs otherwise (root ignores file modes)."""
+    if os.geteuid() != 0:
+        folder = tmp_path / "ro"
+        folder.mkdir()
+        folder.chmod(0o555)
+        return folder
+    return mount_point("ro,size=64k")
+
+
+def full_folder(mount_point: Any) -> Path:
+    """A tmpfs that is full: a filler file grown until the kernel says ENOSPC."""
+    folder = mount_point("size=128k")
+    fd = os.open(folder / "filler", os.O_WRONLY | os.O_CREAT)
+    try:
+        while True:
+            os.write(fd, b"x" * 4096)
+    except OSError as exc:
+        assert exc.errno == errno.ENOSPC
+    finally:
+        os.close(fd)
+    return folder
+
+
+def test_a_json_report_into_a_read_only_folder_is_a_clear_failure(
+    project: pytest.Pytester, tmp_path: Path, mount_point: Any
+) -> None:
+    write_models_test(project, "test_one.py", "one", 1)
+    folder = read_only_folder(tmp_path, mount_point)
+    result = project.runpytest("--embedbench-json", str(folder / "r.json"))
+    result.assert_outcomes(passed=1)
+    assert result.ret == EXIT_ARTIFACT_FAILED
+    assert "Traceback" not in result.stdout.str() + result.stderr.str()
+    result.stdout.fnmatch_lines(
+        [
+            "*embedbench*",
+            "model *nDCG@10*",  # the table comes first
+            f"embedbench: the JSON report {folder / 'r.json'} was NOT written: *"
+            f"Fix: make {folder} writable, or choose another path with --embedbench-json=PATH",
+        ]
+    )
+    assert "JSON report: " not in result.stdout.str()  # nothing claims it was written
+    assert list(folder.iterdir()) == []
+
+
+def test_a_full_disk_fails_the_report_and_the_baseline_and_leaves_no_temp_file(
+    project: pytest.Pytester, mount_point: Any
+) -> None:
+    write_models_test(project, "test_one.py", "one", 2)
+    folder = full_folder(mount_point)
+    result = project.runpytest(
+        "--embedbench-json",
+        str(folder / "r.json"),
+        "--embedbench-baseline",
+        str(folder / "baseline.json"),
+        "--embedbench-update-baseline",
+    )
+    result.assert_outcomes(passed=2)
+    assert result.ret == EXIT_ARTIFACT_FAILED
+    result.stdout.fnmatch_lines(
+        [
+            "model *nDCG@10*",
+            f"embedbench: the baseline {folder / 'baseline.json'} was NOT written: No space left "
+            "on device. Fix: free space on that disk, or choose another file with "
+            "--embedbench-baseline=PATH and re-run the update",
+            f"embedbench: the JSON report {folder / 'r.json'} was NOT written: No space left on "
+            "device. Fix: free space on that disk, or *",
+        ]
+    )
+    assert "entries added" not in result.stdout.str()
+    left = sorted(p.name for p in folder.iterdir())
+    assert [n for n in left if n.endswith(".tmp")] == []  # the partial temp files are gone
+    assert "r.json" not in left and "baseline.json" not in left
+
+
+def test_a_failed_write_does_not_hide_failing_tests(
+    project: pytest.Pytester, tmp_path: Path, mount_point: Any
+) -> None:
+    project.makepyfile(test_fail="def test_fails():\n    assert False\n")
+    folder = read_only_folder(tmp_path, mount_point)
+    result = project.runpytest("--embedbench-json", str(folder / "r.json"))
+    assert result.ret == pytest.ExitCode.TESTS_FAILED  # the worse status stands
+    result.stdout.fnmatch_lines(["*the JSON report * was NOT written*"])
+
+
+# -- item 5: a killed xdist worker ---------------------------------------------------------
+
+KILLED = """
+import os
+import pytest
+from pytest_embedbench import ModelSpec
+
+MODELS = [ModelSpec("hashing:h", name=f"m{i}", dim=32 + i) for i in range(4)]
+
+@pytest.mark.embedbench(dataset="topics", models=MODELS)
+@pytest.mark.parametrize("n", range(4))
+def test_search(retrieval, n):
+    if retrieval.name == "m1" and n == 2:
+        os.kill(os.getpid(), 9)
+"""
+
+
+@pytest.mark.parametrize("dist", [[], ["--dist", "load"]], ids=["default-loadgroup", "load"])
+def test_a_killed_worker_neither_hangs_nor_claims_a_record(
+    project: pytest.Pytester, dist: list[str]
+) -> None:
+    project.makepyfile(test_killed=KILLED)
+    proc = spawn(
+        project, "-n", "2", "--embedbench-update-baseline", "--embedbench-json=r.json", *dist
+    )
+    code, out = finish(proc, timeout=240)
+    killed = "test_killed.py::test_search[m1-2]"
+    assert "15 passed" in out and "1 failed" in out, out
+    assert code == pytest.ExitCode.TESTS_FAILED, out
+    assert out.count(f"crashed while running '{killed}") == 1, out  # not re-run
+    found = entries(project)
+    assert len(found) == 15 and killed not in found  # every passed test is recorded
+    assert "embedbench: 1 result was not recorded (the xdist worker running it died " in out
+    assert f"sending it): {killed}; they are not in the baseline" in out
+    report = json.loads((project.path / "r.json").read_text())
+    assert report["baseline"]["not_recorded"] == [killed]
+    assert len([t for t in report["tests"] if t["status"] == "passed"]) == 15

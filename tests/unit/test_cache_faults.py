@@ -55,9 +55,10 @@ def _aside(folder: Path) -> list[str]:
 
 
 def _race_worker(base: str, worker: int, trials: int, barrier, results) -> None:  # noqa: ANN001
+    """Open the trial's fresh cache together with the others and write ten rows."""
     messages: list[str] = []
     for trial in range(trials):
-        barrier.wait()  # all four open the same fresh file at once
+        barrier.wait(timeout=120)  # all open the same fresh file at once
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             try:
@@ -71,22 +72,47 @@ def _race_worker(base: str, worker: int, trials: int, barrier, results) -> None:
     results.put((worker, messages))
 
 
+def _creator(base: str, trials: int, barrier, hold_s: float) -> None:  # noqa: ANN001
+    """A process in the middle of creating the fresh file: it holds the write lock while the
+    others open it (SQLite then answers their switch to WAL "database is locked" at once,
+    whatever the busy timeout), which makes the race of the issue happen on every trial."""
+    for trial in range(trials):
+        folder = Path(base) / str(trial)
+        folder.mkdir()
+        conn = sqlite3.connect(folder / FILENAME, isolation_level=None)
+        conn.execute("BEGIN IMMEDIATE")
+        barrier.wait(timeout=120)
+        time.sleep(hold_s)
+        conn.execute("COMMIT")
+        conn.close()
+
+
 def test_four_processes_creating_a_fresh_cache_at_once_keep_all_their_rows(
     tmp_path: Path,
 ) -> None:
-    trials = 25  # the old code set a fresh file aside in about one trial in five
+    trials = 6
     ctx = mp.get_context("spawn")
-    barrier, results = ctx.Barrier(4), ctx.Queue()
+    barrier, results = ctx.Barrier(5), ctx.Queue()
     procs = [
-        ctx.Process(target=_race_worker, args=(str(tmp_path), w, trials, barrier, results))
+        ctx.Process(
+            target=_race_worker, args=(str(tmp_path), w, trials, barrier, results), daemon=True
+        )
         for w in range(4)
     ]
+    procs.append(
+        ctx.Process(target=_creator, args=(str(tmp_path), trials, barrier, 0.5), daemon=True)
+    )
     for p in procs:
         p.start()
-    reports = dict(results.get(timeout=300) for _ in procs)
-    for p in procs:
-        p.join(timeout=60)
-        assert p.exitcode == 0
+    try:
+        reports = dict(results.get(timeout=120) for _ in range(4))  # the old code hung
+        for p in procs:
+            p.join(timeout=60)
+            assert p.exitcode == 0
+    finally:
+        for p in procs:
+            if p.is_alive():
+                p.kill()
     assert reports == {w: [] for w in range(4)}, "no warning, no error in any process"
     for trial in range(trials):
         folder = tmp_path / str(trial)
@@ -180,3 +206,72 @@ def test_a_write_onto_a_full_disk_stops_writes_but_keeps_reads(small_disk: Path)
     assert result.run == clean.run
     assert _aside(small_disk) == []
     assert holder.cache.count() == 24  # type: ignore[union-attr]
+
+
+# -- damaged rows ------------------------------------------------------------------------------
+
+
+def _damage(path: Path, namespace: str, how: dict[str, bytes]) -> None:
+    """Overwrite the stored vectors of the given keys (hex) in the real SQLite file."""
+    conn = sqlite3.connect(path)
+    with conn:
+        for key_hex, blob in how.items():
+            done = conn.execute(
+                "UPDATE vectors SET vec = ? WHERE ns = ? AND key = ?",
+                (blob, namespace, bytes.fromhex(key_hex)),
+            )
+            assert done.rowcount == 1
+    conn.close()
+
+
+def test_damaged_rows_are_dropped_embedded_again_and_overwritten(tmp_path: Path) -> None:
+    ds = _dataset()
+    clean = Evaluator(cache=False).evaluate("hashing:h", ds)
+    first = Evaluator(cache=tmp_path)
+    assert first.evaluate("hashing:h", ds).run == clean.run
+    namespace = first.provider("hashing:h").namespace_key()
+    first.cache.close()  # type: ignore[union-attr]
+    conn = sqlite3.connect(tmp_path / FILENAME)
+    sound = dict(conn.execute("SELECT key, vec FROM vectors WHERE ns = ?", (namespace,)))
+    conn.close()
+    # the documents relevant to the first queries, so a bad vector moves the metrics
+    targets = [text_key(ds.document(f"d{3 * j:03d}").embed_text).hex() for j in range(4)]
+    rng = np.random.default_rng(1)
+    _damage(
+        tmp_path / FILENAME,
+        namespace,
+        {
+            targets[0]: np.full(64, np.nan, dtype=np.float32).tobytes(),
+            targets[1]: np.zeros(64, dtype=np.float32).tobytes(),
+            targets[2]: sound[bytes.fromhex(targets[2])][:-4],  # one value short
+            targets[3]: rng.bytes(64 * 4),
+        },
+    )
+
+    ev = Evaluator(cache=tmp_path)
+    with pytest.warns(EmbedBenchWarning) as caught:
+        result = ev.evaluate("hashing:h", ds)
+    messages = [str(w.message) for w in caught]
+    assert len(messages) == 1, messages
+    assert f"4 damaged vector(s) in namespace {namespace!r}" in messages[0]
+    assert str(tmp_path / FILENAME) in messages[0]
+    assert (result.cache.hits, result.cache.misses) == (44, 4)
+    assert result.run == clean.run and float(result.ndcg10) == float(clean.ndcg10)
+    conn = sqlite3.connect(tmp_path / FILENAME)
+    repaired = dict(conn.execute("SELECT key, vec FROM vectors WHERE ns = ?", (namespace,)))
+    conn.close()
+    assert repaired == sound  # every damaged row was overwritten with the right vector
+    assert _aside(tmp_path) == []
+
+
+def test_a_non_normalising_namespace_keeps_vectors_of_any_norm(tmp_path: Path) -> None:
+    cache = EmbeddingCache(tmp_path)
+    keys = [text_key("a"), text_key("b")]
+    cache.put_many("raw", keys, np.array([[3.0, 4.0], [0.0, 0.0]], dtype=np.float32))
+    found, missing = cache.get_many("raw", keys, dim=2, unit_norm=False)
+    assert missing == [] and float(np.linalg.norm(found[keys[0]])) == 5.0
+    with pytest.warns(EmbedBenchWarning, match=r"2 damaged vector.*2 with a norm other than 1"):
+        found, missing = cache.get_many("raw", keys, dim=2, unit_norm=True)
+    assert missing == [0, 1]
+    with pytest.warns(EmbedBenchWarning, match=r"2 with a dimension other than 3"):
+        assert cache.get_many("raw", keys, dim=3)[1] == [0, 1]

@@ -275,3 +275,79 @@ def test_a_non_normalising_namespace_keeps_vectors_of_any_norm(tmp_path: Path) -
     assert missing == [0, 1]
     with pytest.warns(EmbedBenchWarning, match=r"2 with a dimension other than 3"):
         assert cache.get_many("raw", keys, dim=3)[1] == [0, 1]
+
+
+# -- a cold run killed in the middle of embedding ---------------------------------------------
+
+_KILLED_RUN = textwrap.dedent(
+    """
+    import json, sys, threading
+    from pathlib import Path
+    from pytest_embedbench import Evaluator, RetrievalDataset, register_provider
+    from tests.helpers import HashingProvider
+
+    out, block_after = Path(sys.argv[1]), int(sys.argv[2])
+
+    class Stalling(HashingProvider):
+        # embeds like "hashing", then blocks forever in batch number block_after
+        name = "stalling"
+
+        def embed_batch(self, texts, *, kind):
+            if kind == "document":
+                self.batches = getattr(self, "batches", 0) + 1
+                if self.batches > block_after:
+                    (out / "stalled").write_text(json.dumps(self.namespace_key()))
+                    threading.Event().wait()
+                with (out / "embedded.jsonl").open("a") as fh:
+                    fh.write(json.dumps(texts) + "\\n")
+            return super().embed_batch(texts, kind=kind)
+
+    register_provider(Stalling)
+    corpus = {f"d{i:03d}": f"document {i} about topic {i % 7} and item {i * 13 % 101}"
+              for i in range(100)}
+    ds = RetrievalDataset.from_dicts(corpus, {"q": "topic 3"}, {"q": {"d003": 1}})
+    result = Evaluator(cache=out / "cache").evaluate("stalling:s", ds)
+    print(json.dumps([result.cache.hits, result.cache.misses]))
+    """
+)
+
+
+def test_a_cold_run_killed_mid_embedding_keeps_every_finished_batch(tmp_path: Path) -> None:
+    """100 documents in batches of 32 (the old code stored nothing below 256 documents)."""
+    script = tmp_path / "run.py"
+    script.write_text(_KILLED_RUN)
+    env = {**os.environ, "PYTHONPATH": f"{REPO}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    proc = subprocess.Popen([sys.executable, str(script), str(tmp_path), "2"], env=env)
+    try:
+        deadline = time.monotonic() + 120
+        while not (tmp_path / "stalled").exists():
+            assert proc.poll() is None, "the run ended before it stalled"
+            assert time.monotonic() < deadline, "the run never reached its third batch"
+            time.sleep(0.05)
+        time.sleep(0.1)  # let the stalled file's write finish; the process waits forever
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=60)
+    assert proc.returncode == -signal.SIGKILL
+    namespace = json.loads((tmp_path / "stalled").read_text())
+    batches = [json.loads(line) for line in (tmp_path / "embedded.jsonl").read_text().splitlines()]
+    assert [len(b) for b in batches] == [32, 32]
+
+    cache = EmbeddingCache(tmp_path / "cache")
+    assert cache.count(namespace) == 64
+    found, missing = cache.get_many(
+        namespace, [text_key(t) for b in batches for t in b], dim=64, unit_norm=True
+    )
+    assert missing == [] and len(found) == 64
+    cache.close()
+
+    # the next run embeds only the 36 documents the killed one did not finish
+    done = subprocess.run(
+        [sys.executable, str(script), str(tmp_path), "99"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    assert json.loads(done.stdout.splitlines()[-1]) == [64, 36]

@@ -57,7 +57,7 @@ def test_corrupt_file_is_rebuilt_with_a_warning(tmp_path: Path) -> None:
     assert any(p.name.startswith(f"{FILENAME}.corrupt-") for p in tmp_path.iterdir())
 
 
-def test_truncated_vector_counts_as_missing(tmp_path: Path) -> None:
+def test_truncated_vector_counts_as_missing_with_a_warning(tmp_path: Path) -> None:
     cache = EmbeddingCache(tmp_path)
     key = text_key("a")
     cache.put_many("m", [key], np.ones((1, 4), dtype=np.float32))
@@ -65,7 +65,8 @@ def test_truncated_vector_counts_as_missing(tmp_path: Path) -> None:
     conn.execute("UPDATE vectors SET vec = ?", (b"\x00\x01",))
     conn.commit()
     conn.close()
-    found, missing = cache.get_many("m", [key])
+    with pytest.warns(EmbedBenchWarning, match=r"1 damaged vector.*byte length"):
+        found, missing = cache.get_many("m", [key])
     assert found == {} and missing == [0]
 
 

@@ -351,3 +351,51 @@ def test_a_cold_run_killed_mid_embedding_keeps_every_finished_batch(tmp_path: Pa
         check=True,
     )
     assert json.loads(done.stdout.splitlines()[-1]) == [64, 36]
+
+
+_LIMITED_RUN = textwrap.dedent(
+    """
+    import json, resource, signal, sys, warnings
+    from pytest_embedbench import Evaluator
+    from tests.helpers import HashingProvider  # registers "hashing"
+    from tests.unit.test_cache_faults import _dataset
+
+    # no file of this process may grow past 16 KiB: the kernel refuses the write (EFBIG)
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (16384, resource.RLIM_INFINITY))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = Evaluator(cache=sys.argv[1]).evaluate("hashing:h", _dataset())
+    print(json.dumps({"run": result.run, "warnings": [str(w.message) for w in caught]}))
+    """
+)
+
+
+def test_a_cache_whose_writes_the_kernel_refuses_is_kept(tmp_path: Path) -> None:
+    """The stand-in for a full disk where a tmpfs cannot be mounted: RLIMIT_FSIZE."""
+    ds = _dataset()
+    clean = Evaluator(cache=False).evaluate("hashing:h", ds)
+    first = Evaluator(cache=tmp_path)
+    first.evaluate("hashing:h", ds)
+    first.cache.close()  # type: ignore[union-attr]
+    stored = (tmp_path / FILENAME).stat().st_size
+    assert stored > 16384
+    script = tmp_path / "limited.py"
+    script.write_text(_LIMITED_RUN)
+    env = {**os.environ, "PYTHONPATH": f"{REPO}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    done = subprocess.run(
+        [sys.executable, str(script), str(tmp_path)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    report = json.loads(done.stdout.splitlines()[-1])
+    assert len(report["warnings"]) == 1, report["warnings"]
+    assert str(tmp_path / FILENAME) in report["warnings"][0]
+    assert "disk I/O error" in report["warnings"][0]
+    assert report["run"] == json.loads(json.dumps(clean.run))
+    assert _aside(tmp_path) == [] and (tmp_path / FILENAME).stat().st_size == stored
+    warm = Evaluator(cache=tmp_path).evaluate("hashing:h", ds)
+    assert (warm.cache.hits, warm.cache.misses) == (48, 0)

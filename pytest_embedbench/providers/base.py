@@ -491,11 +491,13 @@ class EmbeddingProvider(Provider):
         *,
         kind: Kind,
         progress: Callable[[int, int], None] | None = None,
+        on_batch: Callable[[list[int], np.ndarray], None] | None = None,
     ) -> np.ndarray:
         """Embed ``texts`` as queries or documents: ``(n, dim)`` float32, L2-normalised.
 
         Batches are built from texts sorted by length (longest first) so they pad little;
-        rows come back in the order given. Every batch is validated.
+        rows come back in the order given. Every batch is validated, then handed to
+        ``on_batch(positions in texts, vectors)`` (in this thread) as soon as it is in.
         """
         if kind not in ("query", "document"):
             raise ConfigError(f"kind={kind!r}: use 'query' or 'document'")
@@ -524,10 +526,14 @@ class EmbeddingProvider(Provider):
                 with pool:
                     results = pool.map(run, range(len(batches)))
                     for number, raw in enumerate(results):
-                        out, done = self._place(out, raw, batches, number, n, done, progress)
+                        out, done = self._place(
+                            out, raw, batches, number, n, done, progress, on_batch
+                        )
             else:
                 for number in range(len(batches)):
-                    out, done = self._place(out, run(number), batches, number, n, done, progress)
+                    out, done = self._place(
+                        out, run(number), batches, number, n, done, progress, on_batch
+                    )
         finally:
             self.encode_s += time.perf_counter() - t0
         assert out is not None
@@ -542,6 +548,7 @@ class EmbeddingProvider(Provider):
         n: int,
         done: int,
         progress: Callable[[int, int], None] | None,
+        on_batch: Callable[[list[int], np.ndarray], None] | None = None,
     ) -> tuple[np.ndarray, int]:
         idx = batches[number]
         first = sum(len(b) for b in batches[:number])
@@ -549,6 +556,8 @@ class EmbeddingProvider(Provider):
         if out is None:
             out = np.empty((n, vectors.shape[1]), dtype=np.float32)
         out[idx] = vectors
+        if on_batch is not None:
+            on_batch(idx, vectors)
         done += len(idx)
         if progress is not None:
             progress(done, n)
@@ -730,26 +739,29 @@ class EmbeddingProvider(Provider):
 
         keys = [text_key(self.prepare(t, "document")) for t in texts]
         namespace = self.namespace_key()
-        found, missing = cache.get_many(namespace, keys)
+        # a stored row is checked like a response: finite, this dimension, the promised norm
+        found, missing = cache.get_many(
+            namespace, keys, dim=self.dimension, unit_norm=self.normalize
+        )
         if found and self.dimension is None:
             self.dimension = len(next(iter(found.values())))
         stats.cache_hits += len(texts) - len(missing)
         stats.cache_misses += len(missing)
-        # embed in slices, storing each, so an interrupted run keeps what it finished
-        chunk = max(self.batch_size * 8, 256)
-        ordered = sorted(missing, key=lambda i: -len(texts[i]))
-        for start in range(0, len(ordered), chunk):
-            idx = ordered[start : start + chunk]
+        if missing:
 
-            def sub_progress(done: int, _total: int, offset: int = start) -> None:
+            def sub_progress(done: int, _total: int) -> None:
                 if progress is not None:
-                    progress(len(texts) - len(missing) + offset + done, len(texts))
+                    progress(len(texts) - len(missing) + done, len(texts))
 
-            vecs = self.embed([texts[i] for i in idx], kind="document", progress=sub_progress)
-            new_keys = [keys[i] for i in idx]
-            cache.put_many(namespace, new_keys, vecs)
-            for key, vec in zip(new_keys, vecs, strict=True):
-                found[key] = vec
+            def store(positions: list[int], vecs: np.ndarray) -> None:
+                # one transaction per provider batch: a run killed at any point keeps it
+                cache.put_many(namespace, [keys[missing[p]] for p in positions], vecs)
+
+            vecs = self.embed(
+                [texts[i] for i in missing], kind="document", progress=sub_progress, on_batch=store
+            )
+            for i, vec in zip(missing, vecs, strict=True):
+                found[keys[i]] = vec
         dim = self.dimension or 0
         out = np.empty((len(texts), dim), dtype=np.float32)
         for i, key in enumerate(keys):

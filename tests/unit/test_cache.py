@@ -57,7 +57,7 @@ def test_corrupt_file_is_rebuilt_with_a_warning(tmp_path: Path) -> None:
     assert any(p.name.startswith(f"{FILENAME}.corrupt-") for p in tmp_path.iterdir())
 
 
-def test_truncated_vector_counts_as_missing(tmp_path: Path) -> None:
+def test_truncated_vector_counts_as_missing_with_a_warning(tmp_path: Path) -> None:
     cache = EmbeddingCache(tmp_path)
     key = text_key("a")
     cache.put_many("m", [key], np.ones((1, 4), dtype=np.float32))
@@ -65,7 +65,8 @@ def test_truncated_vector_counts_as_missing(tmp_path: Path) -> None:
     conn.execute("UPDATE vectors SET vec = ?", (b"\x00\x01",))
     conn.commit()
     conn.close()
-    found, missing = cache.get_many("m", [key])
+    with pytest.warns(EmbedBenchWarning, match=r"1 damaged vector.*byte length"):
+        found, missing = cache.get_many("m", [key])
     assert found == {} and missing == [0]
 
 
@@ -86,3 +87,25 @@ def test_several_processes_share_one_cache(tmp_path: Path) -> None:
         counts = pool.starmap(_writer, [(str(tmp_path), w, 20) for w in range(4)])
     assert all(c >= 50 for c in counts)
     assert EmbeddingCache(tmp_path).count("ns") == 50 + 4 * 20
+
+
+def test_a_malformed_file_found_by_a_read_is_moved_aside(tmp_path: Path) -> None:
+    """Real corruption (pages overwritten, confirmed by quick_check) is still set aside."""
+    cache = EmbeddingCache(tmp_path)
+    keys = [text_key(f"k{i}") for i in range(400)]
+    vectors = np.random.default_rng(0).standard_normal((400, 64)).astype(np.float32)
+    cache.put_many("ns", keys, vectors / np.linalg.norm(vectors, axis=1, keepdims=True))
+    cache.close()
+    path = tmp_path / FILENAME
+    size = path.stat().st_size
+    with path.open("r+b") as fh:  # keep the header and the schema, wipe the vector pages
+        for page in range(3, size // 4096):
+            fh.seek(page * 4096)
+            fh.write(b"\xff" * 4096)
+    cache = EmbeddingCache(tmp_path)
+    with pytest.warns(EmbedBenchWarning, match=r"unreadable \(database disk image is malformed"):
+        found, missing = cache.get_many("ns", keys, dim=64, unit_norm=True)
+    assert found == {} and len(missing) == 400
+    assert any(p.name.startswith(f"{FILENAME}.corrupt-") for p in tmp_path.iterdir())
+    cache.put_many("ns", keys[:1], np.ones((1, 64), dtype=np.float32) / 8.0)
+    assert cache.count() == 1  # the fresh file works

@@ -44,7 +44,7 @@ from typing import Any
 import yaml
 
 from .exceptions import ConfigError, MetricError, UnknownProviderError, did_you_mean
-from .metrics import parse_metric
+from .metrics import parse_cutoffs, parse_metric
 from .providers.base import ModelSpec
 
 __all__ = ["CONFIG_NAME", "DatasetEntry", "ProjectConfig", "Options", "find_config", "load_config"]
@@ -215,20 +215,7 @@ def load_config(path: Path) -> ProjectConfig:
     ):
         raise _fail(path, "providers", "expected a mapping of provider or model name to options")
     k = raw.get("k")
-    if k is not None:
-        values = [k] if isinstance(k, int) and not isinstance(k, bool) else k
-        if not isinstance(values, list) or not all(
-            isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in values
-        ):
-            raise _fail(path, "k", f"{k!r} must be a list of integers >= 1, e.g. [1, 10, 100]")
-        if not values:
-            raise _fail(
-                path,
-                "k",
-                "[] computes nothing: list the cut-offs, e.g. [1, 5] (10 and 100 are always "
-                "added), or remove the key for the default [1, 5, 10, 100]",
-            )
-        k = tuple(sorted(set(values)))
+    k = None if k is None else parse_cutoffs(k, f"{path}: k")
     thresholds = raw.get("thresholds") or {}
     if not isinstance(thresholds, Mapping):
         raise _fail(path, "thresholds", "expected a mapping (see the thresholds file format)")

@@ -40,13 +40,12 @@ from .measure import (
     latency_passes,
     thread_settings,
 )
-from .metrics import METRICS, compute, grade_matrix, parse_metric
+from .metrics import DEFAULT_K, METRICS, compute, grade_matrix, parse_cutoffs, parse_metric
 from .providers.base import BuildStats, ModelSpec, Provider, create_provider
 from .stats import DEFAULT_RESAMPLES, Estimate, bootstrap, paired_bootstrap
 
 __all__ = ["DEFAULT_K", "Evaluator", "RetrievalResult", "evaluate"]
 
-DEFAULT_K: tuple[int, ...] = (1, 5, 10, 100)
 #: progress(stage, done, total), stage is "documents" or "queries"
 Progress = Callable[[str, int, int], None]
 
@@ -329,16 +328,6 @@ def _jsonable(value: Any) -> bool:
     return isinstance(value, (str, int, float, bool, type(None), list, dict))
 
 
-def _normalise_k(k: int | Iterable[int]) -> tuple[int, ...]:
-    values = (k,) if isinstance(k, int) else tuple(k)
-    if not values:
-        raise ConfigError("k is empty; give cut-offs such as k=(1, 5, 10, 100)")
-    for value in values:
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ConfigError(f"k={value!r}: cut-offs must be integers >= 1")
-    return tuple(sorted(set(values)))
-
-
 class Evaluator:
     """Evaluates models on datasets; loads each model once and shares the embedding cache.
 
@@ -365,7 +354,7 @@ class Evaluator:
         if latency_passes < 1:
             raise ConfigError(f"latency_passes={latency_passes!r}: give an integer >= 1")
         self.latency_passes = latency_passes
-        self.k = _normalise_k(k)
+        self.k = parse_cutoffs(k, "k")
         self.cache = EmbeddingCache.open(cache)
         self.seed = int(seed)
         self.n_resamples = int(n_resamples)
@@ -396,7 +385,7 @@ class Evaluator:
         """Embed and index ``dataset``'s documents, run its judged queries, score the run."""
         spec = ModelSpec.coerce(model)
         ds = load_dataset(dataset, split=split)
-        ks = self.k if k is None else _normalise_k(k)
+        ks = self.k if k is None else parse_cutoffs(k, "k")
         depth = max(ks)
         timings = Timings()
         stats = BuildStats()

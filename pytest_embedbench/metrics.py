@@ -27,9 +27,21 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .exceptions import MetricError
+from .exceptions import ConfigError, MetricError
 
-__all__ = ["METRICS", "MetricName", "grade_matrix", "parse_metric", "rank_run", "score_run"]
+__all__ = [
+    "DEFAULT_K",
+    "METRICS",
+    "MetricName",
+    "grade_matrix",
+    "parse_cutoffs",
+    "parse_metric",
+    "rank_run",
+    "score_run",
+]
+
+#: the cut-offs a run computes when neither the marker, embedbench.yaml nor evaluate() names any
+DEFAULT_K: tuple[int, ...] = (1, 5, 10, 100)
 
 MetricFn = Callable[[np.ndarray, np.ndarray, np.ndarray, int], np.ndarray]
 
@@ -135,6 +147,38 @@ def parse_metric(name: str | MetricName) -> MetricName:
     if k < 1:
         raise MetricError(f"metric {name!r}: the cut-off must be at least 1")
     return MetricName(family, k)
+
+
+def parse_cutoffs(value: object, where: str = "k") -> tuple[int, ...]:
+    """The cut-offs ``k`` of a run, sorted and without repeats: the one check behind the
+    marker's ``k=``, ``k:`` in ``embedbench.yaml`` and ``evaluate(k=...)``.
+
+    ``value`` is an integer or a list of integers >= 1; ``None`` means :data:`DEFAULT_K`. The run
+    computes exactly these (``k=5`` computes ``@5`` only); a bad value is a ConfigError that
+    starts with ``where`` (the file and key, or the marker)::
+
+        parse_cutoffs(10)          # (10,)
+        parse_cutoffs([10, 1, 10]) # (1, 10)
+    """
+    if value is None:
+        return DEFAULT_K
+    values = [value] if isinstance(value, int) and not isinstance(value, bool) else value
+    if isinstance(values, (str, bytes, Mapping)) or not isinstance(values, Iterable):
+        values = None
+    else:
+        values = list(values)
+    if values is None or not all(
+        isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in values
+    ):
+        raise ConfigError(
+            f"{where}: {value!r}: cut-offs must be integers >= 1, e.g. [1, 5, 10, 100]"
+        )
+    if not values:
+        raise ConfigError(
+            f"{where}: [] computes nothing: list the cut-offs, e.g. [1, 5, 10], or leave it out "
+            f"for the default {list(DEFAULT_K)}"
+        )
+    return tuple(sorted(set(values)))
 
 
 def grade_matrix(

@@ -13,7 +13,7 @@ import json
 import math
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +21,8 @@ from .baseline import (
     DEFAULT_BASELINE,
     BaselineFile,
     GateConfig,
+    GateSettings,
+    Threshold,
     ThresholdSet,
     check_thresholds,
     entry_from_record,
@@ -37,9 +39,9 @@ from .config import (
     load_config,
 )
 from .datasets import RetrievalDataset, load_dataset
-from .evaluate import DEFAULT_K, Evaluator, RetrievalResult
+from .evaluate import Evaluator, RetrievalResult
 from .exceptions import ConfigError, EmbedBenchWarning, did_you_mean
-from .metrics import parse_metric
+from .metrics import parse_cutoffs, parse_metric
 from .providers.base import ModelSpec, Provider
 
 __all__ = ["MARKER_KEYS", "Case", "EmbedBenchSession", "ProgressPrinter", "Searcher"]
@@ -174,7 +176,7 @@ class EmbedBenchSession:
             )
         cfg = self.project_config(test_path)
         dataset = self.dataset_entry(marker_kwargs.get("dataset"), cfg, test_path, marker_kwargs)
-        k = _k_tuple(marker_kwargs.get("k"), cfg.k)
+        k = _k_tuple(marker_kwargs.get("k"), cfg.k, f"{test_path.name}: @pytest.mark.embedbench k")
         thresholds = self.thresholds(cfg)
         marker_rules = marker_kwargs.get("thresholds")
         if marker_rules is not None:
@@ -209,6 +211,7 @@ class EmbedBenchSession:
             )
         for spec in specs:
             self._check_gated_metrics_computed(gate_config, marker_gate, test, spec, k, cfg)
+            _check_thresholds_computed(thresholds.for_test(test, spec.short_name), test, k)
         self.model_names.update(names)
         return [
             Case(spec, dataset, k, thresholds, gate_config, marker_gate, cfg.reference)
@@ -256,7 +259,8 @@ class EmbedBenchSession:
         cfg: ProjectConfig,
     ) -> None:
         """A gated metric this case does not compute is an error naming where the gate's
-        metrics were set, instead of a "not gated" note on every run."""
+        metrics were set, instead of a "not gated" note on every run. The default metrics
+        (nDCG@10, Recall@100) are only gated where the case computes them (:func:`_gated`)."""
         settings = gate_config.for_test(test, spec.short_name, marker_gate)
         missing = [m for m in settings.metrics if parse_metric(m).k not in k]
         if not missing:
@@ -267,8 +271,10 @@ class EmbedBenchSession:
             where = f"{cfg.path}: gate.tests.{test}.metrics"
         elif "metrics" in (gate_config.models.get(spec.short_name) or {}):
             where = f"{cfg.path}: gate.models.{spec.short_name}.metrics"
-        else:
+        elif "metrics" in cfg.gate:
             where = f"{cfg.path}: gate.metrics"
+        else:
+            return  # the implicit defaults: filtered per case, no error
         cutoffs = sorted({parse_metric(m).k for m in missing})
         raise ConfigError(
             f"{where}: {missing} gated, but {test or 'the test'} computes k={list(k)} only "
@@ -432,7 +438,7 @@ class EmbedBenchSession:
         cfg = self.project_config(here)
         entry = self.dataset_entry(dataset, cfg, here, {})
         spec = cfg.apply_provider_options(ModelSpec.coerce(model))
-        case = Case(spec, entry, _k_tuple(k, cfg.k), ThresholdSet.empty())
+        case = Case(spec, entry, _k_tuple(k, cfg.k, "embedbench.evaluate k"), ThresholdSet.empty())
         return self.result(case)
 
     # -- records ---------------------------------------------------------------------------
@@ -527,7 +533,7 @@ class EmbedBenchSession:
         bad = self.baseline.problem or self.baseline.damaged.get(nodeid)
         if bad and self.options.update_baseline is None:
             return [*failures, bad]  # only the tests gated against a bad file or entry fail
-        settings = case.gate.for_test(test, case.model.short_name, case.marker_gate)
+        settings = _gated(case.gate.for_test(test, case.model.short_name, case.marker_gate), case.k)
         outcome = gate(
             record,
             self.baseline.entries.get(self.baseline_key(nodeid)),
@@ -577,14 +583,14 @@ class EmbedBenchSession:
             return out
         for dataset, rows in model_rows(self.records.values()).items():
             ref = next((r for r in rows if r["model"] == reference and r["result"]), None)
-            if ref is None:
+            ref_scores = ref["result"]["per_query"].get("ndcg@10") if ref else None
+            if ref_scores is None:  # no reference, or a run without k=10
                 continue
-            ref_scores = ref["result"]["per_query"]["ndcg@10"]
             found = []
             for row in rows:
                 if row is ref or row["result"] is None:
                     continue
-                scores = row["result"]["per_query"]["ndcg@10"]
+                scores = row["result"]["per_query"].get("ndcg@10") or {}
                 shared = sorted(set(scores) & set(ref_scores))
                 if not shared:
                     continue
@@ -744,22 +750,31 @@ def _describe(error: BaseException) -> str:
     return f"{type(error).__name__}: {error}"
 
 
-#: cut-offs every case computes, whatever k says: the table shows nDCG@10 and Recall@100 and
-#: the default gate compares them
-ALWAYS_K = frozenset({10, 100})
-
-
-def _k_tuple(k: Any, default: tuple[int, ...] | None) -> tuple[int, ...]:
+def _k_tuple(k: Any, default: tuple[int, ...] | None, where: str) -> tuple[int, ...]:
     """The cut-offs of a case: ``k`` (the marker's or evaluate()'s), else the config's, else
-    DEFAULT_K; always with 10 and 100 added, so ``k=10`` and ``k: 10`` both mean (10, 100)."""
-    if k is None:
-        return tuple(sorted(set(default or DEFAULT_K) | ALWAYS_K))
-    values = [k] if isinstance(k, int) else list(k)
-    if not values or not all(
-        isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in values
-    ):
-        raise ConfigError(f"k={k!r}: give cut-offs as integers >= 1, e.g. k=(1, 10, 100)")
-    return tuple(sorted(set(values) | ALWAYS_K))
+    DEFAULT_K, checked by the one validator (:func:`~.metrics.parse_cutoffs`)."""
+    return parse_cutoffs(default if k is None else k, where)
+
+
+def _gated(settings: GateSettings, k: tuple[int, ...]) -> GateSettings:
+    """``settings`` gating only the metrics computed at cut-offs ``k``: a metric named
+    explicitly is checked at collection, so this drops only the defaults a run lacks (a run
+    with ``k: [1, 5, 10]`` gates nDCG@10 and not Recall@100)."""
+    metrics = tuple(m for m in settings.metrics if parse_metric(m).k in k)
+    return settings if metrics == settings.metrics else replace(settings, metrics=metrics)
+
+
+def _check_thresholds_computed(rules: Iterable[Threshold], test: str, k: tuple[int, ...]) -> None:
+    """A threshold on a metric deeper than the case retrieves (``recall@100`` with ``k: [1,
+    5, 10]``) is an error naming the rule's file and key, at collection, not a failing test."""
+    for rule in rules:
+        if "@" in rule.key and parse_metric(rule.key).k > max(k):
+            depth = parse_metric(rule.key).k
+            raise ConfigError(
+                f"{rule.origin}: threshold {rule.key}, but {test or 'the test'} computes "
+                f"k={list(k)} only; add {depth} to k (embedbench.yaml k: or the marker's k=), "
+                f"or set the threshold at a cut-off up to {max(k)}"
+            )
 
 
 class Searcher:

@@ -103,6 +103,12 @@ def speed_tiers(rows: Sequence[Mapping[str, Any]]) -> list[list[str]]:
     return tiers
 
 
+def _value(row: Mapping[str, Any], metric: str) -> float | None:
+    """The row's value of ``metric``; None when its run did not compute that cut-off."""
+    entry = row["result"]["metrics"].get(metric)
+    return None if entry is None else float(entry["value"])
+
+
 def _cost(row: Mapping[str, Any]) -> float | None:
     result = row["result"] or {}
     usd = (result.get("cost") or {}).get("usd")
@@ -117,7 +123,7 @@ def recommend(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
     ok = [r for r in rows if r.get("result") is not None and r.get("status") != "error"]
     if not ok:
         return None
-    ndcg = [r["result"]["metrics"]["ndcg@10"]["value"] for r in ok]
+    ndcg = [_value(r, "ndcg@10") for r in ok]  # None for a run without k=10: accuracy 0
     tiers = speed_tiers(ok)
     point = {r["model"]: r["result"]["latency"].get("p95_ms") for r in ok}
     # every model of a tier is as fast as the tier's fastest model
@@ -141,12 +147,11 @@ def recommend(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
         for r in ok:
             comp = components[r["model"]]
             score = wa * comp["accuracy"] + ws * comp["speed"] + wc * comp["cost"]
-            metrics = r["result"]["metrics"]
-            ties: tuple[float, ...] = (round(score, 12), metrics["ndcg@10"]["value"])
+            ties: tuple[float, ...] = (round(score, 12), _value(r, "ndcg@10") or 0.0)
             if priority == "accuracy":
-                ties += (
-                    metrics.get("recall@100", {}).get("value", 0.0),
-                    metrics.get("mrr@10", {}).get("value", 0.0),
+                ties += (  # a metric the run did not compute (its k lacks 100) counts 0
+                    _value(r, "recall@100") or 0.0,
+                    _value(r, "mrr@10") or 0.0,
                     -(tier_p95.get(r["model"]) or math.inf),
                 )
             scored.append((ties, r["model"], score))

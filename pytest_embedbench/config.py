@@ -16,7 +16,7 @@ provider options and thresholds::
     providers:                                 # options by provider or by model short name
       hf: {batch_size: 64}
       bm25: {k1: 1.2}
-    k: [1, 5, 10, 100]                         # 10 and 100 are always added (see below)
+    k: [1, 5, 10, 100]                         # the cut-offs computed (see below)
     thresholds:
       defaults: {ndcg@10: ">= 0.5"}
     gate:                                      # the baseline gate (see baseline.py)
@@ -27,10 +27,11 @@ provider options and thresholds::
 
 Unknown keys and bad values are errors that name the file, the key and the fix.
 
-``k`` means the same in ``embedbench.yaml``, the marker (``k=``) and ``embedbench.evaluate``: the
-cut-offs given, plus 10 and 100, which are always computed (the table shows nDCG@10 and
-Recall@100, and the default gate compares them). ``k: 5`` is ``[5, 10, 100]``; ``k: []`` is an
-error.
+``k`` means the same in ``embedbench.yaml``, the marker (``k=``) and ``embedbench.evaluate``, and
+one function checks it (:func:`~pytest_embedbench.metrics.parse_cutoffs`): the run computes
+exactly the cut-offs given (``k: 5`` is ``[5]``); ``k: []`` is an error; without ``k`` they are
+``[1, 5, 10, 100]``. The default gate metrics (nDCG@10, Recall@100) apply where the run computes
+them; a gated or thresholded metric named explicitly that it does not compute is an error.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
-"""Run options (command line and ini) and the ``embedbench.yaml`` file.
+"""The ``embedbench.yaml`` file (and the run options, re-exported).
 
-Options are parsed once into the frozen :class:`Options`; the session is built from it, so the
-engine is testable without a pytest config. ``embedbench.yaml`` names datasets, default models,
-provider options and thresholds::
+The run options (command line and ini) are the frozen :class:`~.options.Options`, defined with
+their flags and ini keys in :mod:`~pytest_embedbench.options`. ``embedbench.yaml`` names
+datasets, default models, provider options and thresholds::
 
     datasets:
       support: {path: support}                 # relative to this file
@@ -36,7 +36,6 @@ them; a gated or thresholded metric named explicitly that it does not compute is
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,9 +45,18 @@ import yaml
 
 from .exceptions import ConfigError, MetricError, UnknownProviderError, did_you_mean
 from .metrics import parse_cutoffs, parse_metric
+from .options import PRIORITIES, Options
 from .providers.base import ModelSpec
 
-__all__ = ["CONFIG_NAME", "DatasetEntry", "ProjectConfig", "Options", "find_config", "load_config"]
+__all__ = [
+    "CONFIG_NAME",
+    "PRIORITIES",
+    "DatasetEntry",
+    "Options",
+    "ProjectConfig",
+    "find_config",
+    "load_config",
+]
 
 CONFIG_NAME = "embedbench.yaml"
 _TOP_KEYS = {
@@ -61,72 +69,8 @@ _TOP_KEYS = {
     "reference",
     "plugins",
 }
-PRIORITIES = ("accuracy", "speed", "balanced", "cost")
 _DATASET_KEYS = {"path", "split", "docs", "subset", "name"}
 _SUBSET_KEYS = {"n_queries", "n_distractors", "seed"}
-
-
-@dataclass(frozen=True)
-class Options:
-    """The plugin's options after parsing (command line wins over ini)."""
-
-    models: tuple[str, ...] | None = None
-    config: Path | None = None
-    json_path: Path | None = None
-    cache_dir: Path | None = None
-    no_cache: bool = False
-    seed: int = 0
-    bootstrap: int = 10_000
-    thresholds: Path | None = None
-    verbosity: int = 0
-    progress: bool = True
-    baseline: Path | None = None
-    update_baseline: str | None = None  # None, "all" or "new"
-    priority: str = "balanced"
-    reference: str | None = None
-    latency_passes: int = 3  # timed passes over the queries (measure.DEFAULT_LATENCY_PASSES)
-
-
-def parse_update_mode(value: str) -> str:
-    """``--embedbench-update-baseline[=new]``: ``all`` replaces entries, ``new`` only adds."""
-    if value not in ("all", "new"):
-        raise argparse.ArgumentTypeError(
-            f"{value!r}: use --embedbench-update-baseline (all) or --embedbench-update-baseline=new"
-        )
-    return value
-
-
-def parse_priority(value: str) -> str:
-    if value not in PRIORITIES:
-        raise argparse.ArgumentTypeError(f"{value!r}: use one of {list(PRIORITIES)}")
-    return value
-
-
-def parse_models_option(value: str) -> tuple[str, ...]:
-    """``--embedbench-models a,b``: comma-separated specs (a hybrid's ``+`` is kept)."""
-    specs = tuple(part.strip() for part in value.split(",") if part.strip())
-    if not specs:
-        raise argparse.ArgumentTypeError(
-            f"--embedbench-models {value!r}: give comma-separated model specs, e.g. 'bm25,hf:MODEL'"
-        )
-    return specs
-
-
-def parse_positive_int(value: str) -> int:
-    try:
-        number = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{value!r} is not an integer") from None
-    if number < 1:
-        raise argparse.ArgumentTypeError(f"{value!r} must be at least 1")
-    return number
-
-
-def parse_int(value: str) -> int:
-    try:
-        return int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{value!r} is not an integer") from None
 
 
 @dataclass(frozen=True)

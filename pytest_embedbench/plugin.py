@@ -16,19 +16,11 @@ from typing import Any, TypeVar
 import pytest
 
 from . import hookspec
-from .config import (
-    PRIORITIES,
-    Options,
-    find_config,
-    parse_int,
-    parse_models_option,
-    parse_positive_int,
-    parse_priority,
-    parse_update_mode,
-)
+from .config import find_config
 from .datasets import Document, EvalSet, RetrievalDataset
 from .evaluate import RetrievalResult
-from .exceptions import EmbedBenchError, MissingKeyError
+from .exceptions import ConfigError, EmbedBenchError, MissingKeyError
+from .options import Options, option_specs
 from .providers.base import Provider
 from .report.json_report import atomic_write_json, build_report, machine_info
 from .report.terminal import busy_notes, render_tables
@@ -39,154 +31,36 @@ SESSION_KEY = pytest.StashKey[EmbedBenchSession]()
 CASE_KEY = pytest.StashKey[tuple[Case, RetrievalResult]]()
 CONFIG_ERROR_KEY = pytest.StashKey[str]()
 
-_INI: list[tuple[str, str, str]] = [  # name, help, "bool" or "string"
-    ("embedbench_models", "comma-separated model specs that replace every test's models", "string"),
-    ("embedbench_config", "path of embedbench.yaml (default: the nearest one)", "string"),
-    ("embedbench_json", "write the JSON report to this path", "string"),
-    ("embedbench_cache_dir", "folder of the embedding cache", "string"),
-    ("embedbench_no_cache", "do not read or write the embedding cache", "bool"),
-    ("embedbench_seed", "seed of every random choice (bootstrap)", "string"),
-    ("embedbench_bootstrap", "bootstrap resamples per interval (default 10000)", "string"),
-    ("embedbench_thresholds", "YAML file of metric thresholds", "string"),
-    ("embedbench_baseline", "baseline file, relative to the ini file's folder", "string"),
-    ("embedbench_priority", f"recommendation priority: {', '.join(PRIORITIES)}", "string"),
-    ("embedbench_reference", "model the table compares every other model with", "string"),
-    ("embedbench_latency_passes", "timed passes over the queries (default 3)", "string"),
-]
-
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
     pluginmanager.add_hookspecs(hookspec)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
+    """Every option and ini key of the table in :mod:`~pytest_embedbench.options`."""
     group = parser.getgroup("embedbench", "retrieval benchmarks (pytest-embedbench)")
-    group.addoption(
-        "--embedbench-models",
-        type=parse_models_option,
-        metavar="SPECS",
-        help="comma-separated model specs that replace every test's models, e.g. 'bm25,hf:...'",
-    )
-    group.addoption("--embedbench-config", metavar="PATH", help="path of embedbench.yaml")
-    group.addoption("--embedbench-json", metavar="PATH", help="write the JSON report here")
-    group.addoption("--embedbench-cache-dir", metavar="DIR", help="embedding cache folder")
-    group.addoption(
-        "--embedbench-no-cache",
-        action="store_true",
-        default=None,
-        help="neither read nor write the embedding cache",
-    )
-    group.addoption("--embedbench-seed", type=parse_int, metavar="N", help="seed (default 0)")
-    group.addoption(
-        "--embedbench-bootstrap",
-        type=parse_positive_int,
-        metavar="N",
-        help="bootstrap resamples per interval (default 10000)",
-    )
-    group.addoption("--embedbench-thresholds", metavar="PATH", help="YAML file of thresholds")
-    group.addoption(
-        "--embedbench-baseline",
-        metavar="PATH",
-        help="baseline file (default: .embedbench/baseline.json in the folder of the ini file, "
-        "else of embedbench.yaml, else the rootdir)",
-    )
-    group.addoption(
-        "--embedbench-update-baseline",
-        nargs="?",
-        const="all",
-        type=parse_update_mode,
-        metavar="new",
-        help="record the baseline of the tests that ran; '=new' only adds missing entries",
-    )
-    group.addoption(
-        "--embedbench-priority",
-        type=parse_priority,
-        metavar="NAME",
-        help=f"recommendation to select: {', '.join(PRIORITIES)} (default balanced)",
-    )
-    group.addoption(
-        "--embedbench-reference",
-        metavar="MODEL",
-        help="model short name that every other model is compared with (paired Δ)",
-    )
-    group.addoption(
-        "--embedbench-latency-passes",
-        type=parse_positive_int,
-        metavar="N",
-        help="timed passes over the queries; a query's latency is its median (default 3)",
-    )
-    for name, help_text, kind in _INI:
-        if kind == "bool":
-            parser.addini(name, help_text, type="bool", default=False)
+    for spec in option_specs().values():
+        group.addoption(spec.flag, **spec.addoption_kwargs())
+        if spec.ini is None:
+            continue
+        if spec.kind == "flag":
+            parser.addini(spec.ini, spec.ini_help or spec.help, type="bool", default=False)
         else:
-            parser.addini(name, help_text, type="string", default="")
-
-
-def _ini_value(config: pytest.Config, name: str, parse: Any) -> Any:
-    raw = config.getini(name)
-    if raw in (None, ""):
-        return None
-    try:
-        return parse(str(raw))
-    except Exception as exc:
-        raise pytest.UsageError(f"ini option {name} = {raw!r}: {exc}") from None
-
-
-def _path(value: str | None, base: Path) -> Path | None:
-    if not value:
-        return None
-    path = Path(value).expanduser()
-    return path if path.is_absolute() else (base / path).resolve()
+            parser.addini(spec.ini, spec.ini_help or spec.help, type="string", default="")
 
 
 def build_options(config: pytest.Config) -> Options:
     """Command line over ini, parsed once into the frozen Options."""
-    cwd = config.invocation_params.dir
-    ini_base = config.inipath.parent if config.inipath else config.rootpath
-
-    def pick(option: str, ini: str, parse: Any = str) -> tuple[Any, Path]:
-        value = config.getoption(option)
-        if value is not None:
-            return value, cwd
-        return _ini_value(config, ini, parse), ini_base
-
-    models, _ = pick("embedbench_models", "embedbench_models", parse_models_option)
-    seed, _ = pick("embedbench_seed", "embedbench_seed", parse_int)
-    bootstrap, _ = pick("embedbench_bootstrap", "embedbench_bootstrap", parse_positive_int)
-    no_cache = config.getoption("embedbench_no_cache")
-    if no_cache is None:
-        no_cache = bool(config.getini("embedbench_no_cache"))
-    priority, _ = pick("embedbench_priority", "embedbench_priority", parse_priority)
-    reference, _ = pick("embedbench_reference", "embedbench_reference")
-    passes, _ = pick("embedbench_latency_passes", "embedbench_latency_passes", parse_positive_int)
-    paths = {}
-    for key in ("config", "json", "cache_dir", "thresholds", "baseline"):
-        value, base = pick(f"embedbench_{key}", f"embedbench_{key}")
-        paths[key] = _path(value, base)
-    if paths["config"] is not None and not paths["config"].is_file():
-        raise pytest.UsageError(f"--embedbench-config {str(paths['config'])!r}: no such file")
-    if paths["thresholds"] is not None and not paths["thresholds"].is_file():
-        raise pytest.UsageError(
-            f"--embedbench-thresholds {str(paths['thresholds'])!r}: no such file"
+    try:
+        return Options.resolve(
+            cli=config.getoption,
+            ini=config.getini,
+            cwd=config.invocation_params.dir,
+            ini_base=config.inipath.parent if config.inipath else config.rootpath,
+            verbosity=config.get_verbosity(),
         )
-    if no_cache and paths["cache_dir"] is not None and config.getoption("embedbench_cache_dir"):
-        raise pytest.UsageError("--embedbench-no-cache and --embedbench-cache-dir conflict")
-    return Options(
-        models=models,
-        config=paths["config"],
-        json_path=paths["json"],
-        cache_dir=paths["cache_dir"],
-        no_cache=bool(no_cache),
-        seed=0 if seed is None else seed,
-        bootstrap=10_000 if bootstrap is None else bootstrap,
-        thresholds=paths["thresholds"],
-        verbosity=config.get_verbosity(),
-        baseline=paths["baseline"],
-        update_baseline=config.getoption("embedbench_update_baseline"),
-        priority=priority or "balanced",
-        reference=reference or None,
-        latency_passes=3 if passes is None else passes,
-    )
+    except ConfigError as exc:
+        raise pytest.UsageError(str(exc)) from None
 
 
 def project_dir(config: pytest.Config, options: Options) -> Path:
@@ -565,19 +439,7 @@ def pytest_embedbench_generate_json(
     session = _session(config)
     options = session.options
     configuration = {
-        "models": list(options.models) if options.models else None,
-        "config": options.config,
-        "json": options.json_path,
-        "cache_dir": options.cache_dir,
-        "no_cache": options.no_cache,
-        "seed": options.seed,
-        "bootstrap": options.bootstrap,
-        "thresholds": options.thresholds,
-        "baseline": options.baseline,
-        "update_baseline": options.update_baseline,
-        "priority": options.priority,
-        "reference": options.reference,
-        "latency_passes": options.latency_passes,
+        **options.configuration(),
         "args": list(config.invocation_params.args),
         # what embedbench.yaml said (secrets redacted below, in build_report)
         "embedbench_yaml": session.effective_configs(),

@@ -1,0 +1,349 @@
+"""The plugin's run options: one table drives the command line, the ini keys, the frozen
+:class:`Options` and the JSON report's configuration block.
+
+The table is :class:`Options` itself: each field made with :func:`option` carries its flag, ini
+key, help and parser, so adding an option is adding one field. The plugin registers the
+options from :func:`option_specs` and builds :class:`Options` with :meth:`Options.resolve`
+(command line over ini); the report shows :meth:`Options.configuration`. Usage without
+pytest::
+
+    options = Options.resolve(cli={"seed": 3}.get, ini={}.get, cwd=Path.cwd())
+    options.configuration()["seed"]   # 3
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from .exceptions import ConfigError
+
+__all__ = [
+    "PRIORITIES",
+    "OptionSpec",
+    "Options",
+    "option_specs",
+    "parse_int",
+    "parse_models_option",
+    "parse_positive_int",
+    "parse_priority",
+    "parse_update_mode",
+]
+
+PRIORITIES = ("accuracy", "speed", "balanced", "cost")
+
+
+def parse_update_mode(value: str) -> str:
+    """``--embedbench-update-baseline[=new]``: ``all`` replaces entries, ``new`` only adds."""
+    if value not in ("all", "new"):
+        raise argparse.ArgumentTypeError(
+            f"{value!r}: use --embedbench-update-baseline (all) or --embedbench-update-baseline=new"
+        )
+    return value
+
+
+def parse_priority(value: str) -> str:
+    if value not in PRIORITIES:
+        raise argparse.ArgumentTypeError(f"{value!r}: use one of {list(PRIORITIES)}")
+    return value
+
+
+def parse_models_option(value: str) -> tuple[str, ...]:
+    """``--embedbench-models a,b``: comma-separated specs (a hybrid's ``+`` is kept)."""
+    specs = tuple(part.strip() for part in value.split(",") if part.strip())
+    if not specs:
+        raise argparse.ArgumentTypeError(
+            f"--embedbench-models {value!r}: give comma-separated model specs, e.g. 'bm25,hf:MODEL'"
+        )
+    return specs
+
+
+def parse_positive_int(value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not an integer") from None
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"{value!r} must be at least 1")
+    return number
+
+
+def parse_int(value: str) -> int:
+    try:
+        return int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not an integer") from None
+
+
+@dataclass(frozen=True)
+class OptionSpec:
+    """One option of the table: its flag, ini key, help, parser and kind.
+
+    ``kind`` is ``"value"`` (parsed by ``parse``), ``"path"`` (relative to the folder it was
+    given in: the working directory on the command line, the ini file's folder in ini),
+    ``"flag"`` (a switch; a bool ini key) or ``"optional"`` (``--flag`` alone means ``const``;
+    command line only). ``ini`` is None for an option without an ini key; ``report`` is the
+    key of the report's configuration block (default: the field name).
+    """
+
+    flag: str
+    help: str
+    ini: str | None = None
+    ini_help: str | None = None
+    parse: Callable[[str], Any] = str
+    kind: str = "value"
+    metavar: str | None = None
+    const: str | None = None
+    must_exist: bool = False
+    report: str | None = None
+
+    @property
+    def dest(self) -> str:
+        """The argparse destination (``--embedbench-cache-dir`` -> ``embedbench_cache_dir``)."""
+        return self.flag.lstrip("-").replace("-", "_")
+
+    def addoption_kwargs(self) -> dict[str, Any]:
+        """Keyword arguments of ``parser.addoption`` for this option."""
+        if self.kind == "flag":
+            return {"action": "store_true", "default": None, "help": self.help}
+        kwargs: dict[str, Any] = {"metavar": self.metavar, "help": self.help}
+        if self.kind == "optional":
+            kwargs.update(nargs="?", const=self.const)
+        if self.parse is not str and self.kind != "path":
+            kwargs["type"] = self.parse
+        return kwargs
+
+
+def option(default: Any, spec: OptionSpec) -> Any:
+    """A field of :class:`Options` that is an option of the table."""
+    return field(default=default, metadata={"option": spec})
+
+
+_Lookup = Callable[[str], Any]
+
+
+@dataclass(frozen=True)
+class Options:
+    """The plugin's options after parsing (command line wins over ini)."""
+
+    models: tuple[str, ...] | None = option(
+        None,
+        OptionSpec(
+            "--embedbench-models",
+            "comma-separated model specs that replace every test's models, e.g. 'bm25,hf:...'",
+            ini="embedbench_models",
+            ini_help="comma-separated model specs that replace every test's models",
+            parse=parse_models_option,
+            metavar="SPECS",
+        ),
+    )
+    config: Path | None = option(
+        None,
+        OptionSpec(
+            "--embedbench-config",
+            "path of embedbench.yaml",
+            ini="embedbench_config",
+            ini_help="path of embedbench.yaml (default: the nearest one)",
+            kind="path",
+            metavar="PATH",
+            must_exist=True,
+        ),
+    )
+    json_path: Path | None = option(
+        None,
+        OptionSpec(
+            "--embedbench-json",
+            "write the JSON report here",
+            ini="embedbench_json",
+            ini_help="write the JSON report to this path",
+            kind="path",
+            metavar="PATH",
+            report="json",
+        ),
+    )
+    cache_dir: Path | None = option(
+        None,
+        OptionSpec(
+            "--embedbench-cache-dir",
+            "embedding cache folder",
+            ini="embedbench_cache_dir",
+            ini_help="folder of the embedding cache",
+            kind="path",
+            metavar="DIR",
+        ),
+    )
+    no_cache: bool = option(
+        False,
+        OptionSpec(
+            "--embedbench-no-cache",
+            "neither read nor write the embedding cache",
+            ini="embedbench_no_cache",
+            ini_help="do not read or write the embedding cache",
+            kind="flag",
+        ),
+    )
+    seed: int = option(
+        0,
+        OptionSpec(
+            "--embedbench-seed",
+            "seed (default 0)",
+            ini="embedbench_seed",
+            ini_help="seed of every random choice (bootstrap)",
+            parse=parse_int,
+            metavar="N",
+        ),
+    )
+    bootstrap: int = option(
+        10_000,
+        OptionSpec(
+            "--embedbench-bootstrap",
+            "bootstrap resamples per interval (default 10000)",
+            ini="embedbench_bootstrap",
+            parse=parse_positive_int,
+            metavar="N",
+        ),
+    )
+    thresholds: Path | None = option(
+        None,
+        OptionSpec(
+            "--embedbench-thresholds",
+            "YAML file of thresholds",
+            ini="embedbench_thresholds",
+            ini_help="YAML file of metric thresholds",
+            kind="path",
+            metavar="PATH",
+            must_exist=True,
+        ),
+    )
+    verbosity: int = 0  # pytest's -v/-q, not an option of ours
+    baseline: Path | None = option(
+        None,
+        OptionSpec(
+            "--embedbench-baseline",
+            "baseline file (default: .embedbench/baseline.json in the folder of the ini file, "
+            "else of embedbench.yaml, else the rootdir)",
+            ini="embedbench_baseline",
+            ini_help="baseline file, relative to the ini file's folder",
+            kind="path",
+            metavar="PATH",
+        ),
+    )
+    update_baseline: str | None = option(  # None, "all" or "new"
+        None,
+        OptionSpec(
+            "--embedbench-update-baseline",
+            "record the baseline of the tests that ran; '=new' only adds missing entries",
+            parse=parse_update_mode,
+            kind="optional",
+            const="all",
+            metavar="new",
+        ),
+    )
+    priority: str = option(
+        "balanced",
+        OptionSpec(
+            "--embedbench-priority",
+            f"recommendation to select: {', '.join(PRIORITIES)} (default balanced)",
+            ini="embedbench_priority",
+            ini_help=f"recommendation priority: {', '.join(PRIORITIES)}",
+            parse=parse_priority,
+            metavar="NAME",
+        ),
+    )
+    reference: str | None = option(
+        None,
+        OptionSpec(
+            "--embedbench-reference",
+            "model short name that every other model is compared with (paired Δ)",
+            ini="embedbench_reference",
+            ini_help="model the table compares every other model with",
+            metavar="MODEL",
+        ),
+    )
+    latency_passes: int = option(  # measure.DEFAULT_LATENCY_PASSES
+        3,
+        OptionSpec(
+            "--embedbench-latency-passes",
+            "timed passes over the queries; a query's latency is its median (default 3)",
+            ini="embedbench_latency_passes",
+            ini_help="timed passes over the queries (default 3)",
+            parse=parse_positive_int,
+            metavar="N",
+        ),
+    )
+
+    @classmethod
+    def resolve(
+        cls,
+        *,
+        cli: _Lookup,
+        ini: _Lookup,
+        cwd: Path,
+        ini_base: Path | None = None,
+        verbosity: int = 0,
+    ) -> Options:
+        """Options from the command line (``cli(dest)``: parsed, None when not given) over the
+        ini file (``ini(key)``: the raw value, "" or None when not set).
+
+        A bad ini value, a missing file named by a ``must_exist`` option, or options that
+        conflict are ConfigErrors that name the option.
+        """
+        values: dict[str, Any] = {"verbosity": verbosity}
+        for name, spec in option_specs().items():
+            value = _pick(spec, cli, ini, cwd, ini_base or cwd)
+            if value is not None:
+                values[name] = value
+        options = cls(**values)
+        if options.no_cache and cli(cls.spec("cache_dir").dest) is not None:
+            raise ConfigError("--embedbench-no-cache and --embedbench-cache-dir conflict")
+        return options
+
+    @staticmethod
+    def spec(name: str) -> OptionSpec:
+        """The table's entry of field ``name``."""
+        return option_specs()[name]
+
+    def configuration(self) -> dict[str, Any]:
+        """The report's configuration block: every option by its report key (lists for
+        tuples; paths stay paths, the report writes them as strings)."""
+        out: dict[str, Any] = {}
+        for name, spec in option_specs().items():
+            value = getattr(self, name)
+            out[spec.report or name] = list(value) if isinstance(value, tuple) else value
+        return out
+
+
+def option_specs() -> dict[str, OptionSpec]:
+    """The table: each option field of :class:`Options` with its spec, in field order."""
+    return {f.name: f.metadata["option"] for f in fields(Options) if "option" in f.metadata}
+
+
+def _pick(spec: OptionSpec, cli: _Lookup, ini: _Lookup, cwd: Path, ini_base: Path) -> Any:
+    """One option's value, command line first; a path is made absolute from where it was
+    given."""
+    value, base = cli(spec.dest), cwd
+    if value is None and spec.ini is not None:
+        value, base = _ini_value(spec, ini(spec.ini)), ini_base
+    if value is None or value == "":
+        return None
+    if spec.kind == "flag":
+        return bool(value)
+    if spec.kind != "path":
+        return value
+    path = Path(value).expanduser()
+    path = path if path.is_absolute() else (base / path).resolve()
+    if spec.must_exist and not path.is_file():
+        raise ConfigError(f"{spec.flag} {str(path)!r}: no such file")
+    return path
+
+
+def _ini_value(spec: OptionSpec, raw: Any) -> Any:
+    if raw in (None, "") or spec.kind == "flag":
+        return raw or None
+    try:
+        return spec.parse(str(raw))
+    except Exception as exc:
+        raise ConfigError(f"ini option {spec.ini} = {raw!r}: {exc}") from None

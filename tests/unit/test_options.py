@@ -1,0 +1,115 @@
+"""The options table: one entry per option drives the command line, the ini keys, Options and
+the report's configuration block (issue 10 item 4), checked without a pytest run."""
+
+from __future__ import annotations
+
+import argparse
+import re
+from dataclasses import fields
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_embedbench.config import Options as ReExported
+from pytest_embedbench.exceptions import ConfigError
+from pytest_embedbench.options import Options, option_specs
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+
+
+def _resolve(tmp_path: Path, cli: dict[str, Any] | None = None, **ini: Any) -> Options:
+    return Options.resolve(
+        cli=(cli or {}).get, ini=ini.get, cwd=tmp_path / "cwd", ini_base=tmp_path / "ini"
+    )
+
+
+def test_config_reexports_options() -> None:
+    assert ReExported is Options
+
+
+def test_every_option_field_is_in_the_table_and_the_report() -> None:
+    specs = option_specs()
+    assert set(specs) == {f.name for f in fields(Options)} - {"verbosity"}
+    report = Options().configuration()
+    assert list(report) == [spec.report or name for name, spec in specs.items()]
+    assert report["json"] is None and report["priority"] == "balanced"
+
+
+def test_the_flags_and_ini_keys_follow_one_naming_rule() -> None:
+    for spec in option_specs().values():
+        assert spec.flag.startswith("--embedbench-")
+        if spec.ini is not None:
+            assert spec.ini == spec.dest
+
+
+def test_the_readme_documents_every_option() -> None:
+    text = README.read_text(encoding="utf-8")
+    for spec in option_specs().values():
+        assert re.search(re.escape(spec.flag) + r"\b", text), spec.flag
+        if spec.ini is not None:
+            assert f"`{spec.ini}`" in text, spec.ini
+
+
+def test_defaults_without_any_value(tmp_path: Path) -> None:
+    assert _resolve(tmp_path, embedbench_no_cache=False) == Options()
+
+
+def test_the_command_line_wins_over_ini(tmp_path: Path) -> None:
+    options = _resolve(
+        tmp_path,
+        {"embedbench_seed": 7, "embedbench_models": ("bm25",)},
+        embedbench_seed="3",
+        embedbench_bootstrap="500",
+        embedbench_models="hf:a, bm25",
+    )
+    assert options.seed == 7 and options.bootstrap == 500 and options.models == ("bm25",)
+    assert _resolve(tmp_path, embedbench_models="hf:a, bm25").models == ("hf:a", "bm25")
+
+
+def test_paths_are_relative_to_where_they_were_given(tmp_path: Path) -> None:
+    options = _resolve(
+        tmp_path, {"embedbench_json": "r.json"}, embedbench_baseline="b.json", embedbench_json="x"
+    )
+    assert options.json_path == (tmp_path / "cwd" / "r.json").resolve()
+    assert options.baseline == (tmp_path / "ini" / "b.json").resolve()
+    assert options.configuration()["json"] == options.json_path
+
+
+def test_flags_and_empty_values(tmp_path: Path) -> None:
+    assert _resolve(tmp_path, embedbench_no_cache=True).no_cache is True
+    assert _resolve(tmp_path, {"embedbench_no_cache": True}).no_cache is True
+    assert _resolve(tmp_path, embedbench_reference="").reference is None
+
+
+def test_a_bad_ini_value_names_the_key(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"ini option embedbench_seed = 'one': .*not an integer"):
+        _resolve(tmp_path, embedbench_seed="one")
+    with pytest.raises(ConfigError, match=r"embedbench_priority = 'fast'"):
+        _resolve(tmp_path, embedbench_priority="fast")
+
+
+def test_a_missing_file_names_the_option(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"--embedbench-thresholds '.*t\.yaml': no such file"):
+        _resolve(tmp_path, {"embedbench_thresholds": "t.yaml"})
+
+
+def test_no_cache_conflicts_with_a_cache_dir_on_the_command_line(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="conflict"):
+        _resolve(tmp_path, {"embedbench_no_cache": True, "embedbench_cache_dir": "x"})
+    # the ini's cache folder is simply not used
+    assert _resolve(tmp_path, {"embedbench_no_cache": True}, embedbench_cache_dir="c").no_cache
+
+
+def test_argparse_arguments_parse_through_the_table() -> None:
+    parser = argparse.ArgumentParser()
+    for spec in option_specs().values():
+        parser.add_argument(spec.flag, **spec.addoption_kwargs())
+    args = parser.parse_args(
+        ["--embedbench-seed", "4", "--embedbench-update-baseline", "--embedbench-no-cache"]
+    )
+    assert args.embedbench_seed == 4 and args.embedbench_update_baseline == "all"
+    assert args.embedbench_no_cache is True and args.embedbench_priority is None
+    assert parser.parse_args(["--embedbench-update-baseline=new"]).embedbench_update_baseline == (
+        "new"
+    )

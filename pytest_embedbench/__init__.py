@@ -12,7 +12,15 @@ Usage without pytest::
 from __future__ import annotations
 
 from .cache import EmbeddingCache
-from .datasets import Document, Query, RetrievalDataset, load_beir, load_dataset, load_evalset
+from .datasets import (
+    Document,
+    EvalSet,
+    Query,
+    RetrievalDataset,
+    load_beir,
+    load_dataset,
+    load_evalset,
+)
 from .evaluate import DEFAULT_K, Evaluator, RetrievalResult, evaluate
 from .exceptions import (
     BaselineError,
@@ -56,6 +64,7 @@ __all__ = [
     "EmbeddingCache",
     "EmbeddingProvider",
     "Estimate",
+    "EvalSet",
     "Evaluator",
     "ExactIndex",
     "LatencyStats",

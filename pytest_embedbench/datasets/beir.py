@@ -1,0 +1,140 @@
+"""The BEIR loader: ``corpus.jsonl``, ``queries.jsonl`` and ``qrels/<split>.tsv``."""
+
+from __future__ import annotations
+
+import math
+import unicodedata
+from pathlib import Path
+
+from ..exceptions import DatasetError
+from .core import Document, Query, RetrievalDataset
+from .files import as_id, as_text, read_jsonl, read_lines
+
+__all__ = ["load_beir"]
+
+
+def load_beir(
+    path: str | Path, split: str = "test", *, name: str | None = None
+) -> RetrievalDataset:
+    """Load a BEIR folder: ``corpus.jsonl``, ``queries.jsonl`` and ``qrels/<split>.tsv``.
+
+    Lines may end in CRLF or LF; the qrels may start with a header line. Only the queries judged
+    in the split are evaluated; their metadata (SciFact's holds the answers) is kept but never
+    shown to a retriever.
+    """
+    root = Path(path)
+    qrels_path = root / "qrels" / f"{split}.tsv"
+    if not qrels_path.is_file():
+        available = sorted(p.stem for p in (root / "qrels").glob("*.tsv"))
+        raise DatasetError(
+            f"{qrels_path}: no qrels for split {split!r}; available splits: {available!r}"
+        )
+    documents = _read_corpus(root / "corpus.jsonl")
+    queries = _read_queries(root / "queries.jsonl")
+    qrels, origins = _read_qrels(qrels_path)
+    return RetrievalDataset(
+        documents,
+        queries,
+        qrels,
+        name=name or root.resolve().name,
+        source=str(root),
+        qrels_origins=origins,
+    )
+
+
+def _read_corpus(path: Path) -> list[Document]:
+    """``corpus.jsonl``: one ``{"_id", "title", "text", "metadata"}`` object a line."""
+    return [
+        Document(
+            as_id(obj.get("_id"), path, number, "_id"),
+            as_text(obj, "text", path, number),
+            as_text(obj, "title", path, number, default="") or "",
+            obj.get("metadata") or {},
+            origin=f"{path} line {number}",
+        )
+        for number, obj in read_jsonl(path)
+    ]
+
+
+def _read_queries(path: Path) -> list[Query]:
+    """``queries.jsonl``: one ``{"_id", "text", "metadata"}`` object a line."""
+    return [
+        Query(
+            as_id(obj.get("_id"), path, number, "_id"),
+            as_text(obj, "text", path, number),
+            obj.get("metadata") or {},
+            origin=f"{path} line {number}",
+        )
+        for number, obj in read_jsonl(path)
+    ]
+
+
+def _read_qrels(path: Path) -> tuple[dict[str, dict[str, int]], dict[tuple[str, str], str]]:
+    """``qrels/<split>.tsv``: the judgements and the line each came from."""
+    qrels: dict[str, dict[str, int]] = {}
+    origins: dict[tuple[str, str], str] = {}
+    first = True
+    for number, line in read_lines(path):
+        if not line.strip():
+            continue
+        qid, did, raw = _qrels_columns(line, f"{path} line {number}")
+        grade = _parse_grade(raw, f"{path} line {number}")
+        if grade is None:
+            # a header ("query-id corpus-id score") is known by its text: a score that is not
+            # a number, on the first line; a numeric first line is always a judgement
+            if first:
+                first = False
+                continue
+            raise DatasetError(
+                f"{path} line {number}: score {raw!r} is not an integer grade; "
+                "grades must be integers >= 0"
+            )
+        first = False
+        if did in qrels.get(qid, {}):
+            raise DatasetError(
+                f"{path} line {number}: ({qid!r}, {did!r}) is judged twice "
+                f"(first at {origins[(qid, did)]})"
+            )
+        qrels.setdefault(qid, {})[did] = grade
+        origins[(qid, did)] = f"{path} line {number}"
+    if not qrels:
+        raise DatasetError(
+            f"{path}: no judgements; write one 'query-id<TAB>corpus-id<TAB>score' line per "
+            "judged pair (integer score >= 0; a header line is optional)"
+        )
+    return qrels, origins
+
+
+def _qrels_columns(line: str, at: str) -> tuple[str, str, str]:
+    """Query id, document id and raw score of a qrels line (TREC's 4 columns too), NFC."""
+    cols = line.split("\t") if "\t" in line else line.split()
+    if len(cols) == 4:  # TREC style: qid iteration docid grade
+        cols = [cols[0], cols[2], cols[3]]
+    if len(cols) != 3:
+        raise DatasetError(
+            f"{at}: expected 3 tab-separated columns "
+            f"(query-id, corpus-id, score), got {len(cols)}: {line!r}"
+        )
+    qid, did, raw = (unicodedata.normalize("NFC", c.strip()) for c in cols)
+    return qid, did, raw
+
+
+def _parse_grade(raw: str, at: str) -> int | None:
+    """The integer grade written as ``raw`` (``2``, ``2.0``), or None when it is not a number.
+
+    A number that is not a whole one (``1.5``, ``nan``) is an error: grades are integers >= 0.
+    """
+    try:
+        return int(raw)
+    except ValueError:
+        pass
+    try:
+        value = float(raw)
+    except ValueError:
+        return None
+    if not math.isfinite(value) or not value.is_integer():
+        raise DatasetError(
+            f"{at}: grade {raw!r} is not a whole number; grades must be integers >= 0 "
+            "(0 judged non-relevant, 1 relevant, 2 and up more relevant)"
+        )
+    return int(value)

@@ -1,0 +1,336 @@
+"""The core objects: :class:`Document`, :class:`Query`, :class:`EvalSet` and
+:class:`RetrievalDataset` (validated when built; every problem names its origin)."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+import numpy as np
+
+from ..exceptions import DatasetError
+
+__all__ = ["Document", "EvalSet", "Query", "RetrievalDataset"]
+
+#: At most this many problems are listed in one DatasetError; the count of the rest follows.
+_MAX_LISTED = 20
+
+
+@dataclass(frozen=True)
+class Document:
+    """One document of a corpus.
+
+    ``origin`` says where it was read ("corpus.jsonl line 3") and is not part of its identity.
+    """
+
+    id: str
+    text: str
+    title: str = ""
+    metadata: Mapping[str, Any] = field(default_factory=dict, compare=False)
+    origin: str | None = field(default=None, compare=False)
+
+    @property
+    def embed_text(self) -> str:
+        """The text a retriever sees: title, a space, then text, stripped (as BEIR and MTEB)."""
+        return f"{self.title} {self.text}".strip()
+
+
+@dataclass(frozen=True)
+class Query:
+    """One query. ``metadata`` is kept for reports and never shown to a retriever."""
+
+    id: str
+    text: str
+    metadata: Mapping[str, Any] = field(default_factory=dict, compare=False)
+    origin: str | None = field(default=None, compare=False)
+
+
+Qrels = Mapping[str, Mapping[str, int]]
+
+
+@dataclass(frozen=True)
+class EvalSet:
+    """The judged queries of a dataset and their qrels (the ``evalset`` fixture)."""
+
+    queries: tuple[Query, ...]
+    qrels: Mapping[str, Mapping[str, int]]
+
+    def __len__(self) -> int:
+        return len(self.queries)
+
+    def __iter__(self) -> Iterator[Query]:
+        return iter(self.queries)
+
+    def relevant(self, query_id: str, *, min_grade: int = 1) -> dict[str, int]:
+        """Documents judged at least ``min_grade`` for ``query_id``."""
+        return {d: g for d, g in self.qrels[query_id].items() if g >= min_grade}
+
+
+class RetrievalDataset:
+    """Documents, judged queries and graded qrels (``query_id -> {doc_id: grade}``).
+
+    Grades are integers >= 0; a grade of 1 or more is relevant for the binary metrics and nDCG
+    uses the grade as its gain. Only queries that appear in the qrels are evaluated: they are
+    :attr:`queries`, in the order given. The dataset is validated when it is built, and a
+    :class:`~pytest_embedbench.exceptions.DatasetError` lists every problem with its origin.
+
+    Usage::
+
+        ds = RetrievalDataset(
+            documents=[Document("d1", "Reset a password from the login page.")],
+            queries=[Query("q1", "how do I reset my password")],
+            qrels={"q1": {"d1": 1}},
+            name="tiny",
+        )
+    """
+
+    def __init__(
+        self,
+        documents: Iterable[Document],
+        queries: Iterable[Query],
+        qrels: Mapping[str, Mapping[str, int]],
+        *,
+        name: str = "dataset",
+        source: str | None = None,
+        qrels_origins: Mapping[tuple[str, str], str] | None = None,
+    ) -> None:
+        self.name = name
+        self.source = source
+        self.documents: tuple[Document, ...] = tuple(documents)
+        all_queries = tuple(queries)
+        self._qrels_origins = dict(qrels_origins or {})
+        self._validate(all_queries, qrels)
+        self.qrels: Mapping[str, Mapping[str, int]] = MappingProxyType(
+            {qid: MappingProxyType(dict(judged)) for qid, judged in qrels.items()}
+        )
+        self.queries: tuple[Query, ...] = tuple(q for q in all_queries if q.id in self.qrels)
+        self._doc_index = {d.id: i for i, d in enumerate(self.documents)}
+        self._fingerprint: str | None = None
+
+    # -- validation --------------------------------------------------------------------------
+
+    def _validate(self, queries: Sequence[Query], qrels: Mapping[str, Mapping[str, int]]) -> None:
+        problems: list[str] = []
+        seen_docs = _check_documents(self.documents, problems)
+        seen_queries = _check_queries(queries, problems)
+        if not qrels:
+            problems.append("no relevance judgements (qrels): nothing can be evaluated")
+        for qid, judged in qrels.items():
+            if qid not in seen_queries:
+                at = self._origin_of(qid, next(iter(judged), ""), f"qrels[{qid!r}]")
+                problems.append(f"{at}: query {qid!r} is not among the queries")
+            for did, grade in judged.items():
+                at = self._origin_of(qid, did, f"qrels[{qid!r}][{did!r}]")
+                if did not in seen_docs:
+                    problems.append(f"{at}: document {did!r} is not in the corpus")
+                if isinstance(grade, bool) or not isinstance(grade, (int, np.integer)):
+                    problems.append(
+                        f"{at}: grade {grade!r} for ({qid!r}, {did!r}) must be an integer >= 0"
+                    )
+                elif grade < 0:
+                    problems.append(
+                        f"{at}: grade {grade!r} for ({qid!r}, {did!r}) is negative; "
+                        "use 0 for judged non-relevant"
+                    )
+        if problems:
+            raise DatasetError(_format_problems(self.name, problems))
+
+    def _origin_of(self, qid: str, did: str, fallback: str) -> str:
+        return self._qrels_origins.get((qid, did), fallback)
+
+    # -- access ------------------------------------------------------------------------------
+
+    def __repr__(self) -> str:
+        return (
+            f"RetrievalDataset({self.name!r}, documents={len(self.documents)}, "
+            f"queries={len(self.queries)}, judgements={sum(len(j) for j in self.qrels.values())})"
+        )
+
+    def __len__(self) -> int:
+        return len(self.queries)
+
+    @property
+    def evalset(self) -> EvalSet:
+        """The judged queries and their qrels."""
+        return EvalSet(self.queries, self.qrels)
+
+    def document(self, doc_id: str) -> Document:
+        """The document with this id (KeyError names it when absent)."""
+        try:
+            return self.documents[self._doc_index[doc_id]]
+        except KeyError:
+            raise KeyError(f"document {doc_id!r} is not in dataset {self.name!r}") from None
+
+    @property
+    def fingerprint(self) -> str:
+        """SHA-256 over the content that decides numbers: documents, query texts and qrels.
+
+        Names, origins and query metadata are left out, so a moved folder keeps its fingerprint.
+        """
+        if self._fingerprint is None:
+            h = hashlib.sha256()
+            for doc in sorted(self.documents, key=lambda d: d.id):
+                _feed(h, "d", doc.id, doc.title, doc.text)
+            for query in sorted(self.queries, key=lambda q: q.id):
+                _feed(h, "q", query.id, query.text)
+            for qid in sorted(self.qrels):
+                for did, grade in sorted(self.qrels[qid].items()):
+                    _feed(h, "r", qid, did, str(int(grade)))
+            self._fingerprint = h.hexdigest()
+        return self._fingerprint
+
+    # -- derived datasets --------------------------------------------------------------------
+
+    def subset(
+        self,
+        n_queries: int | None = None,
+        n_distractors: int | None = None,
+        *,
+        seed: int = 0,
+    ) -> RetrievalDataset:
+        """A smaller dataset, the same for the same arguments.
+
+        Keeps ``n_queries`` judged queries drawn with ``seed`` (all when None), every document
+        judged for them, and ``n_distractors`` other documents drawn with ``seed`` (all when
+        None). Documents keep their original order, so rankings stay comparable.
+
+        Usage::
+
+            ci = load_dataset("../shared/data/scifact").subset(n_queries=50, n_distractors=1000)
+        """
+        rng = np.random.default_rng(seed)
+        query_ids = [q.id for q in self.queries]
+        if n_queries is not None:
+            if n_queries < 1:
+                raise DatasetError(f"subset(n_queries={n_queries!r}): must be at least 1")
+            if n_queries < len(query_ids):
+                picked = rng.choice(len(query_ids), size=n_queries, replace=False)
+                query_ids = [query_ids[i] for i in sorted(picked)]
+        keep_queries = set(query_ids)
+        judged = {did for qid in query_ids for did in self.qrels[qid]}
+        others = [d.id for d in self.documents if d.id not in judged]
+        if n_distractors is not None:
+            if n_distractors < 0:
+                raise DatasetError(f"subset(n_distractors={n_distractors!r}): must be >= 0")
+            if n_distractors < len(others):
+                picked = rng.choice(len(others), size=n_distractors, replace=False)
+                others = [others[i] for i in picked]
+        keep_docs = judged | set(others)
+        return RetrievalDataset(
+            [d for d in self.documents if d.id in keep_docs],
+            [q for q in self.queries if q.id in keep_queries],
+            {qid: self.qrels[qid] for qid in query_ids},
+            name=f"{self.name}[subset q={len(query_ids)} seed={seed}]",
+            source=self.source,
+            qrels_origins=self._qrels_origins,
+        )
+
+    @classmethod
+    def from_dicts(
+        cls,
+        corpus: Mapping[str, str | Mapping[str, Any]],
+        queries: Mapping[str, str],
+        qrels: Mapping[str, Mapping[str, int]],
+        *,
+        name: str = "dataset",
+    ) -> RetrievalDataset:
+        """Build a dataset from plain Python objects.
+
+        ``corpus`` maps a document id to its text or to ``{"title": ..., "text": ...}``.
+
+        Usage::
+
+            ds = RetrievalDataset.from_dicts(
+                {"d1": "Reset a password from the login page."},
+                {"q1": "how do I reset my password"},
+                {"q1": {"d1": 1}},
+            )
+        """
+        documents = []
+        for did, value in corpus.items():
+            if isinstance(value, str):
+                documents.append(Document(str(did), value))
+            elif isinstance(value, Mapping):
+                unknown = set(value) - {"title", "text", "metadata"}
+                if unknown or "text" not in value:
+                    raise DatasetError(
+                        f"corpus[{did!r}]: expected a string or a mapping with 'text' and "
+                        f"optional 'title', 'metadata'; got keys {sorted(value)!r}"
+                    )
+                documents.append(
+                    Document(
+                        str(did),
+                        value["text"],
+                        value.get("title", "") or "",
+                        dict(value.get("metadata") or {}),
+                    )
+                )
+            else:
+                raise DatasetError(
+                    f"corpus[{did!r}]: expected a string or a mapping, got {type(value).__name__}"
+                )
+        query_objs = [Query(str(qid), text) for qid, text in queries.items()]
+        return cls(documents, query_objs, qrels, name=name)
+
+
+def _check_documents(documents: Sequence[Document], problems: list[str]) -> dict[str, Document]:
+    """Append each document's problem to ``problems``; the documents by id."""
+    seen: dict[str, Document] = {}
+    for i, doc in enumerate(documents):
+        at = doc.origin or f"documents[{i}]"
+        if not isinstance(doc.id, str) or not doc.id:
+            problems.append(f"{at}: document id {doc.id!r} must be a non-empty string")
+            continue
+        if not isinstance(doc.text, str) or not isinstance(doc.title, str):
+            problems.append(f"{at}: document {doc.id!r} needs string 'title' and 'text'")
+        elif not doc.embed_text:
+            problems.append(f"{at}: document {doc.id!r} has no text; remove it or give it text")
+        if doc.id in seen:
+            first = seen[doc.id].origin or "an earlier document"
+            problems.append(
+                f"{at}: duplicate document id {doc.id!r} (first at {first}); ids must be unique"
+            )
+        else:
+            seen[doc.id] = doc
+    return seen
+
+
+def _check_queries(queries: Sequence[Query], problems: list[str]) -> dict[str, Query]:
+    """Append each query's problem to ``problems``; the queries by id."""
+    seen: dict[str, Query] = {}
+    for i, query in enumerate(queries):
+        at = query.origin or f"queries[{i}]"
+        if not isinstance(query.id, str) or not query.id:
+            problems.append(f"{at}: query id {query.id!r} must be a non-empty string")
+            continue
+        if not isinstance(query.text, str) or not query.text.strip():
+            problems.append(
+                f"{at}: query {query.id!r} has empty text; write the question or drop it"
+            )
+        if query.id in seen:
+            first = seen[query.id].origin or "an earlier query"
+            problems.append(
+                f"{at}: duplicate query id {query.id!r} (first at {first}); ids must be unique"
+            )
+        else:
+            seen[query.id] = query
+    return seen
+
+
+def _feed(h: Any, *parts: str) -> None:
+    for part in parts:
+        data = part.encode("utf-8")
+        h.update(len(data).to_bytes(8, "little"))
+        h.update(data)
+
+
+def _format_problems(name: str, problems: list[str]) -> str:
+    shown = problems[:_MAX_LISTED]
+    more = len(problems) - len(shown)
+    lines = [f"dataset {name!r} has {len(problems)} problem(s):"] + [f"  {p}" for p in shown]
+    if more:
+        lines.append(f"  ... and {more} more")
+    return "\n".join(lines)

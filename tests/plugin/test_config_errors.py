@@ -237,6 +237,23 @@ def test_k_means_the_same_in_the_config_and_the_marker(project: pytest.Pytester)
     assert [t["k"] for t in tests] == [[10], [10]]
 
 
+def test_a_bad_marker_k_names_the_test_file(project: pytest.Pytester) -> None:
+    project.makepyfile(
+        test_k="""
+        import pytest
+
+        @pytest.mark.embedbench(dataset="tiny", k=[0, 10])
+        def test_search(retrieval):
+            pass
+        """
+    )
+    result = project.runpytest()
+    assert result.ret != 0
+    result.stdout.fnmatch_lines(
+        ["*test_k.py: @pytest.mark.embedbench k: [[]0, 10[]]: cut-offs must be integers >= 1*"]
+    )
+
+
 def test_empty_k_is_an_error(project: pytest.Pytester) -> None:
     _config(project, "models: [bm25]\nk: []\n")
     project.makepyfile(test_basic=BASIC)

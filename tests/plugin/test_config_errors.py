@@ -279,8 +279,7 @@ def test_quiet_says_which_columns_it_hides(project: pytest.Pytester) -> None:
             "model*nDCG@10*R@100*p95 ms*status",
             "*",
             "*",
-            "(-q hides MRR@10, R@10, p50 ms, docs/s, +RSS MB; run without -q to see every "
-            "column)",
+            "(-q hides MRR@10, R@10, p50 ms, docs/s, +RSS MB; run without -q to see every column)",
         ]
     )
 

@@ -320,9 +320,9 @@ class ExactIndex:
             r1 = min(n_rows, r0 + rows_per)
             for c0 in range(0, max(depth, 1), cols_per):
                 c1 = min(depth, c0 + cols_per)
-                gathered = self._vectors[pos[r0:r1, c0:c1]].astype(np.float64)
-                gathered *= q64[r0:r1, None, :]
-                out[r0:r1, c0:c1] = gathered.sum(axis=2)
+                # float32 x float64 in the ufunc: exact products, no float64 copy first
+                prod = np.multiply(self._vectors[pos[r0:r1, c0:c1]], q64[r0:r1, None, :])
+                out[r0:r1, c0:c1] = prod.sum(axis=2)
         return out
 
     def _rescan(self, query: np.ndarray, lower: float, k: int) -> tuple[np.ndarray, np.ndarray]:

@@ -293,8 +293,9 @@ class ExactIndex:
             # a document outside the candidates has float32 score <= the last candidate's,
             # so float64 score <= that + err; below the k-th float64 score it cannot enter
             unsettled = np.flatnonzero(~(cand_s[:, -1] + err < vals[:, k - 1]))
-            for r in unsettled:
-                cols[r], vals[r] = self._rescan(block[r], vals[r, k - 1] - err[r], k)
+            for row in unsettled.tolist():
+                lower = float(vals[row, k - 1] - err[row])
+                cols[row], vals[row] = self._rescan(block[row], lower, k)
         return cols, vals
 
     def _error_bound(self, block: np.ndarray) -> np.ndarray:

@@ -234,7 +234,7 @@ def score_run(
     # only documents with a positive grade can change a metric: place each one by its rank,
     # counted from the run's scores, instead of sorting every run
     rel_q: list[int] = []
-    rel_doc: list[object] = []
+    rel_doc: list[str] = []
     rel_grade: list[int] = []
     for i, qid in enumerate(qids):
         positive = []
@@ -271,11 +271,11 @@ def score_run(
 
 
 def _place_relevant(
-    rows: Sequence[Mapping[object, float]],
+    rows: Sequence[Mapping[str, float]],
     scores: np.ndarray,
     lengths: np.ndarray,
     rel_q: list[int],
-    rel_doc: list[object],
+    rel_doc: list[str],
     rel_grade: list[int],
     depth: int,
 ) -> np.ndarray:
@@ -288,7 +288,7 @@ def _place_relevant(
     grades = np.zeros((len(rows), depth), dtype=np.float64)
     item_q, item_s, item_g, item_doc = [], [], [], []
     for q, doc_id, grade in zip(rel_q, rel_doc, rel_grade, strict=True):
-        value = rows[q].get(doc_id)  # type: ignore[call-overload]
+        value = rows[q].get(doc_id)
         if value is not None:
             item_q.append(q)
             item_s.append(float(value))

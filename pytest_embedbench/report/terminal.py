@@ -248,8 +248,8 @@ def render_tables(
             legend += ", p: randomization test, Holm-adjusted"
         if dashes:
             legend += (
-                "; -: no value (the model failed, the run lacks that cut-off, or nothing was "
-                "measured: docs/s when every document came from the cache, Δ when there is no "
+                "; -: no value (the model failed, or nothing was measured: a cut-off the run "
+                "lacks, docs/s when every document came from the cache, Δ when there is no "
                 "baseline or reference to pair)"
             )
         lines.append(legend)

@@ -186,7 +186,7 @@ def test_the_default_gate_skips_a_cutoff_the_run_lacks(project: pytest.Pytester)
             "bm25 *  -  *passed",
             "h *  -  *passed",
             "*recommendation*",
-            "*; -: no value (*the run lacks that cut-off*",
+            "*; -: no value (*a cut-off the run lacks*",
         ]
     )
     report = json.loads((project.path / "r.json").read_text())

@@ -481,7 +481,9 @@ class RankingProvider(Provider):
     """A provider that ranks documents itself (lexical search, fusion)."""
 
     needs_model: ClassVar[bool] = False
+    #: the providers this ranker combines (a hybrid's two legs; none for BM25)
+    legs: Sequence[Provider] = ()
 
     def is_free(self) -> bool:
         """A ranker is free when every model it uses is (a hybrid of local models is)."""
-        return all(leg.is_free() for leg in getattr(self, "legs", ()))
+        return all(leg.is_free() for leg in self.legs)

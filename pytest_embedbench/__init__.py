@@ -47,6 +47,7 @@ from .providers import (
     create_provider,
     register_provider,
 )
+from .search import Searcher
 from .stats import Comparison, Estimate, bootstrap, compare_scores, holm, paired_bootstrap
 
 __version__ = "0.1.0"
@@ -80,6 +81,7 @@ __all__ = [
     "RankingProvider",
     "RetrievalDataset",
     "RetrievalResult",
+    "Searcher",
     "Timings",
     "UnknownProviderError",
     "bootstrap",

@@ -24,7 +24,8 @@ from .options import Options, option_specs
 from .providers.base import Provider
 from .report.json_report import atomic_write_json, build_report, machine_info
 from .report.terminal import busy_notes, render_tables
-from .session import Case, EmbedBenchSession, ProgressPrinter, Searcher
+from .search import Searcher
+from .session import Case, EmbedBenchSession, ProgressPrinter
 from .stats import Comparison, Estimate, compare_scores, holm
 
 SESSION_KEY = pytest.StashKey[EmbedBenchSession]()

@@ -42,9 +42,10 @@ from .datasets import RetrievalDataset, load_dataset
 from .evaluate import Evaluator, RetrievalResult
 from .exceptions import ConfigError, EmbedBenchWarning, did_you_mean
 from .metrics import parse_cutoffs, parse_metric
-from .providers.base import ModelSpec, Provider
+from .providers import ModelSpec, Provider, spec_fingerprint
+from .search import Searcher
 
-__all__ = ["MARKER_KEYS", "Case", "EmbedBenchSession", "ProgressPrinter", "Searcher"]
+__all__ = ["MARKER_KEYS", "Case", "EmbedBenchSession", "ProgressPrinter"]
 
 #: keyword arguments the ``embedbench`` marker accepts
 MARKER_KEYS = frozenset({"models", "dataset", "k", "split", "thresholds", "gate"})
@@ -65,11 +66,7 @@ class Case:
     @property
     def settings_fingerprint(self) -> str:
         """What changes numbers besides the data and the weights: spec, options, k."""
-        from .providers.base import _NO_NUMBERS, _stable_json
-
-        options = {k: v for k, v in self.model.options.items() if k not in _NO_NUMBERS}
-        text = _stable_json({"spec": self.model.spec, "options": options, "k": list(self.k)})
-        return hashlib.sha256(text.encode()).hexdigest()[:16]
+        return spec_fingerprint(self.model, self.k)
 
     @property
     def key(self) -> tuple[Any, ...]:
@@ -289,7 +286,7 @@ class EmbedBenchSession:
         warns, since it may serve tests that were not collected this time."""
         import warnings
 
-        from .providers.base import PROVIDERS, provider_class
+        from .providers import PROVIDERS, provider_class
 
         if not self.model_names:
             return  # no retrieval test collected: nothing uses the names
@@ -504,11 +501,10 @@ class EmbedBenchSession:
         """The case's settings plus what the loaded provider applied (catalogue prompts...)."""
         if result is None:
             return case.settings_fingerprint
-        from .providers.base import _stable_json
+        from .providers.spec import fingerprint
 
         applied = result.model_info.get("settings", {})
-        text = _stable_json({"case": case.settings_fingerprint, "applied": applied})
-        return hashlib.sha256(text.encode()).hexdigest()[:16]
+        return fingerprint({"case": case.settings_fingerprint, "applied": applied})
 
     @property
     def machine_fingerprint(self) -> str:
@@ -738,9 +734,9 @@ def _function(nodeid: str) -> str:
 def _settings(case: Case, result: RetrievalResult | None) -> dict[str, Any]:
     """What the settings fingerprint summarises, kept so a change can be named: spec, the
     options that change numbers, k, and what the loaded provider applied."""
-    from .providers.base import _NO_NUMBERS
+    from .providers.spec import number_options
 
-    options = {k: v for k, v in case.model.options.items() if k not in _NO_NUMBERS}
+    options = number_options(case.model.options)
     applied = result.model_info.get("settings", {}) if result is not None else {}
     raw = {"spec": case.model.spec, "options": options, "k": list(case.k), "applied": applied}
     return json.loads(json.dumps(raw, sort_keys=True, default=repr))
@@ -775,32 +771,6 @@ def _check_thresholds_computed(rules: Iterable[Threshold], test: str, k: tuple[i
                 f"k={list(k)} only; add {depth} to k (embedbench.yaml k: or the marker's k=), "
                 f"or set the threshold at a cut-off up to {max(k)}"
             )
-
-
-class Searcher:
-    """A model plus its built index: ``search(query, k)`` for timing with pytest-benchmark.
-
-    Usage::
-
-        @pytest.mark.embedbench(dataset="support", models=["bm25"])
-        def test_search_speed(searcher, benchmark):
-            hits = benchmark(searcher.search, "how do I reset my password", 10)
-            assert len(hits) == 10
-    """
-
-    def __init__(self, spec: ModelSpec, provider: Provider, retriever: Any) -> None:
-        self.spec = spec
-        self.provider = provider
-        self.retriever = retriever
-
-    @property
-    def name(self) -> str:
-        return self.spec.short_name
-
-    def search(self, query: str, k: int = 10) -> list[tuple[str, float]]:
-        """The top-k ``(document id, score)`` pairs for one query text, best first."""
-        ids, scores = self.retriever.search(query, k)
-        return list(zip(ids, scores, strict=True))
 
 
 class ProgressPrinter:

@@ -30,9 +30,11 @@ from .datasets import Document, EvalSet, RetrievalDataset
 from .evaluate import RetrievalResult
 from .exceptions import EmbedBenchError, MissingKeyError
 from .providers.base import Provider
-from .report.json_report import atomic_write_json, build_report, machine_info
-from .report.terminal import busy_notes, render_tables
-from .session import Case, EmbedBenchSession, ProgressPrinter, Searcher
+from .records import Status
+from .report.json_report import atomic_write_json, build_report, machine_info, summary_sections
+from .report.summary import Summary, build_summary
+from .report.terminal import ProgressPrinter, render_summary
+from .session import Case, EmbedBenchSession, Searcher
 from .stats import Comparison, Estimate, compare_scores, holm
 
 SESSION_KEY = pytest.StashKey[EmbedBenchSession]()
@@ -381,7 +383,7 @@ def retrieval(request: pytest.FixtureRequest, _embedbench_case: Case) -> Retriev
         except Exception as exc:
             session.record(request.node.nodeid, test, case, None, exc)
             if isinstance(exc, MissingKeyError):
-                session.records[request.node.nodeid]["status"] = "skipped"
+                session.records[request.node.nodeid].status = Status.SKIPPED
             raise
 
     result = _or_fail(compute, case, f"on dataset {case.dataset.name!r} failed")
@@ -531,7 +533,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: Any) -> Generator[None, A
         if report.when == "call" or not report.passed:
             # the record travels with the report: it reaches the controller even if this
             # worker dies later, and a test whose record never arrives is known as such
-            report.embedbench_record = json.dumps(record)
+            report.embedbench_record = json.dumps(record.to_dict())
         else:
             report.embedbench_expects_record = True
     return report
@@ -588,18 +590,16 @@ def pytest_embedbench_generate_json(
         rootdir=config.rootpath,
         machine=_benchmark_machine_info(config),
     )
-    report["comparisons"] = session.comparisons()
-    report["recommendations"] = {
-        "priority": options.priority,
-        "datasets": session.recommendations(),
-    }
-    report["baseline"] = {
-        "path": str(session.baseline.path),
-        "update": options.update_baseline,
-        "orphaned": session.orphaned_entries(),
-        "not_recorded": session.not_recorded(),
-    }
+    report.update(summary_sections(_summary(session), update_baseline=options.update_baseline))
     return report
+
+
+def _summary(state: EmbedBenchSession) -> Summary:
+    """The run's summary, built at session finish (or now, if that did not run)."""
+    if state.summary is None:
+        state.summary = build_summary(state)
+    summary: Summary = state.summary
+    return summary
 
 
 def _benchmark_machine_info(config: pytest.Config) -> dict[str, Any] | None:
@@ -675,9 +675,9 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
             failures.append(f"{line}; they are not in the baseline. Re-run the update for them")
         else:
             notes.append(line)
-    state.summary_notes = notes
+    state.summary = build_summary(state, notes)  # computed once; the reports only read it
     if state.options.json_path is not None:
-        records = sorted(state.records.values(), key=lambda r: r["nodeid"])
+        records = [record.to_dict() for record in state.summary.records]
         report = config.hook.pytest_embedbench_generate_json(config=config, records=records)
         config.hook.pytest_embedbench_update_json(config=config, report=report)
         try:
@@ -699,15 +699,9 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
     state = _session(config)
-    lines = render_tables(
-        state.records.values(),
-        verbosity=config.get_verbosity(),
-        comparisons=state.comparisons(),
-        reference=state.reference,
-        recommendations=state.recommendations(),
-        priority=state.options.priority,
-    )
-    notes = state.baseline_notices() + busy_notes(state.records.values()) + state.summary_notes
+    summary = _summary(state)
+    lines = render_summary(summary, verbosity=config.get_verbosity())
+    notes = summary.notices
     failures = state.write_failures
     if not lines and not notes and not failures:
         return

@@ -10,11 +10,28 @@ worker sends: adding a field touches the dataclass only.
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
+import hashlib
+import json
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["FIELDS", "Status", "TestRecord", "as_record"]
+if TYPE_CHECKING:
+    from .datasets import RetrievalDataset
+    from .evaluate import RetrievalResult
+    from .providers.base import ModelSpec
+
+__all__ = [
+    "FIELDS",
+    "Status",
+    "TestRecord",
+    "as_record",
+    "case_fingerprint",
+    "dataset_parts",
+    "machine_fingerprint",
+    "settings_fingerprint",
+    "settings_of",
+]
 
 
 class Status(str, enum.Enum):
@@ -85,8 +102,8 @@ class TestRecord:
         values = {name: data[name] for name in FIELDS if name in data}
         values["status"] = Status(values.get("status") or Status.RUNNING)
         values["k"] = list(values.get("k") or [])
-        values.setdefault("spec", "")
-        values.setdefault("test", "")
+        for name in ("test", "model", "spec", "dataset"):
+            values.setdefault(name, "")
         return cls(**values)
 
     @property
@@ -103,3 +120,73 @@ FIELDS: tuple[str, ...] = tuple(f.name for f in fields(TestRecord))
 def as_record(record: TestRecord | Mapping[str, Any]) -> TestRecord:
     """``record`` as a :class:`TestRecord` (a dict is read with :meth:`TestRecord.from_dict`)."""
     return record if isinstance(record, TestRecord) else TestRecord.from_dict(record)
+
+
+# -- what a record keeps besides the result: fingerprints that name what changed --------------
+
+
+def settings_of(
+    model: ModelSpec, k: Sequence[int], result: RetrievalResult | None
+) -> dict[str, Any]:
+    """What the settings fingerprint summarises, kept so a change can be named: spec, the
+    options that change numbers, k, and what the loaded provider applied."""
+    from .providers.base import _NO_NUMBERS
+
+    options = {key: v for key, v in model.options.items() if key not in _NO_NUMBERS}
+    applied = result.model_info.get("settings", {}) if result is not None else {}
+    raw = {"spec": model.spec, "options": options, "k": list(k), "applied": applied}
+    return json.loads(json.dumps(raw, sort_keys=True, default=repr))
+
+
+def case_fingerprint(model: ModelSpec, k: Sequence[int]) -> str:
+    """What changes numbers besides the data and the weights: spec, options, k."""
+    from .providers.base import _NO_NUMBERS, _stable_json
+
+    options = {key: v for key, v in model.options.items() if key not in _NO_NUMBERS}
+    text = _stable_json({"spec": model.spec, "options": options, "k": list(k)})
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def settings_fingerprint(model: ModelSpec, k: Sequence[int], result: RetrievalResult | None) -> str:
+    """The case's fingerprint plus what the loaded provider applied (catalogue prompts...)."""
+    if result is None:
+        return case_fingerprint(model, k)
+    from .providers.base import _stable_json
+
+    applied = result.model_info.get("settings", {})
+    text = _stable_json({"case": case_fingerprint(model, k), "applied": applied})
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def dataset_parts(ds: RetrievalDataset) -> dict[str, Any]:
+    """Size and fingerprint of each part of a dataset, so a baseline comparison can say which
+    part changed (documents, queries or judgements)."""
+
+    def digest(rows: Iterable[tuple[str, ...]]) -> str:
+        h = hashlib.sha256()
+        for row in sorted(rows):
+            h.update(json.dumps(row).encode())
+        return h.hexdigest()[:12]
+
+    judgements = [(q, d, str(g)) for q, docs in ds.qrels.items() for d, g in docs.items()]
+    return {
+        "documents": {
+            "count": len(ds.documents),
+            "fingerprint": digest((d.id, d.title, d.text) for d in ds.documents),
+        },
+        "queries": {
+            "count": len(ds.queries),
+            "fingerprint": digest((q.id, q.text) for q in ds.queries),
+        },
+        "judgements": {"count": len(judgements), "fingerprint": digest(judgements)},
+    }
+
+
+def machine_fingerprint() -> str:
+    """Hardware and Python that decide timings (not the host name)."""
+    from .measure import machine_info
+
+    info = machine_info()
+    info.pop("node", None)
+    text = json.dumps(info, sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]

@@ -2,16 +2,14 @@
 
 The plugin builds it from :class:`~pytest_embedbench.config.Options` and keeps it in
 ``config.stash``; nothing here imports pytest's config machinery, so it works without pytest.
+What a run's records add up to (comparisons, recommendations, notices) is computed once, at the
+end, by :mod:`pytest_embedbench.report.summary`; this module keeps the run's state only.
 A (model, dataset, k) result is computed once per process however many tests use it; a model
 that fails to load fails every test that needs it, and only those.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
-import math
-import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +19,7 @@ from .baseline import (
     DEFAULT_BASELINE,
     BaselineFile,
     GateConfig,
+    GateSettings,
     ThresholdSet,
     check_thresholds,
     entry_from_record,
@@ -41,8 +40,18 @@ from .evaluate import DEFAULT_K, Evaluator, RetrievalResult
 from .exceptions import ConfigError, EmbedBenchWarning, did_you_mean
 from .metrics import parse_metric
 from .providers.base import ModelSpec, Provider
+from .records import (
+    Status,
+    TestRecord,
+    as_record,
+    case_fingerprint,
+    dataset_parts,
+    machine_fingerprint,
+    settings_fingerprint,
+    settings_of,
+)
 
-__all__ = ["MARKER_KEYS", "Case", "EmbedBenchSession", "ProgressPrinter", "Searcher"]
+__all__ = ["MARKER_KEYS", "Case", "EmbedBenchSession", "Searcher"]
 
 #: keyword arguments the ``embedbench`` marker accepts
 MARKER_KEYS = frozenset({"models", "dataset", "k", "split", "thresholds", "gate"})
@@ -56,18 +65,14 @@ class Case:
     dataset: DatasetEntry
     k: tuple[int, ...]
     thresholds: ThresholdSet
-    gate: GateConfig = GateConfig()
-    marker_gate: Mapping[str, Any] | None = None
+    #: the gate settings of this test and model, resolved once at collection
+    gate: GateSettings = GateSettings()
     reference: str | None = None
 
     @property
     def settings_fingerprint(self) -> str:
         """What changes numbers besides the data and the weights: spec, options, k."""
-        from .providers.base import _NO_NUMBERS, _stable_json
-
-        options = {k: v for k, v in self.model.options.items() if k not in _NO_NUMBERS}
-        text = _stable_json({"spec": self.model.spec, "options": options, "k": list(self.k)})
-        return hashlib.sha256(text.encode()).hexdigest()[:16]
+        return case_fingerprint(self.model, self.k)
 
     @property
     def key(self) -> tuple[Any, ...]:
@@ -109,8 +114,8 @@ class EmbedBenchSession:
         self._cli_thresholds = (
             load_thresholds(options.thresholds) if options.thresholds else ThresholdSet.empty()
         )
-        #: nodeid -> record (JSON-ready dict) of every retrieval test that ran
-        self.records: dict[str, dict[str, Any]] = {}
+        #: nodeid -> record of every retrieval test that ran
+        self.records: dict[str, TestRecord] = {}
         #: node ids of every collected test (before deselection), to find orphaned baselines
         self.collected: set[str] = set()
         #: short names of every model a collected test uses (to check names in the config)
@@ -119,12 +124,12 @@ class EmbedBenchSession:
         self.expected: set[str] = set()
         self.baseline = BaselineFile.load(options.baseline or self.project_dir / DEFAULT_BASELINE)
         self._dataset_parts: dict[str, dict[str, Any]] = {}
-        #: lines for the end of the summary (what was written, what to do next)
-        self.summary_notes: list[str] = []
         #: artifacts (JSON report, baseline) that could not be written, one line each
         self.write_failures: list[str] = []
         self.json_written = False
         self._machine: str | None = None
+        #: what this run's records add up to, built once at its end (report.summary.Summary)
+        self.summary: Any = None
 
     # -- configuration ---------------------------------------------------------------------
 
@@ -207,12 +212,13 @@ class EmbedBenchSession:
                 f"models {dupes} appear more than once in one test; give each a distinct "
                 "name with ModelSpec(spec, name=...)"
             )
-        for spec in specs:
-            self._check_gated_metrics_computed(gate_config, marker_gate, test, spec, k, cfg)
+        gates = [
+            self._gate_settings(gate_config, marker_gate, test, spec, k, cfg) for spec in specs
+        ]
         self.model_names.update(names)
         return [
-            Case(spec, dataset, k, thresholds, gate_config, marker_gate, cfg.reference)
-            for spec in specs
+            Case(spec, dataset, k, thresholds, settings, cfg.reference)
+            for spec, settings in zip(specs, gates, strict=True)
         ]
 
     def model_specs(self, models: Any, cfg: ProjectConfig, test_path: Path) -> list[ModelSpec]:
@@ -246,21 +252,21 @@ class EmbedBenchSession:
             )
         return specs
 
-    def _check_gated_metrics_computed(
-        self,
+    @staticmethod
+    def _gate_settings(
         gate_config: GateConfig,
         marker_gate: Mapping[str, Any] | None,
         test: str,
         spec: ModelSpec,
         k: tuple[int, ...],
         cfg: ProjectConfig,
-    ) -> None:
-        """A gated metric this case does not compute is an error naming where the gate's
-        metrics were set, instead of a "not gated" note on every run."""
+    ) -> GateSettings:
+        """The case's gate settings. A gated metric this case does not compute is an error
+        naming where the gate's metrics were set, instead of a "not gated" note on every run."""
         settings = gate_config.for_test(test, spec.short_name, marker_gate)
         missing = [m for m in settings.metrics if parse_metric(m).k not in k]
         if not missing:
-            return
+            return settings
         if marker_gate and "metrics" in marker_gate:
             where = "@pytest.mark.embedbench(gate={'metrics': ...})"
         elif "metrics" in (gate_config.tests.get(test) or {}):
@@ -444,99 +450,63 @@ class EmbedBenchSession:
         case: Case,
         result: RetrievalResult | None,
         error: BaseException | None,
-    ) -> None:
-        self.records[nodeid] = {
-            "nodeid": nodeid,
-            "test": test,
-            "model": case.model.short_name,
-            "spec": case.model.spec,
-            "dataset": case.dataset.name,
-            "k": list(case.k),
-            "status": "error" if error is not None else "running",
-            "error": _describe(error) if error is not None else None,
-            "result": result.to_dict(per_query=True) if result is not None else None,
-            "settings_fingerprint": self._settings_fingerprint(case, result),
-            "settings": _settings(case, result),
-            "dataset_parts": self.dataset_parts(case) if result is not None else None,
-            "machine_fingerprint": self.machine_fingerprint,
-            "reference": case.reference,
-            "baseline": None,
-        }
-        if result is not None:  # the latency gate compares distributions, not two percentiles
-            latency = self.records[nodeid]["result"]["latency"]
-            latency["per_query_ms"] = [float(v) for v in result.latency.per_query_ms]
+    ) -> TestRecord:
+        """Record what a retrieval test produced (its status follows with :meth:`set_status`)."""
+        record = self.records[nodeid] = TestRecord(
+            nodeid=nodeid,
+            test=test,
+            model=case.model.short_name,
+            spec=case.model.spec,
+            dataset=case.dataset.name,
+            k=list(case.k),
+            status=Status.ERROR if error is not None else Status.RUNNING,
+            error=f"{type(error).__name__}: {error}" if error is not None else None,
+            result=result.to_dict(per_query=True) if result is not None else None,
+            settings_fingerprint=settings_fingerprint(case.model, case.k, result),
+            settings=settings_of(case.model, case.k, result),
+            dataset_parts=self.dataset_parts(case) if result is not None else None,
+            machine_fingerprint=self.machine_fingerprint,
+            reference=case.reference,
+        )
+        if record.result is not None:  # the latency gate compares distributions, not two p95s
+            latency = record.result["latency"]
+            latency["per_query_ms"] = [float(v) for v in result.latency.per_query_ms]  # type: ignore[union-attr]
+        return record
 
     def dataset_parts(self, case: Case) -> dict[str, Any]:
-        """Size and fingerprint of each part of the case's dataset, so a baseline comparison
-        can say which part changed (documents, queries or judgements)."""
+        """Size and fingerprint of each part of the case's dataset (computed once)."""
         key = case.dataset_key
         if key not in self._dataset_parts:
-            ds = self.dataset(case.dataset)
-
-            def digest(rows: Iterable[tuple[str, ...]]) -> str:
-                h = hashlib.sha256()
-                for row in sorted(rows):
-                    h.update(json.dumps(row).encode())
-                return h.hexdigest()[:12]
-
-            judgements = [(q, d, str(g)) for q, docs in ds.qrels.items() for d, g in docs.items()]
-            self._dataset_parts[key] = {
-                "documents": {
-                    "count": len(ds.documents),
-                    "fingerprint": digest((d.id, d.title, d.text) for d in ds.documents),
-                },
-                "queries": {
-                    "count": len(ds.queries),
-                    "fingerprint": digest((q.id, q.text) for q in ds.queries),
-                },
-                "judgements": {"count": len(judgements), "fingerprint": digest(judgements)},
-            }
+            self._dataset_parts[key] = dataset_parts(self.dataset(case.dataset))
         return self._dataset_parts[key]
-
-    @staticmethod
-    def _settings_fingerprint(case: Case, result: RetrievalResult | None) -> str:
-        """The case's settings plus what the loaded provider applied (catalogue prompts...)."""
-        if result is None:
-            return case.settings_fingerprint
-        from .providers.base import _stable_json
-
-        applied = result.model_info.get("settings", {})
-        text = _stable_json({"case": case.settings_fingerprint, "applied": applied})
-        return hashlib.sha256(text.encode()).hexdigest()[:16]
 
     @property
     def machine_fingerprint(self) -> str:
         """Hardware and Python that decide timings (not the host name)."""
         if self._machine is None:
-            from .report.json_report import machine_info
-
-            info = machine_info()
-            info.pop("node", None)
-            text = json.dumps(info, sort_keys=True)
-            self._machine = hashlib.sha256(text.encode()).hexdigest()[:16]
+            self._machine = machine_fingerprint()
         return self._machine
 
     def after_test(self, nodeid: str, test: str, case: Case, result: RetrievalResult) -> list[str]:
         """Thresholds, then the baseline gate: every failure line for this test."""
         failures = check_thresholds(result, case.thresholds.for_test(test, case.model.short_name))
         record = self.records.get(nodeid)
-        if record is None or record.get("result") is None:
+        if record is None or record.result is None:
             return failures
         if self.options.update_baseline == "all":
             return failures  # accepting the current numbers: nothing to gate against
         bad = self.baseline.problem or self.baseline.damaged.get(nodeid)
         if bad and self.options.update_baseline is None:
             return [*failures, bad]  # only the tests gated against a bad file or entry fail
-        settings = case.gate.for_test(test, case.model.short_name, case.marker_gate)
         outcome = gate(
             record,
             self.baseline.entries.get(self.baseline_key(nodeid)),
-            settings,
+            case.gate,
             seed=self.options.seed,
             n_resamples=self.options.bootstrap,
             query_texts={q.id: q.text for q in self.dataset(case.dataset).queries},
         )
-        record["baseline"] = outcome.to_dict()
+        record.baseline = outcome.to_dict()
         return failures + outcome.failures
 
     def set_status(self, nodeid: str, when: str, outcome: str, message: str | None) -> None:
@@ -545,83 +515,17 @@ class EmbedBenchSession:
         if record is None:
             return
         if when == "call":
-            record["status"] = outcome
+            record.status = Status(outcome)
         elif outcome in ("failed", "skipped"):
-            record["status"] = "error" if outcome == "failed" else "skipped"
-        if outcome == "failed" and message and not record.get("error"):
-            record["error"] = message
+            record.status = Status.ERROR if outcome == "failed" else Status.SKIPPED
+        if outcome == "failed" and message and not record.error:
+            record.error = message
 
-    def merge(self, records: Iterable[Mapping[str, Any]]) -> None:
-        """Add records sent by an xdist worker."""
+    def merge(self, records: Iterable[TestRecord | Mapping[str, Any]]) -> None:
+        """Add records sent by an xdist worker (as :meth:`TestRecord.to_dict` data)."""
         for record in records:
-            self.records[record["nodeid"]] = dict(record)
-
-    @property
-    def reference(self) -> str | None:
-        """The model every other is compared with in the table (option, then config)."""
-        if self.options.reference:
-            return self.options.reference
-        return next((r["reference"] for r in self.records.values() if r.get("reference")), None)
-
-    def comparisons(self) -> dict[str, dict[str, dict[str, Any]]]:
-        """Per dataset, each model's paired nDCG@10 difference to the reference model.
-
-        Randomization-test p-values, Holm-adjusted across the models of one dataset.
-        """
-        from .report.terminal import model_rows
-        from .stats import compare_scores, holm
-
-        reference = self.reference
-        out: dict[str, dict[str, dict[str, Any]]] = {}
-        if reference is None:
-            return out
-        for dataset, rows in model_rows(self.records.values()).items():
-            ref = next((r for r in rows if r["model"] == reference and r["result"]), None)
-            if ref is None:
-                continue
-            ref_scores = ref["result"]["per_query"]["ndcg@10"]
-            found = []
-            for row in rows:
-                if row is ref or row["result"] is None:
-                    continue
-                scores = row["result"]["per_query"]["ndcg@10"]
-                shared = sorted(set(scores) & set(ref_scores))
-                if not shared:
-                    continue
-                found.append(
-                    (
-                        row["model"],
-                        compare_scores(
-                            [scores[q] for q in shared],
-                            [ref_scores[q] for q in shared],
-                            test="randomization",
-                            seed=self.options.seed,
-                            n_resamples=self.options.bootstrap,
-                            name=f"ndcg@10 {row['model']} - {reference}",
-                        ),
-                    )
-                )
-            adjusted = holm([c.p_value for _, c in found])
-            out[dataset] = {}
-            for (model, comparison), p_holm in zip(found, adjusted, strict=True):
-                comparison.p_holm = p_holm
-                entry = comparison.to_dict()
-                entry["difference"] = entry.pop("value")
-                entry["reference"] = reference
-                entry["metric"] = "ndcg@10"
-                out[dataset][model] = entry
-        return out
-
-    def recommendations(self) -> dict[str, Any]:
-        from .report.recommend import recommend
-        from .report.terminal import model_rows
-
-        out = {}
-        for dataset, rows in model_rows(self.records.values()).items():
-            rec = recommend(rows)
-            if rec is not None:
-                out[dataset] = rec
-        return out
+            found = as_record(record)
+            self.records[found.nodeid] = found
 
     def write_baseline(self) -> list[str]:
         """In update mode, store the entries of this run's tests; lines saying what was done.
@@ -636,7 +540,7 @@ class EmbedBenchSession:
         entries = {
             self.baseline_key(nodeid): entry_from_record(record)
             for nodeid, record in sorted(self.records.items())
-            if record.get("result") is not None
+            if record.result is not None
         }
         done = self.baseline.update(entries, replace=mode != "new")
         added, replaced = done.added, done.replaced
@@ -660,88 +564,6 @@ class EmbedBenchSession:
     def not_recorded(self) -> list[str]:
         """Tests whose result never reached this process (their xdist worker died)."""
         return sorted(self.expected - set(self.records))
-
-    def baseline_notices(self) -> list[str]:
-        """What the user should know about the baseline, ending with what to do next."""
-        lines: list[str] = []
-        records = [r for r in self.records.values() if r.get("result") is not None]
-        outcomes = [
-            (r["nodeid"], r.get("baseline") or {})
-            for r in sorted(records, key=lambda r: r["nodeid"])
-        ]
-        for nodeid, outcome in outcomes:  # changed inputs are always worth a line
-            if outcome.get("changes") and outcome.get("status") != "missing":
-                lines.append(
-                    f"{nodeid}: compared with a baseline of other inputs: "
-                    + "; ".join(outcome["changes"])
-                )
-        for nodeid, outcome in outcomes:
-            lines.extend(
-                f"{nodeid}: {w} (a warning: the test passed)" for w in outcome.get("warnings", [])
-            )
-        missing = [o for _, o in outcomes if o.get("status") == "missing"]
-        if self.options.update_baseline is None and missing:
-            path = self.baseline.path
-            looked = (
-                f"no entry for {'them' if len(missing) != 1 else 'it'} in {path}"
-                if path.is_file()
-                else f"looked for {path}, which does not exist"
-            )
-            lines.append(
-                f"{len(missing)} test{'s have' if len(missing) != 1 else ' has'} no baseline "
-                f"({looked}); re-run with --embedbench-update-baseline to record "
-                f"{'them' if len(missing) != 1 else 'it'}"
-            )
-        skipped = sorted({n for _, o in outcomes for n in o.get("notes", [])})
-        lines.extend(skipped)
-        orphans = self.orphaned_entries()
-        if orphans:
-            lines.append(
-                f"{len(orphans)} baseline entr{'y belongs' if len(orphans) == 1 else 'ies belong'}"
-                " to tests that no longer exist: "
-                + ", ".join(orphans[:10])
-                + (" ..." if len(orphans) > 10 else "")
-            )
-        return lines
-
-    def orphaned_entries(self) -> list[str]:
-        """Baseline entries whose test function is gone: its file is missing, or the file was
-        collected without that function.
-
-        Parametrisation is ignored: an entry of a model left out by ``--embedbench-models``
-        (or of a test deselected by ``-k``/``-m``) still has its function, so it is no orphan.
-        """
-        collected = {_function(self.baseline_key(nodeid)) for nodeid in self.collected}
-        files = {key.split("::", 1)[0] for key in collected}
-        orphans = []
-        for key in sorted(self.baseline.entries):
-            path = key.split("::", 1)[0]
-            if not (self.project_dir / path).exists():
-                orphans.append(key)
-            elif path in files and _function(key) not in collected:
-                orphans.append(key)
-        return orphans
-
-
-def _function(nodeid: str) -> str:
-    """A node id without its parameters: ``t.py::test_x[bm25]`` -> ``t.py::test_x``."""
-    head, sep, last = nodeid.rpartition("::")
-    return head + sep + last.split("[", 1)[0]
-
-
-def _settings(case: Case, result: RetrievalResult | None) -> dict[str, Any]:
-    """What the settings fingerprint summarises, kept so a change can be named: spec, the
-    options that change numbers, k, and what the loaded provider applied."""
-    from .providers.base import _NO_NUMBERS
-
-    options = {k: v for k, v in case.model.options.items() if k not in _NO_NUMBERS}
-    applied = result.model_info.get("settings", {}) if result is not None else {}
-    raw = {"spec": case.model.spec, "options": options, "k": list(case.k), "applied": applied}
-    return json.loads(json.dumps(raw, sort_keys=True, default=repr))
-
-
-def _describe(error: BaseException) -> str:
-    return f"{type(error).__name__}: {error}"
 
 
 #: cut-offs every case computes, whatever k says: the table shows nDCG@10 and Recall@100 and
@@ -786,42 +608,3 @@ class Searcher:
         """The top-k ``(document id, score)`` pairs for one query text, best first."""
         ids, scores = self.retriever.search(query, k)
         return list(zip(ids, scores, strict=True))
-
-
-class ProgressPrinter:
-    """Prints document-embedding progress (done, rate) when a cold embedding runs long.
-
-    ``write(line)`` must reach the terminal outside captured output. Nothing is printed for a
-    run that finishes within ``delay`` seconds, so warm-cache runs stay quiet.
-    """
-
-    def __init__(self, write: Callable[[str], None], *, delay: float = 2.0, every: float = 2.0):
-        self.write = write
-        self.delay = delay
-        self.every = every
-        self._start: float | None = None
-        self._last = 0.0
-        self._printed = False
-
-    def __call__(self, stage: str, done: int, total: int) -> None:
-        if stage != "documents":
-            return
-        now = time.perf_counter()
-        if self._start is None or done <= 0:
-            self._start, self._last, self._printed = now, now, False
-        if done <= 0:
-            return
-        elapsed = now - self._start
-        finished = done >= total
-        if (elapsed >= self.delay and now - self._last >= self.every) or (
-            finished and self._printed
-        ):
-            rate = done / elapsed if elapsed > 0 else math.inf
-            self.write(
-                f"embedbench: embedded {done}/{total} documents ({rate:.0f} docs/s)"
-                + (" done" if finished else "")
-            )
-            self._last = now
-            self._printed = True
-        if finished:
-            self._start = None

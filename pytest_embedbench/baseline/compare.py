@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..records import TestRecord, as_record
 from .settings import GATE_ALPHA, GateSettings
 from .store import _PRECISION
 
@@ -60,12 +61,12 @@ def _what_changed(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
     ]
 
 
-def _changes(record: Mapping[str, Any], entry: Mapping[str, Any]) -> list[str]:
+def _changes(record: TestRecord, entry: Mapping[str, Any]) -> list[str]:
     """What differs between the baseline's inputs and this run's, naming each change."""
-    result = record["result"]
+    result = record.result or {}
     changes = []
     if entry.get("dataset_fingerprint") != result["dataset_fingerprint"]:
-        old_parts, new_parts = entry.get("dataset_parts"), record.get("dataset_parts")
+        old_parts, new_parts = entry.get("dataset_parts"), record.dataset_parts
         detail = _what_changed(old_parts, new_parts) if old_parts and new_parts else []
         changes.append(
             "the dataset changed: " + "; ".join(detail)
@@ -74,22 +75,22 @@ def _changes(record: Mapping[str, Any], entry: Mapping[str, Any]) -> list[str]:
             f"{str(entry.get('dataset_fingerprint'))[:12]} -> "
             f"{str(result['dataset_fingerprint'])[:12]}); re-record to see which part"
         )
-    if entry.get("settings_fingerprint") != record.get("settings_fingerprint"):
-        old_settings, new_settings = entry.get("settings"), record.get("settings")
+    if entry.get("settings_fingerprint") != record.settings_fingerprint:
+        old_settings, new_settings = entry.get("settings"), record.settings
         detail = _what_changed(old_settings, new_settings) if old_settings and new_settings else []
         changes.append(
             "the settings changed: " + "; ".join(detail)
             if detail
             else f"the settings changed (fingerprint {entry.get('settings_fingerprint')} -> "
-            f"{record.get('settings_fingerprint')}); re-record to see which"
+            f"{record.settings_fingerprint}); re-record to see which"
         )
     revision = result.get("model_info", {}).get("revision")
     if entry.get("model_revision") != revision:
         changes.append(
             f"the model revision changed ({entry.get('model_revision')!r} -> {revision!r})"
         )
-    if entry.get("spec") != record["spec"]:
-        changes.append(f"the model spec changed ({entry.get('spec')!r} -> {record['spec']!r})")
+    if entry.get("spec") != record.spec:
+        changes.append(f"the model spec changed ({entry.get('spec')!r} -> {record.spec!r})")
     return changes
 
 
@@ -105,7 +106,7 @@ def _query_label(query_id: str, texts: Mapping[str, str] | None, width: int = 50
 
 
 def gate(
-    record: Mapping[str, Any],
+    record: TestRecord | Mapping[str, Any],
     entry: Mapping[str, Any] | None,
     settings: GateSettings,
     *,
@@ -122,14 +123,12 @@ def gate(
     and either warns or fails (``settings.inconclusive``). ``query_texts`` (id -> text) puts
     each named query's text beside its id.
     """
-    from ..stats import minimum_detectable_effect, paired_bootstrap
-
     if entry is None:
         return GateOutcome("missing")
-    result = record["result"]
+    record = as_record(record)
     outcome = GateOutcome("passed")
     outcome.changes.extend(_changes(record, entry))
-    current_pq = result.get("per_query", {})
+    current_pq = (record.result or {}).get("per_query", {})
     base_pq = entry.get("per_query", {})
     changed = f"; {'; '.join(outcome.changes)}" if outcome.changes else ""
     for metric in settings.metrics:
@@ -142,69 +141,108 @@ def gate(
         if len(shared) < settings.min_shared * len(base):
             outcome.status = "stale"
             outcome.failures.append(
-                f"the baseline of {record['nodeid']} is stale: only {len(shared)} of its "
+                f"the baseline of {record.nodeid} is stale: only {len(shared)} of its "
                 f"{len(base)} queries remain{changed}. Re-record it with "
                 "--embedbench-update-baseline"
             )
             return outcome
         # the baseline keeps 6 decimals: compare the current run at the same precision
-        cur = [round(float(current[q]), _PRECISION) for q in shared]
-        old = [float(base[q]) for q in shared]
-        diff = paired_bootstrap(cur, old, seed=seed, n_resamples=n_resamples, name=metric)
-        base_mean = sum(old) / len(old)
-        cur_mean = sum(cur) / len(cur)
-        allowed = settings.allowed_drop(base_mean)
-        material = -float(diff) > allowed
-        regressed = diff.high < 0 and material
-        inconclusive = material and not regressed
-        mde = minimum_detectable_effect(diff.per_query, alpha=GATE_ALPHA)
-        outcome.deltas[metric] = {
-            "baseline": base_mean,
-            "current": cur_mean,
-            "difference": float(diff),
-            "low": diff.low,
-            "high": diff.high,
-            "shared_queries": len(shared),
-            "significant": diff.high < 0 or diff.low > 0,
-            "regressed": regressed,
-            "inconclusive": inconclusive,
-            "minimum_detectable": mde,
-        }
-        if not material:
-            continue
-        losses = sorted(
-            ((c - o, q) for q, c, o in zip(shared, cur, old, strict=True)), key=lambda x: x
-        )[:3]
-        lost = ", ".join(f"{_query_label(q, query_texts)} ({d:+.3f})" for d, q in losses)
-        figures = (
-            f"baseline {base_mean:.4f}, current {cur_mean:.4f}, difference {float(diff):+.4f} "
-            f"[{diff.low:+.4f}, {diff.high:+.4f}] (95% paired bootstrap over {len(shared)} "
-            f"shared queries; tolerance {settings.describe_tolerance()})"
-        )
-        if regressed:
-            outcome.status = "regressed"
-            outcome.failures.append(f"{metric} regressed: {figures}; lost most: {lost}{changed}")
-            continue
-        line = (
-            f"{metric} inconclusive: {figures}: the drop is beyond the tolerance but not "
-            f"significant; the smallest drop these {len(shared)} queries can detect is about "
-            f"{mde:.4f} (80% power, alpha {GATE_ALPHA:g}); lost most: {lost}{changed}. Add "
-            "queries to the eval set, or re-record the baseline with "
-            "--embedbench-update-baseline if the change is intended"
-        )
-        if outcome.status == "passed":
-            outcome.status = "inconclusive"
-        if settings.inconclusive == "fail":
-            outcome.failures.append(line + " (gate: inconclusive: fail)")
-        else:
-            outcome.warnings.append(line)
+        pairs = _Pairs(metric, shared, current, base)
+        _metric_gate(pairs, settings, outcome, seed, n_resamples)
+        if outcome.deltas[metric]["regressed"] or outcome.deltas[metric]["inconclusive"]:
+            _report_drop(pairs, settings, outcome, changed, query_texts)
     if settings.latency_p95_pct is not None:
         _latency_gate(record, entry, settings, outcome)
     return outcome
 
 
+@dataclass
+class _Pairs:
+    """One metric's per-query scores of the shared queries, current and baseline."""
+
+    metric: str
+    shared: list[str]
+    current: list[float]
+    old: list[float]
+
+    def __init__(
+        self,
+        metric: str,
+        shared: list[str],
+        current: Mapping[str, Any],
+        base: Mapping[str, Any],
+    ) -> None:
+        self.metric = metric
+        self.shared = shared
+        self.current = [round(float(current[q]), _PRECISION) for q in shared]
+        self.old = [float(base[q]) for q in shared]
+
+
+def _metric_gate(
+    pairs: _Pairs, settings: GateSettings, outcome: GateOutcome, seed: int, n_resamples: int
+) -> None:
+    """The paired bootstrap of one metric: its Δ figures go into ``outcome.deltas``."""
+    from ..stats import minimum_detectable_effect, paired_bootstrap
+
+    cur, old = pairs.current, pairs.old
+    diff = paired_bootstrap(cur, old, seed=seed, n_resamples=n_resamples, name=pairs.metric)
+    base_mean = sum(old) / len(old)
+    material = -float(diff) > settings.allowed_drop(base_mean)
+    regressed = diff.high < 0 and material
+    outcome.deltas[pairs.metric] = {
+        "baseline": base_mean,
+        "current": sum(cur) / len(cur),
+        "difference": float(diff),
+        "low": diff.low,
+        "high": diff.high,
+        "shared_queries": len(pairs.shared),
+        "significant": diff.high < 0 or diff.low > 0,
+        "regressed": regressed,
+        "inconclusive": material and not regressed,
+        "minimum_detectable": minimum_detectable_effect(diff.per_query, alpha=GATE_ALPHA),
+    }
+
+
+def _report_drop(
+    pairs: _Pairs,
+    settings: GateSettings,
+    outcome: GateOutcome,
+    changed: str,
+    query_texts: Mapping[str, str] | None,
+) -> None:
+    """The failure or warning line of a material drop (regressed or inconclusive)."""
+    metric, d = pairs.metric, outcome.deltas[pairs.metric]
+    n = len(pairs.shared)
+    losses = sorted(
+        (c - o, q) for q, c, o in zip(pairs.shared, pairs.current, pairs.old, strict=True)
+    )[:3]
+    lost = ", ".join(f"{_query_label(q, query_texts)} ({x:+.3f})" for x, q in losses)
+    figures = (
+        f"baseline {d['baseline']:.4f}, current {d['current']:.4f}, difference "
+        f"{d['difference']:+.4f} [{d['low']:+.4f}, {d['high']:+.4f}] (95% paired bootstrap over "
+        f"{n} shared queries; tolerance {settings.describe_tolerance()})"
+    )
+    if d["regressed"]:
+        outcome.status = "regressed"
+        outcome.failures.append(f"{metric} regressed: {figures}; lost most: {lost}{changed}")
+        return
+    line = (
+        f"{metric} inconclusive: {figures}: the drop is beyond the tolerance but not "
+        f"significant; the smallest drop these {n} queries can detect is about "
+        f"{d['minimum_detectable']:.4f} (80% power, alpha {GATE_ALPHA:g}); lost most: "
+        f"{lost}{changed}. Add queries to the eval set, or re-record the baseline with "
+        "--embedbench-update-baseline if the change is intended"
+    )
+    if outcome.status == "passed":
+        outcome.status = "inconclusive"
+    if settings.inconclusive == "fail":
+        outcome.failures.append(line + " (gate: inconclusive: fail)")
+    else:
+        outcome.warnings.append(line)
+
+
 def _latency_gate(
-    record: Mapping[str, Any],
+    record: TestRecord,
     entry: Mapping[str, Any],
     settings: GateSettings,
     outcome: GateOutcome,
@@ -218,12 +256,12 @@ def _latency_gate(
     recorded without per-query latencies falls back to the p95 rule with the floor, and says so.
     """
     base_lat = entry.get("latency", {}) or {}
-    cur_lat = record["result"].get("latency", {}) or {}
+    cur_lat = (record.result or {}).get("latency", {}) or {}
     base_p95, cur_p95 = base_lat.get("p95_ms"), cur_lat.get("p95_ms")
     if base_p95 is None or cur_p95 is None:
         outcome.notes.append("latency gate: no p95 to compare")
         return
-    if entry.get("machine_fingerprint") != record.get("machine_fingerprint"):
+    if entry.get("machine_fingerprint") != record.machine_fingerprint:
         outcome.notes.append("latency gate skipped: this machine differs from the baseline's")
         return
     pct, floor = settings.latency_p95_pct or 0.0, settings.latency_floor_ms

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ..exceptions import BaselineError
+from ..records import TestRecord, as_record
 
 __all__ = [
     "BASELINE_SCHEMA",
@@ -40,19 +41,22 @@ def _round(value: Any) -> Any:
     return value
 
 
-def entry_from_record(record: Mapping[str, Any]) -> dict[str, Any]:
+def entry_from_record(record: TestRecord | Mapping[str, Any]) -> dict[str, Any]:
     """The baseline entry of one retrieval test's record (see ``session.record``)."""
-    result = record["result"]
+    record = as_record(record)
+    result = record.result
+    if result is None:
+        raise ValueError(f"{record.nodeid}: a record without a result has no baseline entry")
     per_query = result.get("per_query", {})
     entry: dict[str, Any] = _round(
         {
-            "model": record["model"],
-            "spec": record["spec"],
-            "dataset": record["dataset"],
+            "model": record.model,
+            "spec": record.spec,
+            "dataset": record.dataset,
             "dataset_fingerprint": result["dataset_fingerprint"],
-            "settings_fingerprint": record.get("settings_fingerprint"),
+            "settings_fingerprint": record.settings_fingerprint,
             "model_revision": result.get("model_info", {}).get("revision"),
-            "machine_fingerprint": record.get("machine_fingerprint"),
+            "machine_fingerprint": record.machine_fingerprint,
             "queries": result["queries"],
             "metrics": {
                 name: {k: v for k, v in est.items() if k in ("value", "low", "high", "n")}
@@ -68,8 +72,8 @@ def entry_from_record(record: Mapping[str, Any]) -> dict[str, Any]:
     )
     # what the fingerprints summarise, so a later run can name what changed (absent: not known)
     for key in ("settings", "dataset_parts"):
-        if record.get(key) is not None:
-            entry[key] = _round(record[key])
+        if getattr(record, key) is not None:
+            entry[key] = _round(getattr(record, key))
     return entry
 
 
@@ -315,3 +319,4 @@ def _reason(exc: BaseException) -> str:
     """An OS error as its reason ("Permission denied"), other errors as their message."""
     if isinstance(exc, OSError) and exc.strerror:
         return exc.strerror
+    return f"{type(exc).__name__}: {exc}"

@@ -17,6 +17,7 @@ from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from .cases import Case
     from .datasets import RetrievalDataset
     from .evaluate import RetrievalResult
     from .providers.base import ModelSpec
@@ -106,10 +107,39 @@ class TestRecord:
             values.setdefault(name, "")
         return cls(**values)
 
-    @property
-    def ok(self) -> bool:
-        """Whether the test produced a result (whatever its assertions said)."""
-        return self.result is not None
+    @classmethod
+    def of(
+        cls,
+        nodeid: str,
+        test: str,
+        case: Case,
+        result: RetrievalResult | None,
+        error: BaseException | None,
+        dataset_parts: dict[str, Any] | None,
+        machine_fingerprint: str,
+    ) -> TestRecord:
+        """The record of a test of ``case`` that produced ``result`` or failed with ``error``."""
+        record = cls(
+            nodeid=nodeid,
+            test=test,
+            model=case.model.short_name,
+            spec=case.model.spec,
+            dataset=case.dataset.name,
+            k=list(case.k),
+            status=Status.ERROR if error is not None else Status.RUNNING,
+            error=f"{type(error).__name__}: {error}" if error is not None else None,
+            settings_fingerprint=settings_fingerprint(case.model, case.k, result),
+            settings=settings_of(case.model, case.k, result),
+            dataset_parts=dataset_parts,
+            machine_fingerprint=machine_fingerprint,
+            reference=case.reference,
+        )
+        if result is not None:
+            record.result = result.to_dict(per_query=True)
+            # the latency gate compares distributions, not two percentiles
+            latency = [float(v) for v in result.latency.per_query_ms]
+            record.result["latency"]["per_query_ms"] = latency
+        return record
 
 
 #: every field of a record, in order: what :meth:`TestRecord.to_dict` writes and an xdist

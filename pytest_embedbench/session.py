@@ -11,81 +11,26 @@ that fails to load fails every test that needs it, and only those.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from .baseline import (
     DEFAULT_BASELINE,
     BaselineFile,
-    GateConfig,
-    GateSettings,
     ThresholdSet,
     check_thresholds,
     entry_from_record,
     gate,
-    load_thresholds,
 )
-from .config import (
-    DatasetEntry,
-    Options,
-    ProjectConfig,
-    check_gate_metric_names,
-    check_provider_names,
-    find_config,
-    load_config,
-)
+from .cases import MARKER_KEYS, Case, CaseBuilder, dataset_key
+from .config import DatasetEntry, Options
 from .datasets import RetrievalDataset, load_dataset
 from .evaluate import DEFAULT_K, Evaluator, RetrievalResult
-from .exceptions import ConfigError, EmbedBenchWarning, did_you_mean
-from .metrics import parse_metric
+from .exceptions import ConfigError
 from .providers.base import ModelSpec, Provider
-from .records import (
-    Status,
-    TestRecord,
-    as_record,
-    case_fingerprint,
-    dataset_parts,
-    machine_fingerprint,
-    settings_fingerprint,
-    settings_of,
-)
+from .records import Status, TestRecord, as_record, dataset_parts, machine_fingerprint
 
 __all__ = ["MARKER_KEYS", "Case", "EmbedBenchSession", "Searcher"]
-
-#: keyword arguments the ``embedbench`` marker accepts
-MARKER_KEYS = frozenset({"models", "dataset", "k", "split", "thresholds", "gate"})
-
-
-@dataclass(frozen=True)
-class Case:
-    """What one parametrised test evaluates: a model on a dataset at cut-offs k."""
-
-    model: ModelSpec
-    dataset: DatasetEntry
-    k: tuple[int, ...]
-    thresholds: ThresholdSet
-    #: the gate settings of this test and model, resolved once at collection
-    gate: GateSettings = GateSettings()
-    reference: str | None = None
-
-    @property
-    def settings_fingerprint(self) -> str:
-        """What changes numbers besides the data and the weights: spec, options, k."""
-        return case_fingerprint(self.model, self.k)
-
-    @property
-    def key(self) -> tuple[Any, ...]:
-        return (self.model, self.dataset_key, self.k)
-
-    @property
-    def dataset_key(self) -> str:
-        return dataset_key(self.dataset)
-
-
-def dataset_key(entry: DatasetEntry) -> str:
-    """What identifies a loaded dataset: its path, split, documents folder and subset."""
-    return f"{entry.path}|{entry.split}|{entry.docs}|{sorted((entry.subset or {}).items())}"
 
 
 class EmbedBenchSession:
@@ -106,20 +51,19 @@ class EmbedBenchSession:
         self.project_dir = project_dir or rootdir
         self.progress = progress
         self._evaluator: Evaluator | None = None
-        self._configs: dict[Path | None, ProjectConfig] = {}
+        #: reads markers and embedbench.yaml files into cases
+        self.builder = CaseBuilder(options, rootdir)
+        self.project_config = self.builder.project_config
+        self.dataset_entry = self.builder.dataset_entry
+        self.check_names = self.builder.check_names
+        self.effective_configs = self.builder.effective_configs
         self._datasets: dict[str, RetrievalDataset] = {}
         self._results: dict[tuple[Any, ...], RetrievalResult | BaseException] = {}
-        self._objects: dict[str, RetrievalDataset] = {}
         self._searchers: dict[tuple[Any, ...], Searcher | BaseException] = {}
-        self._cli_thresholds = (
-            load_thresholds(options.thresholds) if options.thresholds else ThresholdSet.empty()
-        )
         #: nodeid -> record of every retrieval test that ran
         self.records: dict[str, TestRecord] = {}
         #: node ids of every collected test (before deselection), to find orphaned baselines
         self.collected: set[str] = set()
-        #: short names of every model a collected test uses (to check names in the config)
-        self.model_names: set[str] = set()
         #: node ids whose worker announced a record (under xdist), to find the ones never sent
         self.expected: set[str] = set()
         self.baseline = BaselineFile.load(options.baseline or self.project_dir / DEFAULT_BASELINE)
@@ -148,21 +92,6 @@ class EmbedBenchSession:
             )
         return self._evaluator
 
-    def project_config(self, test_path: Path) -> ProjectConfig:
-        """``--embedbench-config`` when given, else the nearest embedbench.yaml (or none)."""
-        path = self.options.config or find_config(test_path.parent, self.rootdir)
-        if path not in self._configs:
-            self._configs[path] = load_config(path) if path is not None else ProjectConfig()
-        return self._configs[path]
-
-    def thresholds(self, cfg: ProjectConfig) -> ThresholdSet:
-        base = (
-            ThresholdSet.parse(cfg.thresholds, f"{cfg.path}: thresholds")
-            if cfg.thresholds
-            else ThresholdSet.empty()
-        )
-        return base.merged(self._cli_thresholds)
-
     # -- collection ------------------------------------------------------------------------
 
     def cases(
@@ -170,215 +99,35 @@ class EmbedBenchSession:
     ) -> list[Case]:
         """The cases an ``embedbench`` marker asks for; ConfigError names any bad argument.
 
-        ``test`` is the test function's name (for per-test gate settings)."""
-        unknown = sorted(set(marker_kwargs) - MARKER_KEYS)
-        if unknown:
-            raise ConfigError(
-                f"@pytest.mark.embedbench got unknown keyword(s) {unknown}; "
-                f"it accepts {sorted(MARKER_KEYS)}"
-            )
+        ``test`` is the test function's name (for per-test gate settings, resolved now)."""
+        build = self.builder
+        build.check_marker_keys(marker_kwargs)
         cfg = self.project_config(test_path)
         dataset = self.dataset_entry(marker_kwargs.get("dataset"), cfg, test_path, marker_kwargs)
         k = _k_tuple(marker_kwargs.get("k"), cfg.k)
-        thresholds = self.thresholds(cfg)
-        marker_rules = marker_kwargs.get("thresholds")
-        if marker_rules is not None:
-            if not isinstance(marker_rules, Mapping):
-                raise ConfigError(
-                    f"@pytest.mark.embedbench(thresholds={marker_rules!r}): give a mapping such "
-                    'as {"ndcg@10": ">= 0.6"}'
-                )
-            thresholds = thresholds.merged(
-                ThresholdSet.parse({"defaults": marker_rules}, f"{test_path.name} marker")
+        thresholds = build.marker_thresholds(marker_kwargs, cfg, test_path)
+        gate_config, marker_gate = build.gate_config(marker_kwargs, cfg, test_path)
+        specs = build.distinct_specs(marker_kwargs.get("models"), cfg, test_path)
+        cases = [
+            Case(
+                spec,
+                dataset,
+                k,
+                thresholds,
+                build.gate_settings(gate_config, marker_gate, test, spec, k, cfg),
+                cfg.reference,
             )
-        marker_gate = marker_kwargs.get("gate")
-        if marker_gate is not None and not isinstance(marker_gate, Mapping):
-            raise ConfigError(
-                f"@pytest.mark.embedbench(gate={marker_gate!r}): give a mapping such as "
-                '{"metrics": ["ndcg@10"], "tolerance": 0.02}'
-            )
-        gate_config = GateConfig.parse(cfg.gate, f"{cfg.path}: gate")
-        if marker_gate:  # checked now, so a typo is a collection error
-            check_gate_metric_names(
-                marker_gate.get("metrics"),
-                f"{test_path.name}: @pytest.mark.embedbench gate.metrics",
-            )
-            gate_config.for_test("", "", marker_gate)
-        specs = self.model_specs(marker_kwargs.get("models"), cfg, test_path)
-        names = [s.short_name for s in specs]
-        dupes = sorted({n for n in names if names.count(n) > 1})
-        if dupes:
-            raise ConfigError(
-                f"models {dupes} appear more than once in one test; give each a distinct "
-                "name with ModelSpec(spec, name=...)"
-            )
-        gates = [
-            self._gate_settings(gate_config, marker_gate, test, spec, k, cfg) for spec in specs
+            for spec in specs
         ]
-        self.model_names.update(names)
-        return [
-            Case(spec, dataset, k, thresholds, settings, cfg.reference)
-            for spec, settings in zip(specs, gates, strict=True)
-        ]
-
-    def model_specs(self, models: Any, cfg: ProjectConfig, test_path: Path) -> list[ModelSpec]:
-        if self.options.models:
-            raw: Iterable[Any] = self.options.models
-        elif models is not None:
-            raw = [models] if isinstance(models, (str, ModelSpec)) else models
-        else:
-            raw = cfg.models
-        specs = []
-        for item in raw:
-            if not isinstance(item, (str, ModelSpec)):
-                raise ConfigError(
-                    f"model {item!r}: give a spec string such as 'bm25' or a ModelSpec"
-                )
-            spec = ModelSpec.coerce(item)
-            where = (
-                "--embedbench-models"
-                if self.options.models
-                else f"{test_path.name}: @pytest.mark.embedbench models"
-                if models is not None
-                else f"{cfg.path}: models"
-            )
-            check_provider_names(spec, where)
-            specs.append(cfg.apply_provider_options(spec))
-        if not specs:
-            where = f"{cfg.path}" if cfg.path else "an embedbench.yaml"
-            raise ConfigError(
-                f"no models for {test_path.name}: pass models=[...] to the embedbench marker, "
-                f"list 'models' in {where}, or use --embedbench-models"
-            )
-        return specs
-
-    @staticmethod
-    def _gate_settings(
-        gate_config: GateConfig,
-        marker_gate: Mapping[str, Any] | None,
-        test: str,
-        spec: ModelSpec,
-        k: tuple[int, ...],
-        cfg: ProjectConfig,
-    ) -> GateSettings:
-        """The case's gate settings. A gated metric this case does not compute is an error
-        naming where the gate's metrics were set, instead of a "not gated" note on every run."""
-        settings = gate_config.for_test(test, spec.short_name, marker_gate)
-        missing = [m for m in settings.metrics if parse_metric(m).k not in k]
-        if not missing:
-            return settings
-        if marker_gate and "metrics" in marker_gate:
-            where = "@pytest.mark.embedbench(gate={'metrics': ...})"
-        elif "metrics" in (gate_config.tests.get(test) or {}):
-            where = f"{cfg.path}: gate.tests.{test}.metrics"
-        elif "metrics" in (gate_config.models.get(spec.short_name) or {}):
-            where = f"{cfg.path}: gate.models.{spec.short_name}.metrics"
-        else:
-            where = f"{cfg.path}: gate.metrics"
-        cutoffs = sorted({parse_metric(m).k for m in missing})
-        raise ConfigError(
-            f"{where}: {missing} gated, but {test or 'the test'} computes k={list(k)} only "
-            f"(model {spec.short_name!r}); add {cutoffs} to k (in {cfg.path or 'the marker'}"
-            f" or the marker's k=), or gate a metric at one of {list(k)}"
-        )
-
-    def check_names(self) -> None:
-        """Once collection ends: the reference and every ``providers`` key must name a model
-        of the run (or, for ``providers``, a provider). A near miss (``bm52``, a different
-        case) is a ConfigError naming the file and key; a providers key near nothing only
-        warns, since it may serve tests that were not collected this time."""
-        import warnings
-
-        from .providers.base import PROVIDERS, provider_class
-
-        if not self.model_names:
-            return  # no retrieval test collected: nothing uses the names
-        provider_class("bm25")  # the built-in providers and entry points are registered
-        for cfg in self._configs.values():
-            known = self.model_names | {m.short_name for m in cfg.models}
-            for key in cfg.providers:
-                if key in PROVIDERS or key in known:
-                    continue
-                hint = did_you_mean(key, known | set(PROVIDERS))
-                message = (
-                    f"{cfg.path}: providers.{key}: {key!r} is neither a provider nor a model "
-                    f"of this run, so its options apply to nothing{hint or '.'} Keys are "
-                    f"provider names {sorted(PROVIDERS)} or model short names "
-                    f"{sorted(known)}"
-                )
-                if hint:
-                    raise ConfigError(message)
-                warnings.warn(message, EmbedBenchWarning, stacklevel=1)
-            if cfg.reference is not None and not self.options.reference:
-                self._check_reference(cfg.reference, f"{cfg.path}: reference", known)
-        if self.options.reference:
-            known = self.model_names | {
-                m.short_name for c in self._configs.values() for m in c.models
-            }
-            self._check_reference(self.options.reference, "--embedbench-reference", known)
-
-    @staticmethod
-    def _check_reference(name: str, where: str, known: set[str]) -> None:
-        if name in known:
-            return
-        raise ConfigError(
-            f"{where}: {name!r} is not a model of this run{did_you_mean(name, known) or '.'} "
-            f"The reference is a model short name: one of {sorted(known)}"
-        )
-
-    def effective_configs(self) -> list[dict[str, Any]]:
-        """Each embedbench.yaml this run read, as written, for the JSON report (the report
-        redacts secrets)."""
-        return [
-            {"path": str(cfg.path), "content": dict(cfg.raw)}
-            for path, cfg in sorted(self._configs.items(), key=lambda kv: str(kv[0]))
-            if path is not None
-        ]
-
-    def dataset_entry(
-        self,
-        ref: Any,
-        cfg: ProjectConfig,
-        test_path: Path,
-        marker_kwargs: Mapping[str, Any],
-    ) -> DatasetEntry:
-        split = marker_kwargs.get("split")
-        if ref is None:
-            raise ConfigError(
-                "@pytest.mark.embedbench needs dataset=: a name from embedbench.yaml "
-                f"(known: {sorted(cfg.datasets)}) or a path"
-            )
-        if isinstance(ref, RetrievalDataset):
-            key = f"object:{ref.fingerprint}"
-            self._objects[key] = ref
-            return DatasetEntry(name=ref.name, path=Path(key))
-        if not isinstance(ref, (str, Path)):
-            raise ConfigError(f"dataset={ref!r}: give a name, a path or a RetrievalDataset")
-        if isinstance(ref, str) and ref in cfg.datasets:
-            entry = cfg.datasets[ref]
-            if split:
-                entry = DatasetEntry(entry.name, entry.path, str(split), entry.docs, entry.subset)
-            return entry
-        path = Path(ref)
-        candidates = (
-            [path] if path.is_absolute() else [test_path.parent / path, self.rootdir / path]
-        )
-        for candidate in candidates:
-            if candidate.exists():
-                resolved = candidate.resolve()
-                return DatasetEntry(name=resolved.name, path=resolved, split=str(split or "test"))
-        raise ConfigError(
-            f"dataset {str(ref)!r} is neither a name in "
-            f"{cfg.path if cfg.path else 'embedbench.yaml (none found)'} "
-            f"(known: {sorted(cfg.datasets)}) nor an existing path"
-        )
+        build.model_names.update(spec.short_name for spec in specs)
+        return cases
 
     # -- evaluation ------------------------------------------------------------------------
 
     def dataset(self, entry: DatasetEntry) -> RetrievalDataset:
         key = str(entry.path) if str(entry.path).startswith("object:") else None
         if key is not None:
-            return self._objects[key]
+            return self.builder.objects[key]
         case_key = dataset_key(entry)
         if case_key not in self._datasets:
             ds = load_dataset(entry.path, split=entry.split, docs=entry.docs, name=entry.name)
@@ -452,25 +201,9 @@ class EmbedBenchSession:
         error: BaseException | None,
     ) -> TestRecord:
         """Record what a retrieval test produced (its status follows with :meth:`set_status`)."""
-        record = self.records[nodeid] = TestRecord(
-            nodeid=nodeid,
-            test=test,
-            model=case.model.short_name,
-            spec=case.model.spec,
-            dataset=case.dataset.name,
-            k=list(case.k),
-            status=Status.ERROR if error is not None else Status.RUNNING,
-            error=f"{type(error).__name__}: {error}" if error is not None else None,
-            result=result.to_dict(per_query=True) if result is not None else None,
-            settings_fingerprint=settings_fingerprint(case.model, case.k, result),
-            settings=settings_of(case.model, case.k, result),
-            dataset_parts=self.dataset_parts(case) if result is not None else None,
-            machine_fingerprint=self.machine_fingerprint,
-            reference=case.reference,
-        )
-        if record.result is not None:  # the latency gate compares distributions, not two p95s
-            latency = record.result["latency"]
-            latency["per_query_ms"] = [float(v) for v in result.latency.per_query_ms]  # type: ignore[union-attr]
+        parts = self.dataset_parts(case) if result is not None else None
+        record = TestRecord.of(nodeid, test, case, result, error, parts, self.machine_fingerprint)
+        self.records[nodeid] = record
         return record
 
     def dataset_parts(self, case: Case) -> dict[str, Any]:

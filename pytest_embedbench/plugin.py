@@ -6,7 +6,6 @@ made by :class:`~pytest_embedbench.session.EmbedBenchSession`, kept in ``config.
 
 from __future__ import annotations
 
-import errno
 import json
 from collections.abc import Callable, Generator
 from contextlib import nullcontext
@@ -31,7 +30,8 @@ from .evaluate import RetrievalResult
 from .exceptions import EmbedBenchError, MissingKeyError
 from .providers.base import Provider
 from .records import Status
-from .report.json_report import atomic_write_json, build_report, machine_info, summary_sections
+from .report.artifacts import EXIT_ARTIFACT_FAILED, update_baseline, write_json
+from .report.json_report import build_report, machine_info, summary_sections
 from .report.summary import Summary, build_summary
 from .report.terminal import ProgressPrinter, render_summary
 from .session import Case, EmbedBenchSession, Searcher
@@ -618,26 +618,6 @@ def _benchmark_machine_info(config: pytest.Config) -> dict[str, Any] | None:
     return {**machine_info(), **info, "format": "pytest-benchmark"}
 
 
-#: exit status of a run whose tests passed but whose JSON report or baseline was not written
-#: (or, when updating a baseline, whose results did not all reach it); see the README
-EXIT_ARTIFACT_FAILED = 6
-
-
-def _write_failure(what: str, path: Path, exc: BaseException, fix: str) -> str:
-    """One line: what was not written, where, the OS reason and the fix."""
-    if isinstance(exc, OSError):
-        reason = exc.strerror or str(exc)
-        where = exc.filename if exc.filename and str(exc.filename) != str(path) else None
-        reason = f"{reason} ({where})" if where else reason
-        if exc.errno == errno.ENOSPC:
-            fix = f"free space on that disk, or {fix}"
-        elif exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
-            fix = f"make {path.parent} writable, or {fix}"
-    else:
-        reason = str(exc)
-    return f"embedbench: the {what} {path} was NOT written: {reason}. Fix: {fix}"
-
-
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     config = session.config
     state = _session(config)
@@ -647,51 +627,15 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
             {"collected": sorted(state.collected)}
         )
         return
-    failures: list[str] = []
-    notes: list[str] = []
-    if state.baseline.problem and state.options.update_baseline is None:
-        notes.append(state.baseline.problem)
-    try:
-        notes.extend(state.write_baseline())
-    except (OSError, EmbedBenchError) as exc:
-        failures.append(
-            _write_failure(
-                "baseline",
-                state.baseline.path,
-                exc,
-                "choose another file with --embedbench-baseline=PATH and re-run the update",
-            )
-        )
-    missing = state.not_recorded()
-    if missing:
-        line = (
-            f"embedbench: {len(missing)} result{'s were' if len(missing) != 1 else ' was'} not "
-            "recorded (the xdist worker running "
-            f"{'them' if len(missing) != 1 else 'it'} died before sending it): "
-            + ", ".join(missing[:10])
-            + (" ..." if len(missing) > 10 else "")
-        )
-        if state.options.update_baseline is not None:
-            failures.append(f"{line}; they are not in the baseline. Re-run the update for them")
-        else:
-            notes.append(line)
+    notes, failures = update_baseline(state)
     state.summary = build_summary(state, notes)  # computed once; the reports only read it
     if state.options.json_path is not None:
         records = [record.to_dict() for record in state.summary.records]
         report = config.hook.pytest_embedbench_generate_json(config=config, records=records)
         config.hook.pytest_embedbench_update_json(config=config, report=report)
-        try:
-            atomic_write_json(state.options.json_path, report)
-            state.json_written = True
-        except OSError as exc:
-            failures.append(
-                _write_failure(
-                    "JSON report",
-                    state.options.json_path,
-                    exc,
-                    "choose another path with --embedbench-json=PATH",
-                )
-            )
+        failure = write_json(state.options.json_path, report)
+        state.json_written = failure is None
+        failures.extend([failure] if failure else [])
     state.write_failures = failures
     if failures and session.exitstatus == pytest.ExitCode.OK:
         session.exitstatus = EXIT_ARTIFACT_FAILED

@@ -58,6 +58,43 @@ class GateSettings:
         )
 
 
+def _parse_metrics(raw: Any, origin: str) -> tuple[str, ...]:
+    names = [raw] if isinstance(raw, str) else raw
+    if not isinstance(names, list) or not names:
+        raise ConfigError(f"{origin}.metrics: {raw!r} must be a list such as [ndcg@10]")
+    parsed = []
+    for name in names:
+        metric = str(parse_metric(name))
+        if metric not in KEPT_METRICS:
+            raise ConfigError(
+                f"{origin}.metrics: {name!r} cannot be gated; baselines keep per-query "
+                f"scores of {list(KEPT_METRICS)}"
+            )
+        parsed.append(metric)
+    return tuple(parsed)
+
+
+def _parse_tolerance(tol: Any, origin: str) -> tuple[float, bool]:
+    """``0.01`` (absolute) or ``"2%"`` (relative): the tolerance and whether it is relative."""
+    values: dict[str, Any] = {}
+    text = str(tol).strip()
+    try:
+        if isinstance(tol, str) and text.endswith("%"):
+            values["tolerance"], values["relative"] = float(text[:-1]) / 100.0, True
+        elif isinstance(tol, (int, float)) and not isinstance(tol, bool):
+            values["tolerance"], values["relative"] = float(tol), False
+        else:
+            raise ValueError
+    except ValueError:
+        raise ConfigError(
+            f"{origin}.tolerance: {tol!r}: give an absolute drop such as 0.01 or a "
+            'relative one such as "2%"'
+        ) from None
+    if values["tolerance"] < 0:
+        raise ConfigError(f"{origin}.tolerance: {tol!r} must not be negative")
+    return values["tolerance"], values["relative"]
+
+
 def _parse_gate_block(block: Mapping[str, Any], base: GateSettings, origin: str) -> GateSettings:
     unknown = sorted(set(block) - _GATE_KEYS)
     if unknown:
@@ -72,37 +109,9 @@ def _parse_gate_block(block: Mapping[str, Any], base: GateSettings, origin: str)
         "min_shared": base.min_shared,
     }
     if "metrics" in block:
-        raw = block["metrics"]
-        names = [raw] if isinstance(raw, str) else raw
-        if not isinstance(names, list) or not names:
-            raise ConfigError(f"{origin}.metrics: {raw!r} must be a list such as [ndcg@10]")
-        parsed = []
-        for name in names:
-            metric = str(parse_metric(name))
-            if metric not in KEPT_METRICS:
-                raise ConfigError(
-                    f"{origin}.metrics: {name!r} cannot be gated; baselines keep per-query "
-                    f"scores of {list(KEPT_METRICS)}"
-                )
-            parsed.append(metric)
-        values["metrics"] = tuple(parsed)
+        values["metrics"] = _parse_metrics(block["metrics"], origin)
     if "tolerance" in block:
-        tol = block["tolerance"]
-        text = str(tol).strip()
-        try:
-            if isinstance(tol, str) and text.endswith("%"):
-                values["tolerance"], values["relative"] = float(text[:-1]) / 100.0, True
-            elif isinstance(tol, (int, float)) and not isinstance(tol, bool):
-                values["tolerance"], values["relative"] = float(tol), False
-            else:
-                raise ValueError
-        except ValueError:
-            raise ConfigError(
-                f"{origin}.tolerance: {tol!r}: give an absolute drop such as 0.01 or a "
-                'relative one such as "2%"'
-            ) from None
-        if values["tolerance"] < 0:
-            raise ConfigError(f"{origin}.tolerance: {tol!r} must not be negative")
+        values["tolerance"], values["relative"] = _parse_tolerance(block["tolerance"], origin)
     if "latency_p95_pct" in block:
         pct = block["latency_p95_pct"]
         if pct is not None and (

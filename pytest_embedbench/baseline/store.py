@@ -197,17 +197,21 @@ class BaselineFile:
                 f"entry; {fix} (the old file is kept as a backup)"
             )
             return found
+        found._add(entries)
+        return found
+
+    def _add(self, entries: Mapping[Any, Any]) -> None:
+        """Keep the entries the gate can read; note what is wrong with the others."""
         for nodeid, entry in entries.items():
             wrong = entry_problem(entry)
             if wrong is None:
-                found.entries[str(nodeid)] = dict(entry)
+                self.entries[str(nodeid)] = dict(entry)
             else:
-                found.damaged[str(nodeid)] = (
-                    f"{path}: the baseline entry {nodeid!r} is damaged: {wrong}; re-record it "
-                    "with --embedbench-update-baseline"
+                self.damaged[str(nodeid)] = (
+                    f"{self.path}: the baseline entry {nodeid!r} is damaged: {wrong}; re-record "
+                    "it with --embedbench-update-baseline"
                 )
-                found._raw_damaged[str(nodeid)] = entry
-        return found
+                self._raw_damaged[str(nodeid)] = entry
 
     def write(self) -> None:
         """Write atomically, keys sorted, floats at fixed precision (damaged entries that

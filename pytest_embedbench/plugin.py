@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Generator
-from contextlib import nullcontext
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -28,14 +27,15 @@ from .config import (
 from .datasets import Document, EvalSet, RetrievalDataset
 from .evaluate import RetrievalResult
 from .exceptions import EmbedBenchError, MissingKeyError
+from .handle import EmbedBenchHandle
 from .providers.base import Provider
 from .records import Status
 from .report.artifacts import EXIT_ARTIFACT_FAILED, update_baseline, write_json
 from .report.json_report import build_report, machine_info, summary_sections
 from .report.summary import Summary, build_summary
-from .report.terminal import ProgressPrinter, render_summary
+from .report.terminal import ProgressLines, ProgressPrinter, render_summary
 from .session import Case, EmbedBenchSession, Searcher
-from .stats import Comparison, Estimate, compare_scores, holm
+from .stats import Estimate
 
 SESSION_KEY = pytest.StashKey[EmbedBenchSession]()
 CASE_KEY = pytest.StashKey[tuple[Case, RetrievalResult]]()
@@ -248,46 +248,6 @@ def pytest_configure(config: pytest.Config) -> None:
             config.option.dist = "loadgroup"
 
 
-class ProgressLines:
-    """Writes progress lines to the terminal, outside captured output, each on its own line,
-    and keeps pytest's test line whole: after a progress line, the test's location is written
-    again before its outcome, so ``test_x.py::test[m] PASSED`` (or ``test_x.py .``) stays one
-    line."""
-
-    def __init__(self, config: pytest.Config) -> None:
-        self.config = config
-        self.pending = False  # a progress line ended pytest's current line
-
-    def write(self, line: str) -> None:
-        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
-        if reporter is None:
-            return
-        capman = self.config.pluginmanager.get_plugin("capturemanager")
-        with capman.global_and_fixture_disabled() if capman is not None else nullcontext():
-            # start a line of our own; leave it open, so that pytest's next write ends it
-            # instead of adding a blank line
-            if getattr(reporter._tw, "width_of_current_line", 1):
-                reporter.write("\n")
-            reporter.write(line, flush=True)
-            # pytest writes a test's location again when this differs from what it wrote last
-            reporter.currentfspath = None
-        self.pending = True
-
-    @pytest.hookimpl(tryfirst=True)
-    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        """Under ``-v`` pytest writes the location again itself; without it, it writes only
-        the outcome letter, so the file's name is written first here."""
-        if not self.pending or self.config.get_verbosity() > 0:
-            return
-        status = self.config.hook.pytest_report_teststatus(report=report, config=self.config)
-        if not status[1]:  # nothing will be written for this phase (a passed setup)
-            return
-        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
-        if reporter is not None and getattr(reporter, "showfspath", False):
-            reporter.write_fspath_result(report.nodeid, "")
-        self.pending = False
-
-
 def _session(config: pytest.Config) -> EmbedBenchSession:
     return config.stash[SESSION_KEY]
 
@@ -440,63 +400,6 @@ def corpus(request: pytest.FixtureRequest) -> tuple[Document, ...]:
 def evalset(request: pytest.FixtureRequest) -> EvalSet:
     """The judged queries and qrels of this test's dataset."""
     return _marker_dataset(request).evalset
-
-
-class EmbedBenchHandle:
-    """The ``embedbench`` fixture: ad-hoc evaluations and comparisons inside a test.
-
-    Usage::
-
-        def test_prefix_helps(embedbench):
-            plain = embedbench.evaluate("hf:intfloat/e5-small-v2", "support")
-            prefixed = embedbench.evaluate(ModelSpec("hf:intfloat/e5-small-v2", name="e5-p",
-                                                     query_prefix="query: "), "support")
-            assert prefixed.compare(plain, "ndcg@10").low > 0
-    """
-
-    def __init__(self, session: EmbedBenchSession, test_path: Path) -> None:
-        self._session = session
-        self._test_path = test_path
-        self.comparisons: list[Comparison] = []
-
-    @property
-    def options(self) -> Options:
-        return self._session.options
-
-    def evaluate(self, model: Any, dataset: Any, *, k: Any = None) -> RetrievalResult:
-        """Evaluate ``model`` on ``dataset`` (a configured name, a path or a dataset)."""
-        return self._session.evaluate(model, dataset, k=k, test_path=self._test_path)
-
-    def compare(
-        self,
-        a: RetrievalResult,
-        b: RetrievalResult,
-        metric: str = "ndcg@10",
-        *,
-        test: str = "bootstrap",
-    ) -> Comparison:
-        """``a - b`` on the queries both share: the paired bootstrap interval and a p-value
-        (``test``: "bootstrap", "t" or "randomization", seeded with ``--embedbench-seed``).
-
-        Every comparison made through this fixture in one test is one family: each one's
-        ``p_holm`` is its Holm-adjusted p-value over all of them, updated as more are made.
-        """
-        mine, theirs = a.paired_scores(b, metric)
-        options = self._session.options
-        comparison = compare_scores(
-            mine,
-            theirs,
-            test=test,
-            seed=options.seed,
-            n_resamples=options.bootstrap,
-            name=f"{metric} {a.name} - {b.name}",
-        )
-        self.comparisons.append(comparison)
-        for made, adjusted in zip(
-            self.comparisons, holm([c.p_value for c in self.comparisons]), strict=True
-        ):
-            made.p_holm = adjusted
-        return comparison
 
 
 @pytest.fixture

@@ -3,7 +3,7 @@
 The best value of each column is marked with ``*``; a model that failed shows its error in its
 status. Under ``-q`` the table keeps its most important columns and says which it hid. The
 table renders a :class:`~.summary.Summary` and computes nothing; :class:`ProgressPrinter`
-prints document-embedding progress while a run goes on.
+prints document-embedding progress while a run goes on, through :class:`ProgressLines`.
 """
 
 from __future__ import annotations
@@ -11,15 +11,24 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any
 
+import pytest
 from tabulate import tabulate
 
 from ..records import TestRecord
 from .summary import ModelRow, Summary, busy_notes, model_rows
 
-__all__ = ["ProgressPrinter", "busy_notes", "model_rows", "render_summary", "render_tables"]
+__all__ = [
+    "ProgressLines",
+    "ProgressPrinter",
+    "busy_notes",
+    "model_rows",
+    "render_summary",
+    "render_tables",
+]
 
 
 def _metric(result: Mapping[str, Any] | None, name: str) -> float | None:
@@ -304,3 +313,43 @@ class ProgressPrinter:
             self._printed = True
         if finished:
             self._start = None
+
+
+class ProgressLines:
+    """Writes progress lines to the terminal, outside captured output, each on its own line,
+    and keeps pytest's test line whole: after a progress line, the test's location is written
+    again before its outcome, so ``test_x.py::test[m] PASSED`` (or ``test_x.py .``) stays one
+    line."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.pending = False  # a progress line ended pytest's current line
+
+    def write(self, line: str) -> None:
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is None:
+            return
+        capman = self.config.pluginmanager.get_plugin("capturemanager")
+        with capman.global_and_fixture_disabled() if capman is not None else nullcontext():
+            # start a line of our own; leave it open, so that pytest's next write ends it
+            # instead of adding a blank line
+            if getattr(reporter._tw, "width_of_current_line", 1):
+                reporter.write("\n")
+            reporter.write(line, flush=True)
+            # pytest writes a test's location again when this differs from what it wrote last
+            reporter.currentfspath = None
+        self.pending = True
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        """Under ``-v`` pytest writes the location again itself; without it, it writes only
+        the outcome letter, so the file's name is written first here."""
+        if not self.pending or self.config.get_verbosity() > 0:
+            return
+        status = self.config.hook.pytest_report_teststatus(report=report, config=self.config)
+        if not status[1]:  # nothing will be written for this phase (a passed setup)
+            return
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None and getattr(reporter, "showfspath", False):
+            reporter.write_fspath_result(report.nodeid, "")
+        self.pending = False

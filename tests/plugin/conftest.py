@@ -67,5 +67,11 @@ def project(pytester: pytest.Pytester) -> pytest.Pytester:
     return pytester
 
 
-#: each behaviour runs serially and under pytest-xdist with two workers
-MODES = [pytest.param([], id="serial"), pytest.param(["-n", "2"], id="xdist")]
+#: each behaviour runs serially, and under pytest-xdist with two workers in the full suite (the
+#: xdist variants start two workers each, most of the fast suite's time; ``-m "not slow"`` keeps
+#: the serial ones, and test_xdist_table_and_json_equal_serial and the killed-worker test keep
+#: xdist itself in the fast suite)
+MODES = [
+    pytest.param([], id="serial"),
+    pytest.param(["-n", "2"], id="xdist", marks=pytest.mark.slow),
+]

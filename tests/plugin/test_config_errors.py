@@ -279,8 +279,7 @@ def test_quiet_says_which_columns_it_hides(project: pytest.Pytester) -> None:
             "model*nDCG@10*R@100*p95 ms*status",
             "*",
             "*",
-            "(-q hides MRR@10, R@10, p50 ms, docs/s, peak RSS MB; run without -q to see every "
-            "column)",
+            "(-q hides MRR@10, R@10, p50 ms, docs/s, +RSS MB; run without -q to see every column)",
         ]
     )
 
@@ -323,4 +322,6 @@ def test_an_hf_id_that_is_nowhere_fails_fast(project: pytest.Pytester) -> None:
     )
     assert "the hub is unreachable" in proc.stdout and "HF_HUB_OFFLINE=1" in proc.stdout
     assert "hf:/path/to/model" in proc.stdout
-    assert elapsed < 10, f"took {elapsed:.1f} s"
+    # not a speed target: a guard against the hub's retry loop (79 s before the fix), with room
+    # for a busy machine, where starting pytest and importing torch alone can take 20 s
+    assert elapsed < 60, f"took {elapsed:.1f} s"

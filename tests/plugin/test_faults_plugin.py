@@ -284,7 +284,13 @@ def test_search(retrieval, n):
 """
 
 
-@pytest.mark.parametrize("dist", [[], ["--dist", "load"]], ids=["default-loadgroup", "load"])
+@pytest.mark.parametrize(
+    "dist",
+    [
+        pytest.param([], id="default-loadgroup"),
+        pytest.param(["--dist", "load"], id="load", marks=pytest.mark.slow),
+    ],
+)
 def test_a_killed_worker_neither_hangs_nor_claims_a_record(
     project: pytest.Pytester, dist: list[str]
 ) -> None:

@@ -468,8 +468,12 @@ def test_quiet_keeps_a_shorter_table(project: pytest.Pytester, mode: list[str]) 
 
 @pytest.mark.parametrize(
     ("args", "shown"),
-    [([], True), (["-v"], True), (["-q"], False), (["-n", "2"], False)],
-    ids=["default", "v", "q", "n2"],
+    [
+        pytest.param([], True, id="default"),
+        pytest.param(["-v"], True, id="v"),
+        pytest.param(["-q"], False, id="q"),
+        pytest.param(["-n", "2"], False, id="n2", marks=pytest.mark.slow),
+    ],
 )
 def test_progress_of_a_slow_cold_embedding(
     project: pytest.Pytester, args: list[str], shown: bool

@@ -113,6 +113,7 @@ def test_providers_through_the_plugin_and_no_key_leaks(tmp_path: Path, mode: lis
         assert models["openai-small"]["result"]["cost"]["price_per_1m_tokens"] == 0.02
 
 
+@pytest.mark.slow
 def test_examples_with_an_openai_compatible_server(tmp_path: Path) -> None:
     pytest.importorskip("sentence_transformers")
     with OpenAIServer(dim=64) as openai:

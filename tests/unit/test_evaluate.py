@@ -98,6 +98,7 @@ def scifact_subset(scifact_path: Path):
     return load_dataset(scifact_path).subset(n_queries=40, n_distractors=400, seed=0)
 
 
+@pytest.mark.slow
 def test_minilm_on_scifact_subset_equals_pytrec_eval(scifact_subset, tmp_path: Path) -> None:
     pytest.importorskip("sentence_transformers")
     pytrec_eval = pytest.importorskip("pytrec_eval")

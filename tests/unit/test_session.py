@@ -94,10 +94,6 @@ def test_records_survive_the_trip_from_an_xdist_worker(tmp_path: Path) -> None:
     assert controller.not_recorded() == ["test_x.py::test_lost[bm25]"]
 
 
-@pytest.mark.xfail(
-    reason="main's baseline.entry_problem takes the latency block's per_query_ms list for a "
-    "damaged entry, so a baseline the plugin writes reads back as damaged (reported to the lead)"
-)
 def test_a_baseline_written_and_read_back_gates_the_next_run(tmp_path: Path) -> None:
     path = tmp_path / "baseline.json"
     first = session(tmp_path, baseline=path, update_baseline="all")

@@ -12,7 +12,15 @@ Usage without pytest::
 from __future__ import annotations
 
 from .cache import EmbeddingCache
-from .datasets import Document, Query, RetrievalDataset, load_beir, load_dataset, load_evalset
+from .datasets import (
+    Document,
+    EvalSet,
+    Query,
+    RetrievalDataset,
+    load_beir,
+    load_dataset,
+    load_evalset,
+)
 from .evaluate import DEFAULT_K, Evaluator, RetrievalResult, evaluate
 from .exceptions import (
     BaselineError,
@@ -39,6 +47,7 @@ from .providers import (
     create_provider,
     register_provider,
 )
+from .search import Searcher
 from .stats import Comparison, Estimate, bootstrap, compare_scores, holm, paired_bootstrap
 
 __version__ = "0.1.0"
@@ -56,6 +65,7 @@ __all__ = [
     "EmbeddingCache",
     "EmbeddingProvider",
     "Estimate",
+    "EvalSet",
     "Evaluator",
     "ExactIndex",
     "LatencyStats",
@@ -71,6 +81,7 @@ __all__ = [
     "RankingProvider",
     "RetrievalDataset",
     "RetrievalResult",
+    "Searcher",
     "Timings",
     "UnknownProviderError",
     "bootstrap",

@@ -25,8 +25,7 @@ from .config import (
 from .datasets import RetrievalDataset
 from .exceptions import ConfigError, EmbedBenchWarning, did_you_mean
 from .metrics import parse_metric
-from .providers.base import ModelSpec
-from .records import case_fingerprint
+from .providers import ModelSpec, spec_fingerprint
 
 __all__ = ["MARKER_KEYS", "Case", "CaseBuilder", "dataset_key"]
 
@@ -49,7 +48,7 @@ class Case:
     @property
     def settings_fingerprint(self) -> str:
         """What changes numbers besides the data and the weights: spec, options, k."""
-        return case_fingerprint(self.model, self.k)
+        return spec_fingerprint(self.model, self.k)
 
     @property
     def key(self) -> tuple[Any, ...]:
@@ -222,7 +221,7 @@ class CaseBuilder:
         warns, since it may serve tests that were not collected this time."""
         import warnings
 
-        from .providers.base import PROVIDERS, provider_class
+        from .providers import PROVIDERS, provider_class
 
         if not self.model_names:
             return  # no retrieval test collected: nothing uses the names

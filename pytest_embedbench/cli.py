@@ -21,7 +21,7 @@ from typing import Any
 
 from tabulate import tabulate
 
-from .providers.base import PROVIDERS, EmbeddingProvider, provider_class
+from .providers import PROVIDERS, EmbeddingProvider, provider_class
 from .providers.catalogue import CATALOGUE, PRICES_AS_OF
 
 __all__ = ["main", "providers_table"]

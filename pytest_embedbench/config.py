@@ -45,7 +45,7 @@ import yaml
 
 from .exceptions import ConfigError, MetricError, UnknownProviderError, did_you_mean
 from .metrics import parse_metric
-from .providers.base import ModelSpec
+from .providers.spec import ModelSpec
 
 __all__ = ["CONFIG_NAME", "DatasetEntry", "ProjectConfig", "Options", "find_config", "load_config"]
 
@@ -358,7 +358,7 @@ def check_provider_names(spec: ModelSpec, where: str) -> None:
     """A provider name that is a near miss of a registered one (``bm-25``) is a ConfigError
     naming ``where``. A name near none is left to the model's tests, which fail with the list
     of known providers (the provider may come from a plugin that is not loaded here)."""
-    from .providers.base import PROVIDERS, provider_class, split_hybrid
+    from .providers import PROVIDERS, provider_class, split_hybrid
 
     specs = [spec.spec]
     while specs:

@@ -3,11 +3,25 @@
 Two backends return identical rankings: FAISS ``IndexFlatIP`` when faiss-cpu is installed, and
 a NumPy fallback. Both follow the project's tie rule, score descending then document id
 descending: vectors are stored in descending id order, so among equal scores the lower stored
-position wins. Either backend proposes k plus a margin of candidates by float32 score; their
-float64 scores, computed the same way for both, give the final order, so even near-ties rank
-identically. Queries are searched in batches sized so the ``(batch, n_docs)`` score block stays
-under ``max_block_bytes``; no full query x corpus matrix is ever built (the NumPy path's
-temporaries peak near four blocks: scores, their negation and argpartition's int64 indices).
+position wins.
+
+The final order is by float64 scores (the exact float32 x float32 products, summed the same way
+for every document and query), so near-ties rank identically whichever backend proposed the
+candidates. Each backend proposes k plus a margin of candidates by its float32 scores; a
+float32 inner product of d terms is within ``d * 2**-24 * |q| * max|v|`` of the true one, so when
+the k-th float64 score is above the last candidate's float32 score by more than that bound, no
+document outside the candidates can rank in the top k; a query where it is not (exact ties
+across the margin, duplicates) is re-scanned over the whole corpus for every document within
+the bound. The rankings are therefore the exact float64 top k, not a heuristic.
+
+* FAISS gets the queries in blocks of up to 4,096: FAISS bounds its own memory (it tiles the
+  score matrix internally) and only switches to its BLAS kernel for large query blocks, so small
+  blocks would force its slow kernel.
+* NumPy computes ``(query block, doc chunk)`` score blocks of at most ``max_block_bytes`` with
+  one BLAS sgemm each, and keeps a running top-k per query: after the first chunk, only scores
+  above each query's current k-th candidate are gathered and merged. No full query x corpus
+  matrix is ever built; the temporaries peak near three blocks (the score block and the int64
+  indices of the first chunk's argpartition).
 
 Usage::
 
@@ -18,6 +32,7 @@ Usage::
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any, Literal
 
@@ -29,6 +44,14 @@ __all__ = ["ExactIndex", "faiss_available", "topk_desc"]
 
 Backend = Literal["auto", "faiss", "numpy"]
 DEFAULT_BLOCK_BYTES = 64 * 1024 * 1024
+#: queries per FAISS call: FAISS tiles its own score matrix, and its BLAS kernel needs large
+#: blocks (faiss 1.15 switches to it only when n_queries * dim >= 128,000)
+FAISS_QUERY_BLOCK = 4096
+#: the NumPy path's query block and the smallest doc chunk it trades it against
+NUMPY_QUERY_BLOCK = 256
+NUMPY_MIN_CHUNK = 65536
+#: float64 elements per gather when rescoring candidates (16 MiB)
+EXACT_GATHER_ELEMS = 2 * 1024 * 1024
 
 
 def faiss_available() -> bool:
@@ -101,6 +124,7 @@ class ExactIndex:
         self._stored_to_given = np.asarray(order, dtype=np.int64)
         self._vectors = np.ascontiguousarray(matrix[self._stored_to_given])
         self.ids: tuple[str, ...] = tuple(ids)
+        self._max_norm = self._largest_norm()
         self._faiss: Any = None
         if backend == "faiss":
             try:
@@ -112,6 +136,14 @@ class ExactIndex:
             self._faiss = faiss.IndexFlatIP(self.dim)
             if len(self._vectors):
                 self._faiss.add(self._vectors)
+
+    def _largest_norm(self) -> float:
+        """The largest stored vector norm, in chunks (no float64 copy of the corpus)."""
+        largest = 0.0
+        for lo in range(0, len(self._vectors), 65536):
+            part = self._vectors[lo : lo + 65536]
+            largest = max(largest, float(np.einsum("ij,ij->i", part, part).max()))
+        return math.sqrt(largest) * (1 + 1e-3)
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -144,45 +176,167 @@ class ExactIndex:
         scores = np.full((n_q, k), -np.inf, dtype=np.float64)
         if n_docs == 0 or n_q == 0:
             return positions, scores
-        batch = max(1, self.max_block_bytes // (4 * n_docs))
         k_eff = min(k, n_docs)
-        # candidates: k plus a margin by float32 scores from either backend, so near-ties at
-        # the cut survive; then the final order comes from float64 scores of the candidates,
-        # computed the same way for both backends, so FAISS and NumPy rank identically
+        # candidates: k plus a margin by float32 score; the margin is what lets the bound in
+        # _finish prove, for almost every query, that nothing outside them reaches the top k
         wide = min(n_docs, k_eff + max(16, k_eff))
+        if self._faiss is not None:
+            batch = FAISS_QUERY_BLOCK
+        else:
+            batch, chunk = self._numpy_blocks(n_q)
         for start in range(0, n_q, batch):
             block = np.ascontiguousarray(q[start : start + batch])
             if self._faiss is not None:
-                candidates = self._candidates_faiss(block, wide)
+                cand_s, cand_p = self._faiss.search(block, wide)
             else:
-                candidates, _ = topk_desc(block @ self._vectors.T, wide)
-            cols, vals = self._refine(block, candidates, k_eff)
+                cand_s, cand_p = self._candidates_numpy(block, wide, chunk)
+            cols, vals = self._finish(block, cand_s, cand_p, k_eff)
             positions[start : start + len(block), :k_eff] = self._stored_to_given[cols]
             scores[start : start + len(block), :k_eff] = vals
         return positions, scores
 
-    def _refine(
-        self, block: np.ndarray, candidates: np.ndarray, k: int
+    def _numpy_blocks(self, n_q: int) -> tuple[int, int]:
+        """(queries per block, documents per chunk) with the score block under the bound.
+
+        Large query blocks keep sgemm efficient and read the vectors fewer times; the doc chunk
+        takes the rest of the budget, at most the whole corpus.
+        """
+        n_docs = len(self.ids)
+        budget = max(1, self.max_block_bytes // 4)  # float32 scores per block
+        batch = max(1, min(n_q, NUMPY_QUERY_BLOCK, budget // min(n_docs, NUMPY_MIN_CHUNK)))
+        chunk = max(1, min(n_docs, budget // batch))
+        return batch, chunk
+
+    def _candidates_numpy(
+        self, block: np.ndarray, wide: int, chunk: int
     ) -> tuple[np.ndarray, np.ndarray]:
-        """The top k of each row's candidates by float64 score, then stored position."""
-        cols = np.empty((len(block), k), dtype=np.int64)
-        vals = np.empty((len(block), k), dtype=np.float64)
-        for r in range(len(block)):
-            cand = candidates[r]
-            exact = self._vectors[cand].astype(np.float64) @ block[r].astype(np.float64)
-            order = np.lexsort((cand, -exact))[:k]
-            cols[r], vals[r] = cand[order], exact[order]
+        """Each row's ``wide`` best stored positions by float32 score (any order), streamed over
+        doc chunks: ``(scores, positions)``, both ``(len(block), wide)``."""
+        n_rows, n_docs = len(block), len(self.ids)
+        cand_s = np.full((n_rows, wide), -np.inf, dtype=np.float32)
+        cand_p = np.full((n_rows, wide), -1, dtype=np.int64)
+        filled = 0  # candidate slots in use, the same for every row
+        thr = np.full(n_rows, -np.inf, dtype=np.float32)
+        buf = np.empty((n_rows, min(chunk, n_docs)), dtype=np.float32)
+        for lo in range(0, n_docs, chunk):
+            hi = min(n_docs, lo + chunk)
+            out = buf if hi - lo == buf.shape[1] else np.empty((n_rows, hi - lo), np.float32)
+            s = np.matmul(block, self._vectors[lo:hi].T, out=out)
+            if filled < wide:
+                # still filling: merge the whole chunk (only the first chunk is large)
+                if filled == 0:
+                    merged_s, merged_p = s, None
+                else:
+                    merged_s = np.concatenate([cand_s[:, :filled], s], axis=1)
+                    merged_p = np.concatenate(
+                        [cand_p[:, :filled], np.broadcast_to(np.arange(lo, hi), s.shape)], axis=1
+                    )
+                width = merged_s.shape[1]
+                take = min(wide, width)
+                if take < width:
+                    part = np.argpartition(merged_s, width - take, axis=1)[:, width - take :]
+                else:
+                    part = np.broadcast_to(np.arange(width), (n_rows, width))
+                cand_s[:, :take] = np.take_along_axis(merged_s, part, axis=1)
+                cand_p[:, :take] = (
+                    part + lo if merged_p is None else np.take_along_axis(merged_p, part, axis=1)
+                )
+                filled = take
+                if filled == wide:
+                    thr = cand_s.min(axis=1)
+                continue
+            # full: only scores above a row's current worst candidate can enter
+            rows, cols = np.nonzero(s > thr[:, None])
+            if len(rows) == 0:
+                continue
+            vals = s[rows, cols]
+            counts = np.bincount(rows, minlength=n_rows)
+            active = np.flatnonzero(counts)
+            slot = np.arange(len(rows)) - (np.cumsum(counts) - counts)[rows]
+            where = np.empty(n_rows, dtype=np.int64)
+            where[active] = np.arange(len(active))
+            extra = int(counts.max())
+            new_s = np.full((len(active), wide + extra), -np.inf, dtype=np.float32)
+            new_p = np.full((len(active), wide + extra), -1, dtype=np.int64)
+            new_s[:, :wide], new_p[:, :wide] = cand_s[active], cand_p[active]
+            new_s[where[rows], wide + slot] = vals
+            new_p[where[rows], wide + slot] = cols + lo
+            part = np.argpartition(new_s, extra, axis=1)[:, extra:]
+            cand_s[active] = np.take_along_axis(new_s, part, axis=1)
+            cand_p[active] = np.take_along_axis(new_p, part, axis=1)
+            thr[active] = cand_s[active].min(axis=1)
+        return cand_s, cand_p
+
+    def _finish(
+        self, block: np.ndarray, cand_s: np.ndarray, cand_p: np.ndarray, k: int
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The exact top k per row by float64 score, then stored position, from float32
+        candidates ``(scores, positions)``; rows the bound cannot settle are re-scanned."""
+        n_rows, wide = cand_s.shape
+        n_docs = len(self.ids)
+        order = np.argsort(-cand_s, axis=1, kind="stable")
+        cand_s = np.take_along_axis(cand_s, order, axis=1).astype(np.float64)
+        cand_p = np.take_along_axis(cand_p, order, axis=1)
+        err = self._error_bound(block)
+        # candidates below the k-th float32 score by more than twice the bound cannot reach
+        # the top k (k candidates beat them in float64): rescore only the columns before them
+        keep = cand_s >= (cand_s[:, k - 1] - 2 * err)[:, None]
+        depth = int(keep.sum(axis=1).max())
+        exact = self._exact_scores(block, cand_p[:, :depth])
+        cols = np.empty((n_rows, k), dtype=np.int64)
+        vals = np.empty((n_rows, k), dtype=np.float64)
+        for r in range(n_rows):
+            pos, val = cand_p[r, :depth], exact[r]
+            top = np.lexsort((pos, -val))[:k]
+            cols[r], vals[r] = pos[top], val[top]
+        if wide < n_docs:
+            # a document outside the candidates has float32 score <= the last candidate's,
+            # so float64 score <= that + err; below the k-th float64 score it cannot enter
+            unsettled = np.flatnonzero(~(cand_s[:, -1] + err < vals[:, k - 1]))
+            for row in unsettled.tolist():
+                lower = float(vals[row, k - 1] - err[row])
+                cols[row], vals[row] = self._rescan(block[row], lower, k)
         return cols, vals
 
-    def _candidates_faiss(self, block: np.ndarray, wide: int) -> np.ndarray:
-        """FAISS's top ``wide`` per row; a row whose float32 tie reaches past them is scored
-        fully, so no tied document is lost."""
-        n_docs = len(self.ids)
-        dist, idx = self._faiss.search(block, wide)
-        out = np.empty((len(block), wide), dtype=np.int64)
-        for r in range(len(block)):
-            if wide < n_docs and (dist[r] == dist[r].min()).sum() > 1:
-                out[r] = topk_desc(block[r : r + 1] @ self._vectors.T, wide)[0][0]
-            else:
-                out[r] = idx[r]
+    def _error_bound(self, block: np.ndarray) -> np.ndarray:
+        """Per row, a bound on |float32 score - float64 score| for any stored vector: twice
+        ``d * 2**-24 * |q| * max|v|`` (any summation order, FMA or not, plus float64's error)."""
+        norms = np.sqrt(np.einsum("ij,ij->i", block, block, dtype=np.float64))
+        return 2.0 * (self.dim + 2) * 2.0**-24 * norms * self._max_norm + 1e-300
+
+    def _exact_scores(self, block: np.ndarray, pos: np.ndarray) -> np.ndarray:
+        """float64 scores of ``block[r]`` against stored vectors ``pos[r]`` (shape of ``pos``).
+
+        The float32 products are exact in float64 and each dot product is one pairwise sum
+        along the contiguous last axis, so a (query, document) pair gets the same bits whatever
+        the batch it is scored in. Gathers stay under ~16 MiB.
+        """
+        n_rows, depth = pos.shape
+        out = np.empty((n_rows, depth), dtype=np.float64)
+        q64 = block.astype(np.float64)
+        step = max(1, EXACT_GATHER_ELEMS // max(1, self.dim))  # vectors per gather
+        rows_per = max(1, step // max(1, depth))
+        cols_per = min(depth, step) if depth else 1
+        for r0 in range(0, n_rows, rows_per):
+            r1 = min(n_rows, r0 + rows_per)
+            for c0 in range(0, max(depth, 1), cols_per):
+                c1 = min(depth, c0 + cols_per)
+                # float32 x float64 in the ufunc: exact products, no float64 copy first
+                prod = np.multiply(self._vectors[pos[r0:r1, c0:c1]], q64[r0:r1, None, :])
+                out[r0:r1, c0:c1] = prod.sum(axis=2)
         return out
+
+    def _rescan(self, query: np.ndarray, lower: float, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """The exact top k for one query by scanning the whole corpus for every document whose
+        float32 score is at least ``lower`` (the k-th float64 score found so far, less the
+        bound): a superset of the true top k, rescored in float64."""
+        n_docs = len(self.ids)
+        step = max(1, self.max_block_bytes // 4)
+        found = []
+        for lo in range(0, n_docs, step):
+            s = self._vectors[lo : lo + step] @ query
+            found.append(np.flatnonzero(s >= lower) + lo)
+        pos = np.concatenate(found)
+        val = self._exact_scores(query[None, :], pos[None, :])[0]
+        top = np.lexsort((pos, -val))[:k]
+        return pos[top], val[top]

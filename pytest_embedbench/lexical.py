@@ -30,7 +30,8 @@ __all__ = ["BM25Index", "reciprocal_rank_fusion"]
 BM25_METHODS = ("lucene", "robertson", "atire", "bm25l", "bm25+")
 
 
-def _bm25s() -> Any:
+def require_bm25s() -> Any:
+    """The bm25s module, or a MissingExtraError that names the pip command."""
     try:
         import bm25s
     except ImportError:
@@ -80,7 +81,7 @@ class BM25Index:
             raise ConfigError(f"bm25 method {method!r}: use one of {list(BM25_METHODS)}")
         if not (k1 >= 0 and 0 <= b <= 1):
             raise ConfigError(f"bm25 k1={k1!r} must be >= 0 and b={b!r} within [0, 1]")
-        bm25s = _bm25s()
+        bm25s = require_bm25s()
         self.ids = tuple(ids)
         self._stemmer = make_stemmer(stemmer)
         self._stopwords = stopwords if stopwords is not None else []

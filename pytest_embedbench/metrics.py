@@ -24,6 +24,7 @@ import math
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import chain
 
 import numpy as np
 
@@ -31,11 +32,23 @@ from .exceptions import MetricError
 
 __all__ = ["METRICS", "MetricName", "grade_matrix", "parse_metric", "rank_run", "score_run"]
 
+#: comparisons per chunk when ranking the relevant documents of a run (memory: ~17 bytes each)
+COMPARE_CHUNK = 4 * 1024 * 1024
+
 MetricFn = Callable[[np.ndarray, np.ndarray, np.ndarray, int], np.ndarray]
 
 
-def _discounts(k: int) -> np.ndarray:
-    return 1.0 / np.log2(np.arange(2, k + 2, dtype=np.float64))
+def _log2_ranks(k: int) -> np.ndarray:
+    """``log2(rank + 1)`` for ranks 1..k, from C's log2 as trec_eval calls it."""
+    return np.array([math.log2(i + 2) for i in range(k)], dtype=np.float64)
+
+
+def _sequential_sum(terms: np.ndarray) -> np.ndarray:
+    """Row sums added left to right, as trec_eval's loops do (a pairwise or BLAS sum could
+    differ in the last bit); zero terms add exactly nothing."""
+    if terms.shape[1] == 0:
+        return np.zeros(len(terms))
+    return np.cumsum(terms, axis=1)[:, -1]
 
 
 def ndcg(grades: np.ndarray, ideal: np.ndarray, num_rel: np.ndarray, k: int) -> np.ndarray:
@@ -44,9 +57,9 @@ def ndcg(grades: np.ndarray, ideal: np.ndarray, num_rel: np.ndarray, k: int) -> 
     IDCG@k uses the query's judged grades sorted descending (trec_eval ``ndcg_cut``,
     Järvelin and Kekäläinen 2002). 0 when the query has no positive grade.
     """
-    disc = _discounts(k)
-    dcg = grades[:, :k] @ disc
-    idcg = ideal[:, :k] @ disc
+    logs = _log2_ranks(k)
+    dcg = _sequential_sum(grades[:, :k] / logs)
+    idcg = _sequential_sum(ideal[:, :k] / logs)
     out = np.zeros(len(grades))
     np.divide(dcg, idcg, out=out, where=idcg > 0)
     return out
@@ -89,7 +102,7 @@ def average_precision(
     """
     rel = (grades[:, :k] >= 1).astype(np.float64)
     prec_at = np.cumsum(rel, axis=1) / np.arange(1, rel.shape[1] + 1)
-    total = (rel * prec_at).sum(axis=1)
+    total = _sequential_sum(rel * prec_at)
     out = np.zeros(len(grades))
     np.divide(total, num_rel, out=out, where=num_rel > 0)
     return out
@@ -204,6 +217,7 @@ def score_run(
     ``qrels`` is ``{qid: {docid: grade}}`` with integer grades >= 0, ``run`` is
     ``{qid: {docid: score}}``. Ties are broken as trec_eval does (score desc, then doc id desc);
     a judged query missing from the run scores 0; run queries without judgements are ignored.
+    Values equal pytrec_eval's bit for bit (the same sums in the same order).
 
     Usage::
 
@@ -212,22 +226,102 @@ def score_run(
     names = [str(parse_metric(m)) for m in metrics]
     if not names:
         raise MetricError("score_run: no metric names given; e.g. ['ndcg@10']")
+    depth = max(parse_metric(m).k for m in names)
     qids = list(qrels)
-    judgements = []
-    for qid in qids:
-        judged = {}
+    n = len(qids)
+    ideal = np.zeros((n, depth), dtype=np.float64)
+    num_rel = np.zeros(n, dtype=np.float64)
+    # only documents with a positive grade can change a metric: place each one by its rank,
+    # counted from the run's scores, instead of sorting every run
+    rel_q: list[int] = []
+    rel_doc: list[str] = []
+    rel_grade: list[int] = []
+    for i, qid in enumerate(qids):
+        positive = []
         for doc_id, grade in qrels[qid].items():
             if isinstance(grade, bool) or not isinstance(grade, (int, np.integer)) or grade < 0:
                 raise MetricError(
                     f"qrels[{qid!r}][{doc_id!r}] = {grade!r}: grades must be integers >= 0"
                 )
-            judged[str(doc_id)] = int(grade)
-        judgements.append(judged)
-    rankings = [rank_run(run.get(qid, {})) for qid in qids]
-    depth = max([parse_metric(m).k for m in names])
-    grades, ideal, num_rel = grade_matrix(rankings, judgements, depth)
+            if grade > 0:
+                positive.append(int(grade))
+                rel_q.append(i)
+                rel_doc.append(doc_id)
+                rel_grade.append(int(grade))
+        if positive:
+            positive.sort(reverse=True)
+            ideal[i, : min(depth, len(positive))] = positive[:depth]
+            num_rel[i] = len(positive)
+    rows = [run.get(qid) or {} for qid in qids]
+    lengths = np.fromiter(map(len, rows), dtype=np.int64, count=n)
+    try:
+        scores = np.fromiter(
+            chain.from_iterable(row.values() for row in rows),
+            dtype=np.float64,
+            count=int(lengths.sum()),
+        )
+    except (TypeError, ValueError):  # scores that only float() understands: the slow path
+        scores = np.array([float(v) for row in rows for v in row.values()], dtype=np.float64)
+    if np.isnan(scores).any():
+        for row in rows:
+            rank_run(row)  # raises, naming the document
+    grades = _place_relevant(rows, scores, lengths, rel_q, rel_doc, rel_grade, depth)
     arrays = compute(names, grades, ideal, num_rel)
-    return {
-        name: {qid: float(v) for qid, v in zip(qids, values, strict=True)}
-        for name, values in arrays.items()
-    }
+    return {name: dict(zip(qids, values.tolist(), strict=True)) for name, values in arrays.items()}
+
+
+def _place_relevant(
+    rows: Sequence[Mapping[str, float]],
+    scores: np.ndarray,
+    lengths: np.ndarray,
+    rel_q: list[int],
+    rel_doc: list[str],
+    rel_grade: list[int],
+    depth: int,
+) -> np.ndarray:
+    """The ``(n_queries, depth)`` grade matrix from the positively graded documents' ranks.
+
+    A retrieved document's 0-based rank is the number of its query's documents with a higher
+    score, plus those with an equal score and a larger id (trec_eval's order). ``scores`` holds
+    every row's values in order, ``lengths`` the row sizes.
+    """
+    grades = np.zeros((len(rows), depth), dtype=np.float64)
+    item_q, item_s, item_g, item_doc = [], [], [], []
+    for q, doc_id, grade in zip(rel_q, rel_doc, rel_grade, strict=True):
+        value = rows[q].get(doc_id)
+        if value is not None:
+            item_q.append(q)
+            item_s.append(float(value))
+            item_g.append(grade)
+            item_doc.append(doc_id)
+    if not item_q:
+        return grades
+    iq = np.asarray(item_q, dtype=np.int64)
+    sv = np.asarray(item_s, dtype=np.float64)
+    offsets = np.cumsum(lengths) - lengths
+    higher = np.empty(len(iq), dtype=np.int64)
+    equal = np.empty(len(iq), dtype=np.int64)
+    # compare each item with its row's scores, in chunks of about 4M comparisons
+    seg = lengths[iq]
+    start = 0
+    while start < len(iq):
+        stop, budget = start, 0
+        while stop < len(iq) and (stop == start or budget + seg[stop] <= COMPARE_CHUNK):
+            budget += int(seg[stop])
+            stop += 1
+        L = seg[start:stop]
+        before = np.cumsum(L) - L
+        idx = np.arange(int(L.sum())) - np.repeat(before, L) + np.repeat(offsets[iq[start:stop]], L)
+        vals = scores[idx]
+        ref = np.repeat(sv[start:stop], L)
+        higher[start:stop] = np.add.reduceat(vals > ref, before)
+        equal[start:stop] = np.add.reduceat(vals == ref, before)
+        start = stop
+    for j in np.flatnonzero((equal > 1) & (higher < depth)):
+        # tied scores: trec_eval puts larger document ids first
+        doc, value = str(item_doc[j]), item_s[j]
+        row = rows[item_q[j]]
+        higher[j] += sum(1 for d, v in row.items() if float(v) == value and str(d) > doc)
+    inside = higher < depth
+    grades[iq[inside], higher[inside]] = np.asarray(item_g, dtype=np.float64)[inside]
+    return grades

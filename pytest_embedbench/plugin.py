@@ -34,7 +34,8 @@ from .report.artifacts import EXIT_ARTIFACT_FAILED, update_baseline, write_json
 from .report.json_report import build_report, machine_info, summary_sections
 from .report.summary import Summary, build_summary
 from .report.terminal import ProgressLines, ProgressPrinter, render_summary
-from .session import Case, EmbedBenchSession, Searcher
+from .search import Searcher
+from .session import Case, EmbedBenchSession
 from .stats import Estimate
 
 SESSION_KEY = pytest.StashKey[EmbedBenchSession]()

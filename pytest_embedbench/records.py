@@ -20,14 +20,13 @@ if TYPE_CHECKING:
     from .cases import Case
     from .datasets import RetrievalDataset
     from .evaluate import RetrievalResult
-    from .providers.base import ModelSpec
+    from .providers import ModelSpec
 
 __all__ = [
     "FIELDS",
     "Status",
     "TestRecord",
     "as_record",
-    "case_fingerprint",
     "dataset_parts",
     "machine_fingerprint",
     "settings_fingerprint",
@@ -160,32 +159,22 @@ def settings_of(
 ) -> dict[str, Any]:
     """What the settings fingerprint summarises, kept so a change can be named: spec, the
     options that change numbers, k, and what the loaded provider applied."""
-    from .providers.base import _NO_NUMBERS
+    from .providers.spec import number_options
 
-    options = {key: v for key, v in model.options.items() if key not in _NO_NUMBERS}
+    options = number_options(model.options)
     applied = result.model_info.get("settings", {}) if result is not None else {}
     raw = {"spec": model.spec, "options": options, "k": list(k), "applied": applied}
     return json.loads(json.dumps(raw, sort_keys=True, default=repr))
 
 
-def case_fingerprint(model: ModelSpec, k: Sequence[int]) -> str:
-    """What changes numbers besides the data and the weights: spec, options, k."""
-    from .providers.base import _NO_NUMBERS, _stable_json
-
-    options = {key: v for key, v in model.options.items() if key not in _NO_NUMBERS}
-    text = _stable_json({"spec": model.spec, "options": options, "k": list(k)})
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
-
-
 def settings_fingerprint(model: ModelSpec, k: Sequence[int], result: RetrievalResult | None) -> str:
     """The case's fingerprint plus what the loaded provider applied (catalogue prompts...)."""
-    if result is None:
-        return case_fingerprint(model, k)
-    from .providers.base import _stable_json
+    from .providers.spec import fingerprint, spec_fingerprint
 
+    if result is None:
+        return spec_fingerprint(model, k)
     applied = result.model_info.get("settings", {})
-    text = _stable_json({"case": case_fingerprint(model, k), "applied": applied})
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
+    return fingerprint({"case": spec_fingerprint(model, k), "applied": applied})
 
 
 def dataset_parts(ds: RetrievalDataset) -> dict[str, Any]:

@@ -27,10 +27,11 @@ from .config import DatasetEntry, Options
 from .datasets import RetrievalDataset, load_dataset
 from .evaluate import DEFAULT_K, Evaluator, RetrievalResult
 from .exceptions import ConfigError
-from .providers.base import ModelSpec, Provider
+from .providers import ModelSpec, Provider
 from .records import Status, TestRecord, as_record, dataset_parts, machine_fingerprint
+from .search import Searcher
 
-__all__ = ["MARKER_KEYS", "Case", "EmbedBenchSession", "Searcher"]
+__all__ = ["MARKER_KEYS", "Case", "EmbedBenchSession"]
 
 
 class EmbedBenchSession:
@@ -315,29 +316,3 @@ def _k_tuple(k: Any, default: tuple[int, ...] | None) -> tuple[int, ...]:
     ):
         raise ConfigError(f"k={k!r}: give cut-offs as integers >= 1, e.g. k=(1, 10, 100)")
     return tuple(sorted(set(values) | ALWAYS_K))
-
-
-class Searcher:
-    """A model plus its built index: ``search(query, k)`` for timing with pytest-benchmark.
-
-    Usage::
-
-        @pytest.mark.embedbench(dataset="support", models=["bm25"])
-        def test_search_speed(searcher, benchmark):
-            hits = benchmark(searcher.search, "how do I reset my password", 10)
-            assert len(hits) == 10
-    """
-
-    def __init__(self, spec: ModelSpec, provider: Provider, retriever: Any) -> None:
-        self.spec = spec
-        self.provider = provider
-        self.retriever = retriever
-
-    @property
-    def name(self) -> str:
-        return self.spec.short_name
-
-    def search(self, query: str, k: int = 10) -> list[tuple[str, float]]:
-        """The top-k ``(document id, score)`` pairs for one query text, best first."""
-        ids, scores = self.retriever.search(query, k)
-        return list(zip(ids, scores, strict=True))

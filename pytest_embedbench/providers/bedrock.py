@@ -21,7 +21,9 @@ import os
 from typing import Any, ClassVar
 
 from ..exceptions import ConfigError, MissingKeyError
-from .base import EmbeddingProvider, Kind, RetryDecision, register_provider, require_extra
+from .base import EmbeddingProvider, Kind, require_extra
+from .registry import register_provider
+from .retry import RetryDecision
 
 INPUT_TYPES = {"query": "search_query", "document": "search_document"}
 TITAN_MAX_CHARS = 50_000

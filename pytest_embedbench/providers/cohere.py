@@ -11,7 +11,8 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from ..exceptions import ConfigError
-from .base import EmbeddingProvider, Kind, register_provider, require_extra
+from .base import EmbeddingProvider, Kind, require_extra
+from .registry import register_provider
 
 INPUT_TYPES = {"query": "search_query", "document": "search_document"}
 

@@ -31,7 +31,8 @@ from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
 from ..exceptions import ConfigError, ProviderError
-from .base import EmbeddingProvider, Kind, register_provider, require_extra
+from .base import EmbeddingProvider, Kind, require_extra
+from .registry import register_provider
 
 logger = logging.getLogger("pytest_embedbench")
 

@@ -16,16 +16,10 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..exceptions import ConfigError
 from ..lexical import BM25Index, reciprocal_rank_fusion
-from .base import (
-    BuildStats,
-    ModelSpec,
-    Provider,
-    RankingProvider,
-    Retriever,
-    create_provider,
-    register_provider,
-    split_hybrid,
-)
+from .base import Provider, RankingProvider
+from .registry import create_provider, register_provider
+from .retriever import BuildStats, Retriever
+from .spec import ModelSpec, split_hybrid
 
 if TYPE_CHECKING:
     from ..cache import EmbeddingCache
@@ -59,9 +53,9 @@ class BM25Provider(RankingProvider):
     )
 
     def load(self) -> None:
-        from ..lexical import _bm25s, make_stemmer
+        from ..lexical import make_stemmer, require_bm25s
 
-        bm25s = _bm25s()
+        bm25s = require_bm25s()
         make_stemmer(self.options.get("stemmer", "english"))  # fail at load, not mid-run
         self.info["bm25s"] = getattr(bm25s, "__version__", "unknown")
 

@@ -14,7 +14,9 @@ import os
 from typing import Any, ClassVar
 
 from ..exceptions import ProviderError
-from .base import EmbeddingProvider, Kind, RetryDecision, register_provider, require_extra
+from .base import EmbeddingProvider, Kind, require_extra
+from .registry import register_provider
+from .retry import RetryDecision
 
 DEFAULT_HOST = "http://127.0.0.1:11434"
 _TOO_LONG = ("context length", "input length", "too long")

@@ -14,7 +14,8 @@ from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from ..exceptions import MissingKeyError
-from .base import EmbeddingProvider, Kind, register_provider, require_extra
+from .base import EmbeddingProvider, Kind, require_extra
+from .registry import register_provider
 
 
 @register_provider

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from .base import EmbeddingProvider, Kind, register_provider, require_extra
+from .base import EmbeddingProvider, Kind, require_extra
+from .registry import register_provider
 
 
 @register_provider

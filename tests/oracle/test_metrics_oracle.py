@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from pytest_embedbench import metrics as metrics_module
 from pytest_embedbench import score_run
 
 pytrec_eval = pytest.importorskip("pytrec_eval")
@@ -74,8 +75,67 @@ def test_score_run_equals_pytrec_eval(seed: int) -> None:
     got = score_run(qrels, run, list(expected))
     for name, per_query in expected.items():
         for qid, value in per_query.items():
-            assert got[name][qid] == pytest.approx(value, abs=1e-12), (name, qid)
+            assert got[name][qid] == value, (name, qid)  # bit for bit: the same sums
     assert set(got["ndcg@10"]) == set(qrels)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_chunked_ranking_equals_pytrec_eval(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the relevant documents' ranks are counted in chunks of comparisons; tiny chunks split
+    # rows across chunks and put single long rows alone in a chunk
+    monkeypatch.setattr(metrics_module, "COMPARE_CHUNK", 1 + seed * 7)
+    qrels, run = random_case(100 + seed)
+    expected = trec_values(qrels, run)
+    got = score_run(qrels, run, list(expected))
+    for name, per_query in expected.items():
+        for qid, value in per_query.items():
+            assert got[name][qid] == value, (name, qid)
+
+
+def test_score_types_and_extremes_equal_pytrec_eval() -> None:
+    # numpy scalars, ints, infinities and negative scores rank as their float values
+    qrels = {"q1": {"a": 2, "b": 1, "c": 3, "z": 1}, "q2": {"x": 1}, "q3": {"a": 1}}
+    run_floats = {
+        "q1": {"a": 0.5, "b": float("inf"), "c": -1.0, "d": 0.5, "e": float("-inf"), "z": 0.5},
+        "q2": {"x": -0.0, "y": 0.0, "w": -2.5},
+        "q3": {},
+    }
+    run_mixed = {
+        "q1": {"a": np.float32(0.5), "b": np.inf, "c": -1, "d": 0.5, "e": -np.inf, "z": 0.5},
+        "q2": {"x": np.float64(-0.0), "y": 0, "w": np.float16(-2.5)},
+        "q3": {},
+    }
+    expected = trec_values(qrels, run_floats)
+    for run in (run_floats, run_mixed):
+        got = score_run(qrels, run, list(expected))  # type: ignore[arg-type]
+        for name, per_query in expected.items():
+            for qid, value in per_query.items():
+                assert got[name][qid] == value, (name, qid)
+
+
+def test_large_run_equals_pytrec_eval() -> None:
+    # the benchmark's shape, smaller: 300 queries x 100 documents, float and tied scores
+    rng = np.random.default_rng(7)
+    docs = [f"doc{i:05d}" for i in range(5000)]
+    for ties in (False, True):
+        qrels, run = {}, {}
+        for q in range(300):
+            picked = rng.choice(len(docs), size=100, replace=False)
+            values = rng.integers(0, 5, size=100) / 4 if ties else rng.random(100)
+            run[f"q{q}"] = {docs[j]: float(v) for j, v in zip(picked, values, strict=True)}
+            judged = rng.choice(np.concatenate([picked[:4], rng.choice(5000, 4)]), 4, replace=False)
+            qrels[f"q{q}"] = {docs[j]: int(rng.integers(0, 4)) for j in judged}
+        measures = {"ndcg_cut.10", "recall.100", "recip_rank", "map_cut.100", "P.5"}
+        raw = pytrec_eval.RelevanceEvaluator(qrels, measures).evaluate(run)
+        got = score_run(qrels, run, ["ndcg@10", "recall@100", "mrr@100", "map@100", "precision@5"])
+        for ours, trec in (
+            ("ndcg@10", "ndcg_cut_10"),
+            ("recall@100", "recall_100"),
+            ("mrr@100", "recip_rank"),
+            ("map@100", "map_cut_100"),
+            ("precision@5", "P_5"),
+        ):
+            assert [got[ours][q] for q in qrels] == [raw[q][trec] for q in qrels], (ours, ties)
 
 
 def test_ties_follow_doc_id_descending() -> None:

@@ -83,3 +83,113 @@ def test_backends_agree_on_near_ties_of_random_vectors() -> None:
     for r in range(len(queries)):  # the order is by the float64 score, ties by id descending
         order = sorted(range(len(ids)), key=lambda i: (exact[i, r], ids[i]), reverse=True)[:100]
         assert np_pos[r].tolist() == order
+
+
+def reference64(vectors: np.ndarray, ids: list[str], query: np.ndarray, k: int) -> list[str]:
+    """The exact order: float64 score descending, then document id descending."""
+    scores = vectors.astype(np.float64) @ query.astype(np.float64)
+    return [
+        ids[i] for i in sorted(range(len(ids)), key=lambda i: (scores[i], ids[i]), reverse=True)[:k]
+    ]
+
+
+def backends() -> list[str]:
+    try:
+        import faiss  # noqa: F401
+    except ImportError:
+        return ["numpy"]
+    return ["numpy", "faiss"]
+
+
+@pytest.mark.parametrize(
+    ("budget_floats", "n_queries"),
+    # budgets give (query block, doc chunk) of (1, 40), (2, 150), (3, 173), (7, 300), (all, 300)
+    [(40, 5), (300, 3), (300, 5), (520, 2), (520, 3), (520, 4), (520, 7), (2100, 13), (10**7, 9)],
+)
+@pytest.mark.parametrize("k", [1, 5, 30, 299, 300, 301])
+def test_numpy_blocks_and_chunks_match_reference(
+    budget_floats: int, n_queries: int, k: int
+) -> None:
+    # query counts straddle the block size; chunks both smaller and larger than k + margin
+    rng = np.random.default_rng(budget_floats + n_queries)
+    vectors, ids, _ = tied_corpus(budget_floats)
+    vectors = vectors + rng.integers(0, 2, size=vectors.shape).astype(np.float32) * 0.25
+    queries = rng.integers(-2, 3, size=(n_queries, 8)).astype(np.float32)
+    index = ExactIndex(vectors, ids, backend="numpy", max_block_bytes=4 * budget_floats)
+    batch, chunk = index._numpy_blocks(n_queries)
+    assert batch * chunk <= max(budget_floats, 1) and chunk <= len(ids)
+    positions, scores = index.search(queries, k)
+    for row, srow, query in zip(positions, scores, queries, strict=True):
+        expected = reference64(vectors, ids, query, k)
+        assert index.ids_of(row) == expected
+        assert (row[len(expected) :] == -1).all() and np.isneginf(srow[len(expected) :]).all()
+    # the same bits whatever the blocking
+    whole = ExactIndex(vectors, ids, backend="numpy").search(queries, k)
+    np.testing.assert_array_equal(whole[0], positions)
+    np.testing.assert_array_equal(whole[1], scores)
+
+
+@pytest.mark.parametrize("backend", backends())
+@pytest.mark.parametrize("k", [1, 10, 64, 250])
+def test_ties_across_chunk_boundaries_and_past_the_margin(backend: str, k: int) -> None:
+    # 240 identical vectors tie for the top: the tie spans every doc chunk and is far wider
+    # than k plus the candidate margin, so the order is decided by id alone
+    rng = np.random.default_rng(k)
+    top = np.ones(16, dtype=np.float32)
+    rest = rng.standard_normal((260, 16)).astype(np.float32) * 0.1
+    vectors = np.concatenate([np.repeat(top[None, :], 240, axis=0), rest])
+    order = rng.permutation(len(vectors))
+    vectors = vectors[order]
+    ids = [f"doc-{i:04d}" for i in rng.permutation(len(vectors))]
+    queries = np.concatenate([top[None, :], rng.standard_normal((4, 16)).astype(np.float32)])
+    index = ExactIndex(vectors, ids, backend=backend, max_block_bytes=4 * 2 * 37)  # type: ignore[arg-type]
+    positions, _ = index.search(queries, k)
+    for row, query in zip(positions, queries, strict=True):
+        assert index.ids_of(row) == reference64(vectors, ids, query, k)
+
+
+@pytest.mark.parametrize("backend", backends())
+def test_float32_ties_broken_by_float64_scores(backend: str) -> None:
+    # near-duplicates one float32 ulp apart in a coordinate: many float32 scores collide,
+    # float64 scores differ; the order must be the float64 one
+    rng = np.random.default_rng(3)
+    base = rng.standard_normal(32).astype(np.float32)
+    vectors = np.repeat(base[None, :], 400, axis=0)
+    for i in range(400):
+        j = rng.integers(0, 32, size=3)
+        vectors[i, j] = np.nextafter(vectors[i, j], np.float32(rng.choice([-np.inf, np.inf])))
+    ids = [f"n{i:03d}" for i in rng.permutation(400)]
+    queries = (base[None, :] + 0.01 * rng.standard_normal((6, 32))).astype(np.float32)
+    index = ExactIndex(vectors, ids, backend=backend, max_block_bytes=4 * 3 * 50)  # type: ignore[arg-type]
+    positions, scores = index.search(queries, 20)
+    for row, query in zip(positions, queries, strict=True):
+        assert index.ids_of(row) == reference64(vectors, ids, query, 20)
+    assert (np.diff(scores, axis=1) <= 0).all()
+
+
+def test_scores_do_not_depend_on_the_query_batch() -> None:
+    rng = np.random.default_rng(5)
+    vectors = rng.standard_normal((3000, 48)).astype(np.float32)
+    queries = rng.standard_normal((11, 48)).astype(np.float32)
+    ids = [f"d{i:04d}" for i in range(3000)]
+    runs = []
+    for backend in backends():
+        for budget in (4 * 48, 4 * 1000, 4 * 10**7):
+            index = ExactIndex(vectors, ids, backend=backend, max_block_bytes=budget)  # type: ignore[arg-type]
+            runs.append(index.search(queries, 25))
+            one = index.search(queries[7], 25)
+            np.testing.assert_array_equal(one[0][0], runs[-1][0][7])
+            np.testing.assert_array_equal(one[1][0], runs[-1][1][7])
+    for positions, scores in runs[1:]:
+        np.testing.assert_array_equal(positions, runs[0][0])
+        np.testing.assert_array_equal(scores, runs[0][1])
+
+
+@pytest.mark.parametrize("backend", backends())
+def test_empty_corpus_and_no_queries(backend: str) -> None:
+    empty = ExactIndex(np.zeros((0, 3), dtype=np.float32), [], backend=backend)  # type: ignore[arg-type]
+    positions, scores = empty.search(np.ones((2, 3)), 4)
+    assert (positions == -1).all() and np.isneginf(scores).all()
+    index = ExactIndex(np.eye(3, dtype=np.float32), ["a", "b", "c"], backend=backend)  # type: ignore[arg-type]
+    positions, scores = index.search(np.zeros((0, 3)), 2)
+    assert positions.shape == (0, 2) and scores.shape == (0, 2)

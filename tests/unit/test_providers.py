@@ -19,7 +19,7 @@ from pytest_embedbench import (
     create_provider,
 )
 from pytest_embedbench.lexical import BM25Index, reciprocal_rank_fusion
-from pytest_embedbench.providers.base import provider_class
+from pytest_embedbench.providers import provider_class
 
 
 def test_spec_parsing_and_short_names() -> None:

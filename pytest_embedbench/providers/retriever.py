@@ -1,0 +1,42 @@
+"""What a provider builds over a corpus: a :class:`Retriever`, and the :class:`BuildStats` of
+building it.
+
+Every provider's ``build(documents)`` returns a Retriever; the evaluator times its
+:meth:`~Retriever.search` one query text at a time::
+
+    retriever = provider.build(dataset.documents, stats=(stats := BuildStats()))
+    ids, scores = retriever.search("how do I reset my password", 10)
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+
+__all__ = ["BuildStats", "Retriever"]
+
+
+class Retriever(ABC):
+    """A provider's search structure over one corpus; answers one query at a time."""
+
+    #: document ids in corpus order
+    ids: tuple[str, ...]
+    #: seconds spent turning query texts into model input (embedding, tokenising), all calls
+    query_embedding_s: float = 0.0
+    #: seconds spent searching the index, all calls
+    search_s: float = 0.0
+
+    @abstractmethod
+    def search(self, text: str, k: int) -> tuple[list[str], list[float]]:
+        """The top-k document ids and scores for one query text, best first."""
+
+
+@dataclass
+class BuildStats:
+    """What building a retriever cost: embedding, index and cache figures."""
+
+    document_embedding_s: float = 0.0
+    index_build_s: float = 0.0
+    documents: int = 0
+    cache_hits: int = 0
+    cache_misses: int = 0

@@ -32,6 +32,7 @@ __all__ = [
     "Timings",
     "latency_passes",
     "load_average",
+    "machine_info",
     "quantile_interval",
     "thread_settings",
 ]
@@ -256,6 +257,33 @@ def thread_settings() -> dict[str, Any]:
         "affinity": affinity,
         "torch_threads": torch_threads,
         "env": {name: os.environ.get(name) for name in THREAD_ENV_VARS},
+    }
+
+
+def machine_info() -> dict[str, Any]:
+    """Where the run happened (used to judge whether timings are comparable).
+
+    ``threads`` holds the CPUs this process may use and the thread-pool environment variables
+    (OMP/MKL/OPENBLAS...): a run with ``OMP_NUM_THREADS=1`` times differently. What changes
+    while a run goes on (load, torch's thread count once torch is imported) is added by
+    :func:`build_report`, outside the machine fingerprint.
+    """
+    import platform
+
+    import psutil
+
+    threads = thread_settings()
+    return {
+        "node": platform.node(),
+        "system": platform.system(),
+        "release": platform.release(),
+        "machine": platform.machine(),
+        "processor": platform.processor(),
+        "python_implementation": platform.python_implementation(),
+        "python_version": platform.python_version(),
+        "cpu_count": os.cpu_count(),
+        "memory_gb": round(psutil.virtual_memory().total / 1024**3, 1),
+        "threads": {"affinity": threads["affinity"], "env": threads["env"]},
     }
 
 

@@ -6,10 +6,8 @@ made by :class:`~pytest_embedbench.session.EmbedBenchSession`, kept in ``config.
 
 from __future__ import annotations
 
-import errno
 import json
 from collections.abc import Callable, Generator
-from contextlib import nullcontext
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -20,13 +18,17 @@ from .config import find_config
 from .datasets import Document, EvalSet, RetrievalDataset
 from .evaluate import RetrievalResult
 from .exceptions import ConfigError, EmbedBenchError, MissingKeyError
+from .handle import EmbedBenchHandle
 from .options import Options, option_specs
 from .providers.base import Provider
-from .report.json_report import atomic_write_json, build_report, machine_info
-from .report.terminal import busy_notes, render_tables
+from .records import Status
+from .report.artifacts import EXIT_ARTIFACT_FAILED, update_baseline, write_json
+from .report.json_report import build_report, machine_info, summary_sections
+from .report.summary import Summary, build_summary
+from .report.terminal import ProgressLines, ProgressPrinter, render_summary
 from .search import Searcher
-from .session import Case, EmbedBenchSession, ProgressPrinter
-from .stats import Comparison, Estimate, compare_scores, holm
+from .session import Case, EmbedBenchSession
+from .stats import Estimate
 
 SESSION_KEY = pytest.StashKey[EmbedBenchSession]()
 CASE_KEY = pytest.StashKey[tuple[Case, RetrievalResult]]()
@@ -119,46 +121,6 @@ def pytest_configure(config: pytest.Config) -> None:
         explicit = any(arg.startswith("--dist") for arg in config.invocation_params.args)
         if getattr(config.option, "dist", "no") == "load" and not explicit:
             config.option.dist = "loadgroup"
-
-
-class ProgressLines:
-    """Writes progress lines to the terminal, outside captured output, each on its own line,
-    and keeps pytest's test line whole: after a progress line, the test's location is written
-    again before its outcome, so ``test_x.py::test[m] PASSED`` (or ``test_x.py .``) stays one
-    line."""
-
-    def __init__(self, config: pytest.Config) -> None:
-        self.config = config
-        self.pending = False  # a progress line ended pytest's current line
-
-    def write(self, line: str) -> None:
-        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
-        if reporter is None:
-            return
-        capman = self.config.pluginmanager.get_plugin("capturemanager")
-        with capman.global_and_fixture_disabled() if capman is not None else nullcontext():
-            # start a line of our own; leave it open, so that pytest's next write ends it
-            # instead of adding a blank line
-            if getattr(reporter._tw, "width_of_current_line", 1):
-                reporter.write("\n")
-            reporter.write(line, flush=True)
-            # pytest writes a test's location again when this differs from what it wrote last
-            reporter.currentfspath = None
-        self.pending = True
-
-    @pytest.hookimpl(tryfirst=True)
-    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        """Under ``-v`` pytest writes the location again itself; without it, it writes only
-        the outcome letter, so the file's name is written first here."""
-        if not self.pending or self.config.get_verbosity() > 0:
-            return
-        status = self.config.hook.pytest_report_teststatus(report=report, config=self.config)
-        if not status[1]:  # nothing will be written for this phase (a passed setup)
-            return
-        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
-        if reporter is not None and getattr(reporter, "showfspath", False):
-            reporter.write_fspath_result(report.nodeid, "")
-        self.pending = False
 
 
 def _session(config: pytest.Config) -> EmbedBenchSession:
@@ -256,7 +218,7 @@ def retrieval(request: pytest.FixtureRequest, _embedbench_case: Case) -> Retriev
         except Exception as exc:
             session.record(request.node.nodeid, test, case, None, exc)
             if isinstance(exc, MissingKeyError):
-                session.records[request.node.nodeid]["status"] = "skipped"
+                session.records[request.node.nodeid].status = Status.SKIPPED
             raise
 
     result = _or_fail(compute, case, f"on dataset {case.dataset.name!r} failed")
@@ -315,63 +277,6 @@ def evalset(request: pytest.FixtureRequest) -> EvalSet:
     return _marker_dataset(request).evalset
 
 
-class EmbedBenchHandle:
-    """The ``embedbench`` fixture: ad-hoc evaluations and comparisons inside a test.
-
-    Usage::
-
-        def test_prefix_helps(embedbench):
-            plain = embedbench.evaluate("hf:intfloat/e5-small-v2", "support")
-            prefixed = embedbench.evaluate(ModelSpec("hf:intfloat/e5-small-v2", name="e5-p",
-                                                     query_prefix="query: "), "support")
-            assert prefixed.compare(plain, "ndcg@10").low > 0
-    """
-
-    def __init__(self, session: EmbedBenchSession, test_path: Path) -> None:
-        self._session = session
-        self._test_path = test_path
-        self.comparisons: list[Comparison] = []
-
-    @property
-    def options(self) -> Options:
-        return self._session.options
-
-    def evaluate(self, model: Any, dataset: Any, *, k: Any = None) -> RetrievalResult:
-        """Evaluate ``model`` on ``dataset`` (a configured name, a path or a dataset)."""
-        return self._session.evaluate(model, dataset, k=k, test_path=self._test_path)
-
-    def compare(
-        self,
-        a: RetrievalResult,
-        b: RetrievalResult,
-        metric: str = "ndcg@10",
-        *,
-        test: str = "bootstrap",
-    ) -> Comparison:
-        """``a - b`` on the queries both share: the paired bootstrap interval and a p-value
-        (``test``: "bootstrap", "t" or "randomization", seeded with ``--embedbench-seed``).
-
-        Every comparison made through this fixture in one test is one family: each one's
-        ``p_holm`` is its Holm-adjusted p-value over all of them, updated as more are made.
-        """
-        mine, theirs = a.paired_scores(b, metric)
-        options = self._session.options
-        comparison = compare_scores(
-            mine,
-            theirs,
-            test=test,
-            seed=options.seed,
-            n_resamples=options.bootstrap,
-            name=f"{metric} {a.name} - {b.name}",
-        )
-        self.comparisons.append(comparison)
-        for made, adjusted in zip(
-            self.comparisons, holm([c.p_value for c in self.comparisons]), strict=True
-        ):
-            made.p_holm = adjusted
-        return comparison
-
-
 @pytest.fixture
 def embedbench(request: pytest.FixtureRequest) -> EmbedBenchHandle:
     """The session handle: ``embedbench.evaluate(model, dataset)`` inside a test."""
@@ -406,7 +311,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: Any) -> Generator[None, A
         if report.when == "call" or not report.passed:
             # the record travels with the report: it reaches the controller even if this
             # worker dies later, and a test whose record never arrives is known as such
-            report.embedbench_record = json.dumps(record)
+            report.embedbench_record = json.dumps(record.to_dict())
         else:
             report.embedbench_expects_record = True
     return report
@@ -451,18 +356,16 @@ def pytest_embedbench_generate_json(
         rootdir=config.rootpath,
         machine=_benchmark_machine_info(config),
     )
-    report["comparisons"] = session.comparisons()
-    report["recommendations"] = {
-        "priority": options.priority,
-        "datasets": session.recommendations(),
-    }
-    report["baseline"] = {
-        "path": str(session.baseline.path),
-        "update": options.update_baseline,
-        "orphaned": session.orphaned_entries(),
-        "not_recorded": session.not_recorded(),
-    }
+    report.update(summary_sections(_summary(session), update_baseline=options.update_baseline))
     return report
+
+
+def _summary(state: EmbedBenchSession) -> Summary:
+    """The run's summary, built at session finish (or now, if that did not run)."""
+    if state.summary is None:
+        state.summary = build_summary(state)
+    summary: Summary = state.summary
+    return summary
 
 
 def _benchmark_machine_info(config: pytest.Config) -> dict[str, Any] | None:
@@ -481,26 +384,6 @@ def _benchmark_machine_info(config: pytest.Config) -> dict[str, Any] | None:
     return {**machine_info(), **info, "format": "pytest-benchmark"}
 
 
-#: exit status of a run whose tests passed but whose JSON report or baseline was not written
-#: (or, when updating a baseline, whose results did not all reach it); see the README
-EXIT_ARTIFACT_FAILED = 6
-
-
-def _write_failure(what: str, path: Path, exc: BaseException, fix: str) -> str:
-    """One line: what was not written, where, the OS reason and the fix."""
-    if isinstance(exc, OSError):
-        reason = exc.strerror or str(exc)
-        where = exc.filename if exc.filename and str(exc.filename) != str(path) else None
-        reason = f"{reason} ({where})" if where else reason
-        if exc.errno == errno.ENOSPC:
-            fix = f"free space on that disk, or {fix}"
-        elif exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
-            fix = f"make {path.parent} writable, or {fix}"
-    else:
-        reason = str(exc)
-    return f"embedbench: the {what} {path} was NOT written: {reason}. Fix: {fix}"
-
-
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     config = session.config
     state = _session(config)
@@ -510,51 +393,15 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
             {"collected": sorted(state.collected)}
         )
         return
-    failures: list[str] = []
-    notes: list[str] = []
-    if state.baseline.problem and state.options.update_baseline is None:
-        notes.append(state.baseline.problem)
-    try:
-        notes.extend(state.write_baseline())
-    except (OSError, EmbedBenchError) as exc:
-        failures.append(
-            _write_failure(
-                "baseline",
-                state.baseline.path,
-                exc,
-                "choose another file with --embedbench-baseline=PATH and re-run the update",
-            )
-        )
-    missing = state.not_recorded()
-    if missing:
-        line = (
-            f"embedbench: {len(missing)} result{'s were' if len(missing) != 1 else ' was'} not "
-            "recorded (the xdist worker running "
-            f"{'them' if len(missing) != 1 else 'it'} died before sending it): "
-            + ", ".join(missing[:10])
-            + (" ..." if len(missing) > 10 else "")
-        )
-        if state.options.update_baseline is not None:
-            failures.append(f"{line}; they are not in the baseline. Re-run the update for them")
-        else:
-            notes.append(line)
-    state.summary_notes = notes
+    notes, failures = update_baseline(state)
+    state.summary = build_summary(state, notes)  # computed once; the reports only read it
     if state.options.json_path is not None:
-        records = sorted(state.records.values(), key=lambda r: r["nodeid"])
+        records = [record.to_dict() for record in state.summary.records]
         report = config.hook.pytest_embedbench_generate_json(config=config, records=records)
         config.hook.pytest_embedbench_update_json(config=config, report=report)
-        try:
-            atomic_write_json(state.options.json_path, report)
-            state.json_written = True
-        except OSError as exc:
-            failures.append(
-                _write_failure(
-                    "JSON report",
-                    state.options.json_path,
-                    exc,
-                    "choose another path with --embedbench-json=PATH",
-                )
-            )
+        failure = write_json(state.options.json_path, report)
+        state.json_written = failure is None
+        failures.extend([failure] if failure else [])
     state.write_failures = failures
     if failures and session.exitstatus == pytest.ExitCode.OK:
         session.exitstatus = EXIT_ARTIFACT_FAILED
@@ -562,15 +409,9 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
     state = _session(config)
-    lines = render_tables(
-        state.records.values(),
-        verbosity=config.get_verbosity(),
-        comparisons=state.comparisons(),
-        reference=state.reference,
-        recommendations=state.recommendations(),
-        priority=state.options.priority,
-    )
-    notes = state.baseline_notices() + busy_notes(state.records.values()) + state.summary_notes
+    summary = _summary(state)
+    lines = render_summary(summary, verbosity=config.get_verbosity())
+    notes = summary.notices
     failures = state.write_failures
     if not lines and not notes and not failures:
         return

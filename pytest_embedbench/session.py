@@ -2,84 +2,36 @@
 
 The plugin builds it from :class:`~pytest_embedbench.config.Options` and keeps it in
 ``config.stash``; nothing here imports pytest's config machinery, so it works without pytest.
+What a run's records add up to (comparisons, recommendations, notices) is computed once, at the
+end, by :mod:`pytest_embedbench.report.summary`; this module keeps the run's state only.
 A (model, dataset, k) result is computed once per process however many tests use it; a model
 that fails to load fails every test that needs it, and only those.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
-import math
-import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from .baseline import (
     DEFAULT_BASELINE,
     BaselineFile,
-    GateConfig,
-    GateSettings,
-    Threshold,
     ThresholdSet,
     check_thresholds,
     entry_from_record,
     gate,
-    load_thresholds,
 )
-from .config import (
-    DatasetEntry,
-    Options,
-    ProjectConfig,
-    check_gate_metric_names,
-    check_provider_names,
-    find_config,
-    load_config,
-)
+from .cases import MARKER_KEYS, Case, CaseBuilder, check_thresholds_computed, dataset_key
+from .config import DatasetEntry, Options
 from .datasets import RetrievalDataset, load_dataset
 from .evaluate import Evaluator, RetrievalResult
-from .exceptions import ConfigError, EmbedBenchWarning, did_you_mean
-from .metrics import parse_cutoffs, parse_metric
-from .providers import ModelSpec, Provider, spec_fingerprint
+from .metrics import parse_cutoffs
+from .providers import ModelSpec, Provider
+from .records import Status, TestRecord, as_record, dataset_parts, machine_fingerprint
 from .search import Searcher
 
-__all__ = ["MARKER_KEYS", "Case", "EmbedBenchSession", "ProgressPrinter"]
-
-#: keyword arguments the ``embedbench`` marker accepts
-MARKER_KEYS = frozenset({"models", "dataset", "k", "split", "thresholds", "gate"})
-
-
-@dataclass(frozen=True)
-class Case:
-    """What one parametrised test evaluates: a model on a dataset at cut-offs k."""
-
-    model: ModelSpec
-    dataset: DatasetEntry
-    k: tuple[int, ...]
-    thresholds: ThresholdSet
-    gate: GateConfig = GateConfig()
-    marker_gate: Mapping[str, Any] | None = None
-    reference: str | None = None
-
-    @property
-    def settings_fingerprint(self) -> str:
-        """What changes numbers besides the data and the weights: spec, options, k."""
-        return spec_fingerprint(self.model, self.k)
-
-    @property
-    def key(self) -> tuple[Any, ...]:
-        return (self.model, self.dataset_key, self.k)
-
-    @property
-    def dataset_key(self) -> str:
-        return dataset_key(self.dataset)
-
-
-def dataset_key(entry: DatasetEntry) -> str:
-    """What identifies a loaded dataset: its path, split, documents folder and subset."""
-    return f"{entry.path}|{entry.split}|{entry.docs}|{sorted((entry.subset or {}).items())}"
+__all__ = ["MARKER_KEYS", "Case", "EmbedBenchSession"]
 
 
 class EmbedBenchSession:
@@ -100,30 +52,29 @@ class EmbedBenchSession:
         self.project_dir = project_dir or rootdir
         self.progress = progress
         self._evaluator: Evaluator | None = None
-        self._configs: dict[Path | None, ProjectConfig] = {}
+        #: reads markers and embedbench.yaml files into cases
+        self.builder = CaseBuilder(options, rootdir)
+        self.project_config = self.builder.project_config
+        self.dataset_entry = self.builder.dataset_entry
+        self.check_names = self.builder.check_names
+        self.effective_configs = self.builder.effective_configs
         self._datasets: dict[str, RetrievalDataset] = {}
         self._results: dict[tuple[Any, ...], RetrievalResult | BaseException] = {}
-        self._objects: dict[str, RetrievalDataset] = {}
         self._searchers: dict[tuple[Any, ...], Searcher | BaseException] = {}
-        self._cli_thresholds = (
-            load_thresholds(options.thresholds) if options.thresholds else ThresholdSet.empty()
-        )
-        #: nodeid -> record (JSON-ready dict) of every retrieval test that ran
-        self.records: dict[str, dict[str, Any]] = {}
+        #: nodeid -> record of every retrieval test that ran
+        self.records: dict[str, TestRecord] = {}
         #: node ids of every collected test (before deselection), to find orphaned baselines
         self.collected: set[str] = set()
-        #: short names of every model a collected test uses (to check names in the config)
-        self.model_names: set[str] = set()
         #: node ids whose worker announced a record (under xdist), to find the ones never sent
         self.expected: set[str] = set()
         self.baseline = BaselineFile.load(options.baseline or self.project_dir / DEFAULT_BASELINE)
         self._dataset_parts: dict[str, dict[str, Any]] = {}
-        #: lines for the end of the summary (what was written, what to do next)
-        self.summary_notes: list[str] = []
         #: artifacts (JSON report, baseline) that could not be written, one line each
         self.write_failures: list[str] = []
         self.json_written = False
         self._machine: str | None = None
+        #: what this run's records add up to, built once at its end (report.summary.Summary)
+        self.summary: Any = None
 
     # -- configuration ---------------------------------------------------------------------
 
@@ -142,21 +93,6 @@ class EmbedBenchSession:
             )
         return self._evaluator
 
-    def project_config(self, test_path: Path) -> ProjectConfig:
-        """``--embedbench-config`` when given, else the nearest embedbench.yaml (or none)."""
-        path = self.options.config or find_config(test_path.parent, self.rootdir)
-        if path not in self._configs:
-            self._configs[path] = load_config(path) if path is not None else ProjectConfig()
-        return self._configs[path]
-
-    def thresholds(self, cfg: ProjectConfig) -> ThresholdSet:
-        base = (
-            ThresholdSet.parse(cfg.thresholds, f"{cfg.path}: thresholds")
-            if cfg.thresholds
-            else ThresholdSet.empty()
-        )
-        return base.merged(self._cli_thresholds)
-
     # -- collection ------------------------------------------------------------------------
 
     def cases(
@@ -164,218 +100,37 @@ class EmbedBenchSession:
     ) -> list[Case]:
         """The cases an ``embedbench`` marker asks for; ConfigError names any bad argument.
 
-        ``test`` is the test function's name (for per-test gate settings)."""
-        unknown = sorted(set(marker_kwargs) - MARKER_KEYS)
-        if unknown:
-            raise ConfigError(
-                f"@pytest.mark.embedbench got unknown keyword(s) {unknown}; "
-                f"it accepts {sorted(MARKER_KEYS)}"
-            )
+        ``test`` is the test function's name (for per-test gate settings, resolved now)."""
+        build = self.builder
+        build.check_marker_keys(marker_kwargs)
         cfg = self.project_config(test_path)
         dataset = self.dataset_entry(marker_kwargs.get("dataset"), cfg, test_path, marker_kwargs)
         k = _k_tuple(marker_kwargs.get("k"), cfg.k, f"{test_path.name}: @pytest.mark.embedbench k")
-        thresholds = self.thresholds(cfg)
-        marker_rules = marker_kwargs.get("thresholds")
-        if marker_rules is not None:
-            if not isinstance(marker_rules, Mapping):
-                raise ConfigError(
-                    f"@pytest.mark.embedbench(thresholds={marker_rules!r}): give a mapping such "
-                    'as {"ndcg@10": ">= 0.6"}'
-                )
-            thresholds = thresholds.merged(
-                ThresholdSet.parse({"defaults": marker_rules}, f"{test_path.name} marker")
-            )
-        marker_gate = marker_kwargs.get("gate")
-        if marker_gate is not None and not isinstance(marker_gate, Mapping):
-            raise ConfigError(
-                f"@pytest.mark.embedbench(gate={marker_gate!r}): give a mapping such as "
-                '{"metrics": ["ndcg@10"], "tolerance": 0.02}'
-            )
-        gate_config = GateConfig.parse(cfg.gate, f"{cfg.path}: gate")
-        if marker_gate:  # checked now, so a typo is a collection error
-            check_gate_metric_names(
-                marker_gate.get("metrics"),
-                f"{test_path.name}: @pytest.mark.embedbench gate.metrics",
-            )
-            gate_config.for_test("", "", marker_gate)
-        specs = self.model_specs(marker_kwargs.get("models"), cfg, test_path)
-        names = [s.short_name for s in specs]
-        dupes = sorted({n for n in names if names.count(n) > 1})
-        if dupes:
-            raise ConfigError(
-                f"models {dupes} appear more than once in one test; give each a distinct "
-                "name with ModelSpec(spec, name=...)"
-            )
+        thresholds = build.marker_thresholds(marker_kwargs, cfg, test_path)
+        gate_config, marker_gate = build.gate_config(marker_kwargs, cfg, test_path)
+        specs = build.distinct_specs(marker_kwargs.get("models"), cfg, test_path)
         for spec in specs:
-            self._check_gated_metrics_computed(gate_config, marker_gate, test, spec, k, cfg)
-            _check_thresholds_computed(thresholds.for_test(test, spec.short_name), test, k)
-        self.model_names.update(names)
-        return [
-            Case(spec, dataset, k, thresholds, gate_config, marker_gate, cfg.reference)
+            check_thresholds_computed(thresholds.for_test(test, spec.short_name), test, k)
+        cases = [
+            Case(
+                spec,
+                dataset,
+                k,
+                thresholds,
+                build.gate_settings(gate_config, marker_gate, test, spec, k, cfg),
+                cfg.reference,
+            )
             for spec in specs
         ]
-
-    def model_specs(self, models: Any, cfg: ProjectConfig, test_path: Path) -> list[ModelSpec]:
-        if self.options.models:
-            raw: Iterable[Any] = self.options.models
-        elif models is not None:
-            raw = [models] if isinstance(models, (str, ModelSpec)) else models
-        else:
-            raw = cfg.models
-        specs = []
-        for item in raw:
-            if not isinstance(item, (str, ModelSpec)):
-                raise ConfigError(
-                    f"model {item!r}: give a spec string such as 'bm25' or a ModelSpec"
-                )
-            spec = ModelSpec.coerce(item)
-            where = (
-                "--embedbench-models"
-                if self.options.models
-                else f"{test_path.name}: @pytest.mark.embedbench models"
-                if models is not None
-                else f"{cfg.path}: models"
-            )
-            check_provider_names(spec, where)
-            specs.append(cfg.apply_provider_options(spec))
-        if not specs:
-            where = f"{cfg.path}" if cfg.path else "an embedbench.yaml"
-            raise ConfigError(
-                f"no models for {test_path.name}: pass models=[...] to the embedbench marker, "
-                f"list 'models' in {where}, or use --embedbench-models"
-            )
-        return specs
-
-    def _check_gated_metrics_computed(
-        self,
-        gate_config: GateConfig,
-        marker_gate: Mapping[str, Any] | None,
-        test: str,
-        spec: ModelSpec,
-        k: tuple[int, ...],
-        cfg: ProjectConfig,
-    ) -> None:
-        """A gated metric this case does not compute is an error naming where the gate's
-        metrics were set, instead of a "not gated" note on every run. The default metrics
-        (nDCG@10, Recall@100) are only gated where the case computes them (:func:`_gated`)."""
-        settings = gate_config.for_test(test, spec.short_name, marker_gate)
-        missing = [m for m in settings.metrics if parse_metric(m).k not in k]
-        if not missing:
-            return
-        if marker_gate and "metrics" in marker_gate:
-            where = "@pytest.mark.embedbench(gate={'metrics': ...})"
-        elif "metrics" in (gate_config.tests.get(test) or {}):
-            where = f"{cfg.path}: gate.tests.{test}.metrics"
-        elif "metrics" in (gate_config.models.get(spec.short_name) or {}):
-            where = f"{cfg.path}: gate.models.{spec.short_name}.metrics"
-        elif "metrics" in cfg.gate:
-            where = f"{cfg.path}: gate.metrics"
-        else:
-            return  # the implicit defaults: filtered per case, no error
-        cutoffs = sorted({parse_metric(m).k for m in missing})
-        raise ConfigError(
-            f"{where}: {missing} gated, but {test or 'the test'} computes k={list(k)} only "
-            f"(model {spec.short_name!r}); add {cutoffs} to k (in {cfg.path or 'the marker'}"
-            f" or the marker's k=), or gate a metric at one of {list(k)}"
-        )
-
-    def check_names(self) -> None:
-        """Once collection ends: the reference and every ``providers`` key must name a model
-        of the run (or, for ``providers``, a provider). A near miss (``bm52``, a different
-        case) is a ConfigError naming the file and key; a providers key near nothing only
-        warns, since it may serve tests that were not collected this time."""
-        import warnings
-
-        from .providers import PROVIDERS, provider_class
-
-        if not self.model_names:
-            return  # no retrieval test collected: nothing uses the names
-        provider_class("bm25")  # the built-in providers and entry points are registered
-        for cfg in self._configs.values():
-            known = self.model_names | {m.short_name for m in cfg.models}
-            for key in cfg.providers:
-                if key in PROVIDERS or key in known:
-                    continue
-                hint = did_you_mean(key, known | set(PROVIDERS))
-                message = (
-                    f"{cfg.path}: providers.{key}: {key!r} is neither a provider nor a model "
-                    f"of this run, so its options apply to nothing{hint or '.'} Keys are "
-                    f"provider names {sorted(PROVIDERS)} or model short names "
-                    f"{sorted(known)}"
-                )
-                if hint:
-                    raise ConfigError(message)
-                warnings.warn(message, EmbedBenchWarning, stacklevel=1)
-            if cfg.reference is not None and not self.options.reference:
-                self._check_reference(cfg.reference, f"{cfg.path}: reference", known)
-        if self.options.reference:
-            known = self.model_names | {
-                m.short_name for c in self._configs.values() for m in c.models
-            }
-            self._check_reference(self.options.reference, "--embedbench-reference", known)
-
-    @staticmethod
-    def _check_reference(name: str, where: str, known: set[str]) -> None:
-        if name in known:
-            return
-        raise ConfigError(
-            f"{where}: {name!r} is not a model of this run{did_you_mean(name, known) or '.'} "
-            f"The reference is a model short name: one of {sorted(known)}"
-        )
-
-    def effective_configs(self) -> list[dict[str, Any]]:
-        """Each embedbench.yaml this run read, as written, for the JSON report (the report
-        redacts secrets)."""
-        return [
-            {"path": str(cfg.path), "content": dict(cfg.raw)}
-            for path, cfg in sorted(self._configs.items(), key=lambda kv: str(kv[0]))
-            if path is not None
-        ]
-
-    def dataset_entry(
-        self,
-        ref: Any,
-        cfg: ProjectConfig,
-        test_path: Path,
-        marker_kwargs: Mapping[str, Any],
-    ) -> DatasetEntry:
-        split = marker_kwargs.get("split")
-        if ref is None:
-            raise ConfigError(
-                "@pytest.mark.embedbench needs dataset=: a name from embedbench.yaml "
-                f"(known: {sorted(cfg.datasets)}) or a path"
-            )
-        if isinstance(ref, RetrievalDataset):
-            key = f"object:{ref.fingerprint}"
-            self._objects[key] = ref
-            return DatasetEntry(name=ref.name, path=Path(key))
-        if not isinstance(ref, (str, Path)):
-            raise ConfigError(f"dataset={ref!r}: give a name, a path or a RetrievalDataset")
-        if isinstance(ref, str) and ref in cfg.datasets:
-            entry = cfg.datasets[ref]
-            if split:
-                entry = DatasetEntry(entry.name, entry.path, str(split), entry.docs, entry.subset)
-            return entry
-        path = Path(ref)
-        candidates = (
-            [path] if path.is_absolute() else [test_path.parent / path, self.rootdir / path]
-        )
-        for candidate in candidates:
-            if candidate.exists():
-                resolved = candidate.resolve()
-                return DatasetEntry(name=resolved.name, path=resolved, split=str(split or "test"))
-        raise ConfigError(
-            f"dataset {str(ref)!r} is neither a name in "
-            f"{cfg.path if cfg.path else 'embedbench.yaml (none found)'} "
-            f"(known: {sorted(cfg.datasets)}) nor an existing path"
-        )
+        build.model_names.update(spec.short_name for spec in specs)
+        return cases
 
     # -- evaluation ------------------------------------------------------------------------
 
     def dataset(self, entry: DatasetEntry) -> RetrievalDataset:
         key = str(entry.path) if str(entry.path).startswith("object:") else None
         if key is not None:
-            return self._objects[key]
+            return self.builder.objects[key]
         case_key = dataset_key(entry)
         if case_key not in self._datasets:
             ds = load_dataset(entry.path, split=entry.split, docs=entry.docs, name=entry.name)
@@ -447,98 +202,47 @@ class EmbedBenchSession:
         case: Case,
         result: RetrievalResult | None,
         error: BaseException | None,
-    ) -> None:
-        self.records[nodeid] = {
-            "nodeid": nodeid,
-            "test": test,
-            "model": case.model.short_name,
-            "spec": case.model.spec,
-            "dataset": case.dataset.name,
-            "k": list(case.k),
-            "status": "error" if error is not None else "running",
-            "error": _describe(error) if error is not None else None,
-            "result": result.to_dict(per_query=True) if result is not None else None,
-            "settings_fingerprint": self._settings_fingerprint(case, result),
-            "settings": _settings(case, result),
-            "dataset_parts": self.dataset_parts(case) if result is not None else None,
-            "machine_fingerprint": self.machine_fingerprint,
-            "reference": case.reference,
-            "baseline": None,
-        }
-        if result is not None:  # the latency gate compares distributions, not two percentiles
-            latency = self.records[nodeid]["result"]["latency"]
-            latency["per_query_ms"] = [float(v) for v in result.latency.per_query_ms]
+    ) -> TestRecord:
+        """Record what a retrieval test produced (its status follows with :meth:`set_status`)."""
+        parts = self.dataset_parts(case) if result is not None else None
+        record = TestRecord.of(nodeid, test, case, result, error, parts, self.machine_fingerprint)
+        self.records[nodeid] = record
+        return record
 
     def dataset_parts(self, case: Case) -> dict[str, Any]:
-        """Size and fingerprint of each part of the case's dataset, so a baseline comparison
-        can say which part changed (documents, queries or judgements)."""
+        """Size and fingerprint of each part of the case's dataset (computed once)."""
         key = case.dataset_key
         if key not in self._dataset_parts:
-            ds = self.dataset(case.dataset)
-
-            def digest(rows: Iterable[tuple[str, ...]]) -> str:
-                h = hashlib.sha256()
-                for row in sorted(rows):
-                    h.update(json.dumps(row).encode())
-                return h.hexdigest()[:12]
-
-            judgements = [(q, d, str(g)) for q, docs in ds.qrels.items() for d, g in docs.items()]
-            self._dataset_parts[key] = {
-                "documents": {
-                    "count": len(ds.documents),
-                    "fingerprint": digest((d.id, d.title, d.text) for d in ds.documents),
-                },
-                "queries": {
-                    "count": len(ds.queries),
-                    "fingerprint": digest((q.id, q.text) for q in ds.queries),
-                },
-                "judgements": {"count": len(judgements), "fingerprint": digest(judgements)},
-            }
+            self._dataset_parts[key] = dataset_parts(self.dataset(case.dataset))
         return self._dataset_parts[key]
-
-    @staticmethod
-    def _settings_fingerprint(case: Case, result: RetrievalResult | None) -> str:
-        """The case's settings plus what the loaded provider applied (catalogue prompts...)."""
-        if result is None:
-            return case.settings_fingerprint
-        from .providers.spec import fingerprint
-
-        applied = result.model_info.get("settings", {})
-        return fingerprint({"case": case.settings_fingerprint, "applied": applied})
 
     @property
     def machine_fingerprint(self) -> str:
         """Hardware and Python that decide timings (not the host name)."""
         if self._machine is None:
-            from .report.json_report import machine_info
-
-            info = machine_info()
-            info.pop("node", None)
-            text = json.dumps(info, sort_keys=True)
-            self._machine = hashlib.sha256(text.encode()).hexdigest()[:16]
+            self._machine = machine_fingerprint()
         return self._machine
 
     def after_test(self, nodeid: str, test: str, case: Case, result: RetrievalResult) -> list[str]:
         """Thresholds, then the baseline gate: every failure line for this test."""
         failures = check_thresholds(result, case.thresholds.for_test(test, case.model.short_name))
         record = self.records.get(nodeid)
-        if record is None or record.get("result") is None:
+        if record is None or record.result is None:
             return failures
         if self.options.update_baseline == "all":
             return failures  # accepting the current numbers: nothing to gate against
         bad = self.baseline.problem or self.baseline.damaged.get(nodeid)
         if bad and self.options.update_baseline is None:
             return [*failures, bad]  # only the tests gated against a bad file or entry fail
-        settings = _gated(case.gate.for_test(test, case.model.short_name, case.marker_gate), case.k)
         outcome = gate(
             record,
             self.baseline.entries.get(self.baseline_key(nodeid)),
-            settings,
+            case.gate,
             seed=self.options.seed,
             n_resamples=self.options.bootstrap,
             query_texts={q.id: q.text for q in self.dataset(case.dataset).queries},
         )
-        record["baseline"] = outcome.to_dict()
+        record.baseline = outcome.to_dict()
         return failures + outcome.failures
 
     def set_status(self, nodeid: str, when: str, outcome: str, message: str | None) -> None:
@@ -547,83 +251,17 @@ class EmbedBenchSession:
         if record is None:
             return
         if when == "call":
-            record["status"] = outcome
+            record.status = Status(outcome)
         elif outcome in ("failed", "skipped"):
-            record["status"] = "error" if outcome == "failed" else "skipped"
-        if outcome == "failed" and message and not record.get("error"):
-            record["error"] = message
+            record.status = Status.ERROR if outcome == "failed" else Status.SKIPPED
+        if outcome == "failed" and message and not record.error:
+            record.error = message
 
-    def merge(self, records: Iterable[Mapping[str, Any]]) -> None:
-        """Add records sent by an xdist worker."""
+    def merge(self, records: Iterable[TestRecord | Mapping[str, Any]]) -> None:
+        """Add records sent by an xdist worker (as :meth:`TestRecord.to_dict` data)."""
         for record in records:
-            self.records[record["nodeid"]] = dict(record)
-
-    @property
-    def reference(self) -> str | None:
-        """The model every other is compared with in the table (option, then config)."""
-        if self.options.reference:
-            return self.options.reference
-        return next((r["reference"] for r in self.records.values() if r.get("reference")), None)
-
-    def comparisons(self) -> dict[str, dict[str, dict[str, Any]]]:
-        """Per dataset, each model's paired nDCG@10 difference to the reference model.
-
-        Randomization-test p-values, Holm-adjusted across the models of one dataset.
-        """
-        from .report.terminal import model_rows
-        from .stats import compare_scores, holm
-
-        reference = self.reference
-        out: dict[str, dict[str, dict[str, Any]]] = {}
-        if reference is None:
-            return out
-        for dataset, rows in model_rows(self.records.values()).items():
-            ref = next((r for r in rows if r["model"] == reference and r["result"]), None)
-            ref_scores = ref["result"]["per_query"].get("ndcg@10") if ref else None
-            if ref_scores is None:  # no reference, or a run without k=10
-                continue
-            found = []
-            for row in rows:
-                if row is ref or row["result"] is None:
-                    continue
-                scores = row["result"]["per_query"].get("ndcg@10") or {}
-                shared = sorted(set(scores) & set(ref_scores))
-                if not shared:
-                    continue
-                found.append(
-                    (
-                        row["model"],
-                        compare_scores(
-                            [scores[q] for q in shared],
-                            [ref_scores[q] for q in shared],
-                            test="randomization",
-                            seed=self.options.seed,
-                            n_resamples=self.options.bootstrap,
-                            name=f"ndcg@10 {row['model']} - {reference}",
-                        ),
-                    )
-                )
-            adjusted = holm([c.p_value for _, c in found])
-            out[dataset] = {}
-            for (model, comparison), p_holm in zip(found, adjusted, strict=True):
-                comparison.p_holm = p_holm
-                entry = comparison.to_dict()
-                entry["difference"] = entry.pop("value")
-                entry["reference"] = reference
-                entry["metric"] = "ndcg@10"
-                out[dataset][model] = entry
-        return out
-
-    def recommendations(self) -> dict[str, Any]:
-        from .report.recommend import recommend
-        from .report.terminal import model_rows
-
-        out = {}
-        for dataset, rows in model_rows(self.records.values()).items():
-            rec = recommend(rows)
-            if rec is not None:
-                out[dataset] = rec
-        return out
+            found = as_record(record)
+            self.records[found.nodeid] = found
 
     def write_baseline(self) -> list[str]:
         """In update mode, store the entries of this run's tests; lines saying what was done.
@@ -638,7 +276,7 @@ class EmbedBenchSession:
         entries = {
             self.baseline_key(nodeid): entry_from_record(record)
             for nodeid, record in sorted(self.records.items())
-            if record.get("result") is not None
+            if record.result is not None
         }
         done = self.baseline.update(entries, replace=mode != "new")
         added, replaced = done.added, done.replaced
@@ -663,150 +301,8 @@ class EmbedBenchSession:
         """Tests whose result never reached this process (their xdist worker died)."""
         return sorted(self.expected - set(self.records))
 
-    def baseline_notices(self) -> list[str]:
-        """What the user should know about the baseline, ending with what to do next."""
-        lines: list[str] = []
-        records = [r for r in self.records.values() if r.get("result") is not None]
-        outcomes = [
-            (r["nodeid"], r.get("baseline") or {})
-            for r in sorted(records, key=lambda r: r["nodeid"])
-        ]
-        for nodeid, outcome in outcomes:  # changed inputs are always worth a line
-            if outcome.get("changes") and outcome.get("status") != "missing":
-                lines.append(
-                    f"{nodeid}: compared with a baseline of other inputs: "
-                    + "; ".join(outcome["changes"])
-                )
-        for nodeid, outcome in outcomes:
-            lines.extend(
-                f"{nodeid}: {w} (a warning: the test passed)" for w in outcome.get("warnings", [])
-            )
-        missing = [o for _, o in outcomes if o.get("status") == "missing"]
-        if self.options.update_baseline is None and missing:
-            path = self.baseline.path
-            looked = (
-                f"no entry for {'them' if len(missing) != 1 else 'it'} in {path}"
-                if path.is_file()
-                else f"looked for {path}, which does not exist"
-            )
-            lines.append(
-                f"{len(missing)} test{'s have' if len(missing) != 1 else ' has'} no baseline "
-                f"({looked}); re-run with --embedbench-update-baseline to record "
-                f"{'them' if len(missing) != 1 else 'it'}"
-            )
-        skipped = sorted({n for _, o in outcomes for n in o.get("notes", [])})
-        lines.extend(skipped)
-        orphans = self.orphaned_entries()
-        if orphans:
-            lines.append(
-                f"{len(orphans)} baseline entr{'y belongs' if len(orphans) == 1 else 'ies belong'}"
-                " to tests that no longer exist: "
-                + ", ".join(orphans[:10])
-                + (" ..." if len(orphans) > 10 else "")
-            )
-        return lines
-
-    def orphaned_entries(self) -> list[str]:
-        """Baseline entries whose test function is gone: its file is missing, or the file was
-        collected without that function.
-
-        Parametrisation is ignored: an entry of a model left out by ``--embedbench-models``
-        (or of a test deselected by ``-k``/``-m``) still has its function, so it is no orphan.
-        """
-        collected = {_function(self.baseline_key(nodeid)) for nodeid in self.collected}
-        files = {key.split("::", 1)[0] for key in collected}
-        orphans = []
-        for key in sorted(self.baseline.entries):
-            path = key.split("::", 1)[0]
-            if not (self.project_dir / path).exists():
-                orphans.append(key)
-            elif path in files and _function(key) not in collected:
-                orphans.append(key)
-        return orphans
-
-
-def _function(nodeid: str) -> str:
-    """A node id without its parameters: ``t.py::test_x[bm25]`` -> ``t.py::test_x``."""
-    head, sep, last = nodeid.rpartition("::")
-    return head + sep + last.split("[", 1)[0]
-
-
-def _settings(case: Case, result: RetrievalResult | None) -> dict[str, Any]:
-    """What the settings fingerprint summarises, kept so a change can be named: spec, the
-    options that change numbers, k, and what the loaded provider applied."""
-    from .providers.spec import number_options
-
-    options = number_options(case.model.options)
-    applied = result.model_info.get("settings", {}) if result is not None else {}
-    raw = {"spec": case.model.spec, "options": options, "k": list(case.k), "applied": applied}
-    return json.loads(json.dumps(raw, sort_keys=True, default=repr))
-
-
-def _describe(error: BaseException) -> str:
-    return f"{type(error).__name__}: {error}"
-
 
 def _k_tuple(k: Any, default: tuple[int, ...] | None, where: str) -> tuple[int, ...]:
     """The cut-offs of a case: ``k`` (the marker's or evaluate()'s), else the config's, else
     DEFAULT_K, checked by the one validator (:func:`~.metrics.parse_cutoffs`)."""
     return parse_cutoffs(default if k is None else k, where)
-
-
-def _gated(settings: GateSettings, k: tuple[int, ...]) -> GateSettings:
-    """``settings`` gating only the metrics computed at cut-offs ``k``: a metric named
-    explicitly is checked at collection, so this drops only the defaults a run lacks (a run
-    with ``k: [1, 5, 10]`` gates nDCG@10 and not Recall@100)."""
-    metrics = tuple(m for m in settings.metrics if parse_metric(m).k in k)
-    return settings if metrics == settings.metrics else replace(settings, metrics=metrics)
-
-
-def _check_thresholds_computed(rules: Iterable[Threshold], test: str, k: tuple[int, ...]) -> None:
-    """A threshold on a metric deeper than the case retrieves (``recall@100`` with ``k: [1,
-    5, 10]``) is an error naming the rule's file and key, at collection, not a failing test."""
-    for rule in rules:
-        if "@" in rule.key and parse_metric(rule.key).k > max(k):
-            depth = parse_metric(rule.key).k
-            raise ConfigError(
-                f"{rule.origin}: threshold {rule.key}, but {test or 'the test'} computes "
-                f"k={list(k)} only; add {depth} to k (embedbench.yaml k: or the marker's k=), "
-                f"or set the threshold at a cut-off up to {max(k)}"
-            )
-
-
-class ProgressPrinter:
-    """Prints document-embedding progress (done, rate) when a cold embedding runs long.
-
-    ``write(line)`` must reach the terminal outside captured output. Nothing is printed for a
-    run that finishes within ``delay`` seconds, so warm-cache runs stay quiet.
-    """
-
-    def __init__(self, write: Callable[[str], None], *, delay: float = 2.0, every: float = 2.0):
-        self.write = write
-        self.delay = delay
-        self.every = every
-        self._start: float | None = None
-        self._last = 0.0
-        self._printed = False
-
-    def __call__(self, stage: str, done: int, total: int) -> None:
-        if stage != "documents":
-            return
-        now = time.perf_counter()
-        if self._start is None or done <= 0:
-            self._start, self._last, self._printed = now, now, False
-        if done <= 0:
-            return
-        elapsed = now - self._start
-        finished = done >= total
-        if (elapsed >= self.delay and now - self._last >= self.every) or (
-            finished and self._printed
-        ):
-            rate = done / elapsed if elapsed > 0 else math.inf
-            self.write(
-                f"embedbench: embedded {done}/{total} documents ({rate:.0f} docs/s)"
-                + (" done" if finished else "")
-            )
-            self._last = now
-            self._printed = True
-        if finished:
-            self._start = None

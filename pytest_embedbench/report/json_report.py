@@ -29,7 +29,12 @@ import time
 from collections.abc import Iterable, Mapping
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from ..measure import machine_info
+
+if TYPE_CHECKING:
+    from .summary import Summary
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -37,6 +42,7 @@ __all__ = [
     "build_report",
     "machine_info",
     "remove_stale_temps",
+    "summary_sections",
 ]
 
 SCHEMA_VERSION = 1
@@ -54,33 +60,6 @@ _PACKAGES = (
     "pytest-xdist",
 )
 _SECRET_WORDS = ("key", "token", "secret", "password", "credential")
-
-
-def machine_info() -> dict[str, Any]:
-    """Where the run happened (used to judge whether timings are comparable).
-
-    ``threads`` holds the CPUs this process may use and the thread-pool environment variables
-    (OMP/MKL/OPENBLAS...): a run with ``OMP_NUM_THREADS=1`` times differently. What changes
-    while a run goes on (load, torch's thread count once torch is imported) is added by
-    :func:`build_report`, outside the machine fingerprint.
-    """
-    import psutil
-
-    from ..measure import thread_settings
-
-    threads = thread_settings()
-    return {
-        "node": platform.node(),
-        "system": platform.system(),
-        "release": platform.release(),
-        "machine": platform.machine(),
-        "processor": platform.processor(),
-        "python_implementation": platform.python_implementation(),
-        "python_version": platform.python_version(),
-        "cpu_count": os.cpu_count(),
-        "memory_gb": round(psutil.virtual_memory().total / 1024**3, 1),
-        "threads": {"affinity": threads["affinity"], "env": threads["env"]},
-    }
 
 
 def commit_info(folder: Path) -> dict[str, Any] | None:
@@ -191,6 +170,24 @@ def build_report(
             "hit_rate": hits / (hits + misses) if hits + misses else None,
         },
         "tests": tests,
+    }
+
+
+def summary_sections(summary: Summary, *, update_baseline: str | None) -> dict[str, Any]:
+    """The report's sections read from the run's summary: ``comparisons``,
+    ``recommendations`` and ``baseline``."""
+    return {
+        "comparisons": summary.comparisons,
+        "recommendations": {
+            "priority": summary.priority,
+            "datasets": summary.recommendations,
+        },
+        "baseline": {
+            "path": summary.baseline_path,
+            "update": update_baseline,
+            "orphaned": summary.orphaned,
+            "not_recorded": summary.not_recorded,
+        },
     }
 
 

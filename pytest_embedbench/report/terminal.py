@@ -1,68 +1,34 @@
 """The comparison table printed at the end of a run: one table per dataset, a row per model.
 
 The best value of each column is marked with ``*``; a model that failed shows its error in its
-status. Under ``-q`` the table keeps its most important columns and says which it hid.
+status. Under ``-q`` the table keeps its most important columns and says which it hid. The
+table renders a :class:`~.summary.Summary` and computes nothing; :class:`ProgressPrinter`
+prints document-embedding progress while a run goes on, through :class:`ProgressLines`.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from contextlib import nullcontext
+from dataclasses import dataclass
 from typing import Any
 
+import pytest
 from tabulate import tabulate
 
-__all__ = ["busy_notes", "model_rows", "render_tables"]
+from ..records import TestRecord
+from .summary import ModelRow, Summary, busy_notes, model_rows
 
-_RANK = {"error": 4, "failed": 3, "running": 2, "skipped": 1, "passed": 0}
-
-
-def model_rows(records: Iterable[Mapping[str, Any]]) -> dict[str, list[dict[str, Any]]]:
-    """Records folded into one row per (dataset, model), datasets and models sorted by name.
-
-    A row's status is the worst status of the tests that used that model on that dataset.
-    """
-    by_key: dict[tuple[str, str], dict[str, Any]] = {}
-    for record in sorted(records, key=lambda r: r["nodeid"]):
-        key = (record["dataset"], record["model"])
-        row = by_key.get(key)
-        if row is None:
-            row = by_key[key] = {
-                "dataset": record["dataset"],
-                "model": record["model"],
-                "spec": record.get("spec", ""),
-                "baseline": None,
-                "result": None,
-                "status": "passed",
-                "error": None,
-                "tests": 0,
-            }
-        row["tests"] += 1
-        found = record.get("result")
-        if found is not None and (row["result"] is None or _better(found, row["result"])):
-            row["result"] = found  # the same metrics; prefer the run that measured throughput
-        deltas = (record.get("baseline") or {}).get("deltas") or {}
-        if row["baseline"] is None and "ndcg@10" in deltas:
-            row["baseline"] = deltas["ndcg@10"]
-        status = record.get("status", "running")
-        if _RANK.get(status, 2) > _RANK.get(row["status"], 0):
-            row["status"] = status
-        if record.get("error") and not row["error"]:
-            row["error"] = record["error"]
-    out: dict[str, list[dict[str, Any]]] = {}
-    for (dataset, _model), row in sorted(by_key.items()):
-        out.setdefault(dataset, []).append(row)
-    return out
-
-
-def _better(candidate: Mapping[str, Any], current: Mapping[str, Any]) -> bool:
-    """A cold run measured documents/s; a warm one (every document cached) could not."""
-
-    def measured(result: Mapping[str, Any]) -> bool:
-        value = result.get("documents_per_s")
-        return isinstance(value, (int, float)) and math.isfinite(value)
-
-    return not measured(current) and measured(candidate)
+__all__ = [
+    "ProgressLines",
+    "ProgressPrinter",
+    "busy_notes",
+    "model_rows",
+    "render_summary",
+    "render_tables",
+]
 
 
 def _metric(result: Mapping[str, Any] | None, name: str) -> float | None:
@@ -81,46 +47,52 @@ def _get(result: Mapping[str, Any] | None, *path: str) -> float | None:
     return None if value is None else float(value)
 
 
-# (header, getter, format, higher is better, shown under -q)
-_COLUMNS: list[tuple[str, Any, str, bool, bool]] = [
-    ("nDCG@10", lambda r: _metric(r, "ndcg@10"), "{:.4f}", True, True),
-    ("MRR@10", lambda r: _metric(r, "mrr@10"), "{:.4f}", True, False),
-    ("R@10", lambda r: _metric(r, "recall@10"), "{:.4f}", True, False),
-    ("R@100", lambda r: _metric(r, "recall@100"), "{:.4f}", True, True),
-    ("p50 ms", lambda r: _get(r, "latency", "p50_ms"), "{:.1f}", False, False),
-    ("p95 ms", lambda r: _get(r, "latency", "p95_ms"), "{:.1f}", False, True),
-    ("docs/s", lambda r: _get(r, "documents_per_s"), "{:.0f}", True, False),
+@dataclass(frozen=True)
+class Column:
+    header: str
+    get: Callable[[Mapping[str, Any] | None], float | None]
+    fmt: str
+    higher_is_better: bool
+    quiet: bool  # shown under -q
+
+
+_COLUMNS: list[Column] = [
+    Column("nDCG@10", lambda r: _metric(r, "ndcg@10"), "{:.4f}", True, True),
+    Column("MRR@10", lambda r: _metric(r, "mrr@10"), "{:.4f}", True, False),
+    Column("R@10", lambda r: _metric(r, "recall@10"), "{:.4f}", True, False),
+    Column("R@100", lambda r: _metric(r, "recall@100"), "{:.4f}", True, True),
+    Column("p50 ms", lambda r: _get(r, "latency", "p50_ms"), "{:.1f}", False, False),
+    Column("p95 ms", lambda r: _get(r, "latency", "p95_ms"), "{:.1f}", False, True),
+    Column("docs/s", lambda r: _get(r, "documents_per_s"), "{:.0f}", True, False),
     # what the model added to the process (its load included), not the process's peak
-    ("+RSS MB", lambda r: _get(r, "added_rss_mb"), "{:.0f}", False, False),
+    Column("+RSS MB", lambda r: _get(r, "added_rss_mb"), "{:.0f}", False, False),
 ]
 
 
-def busy_notes(records: Iterable[Mapping[str, Any]]) -> list[str]:
-    """A warning when other processes kept the CPUs busy while queries were timed."""
-    busy: dict[str, Mapping[str, Any]] = {}
-    for record in sorted(records, key=lambda r: r["nodeid"]):
-        load = ((record.get("result") or {}).get("environment") or {}).get("load") or {}
-        if load.get("busy"):
-            busy.setdefault(record["model"], load)
-    if not busy:
-        return []
-    worst = max(busy.values(), key=lambda load: load.get("others_cpus") or 0.0)
-    detail = []
-    if worst.get("others_cpus") is not None:
-        detail.append(
-            f"other processes kept {worst['others_cpus']:.1f} of {worst['cpus']} CPUs busy"
-        )
-    if worst.get("loadavg_before"):
-        detail.append(f"load average {worst['loadavg_before'][0]:.1f}")
-    return [
-        f"embedbench: the machine was busy while the queries of {', '.join(sorted(busy))} were "
-        f"timed ({'; '.join(detail)}): their latencies are unreliable. For stable timings run "
-        "on an idle machine with OMP_NUM_THREADS set and one pytest worker (README: Stable "
-        "timings)."
-    ]
+@dataclass
+class _Legend:
+    """What the tables showed, so the legend explains exactly that."""
+
+    baseline: bool = False  # a Δ vs baseline column
+    reference: bool = False  # a Δ vs the reference model column (with p-values)
+    dashes: bool = False  # a cell without a value
+
+    def line(self) -> str:
+        legend = "* best in column; nDCG@10 shows its 95% bootstrap interval over queries"
+        if self.baseline or self.reference:
+            legend += "; Δ: paired bootstrap difference [95% interval]"
+        if self.reference:
+            legend += ", p: randomization test, Holm-adjusted"
+        if self.dashes:
+            legend += (
+                "; -: no value (the model failed, or nothing was measured: a cut-off the run "
+                "lacks, docs/s when every document came from the cache, Δ when there is no "
+                "baseline or reference to pair)"
+            )
+        return legend
 
 
-def _status(row: Mapping[str, Any], width: int) -> str:
+def _status(row: ModelRow, width: int) -> str:
     status = row["status"]
     if row["error"] and status in ("error", "failed"):
         first = str(row["error"]).strip().splitlines()[0] if str(row["error"]).strip() else ""
@@ -140,8 +112,20 @@ def _delta(entry: Mapping[str, Any] | None, significant: bool) -> str:
     return text
 
 
+def render_summary(summary: Summary, *, verbosity: int = 0) -> list[str]:
+    """The tables of a run's :class:`~.summary.Summary` as lines of text."""
+    return _render(
+        summary.rows,
+        verbosity=verbosity,
+        comparisons=summary.comparisons,
+        reference=summary.reference,
+        recommendations=summary.recommendations,
+        priority=summary.priority,
+    )
+
+
 def render_tables(
-    records: Iterable[Mapping[str, Any]],
+    records: Iterable[TestRecord | Mapping[str, Any]],
     *,
     verbosity: int = 0,
     comparisons: Mapping[str, Mapping[str, Mapping[str, Any]]] | None = None,
@@ -154,103 +138,219 @@ def render_tables(
     ``comparisons[dataset][model]`` holds each model's paired nDCG@10 difference to the
     ``reference`` model; ``recommendations[dataset]`` the picks of :func:`recommend`.
     """
-    lines: list[str] = []
+    return _render(
+        model_rows(records),
+        verbosity=verbosity,
+        comparisons=comparisons or {},
+        reference=reference,
+        recommendations=recommendations or {},
+        priority=priority,
+    )
+
+
+def _render(
+    rows_by_dataset: Mapping[str, Sequence[ModelRow]],
+    *,
+    verbosity: int,
+    comparisons: Mapping[str, Mapping[str, Mapping[str, Any]]],
+    reference: str | None,
+    recommendations: Mapping[str, Any],
+    priority: str,
+) -> list[str]:
     quiet = verbosity < 0
-    columns = [c for c in _COLUMNS if c[4] or not quiet]
-    hidden = [c[0] for c in _COLUMNS if c not in columns]
-    dashes = False  # a cell without a value: the legend then says what "-" means
-    for dataset, rows in model_rows(records).items():
-        values = [[getter(row["result"]) for _, getter, _, _, _ in columns] for row in rows]
-        best: list[float | None] = []
-        for j, (_, _, _, higher, _) in enumerate(columns):
-            present = [v[j] for v in values if v[j] is not None and not math.isnan(v[j])]
-            finite = [x for x in present if math.isfinite(x)]
-            pool = finite or present
-            best.append((max(pool) if higher else min(pool)) if len(rows) > 1 and pool else None)
-        with_baseline = any(row["baseline"] is not None for row in rows)
-        versus = (comparisons or {}).get(dataset) or {}
-        table = []
-        for row, vals in zip(rows, values, strict=True):
-            cells = [row["model"]]
-            for j, (header, _, fmt, _, _) in enumerate(columns):
-                value = vals[j]
-                if value is None or math.isnan(value):
-                    cells.append("-")
-                    continue
-                text = fmt.format(value) if math.isfinite(value) else "inf"
-                if header == "nDCG@10" and row["result"] is not None:
-                    entry = row["result"]["metrics"]["ndcg@10"]
-                    text += f" [{entry['low']:.3f}, {entry['high']:.3f}]"
-                if best[j] is not None and value == best[j]:
-                    text += " *"
-                cells.append(text)
-            if with_baseline:
-                b = row["baseline"]
-                cells.append(_delta(b, bool(b and b.get("significant"))))
-            if versus:
-                c = versus.get(row["model"])
-                if row["model"] == reference:
-                    cells.append("(reference)")
-                elif c is None:
-                    cells.append("-")
-                else:
-                    cells.append(
-                        _delta(c, c["p_holm"] is not None and c["p_holm"] < 0.05)
-                        + f" p={c['p_holm']:.3g}"
-                    )
-            cells.append(_status(row, 40 if quiet else 60))
-            dashes = dashes or "-" in cells[1:]
-            table.append(cells)
-        first = next((r["result"] for r in rows if r["result"] is not None), None)
-        size = (
-            f" ({first['queries']} queries, {first['documents']} documents)"
-            if first is not None
-            else ""
-        )
-        lines.append(f"dataset {dataset!r}{size}")
-        headers = ["model"] + [c[0] for c in columns]
-        if with_baseline:
-            headers.append("Δ nDCG@10 vs baseline")
-        if versus:
-            headers.append(f"Δ nDCG@10 vs {reference}")
-        headers.append("status")
-        lines.extend(
-            tabulate(table, headers=headers, tablefmt="simple", disable_numparse=True).splitlines()
-        )
+    columns = [c for c in _COLUMNS if c.quiet or not quiet]
+    hidden = [c.header for c in _COLUMNS if c not in columns]
+    legend = _Legend()
+    lines: list[str] = []
+    for dataset, rows in rows_by_dataset.items():
+        versus = comparisons.get(dataset) or {}
+        lines.extend(_table(dataset, rows, columns, versus, reference, quiet, legend))
         if hidden:
             lines.append(f"(-q hides {', '.join(hidden)}; run without -q to see every column)")
-        rec = (recommendations or {}).get(dataset)
+        rec = recommendations.get(dataset)
         if rec and len(rows) > 1:
-            lines.append("")
-            lines.append(f"recommendation (selected priority: {priority}):")
-            for name, pick in rec["picks"].items():
-                w, c = pick["weights"], pick["components"]
-                mark = " <- selected" if name == priority else ""
-                lines.append(
-                    f"  {name + '-first' if name != 'balanced' else name:<15} {pick['model']:<24}"
-                    f" score {pick['score']:.3f} = {w['accuracy']:.2f} x accuracy "
-                    f"{c['accuracy']:.3f} + {w['speed']:.2f} x speed {c['speed']:.3f} + "
-                    f"{w['cost']:.2f} x cost {c['cost']:.3f}{mark}"
-                )
-            tied = [tier for tier in rec.get("speed_tiers", []) if len(tier) > 1]
-            if tied:
-                lines.append(
-                    "  equally fast (overlapping p95 intervals): "
-                    + "; ".join(" = ".join(tier) for tier in tied)
-                )
+            lines.extend(_recommendation(rec, priority))
         lines.append("")
     if lines:
-        legend = "* best in column; nDCG@10 shows its 95% bootstrap interval over queries"
-        headers_seen = " ".join(line for line in lines if line.startswith("model"))
-        if "Δ" in headers_seen:
-            legend += "; Δ: paired bootstrap difference [95% interval]"
-        if "Δ nDCG@10 vs" in headers_seen.replace("vs baseline", ""):
-            legend += ", p: randomization test, Holm-adjusted"
-        if dashes:
-            legend += (
-                "; -: no value (the model failed, or nothing was measured: a cut-off the run "
-                "lacks, docs/s when every document came from the cache, Δ when there is no "
-                "baseline or reference to pair)"
-            )
-        lines.append(legend)
+        lines.append(legend.line())
     return lines
+
+
+def _best(
+    rows: Sequence[ModelRow], values: list[list[float | None]], columns: list[Column]
+) -> list[float | None]:
+    """Per column, the best value (None when fewer than two rows, or no value)."""
+    best: list[float | None] = []
+    for j, column in enumerate(columns):
+        present = [x for x in (v[j] for v in values) if x is not None and not math.isnan(x)]
+        pool = [x for x in present if math.isfinite(x)] or present
+        if len(rows) > 1 and pool:
+            best.append(max(pool) if column.higher_is_better else min(pool))
+        else:
+            best.append(None)
+    return best
+
+
+def _table(
+    dataset: str,
+    rows: Sequence[ModelRow],
+    columns: list[Column],
+    versus: Mapping[str, Mapping[str, Any]],
+    reference: str | None,
+    quiet: bool,
+    legend: _Legend,
+) -> list[str]:
+    """The title and table of one dataset; ``legend`` learns what the table showed."""
+    values = [[column.get(row["result"]) for column in columns] for row in rows]
+    best = _best(rows, values, columns)
+    with_baseline = any(row["baseline"] is not None for row in rows)
+    table = []
+    for row, vals in zip(rows, values, strict=True):
+        cells = [row["model"], *_cells(row, vals, best, columns)]
+        if with_baseline:
+            b = row["baseline"]
+            cells.append(_delta(b, bool(b and b.get("significant"))))
+        if versus:
+            cells.append(_versus(row, versus, reference))
+        cells.append(_status(row, 40 if quiet else 60))
+        legend.dashes = legend.dashes or "-" in cells[1:]
+        table.append(cells)
+    legend.baseline = legend.baseline or with_baseline
+    legend.reference = legend.reference or bool(versus)
+    headers = ["model"] + [c.header for c in columns]
+    if with_baseline:
+        headers.append("Δ nDCG@10 vs baseline")
+    if versus:
+        headers.append(f"Δ nDCG@10 vs {reference}")
+    headers.append("status")
+    first = next((r["result"] for r in rows if r["result"] is not None), None)
+    size = f" ({first['queries']} queries, {first['documents']} documents)" if first else ""
+    text = tabulate(table, headers=headers, tablefmt="simple", disable_numparse=True)
+    return [f"dataset {dataset!r}{size}", *text.splitlines()]
+
+
+def _cells(
+    row: ModelRow, vals: list[float | None], best: list[float | None], columns: list[Column]
+) -> list[str]:
+    cells = []
+    for value, top, column in zip(vals, best, columns, strict=True):
+        if value is None or math.isnan(value):
+            cells.append("-")
+            continue
+        text = column.fmt.format(value) if math.isfinite(value) else "inf"
+        if column.header == "nDCG@10" and row["result"] is not None:
+            entry = row["result"]["metrics"]["ndcg@10"]
+            text += f" [{entry['low']:.3f}, {entry['high']:.3f}]"
+        if top is not None and value == top:
+            text += " *"
+        cells.append(text)
+    return cells
+
+
+def _versus(row: ModelRow, versus: Mapping[str, Mapping[str, Any]], reference: str | None) -> str:
+    c = versus.get(row["model"])
+    if row["model"] == reference:
+        return "(reference)"
+    if c is None:
+        return "-"
+    significant = c["p_holm"] is not None and c["p_holm"] < 0.05
+    return _delta(c, significant) + f" p={c['p_holm']:.3g}"
+
+
+def _recommendation(rec: Mapping[str, Any], priority: str) -> list[str]:
+    lines = ["", f"recommendation (selected priority: {priority}):"]
+    for name, pick in rec["picks"].items():
+        w, c = pick["weights"], pick["components"]
+        mark = " <- selected" if name == priority else ""
+        lines.append(
+            f"  {name + '-first' if name != 'balanced' else name:<15} {pick['model']:<24}"
+            f" score {pick['score']:.3f} = {w['accuracy']:.2f} x accuracy "
+            f"{c['accuracy']:.3f} + {w['speed']:.2f} x speed {c['speed']:.3f} + "
+            f"{w['cost']:.2f} x cost {c['cost']:.3f}{mark}"
+        )
+    tied = [tier for tier in rec.get("speed_tiers", []) if len(tier) > 1]
+    if tied:
+        lines.append(
+            "  equally fast (overlapping p95 intervals): "
+            + "; ".join(" = ".join(tier) for tier in tied)
+        )
+    return lines
+
+
+class ProgressPrinter:
+    """Prints document-embedding progress (done, rate) when a cold embedding runs long.
+
+    ``write(line)`` must reach the terminal outside captured output. Nothing is printed for a
+    run that finishes within ``delay`` seconds, so warm-cache runs stay quiet.
+    """
+
+    def __init__(self, write: Callable[[str], None], *, delay: float = 2.0, every: float = 2.0):
+        self.write = write
+        self.delay = delay
+        self.every = every
+        self._start: float | None = None
+        self._last = 0.0
+        self._printed = False
+
+    def __call__(self, stage: str, done: int, total: int) -> None:
+        if stage != "documents":
+            return
+        now = time.perf_counter()
+        if self._start is None or done <= 0:
+            self._start, self._last, self._printed = now, now, False
+        if done <= 0:
+            return
+        elapsed = now - self._start
+        finished = done >= total
+        if (elapsed >= self.delay and now - self._last >= self.every) or (
+            finished and self._printed
+        ):
+            rate = done / elapsed if elapsed > 0 else math.inf
+            self.write(
+                f"embedbench: embedded {done}/{total} documents ({rate:.0f} docs/s)"
+                + (" done" if finished else "")
+            )
+            self._last = now
+            self._printed = True
+        if finished:
+            self._start = None
+
+
+class ProgressLines:
+    """Writes progress lines to the terminal, outside captured output, each on its own line,
+    and keeps pytest's test line whole: after a progress line, the test's location is written
+    again before its outcome, so ``test_x.py::test[m] PASSED`` (or ``test_x.py .``) stays one
+    line."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.pending = False  # a progress line ended pytest's current line
+
+    def write(self, line: str) -> None:
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is None:
+            return
+        capman = self.config.pluginmanager.get_plugin("capturemanager")
+        with capman.global_and_fixture_disabled() if capman is not None else nullcontext():
+            # start a line of our own; leave it open, so that pytest's next write ends it
+            # instead of adding a blank line
+            if getattr(reporter._tw, "width_of_current_line", 1):
+                reporter.write("\n")
+            reporter.write(line, flush=True)
+            # pytest writes a test's location again when this differs from what it wrote last
+            reporter.currentfspath = None
+        self.pending = True
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        """Under ``-v`` pytest writes the location again itself; without it, it writes only
+        the outcome letter, so the file's name is written first here."""
+        if not self.pending or self.config.get_verbosity() > 0:
+            return
+        status = self.config.hook.pytest_report_teststatus(report=report, config=self.config)
+        if not status[1]:  # nothing will be written for this phase (a passed setup)
+            return
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None and getattr(reporter, "showfspath", False):
+            reporter.write_fspath_result(report.nodeid, "")
+        self.pending = False

@@ -1,0 +1,300 @@
+"""The gate: one test's per-query scores against its baseline entry (paired bootstrap),
+and its latencies against the baseline's (Mann-Whitney U)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..records import TestRecord, as_record
+from .settings import GATE_ALPHA, GateSettings
+from .store import _PRECISION
+
+__all__ = ["GateOutcome", "gate"]
+
+
+@dataclass
+class GateOutcome:
+    """What the gate found for one test: its status, the failure lines and Δ figures.
+
+    ``warnings`` are lines the terminal prints although the test passes (an inconclusive drop
+    under ``inconclusive: warn``); ``changes`` name what differs from the baseline's inputs.
+    """
+
+    status: str  # "missing", "passed", "inconclusive", "regressed", "stale"
+    failures: list[str] = field(default_factory=list)
+    changes: list[str] = field(default_factory=list)
+    deltas: dict[str, dict[str, Any]] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "status": self.status,
+            "failures": self.failures,
+            "warnings": self.warnings,
+            "changes": self.changes,
+            "deltas": self.deltas,
+            "notes": self.notes,
+        }
+
+
+def _flatten(value: Any, prefix: str = "") -> dict[str, Any]:
+    """``{"options": {"k1": 1.2}}`` as ``{"options.k1": 1.2}`` (lists stay whole)."""
+    if not isinstance(value, Mapping):
+        return {prefix: value}
+    out: dict[str, Any] = {}
+    for key in sorted(value, key=str):
+        out.update(_flatten(value[key], f"{prefix}.{key}" if prefix else str(key)))
+    return out
+
+
+def _what_changed(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
+    """``key old -> new`` for every flattened key whose value differs (absent: ``unset``)."""
+    a, b = _flatten(old), _flatten(new)
+    return [
+        f"{key} {a.get(key, 'unset')!r} -> {b.get(key, 'unset')!r}"
+        for key in sorted(set(a) | set(b))
+        if a.get(key, "unset") != b.get(key, "unset")
+    ]
+
+
+def _changes(record: TestRecord, entry: Mapping[str, Any]) -> list[str]:
+    """What differs between the baseline's inputs and this run's, naming each change."""
+    result = record.result or {}
+    changes = []
+    if entry.get("dataset_fingerprint") != result["dataset_fingerprint"]:
+        old_parts, new_parts = entry.get("dataset_parts"), record.dataset_parts
+        detail = _what_changed(old_parts, new_parts) if old_parts and new_parts else []
+        changes.append(
+            "the dataset changed: " + "; ".join(detail)
+            if detail
+            else "the dataset changed (fingerprint "
+            f"{str(entry.get('dataset_fingerprint'))[:12]} -> "
+            f"{str(result['dataset_fingerprint'])[:12]}); re-record to see which part"
+        )
+    if entry.get("settings_fingerprint") != record.settings_fingerprint:
+        old_settings, new_settings = entry.get("settings"), record.settings
+        detail = _what_changed(old_settings, new_settings) if old_settings and new_settings else []
+        changes.append(
+            "the settings changed: " + "; ".join(detail)
+            if detail
+            else f"the settings changed (fingerprint {entry.get('settings_fingerprint')} -> "
+            f"{record.settings_fingerprint}); re-record to see which"
+        )
+    revision = result.get("model_info", {}).get("revision")
+    if entry.get("model_revision") != revision:
+        changes.append(
+            f"the model revision changed ({entry.get('model_revision')!r} -> {revision!r})"
+        )
+    if entry.get("spec") != record.spec:
+        changes.append(f"the model spec changed ({entry.get('spec')!r} -> {record.spec!r})")
+    return changes
+
+
+def _query_label(query_id: str, texts: Mapping[str, str] | None, width: int = 50) -> str:
+    """``q07 "where is the invoice"``: the id with its text, cut to ``width`` characters."""
+    text = (texts or {}).get(query_id)
+    if text is None:
+        return query_id
+    flat = " ".join(str(text).split())
+    if len(flat) > width:
+        flat = flat[: width - 3].rstrip() + "..."
+    return f"{query_id} {json.dumps(flat, ensure_ascii=False)}"
+
+
+def gate(
+    record: TestRecord | Mapping[str, Any],
+    entry: Mapping[str, Any] | None,
+    settings: GateSettings,
+    *,
+    seed: int = 0,
+    n_resamples: int = 10_000,
+    query_texts: Mapping[str, str] | None = None,
+) -> GateOutcome:
+    """Compare a test's current per-query scores with its baseline entry (paired bootstrap).
+
+    A drop is a regression when it is significant (the 95% interval of current - baseline lies
+    below 0) and material (the point drop exceeds the tolerance). A material drop that is not
+    significant is *inconclusive*: the eval set is too small or too noisy to tell, and the
+    outcome names the smallest drop it could detect (:func:`~.stats.minimum_detectable_effect`)
+    and either warns or fails (``settings.inconclusive``). ``query_texts`` (id -> text) puts
+    each named query's text beside its id.
+    """
+    if entry is None:
+        return GateOutcome("missing")
+    record = as_record(record)
+    outcome = GateOutcome("passed")
+    outcome.changes.extend(_changes(record, entry))
+    current_pq = (record.result or {}).get("per_query", {})
+    base_pq = entry.get("per_query", {})
+    changed = f"; {'; '.join(outcome.changes)}" if outcome.changes else ""
+    for metric in settings.metrics:
+        base = base_pq.get(metric)
+        current = current_pq.get(metric)
+        if base is None or current is None:
+            outcome.notes.append(f"{metric}: not in the baseline entry; not gated")
+            continue
+        shared = sorted(set(base) & set(current))
+        if len(shared) < settings.min_shared * len(base):
+            outcome.status = "stale"
+            outcome.failures.append(
+                f"the baseline of {record.nodeid} is stale: only {len(shared)} of its "
+                f"{len(base)} queries remain{changed}. Re-record it with "
+                "--embedbench-update-baseline"
+            )
+            return outcome
+        # the baseline keeps 6 decimals: compare the current run at the same precision
+        pairs = _Pairs(metric, shared, current, base)
+        _metric_gate(pairs, settings, outcome, seed, n_resamples)
+        if outcome.deltas[metric]["regressed"] or outcome.deltas[metric]["inconclusive"]:
+            _report_drop(pairs, settings, outcome, changed, query_texts)
+    if settings.latency_p95_pct is not None:
+        _latency_gate(record, entry, settings, outcome)
+    return outcome
+
+
+@dataclass
+class _Pairs:
+    """One metric's per-query scores of the shared queries, current and baseline."""
+
+    metric: str
+    shared: list[str]
+    current: list[float]
+    old: list[float]
+
+    def __init__(
+        self,
+        metric: str,
+        shared: list[str],
+        current: Mapping[str, Any],
+        base: Mapping[str, Any],
+    ) -> None:
+        self.metric = metric
+        self.shared = shared
+        self.current = [round(float(current[q]), _PRECISION) for q in shared]
+        self.old = [float(base[q]) for q in shared]
+
+
+def _metric_gate(
+    pairs: _Pairs, settings: GateSettings, outcome: GateOutcome, seed: int, n_resamples: int
+) -> None:
+    """The paired bootstrap of one metric: its Δ figures go into ``outcome.deltas``."""
+    from ..stats import minimum_detectable_effect, paired_bootstrap
+
+    cur, old = pairs.current, pairs.old
+    diff = paired_bootstrap(cur, old, seed=seed, n_resamples=n_resamples, name=pairs.metric)
+    base_mean = sum(old) / len(old)
+    material = -float(diff) > settings.allowed_drop(base_mean)
+    regressed = diff.high < 0 and material
+    outcome.deltas[pairs.metric] = {
+        "baseline": base_mean,
+        "current": sum(cur) / len(cur),
+        "difference": float(diff),
+        "low": diff.low,
+        "high": diff.high,
+        "shared_queries": len(pairs.shared),
+        "significant": diff.high < 0 or diff.low > 0,
+        "regressed": regressed,
+        "inconclusive": material and not regressed,
+        "minimum_detectable": minimum_detectable_effect(diff.per_query, alpha=GATE_ALPHA),
+    }
+
+
+def _report_drop(
+    pairs: _Pairs,
+    settings: GateSettings,
+    outcome: GateOutcome,
+    changed: str,
+    query_texts: Mapping[str, str] | None,
+) -> None:
+    """The failure or warning line of a material drop (regressed or inconclusive)."""
+    metric, d = pairs.metric, outcome.deltas[pairs.metric]
+    n = len(pairs.shared)
+    losses = sorted(
+        (c - o, q) for q, c, o in zip(pairs.shared, pairs.current, pairs.old, strict=True)
+    )[:3]
+    lost = ", ".join(f"{_query_label(q, query_texts)} ({x:+.3f})" for x, q in losses)
+    figures = (
+        f"baseline {d['baseline']:.4f}, current {d['current']:.4f}, difference "
+        f"{d['difference']:+.4f} [{d['low']:+.4f}, {d['high']:+.4f}] (95% paired bootstrap over "
+        f"{n} shared queries; tolerance {settings.describe_tolerance()})"
+    )
+    if d["regressed"]:
+        outcome.status = "regressed"
+        outcome.failures.append(f"{metric} regressed: {figures}; lost most: {lost}{changed}")
+        return
+    line = (
+        f"{metric} inconclusive: {figures}: the drop is beyond the tolerance but not "
+        f"significant; the smallest drop these {n} queries can detect is about "
+        f"{d['minimum_detectable']:.4f} (80% power, alpha {GATE_ALPHA:g}); lost most: "
+        f"{lost}{changed}. Add queries to the eval set, or re-record the baseline with "
+        "--embedbench-update-baseline if the change is intended"
+    )
+    if outcome.status == "passed":
+        outcome.status = "inconclusive"
+    if settings.inconclusive == "fail":
+        outcome.failures.append(line + " (gate: inconclusive: fail)")
+    else:
+        outcome.warnings.append(line)
+
+
+def _latency_gate(
+    record: TestRecord,
+    entry: Mapping[str, Any],
+    settings: GateSettings,
+    outcome: GateOutcome,
+) -> None:
+    """p95 latency: a regression needs a rise beyond the percentage *and* the absolute floor,
+    *and* per-query latencies that are significantly slower than the baseline's.
+
+    Significance is a one-sided Mann-Whitney U test (``scipy.stats.mannwhitneyu``,
+    ``alternative="greater"``) of this run's per-query latencies against the baseline's, at
+    :data:`GATE_ALPHA`: it compares the distributions, not two noisy percentiles. An entry
+    recorded without per-query latencies falls back to the p95 rule with the floor, and says so.
+    """
+    base_lat = entry.get("latency", {}) or {}
+    cur_lat = (record.result or {}).get("latency", {}) or {}
+    base_p95, cur_p95 = base_lat.get("p95_ms"), cur_lat.get("p95_ms")
+    if base_p95 is None or cur_p95 is None:
+        outcome.notes.append("latency gate: no p95 to compare")
+        return
+    if entry.get("machine_fingerprint") != record.machine_fingerprint:
+        outcome.notes.append("latency gate skipped: this machine differs from the baseline's")
+        return
+    pct, floor = settings.latency_p95_pct or 0.0, settings.latency_floor_ms
+    rise = cur_p95 - base_p95
+    material = cur_p95 > base_p95 * (1 + pct / 100.0) and rise > floor
+    base_ms, cur_ms = base_lat.get("per_query_ms"), cur_lat.get("per_query_ms")
+    p_value: float | None = None
+    if base_ms and cur_ms:
+        from scipy.stats import mannwhitneyu
+
+        p_value = float(mannwhitneyu(cur_ms, base_ms, alternative="greater").pvalue)
+        significant = p_value < GATE_ALPHA
+        test = (
+            f"one-sided Mann-Whitney U p={p_value:.3g} over {len(cur_ms)} and "
+            f"{len(base_ms)} queries"
+        )
+    else:
+        significant = True
+        test = "p95 only"
+        outcome.notes.append(
+            "latency gate: the baseline entry has no per-query latencies (recorded by an older "
+            f"version), so only p95 was compared, with the {floor:g} ms floor; re-record it "
+            "with --embedbench-update-baseline to compare distributions"
+        )
+    outcome.deltas["latency.p95_ms"] = {
+        "baseline": base_p95,
+        "current": cur_p95,
+        "p_value": p_value,
+        "regressed": material and significant,
+    }
+    if material and significant:
+        outcome.status = "regressed"
+        outcome.failures.append(
+            f"latency.p95_ms regressed: baseline {base_p95:.2f} ms, current {cur_p95:.2f} ms, "
+            f"more than {pct:g}% and {floor:g} ms slower ({test})"
+        )

@@ -1,0 +1,183 @@
+"""Gate settings: which metrics a baseline gates and how much of a drop it tolerates, by
+default, per model and per test (the ``gate`` key of embedbench.yaml and the marker)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..exceptions import ConfigError
+from ..metrics import parse_metric
+from .store import KEPT_METRICS
+
+__all__ = ["GATE_ALPHA", "INCONCLUSIVE", "GateConfig", "GateSettings"]
+
+_GATE_KEYS = {
+    "metrics",
+    "tolerance",
+    "inconclusive",
+    "latency_p95_pct",
+    "latency_floor_ms",
+    "min_shared",
+    "models",
+    "tests",
+}
+#: what an inconclusive gate does: print a warning (the test passes) or fail the test
+INCONCLUSIVE = ("warn", "fail")
+#: the gate's significance level (its paired bootstrap interval is the 95% one)
+GATE_ALPHA = 0.05
+
+
+@dataclass(frozen=True)
+class GateSettings:
+    """Which metrics are gated and how much of a drop is tolerated.
+
+    ``tolerance`` is absolute (``0.01``) or relative to the baseline value (``"2%"``).
+    ``inconclusive`` decides what a drop beyond the tolerance that is not significant does:
+    ``"warn"`` (the default: the test passes and the terminal says so) or ``"fail"``.
+    ``latency_p95_pct`` turns on the latency gate: p95 may not rise more than that percentage
+    and more than ``latency_floor_ms`` milliseconds, and the per-query latencies must be
+    significantly slower (compared only when the machine matches the baseline's).
+    """
+
+    metrics: tuple[str, ...] = ("ndcg@10", "recall@100")
+    tolerance: float = 0.01
+    relative: bool = False
+    inconclusive: str = "warn"
+    latency_p95_pct: float | None = None
+    latency_floor_ms: float = 2.0
+    min_shared: float = 0.5
+
+    def allowed_drop(self, baseline_value: float) -> float:
+        return self.tolerance * abs(baseline_value) if self.relative else self.tolerance
+
+    def describe_tolerance(self) -> str:
+        return (
+            f"{self.tolerance * 100:g}% of the baseline" if self.relative else f"{self.tolerance:g}"
+        )
+
+
+def _parse_metrics(raw: Any, origin: str) -> tuple[str, ...]:
+    names = [raw] if isinstance(raw, str) else raw
+    if not isinstance(names, list) or not names:
+        raise ConfigError(f"{origin}.metrics: {raw!r} must be a list such as [ndcg@10]")
+    parsed = []
+    for name in names:
+        metric = str(parse_metric(name))
+        if metric not in KEPT_METRICS:
+            raise ConfigError(
+                f"{origin}.metrics: {name!r} cannot be gated; baselines keep per-query "
+                f"scores of {list(KEPT_METRICS)}"
+            )
+        parsed.append(metric)
+    return tuple(parsed)
+
+
+def _parse_tolerance(tol: Any, origin: str) -> tuple[float, bool]:
+    """``0.01`` (absolute) or ``"2%"`` (relative): the tolerance and whether it is relative."""
+    values: dict[str, Any] = {}
+    text = str(tol).strip()
+    try:
+        if isinstance(tol, str) and text.endswith("%"):
+            values["tolerance"], values["relative"] = float(text[:-1]) / 100.0, True
+        elif isinstance(tol, (int, float)) and not isinstance(tol, bool):
+            values["tolerance"], values["relative"] = float(tol), False
+        else:
+            raise ValueError
+    except ValueError:
+        raise ConfigError(
+            f"{origin}.tolerance: {tol!r}: give an absolute drop such as 0.01 or a "
+            'relative one such as "2%"'
+        ) from None
+    if values["tolerance"] < 0:
+        raise ConfigError(f"{origin}.tolerance: {tol!r} must not be negative")
+    return values["tolerance"], values["relative"]
+
+
+def _parse_gate_block(block: Mapping[str, Any], base: GateSettings, origin: str) -> GateSettings:
+    unknown = sorted(set(block) - _GATE_KEYS)
+    if unknown:
+        raise ConfigError(f"{origin}: unknown gate key(s) {unknown}; use {sorted(_GATE_KEYS)}")
+    values: dict[str, Any] = {
+        "metrics": base.metrics,
+        "tolerance": base.tolerance,
+        "relative": base.relative,
+        "inconclusive": base.inconclusive,
+        "latency_p95_pct": base.latency_p95_pct,
+        "latency_floor_ms": base.latency_floor_ms,
+        "min_shared": base.min_shared,
+    }
+    if "metrics" in block:
+        values["metrics"] = _parse_metrics(block["metrics"], origin)
+    if "tolerance" in block:
+        values["tolerance"], values["relative"] = _parse_tolerance(block["tolerance"], origin)
+    if "latency_p95_pct" in block:
+        pct = block["latency_p95_pct"]
+        if pct is not None and (
+            isinstance(pct, bool) or not isinstance(pct, (int, float)) or pct < 0
+        ):
+            raise ConfigError(f"{origin}.latency_p95_pct: {pct!r} must be a percentage >= 0")
+        values["latency_p95_pct"] = None if pct is None else float(pct)
+    if "latency_floor_ms" in block:
+        floor = block["latency_floor_ms"]
+        if isinstance(floor, bool) or not isinstance(floor, (int, float)) or not floor >= 0:
+            raise ConfigError(
+                f"{origin}.latency_floor_ms: {floor!r} must be a number of milliseconds >= 0 "
+                "(a rise below it never fails, e.g. 2)"
+            )
+        values["latency_floor_ms"] = float(floor)
+    if "inconclusive" in block:
+        choice = block["inconclusive"]
+        if choice not in INCONCLUSIVE:
+            raise ConfigError(
+                f"{origin}.inconclusive: {choice!r} is not one of {list(INCONCLUSIVE)}; use "
+                "warn (print it, the test passes) or fail (the test fails)"
+            )
+        values["inconclusive"] = choice
+    if "min_shared" in block:
+        share = block["min_shared"]
+        if isinstance(share, bool) or not isinstance(share, (int, float)) or not 0 < share <= 1:
+            raise ConfigError(f"{origin}.min_shared: {share!r} must lie in (0, 1]")
+        values["min_shared"] = float(share)
+    return GateSettings(**values)
+
+
+@dataclass(frozen=True)
+class GateConfig:
+    """Gate settings by default, per model short name and per test function name."""
+
+    defaults: GateSettings = GateSettings()
+    models: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    tests: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    origin: str = "gate"
+
+    @classmethod
+    def parse(cls, raw: Mapping[str, Any] | None, origin: str) -> GateConfig:
+        if not raw:
+            return cls(origin=origin)
+        if not isinstance(raw, Mapping):
+            raise ConfigError(f"{origin}: expected a mapping (metrics, tolerance, models, tests)")
+        defaults = _parse_gate_block(raw, GateSettings(), origin)
+        models = dict(raw.get("models") or {})
+        tests = dict(raw.get("tests") or {})
+        for section, blocks in (("models", models), ("tests", tests)):  # check now, not mid-run
+            for name, block in blocks.items():
+                if not isinstance(block, Mapping):
+                    raise ConfigError(f"{origin}.{section}.{name}: expected a mapping")
+                _parse_gate_block(block, defaults, f"{origin}.{section}.{name}")
+        return cls(defaults, models, tests, origin)
+
+    def for_test(
+        self, test: str, model: str, marker: Mapping[str, Any] | None = None
+    ) -> GateSettings:
+        settings = self.defaults
+        if model in self.models:
+            settings = _parse_gate_block(
+                self.models[model], settings, f"{self.origin}.models.{model}"
+            )
+        if test in self.tests:
+            settings = _parse_gate_block(self.tests[test], settings, f"{self.origin}.tests.{test}")
+        if marker:
+            settings = _parse_gate_block(marker, settings, "embedbench marker gate")
+        return settings

@@ -1,0 +1,249 @@
+"""Threshold rules: parse them (per default, model and test) and check a result.
+
+A thresholds file (``--embedbench-thresholds``, or the ``thresholds`` key of
+``embedbench.yaml``)::
+
+    defaults:                       # every retrieval test
+      ndcg@10: ">= 0.5"
+      latency.p95_ms: "<= 200"
+    models:                         # by model short name
+      bm25: {ndcg@10: ">= 0.4"}
+    tests:                          # by test function name
+      test_support_search:
+        recall@10: ">= 0.7"
+        models:
+          all-MiniLM-L6-v2: {ndcg@10: ">= 0.6"}
+
+More specific entries replace less specific ones for the same key (defaults < models < tests <
+tests.models). Keys are metric names (``ndcg@10``), ``latency.<p50_ms|p90_ms|p95_ms|p99_ms|
+mean_ms|max_ms|qps>``, ``peak_rss_mb``, ``documents_per_s``, ``cache.hit_rate`` and
+``timings.<stage>_s``.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..config import read_yaml
+from ..exceptions import ConfigError, MetricError
+from ..metrics import parse_metric
+
+if TYPE_CHECKING:
+    from ..evaluate import RetrievalResult
+
+__all__ = [
+    "Threshold",
+    "ThresholdSet",
+    "check_thresholds",
+    "load_thresholds",
+    "parse_rule",
+    "value_of",
+]
+
+_OPS: dict[str, Callable[[float, float], bool]] = {
+    ">=": operator.ge,
+    "<=": operator.le,
+    ">": operator.gt,
+    "<": operator.lt,
+}
+_RULE = re.compile(r"^\s*(>=|<=|>|<)\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*$")
+_LATENCY = {"p50_ms", "p90_ms", "p95_ms", "p99_ms", "mean_ms", "max_ms", "qps"}
+_TIMINGS = {
+    "model_load_s",
+    "document_embedding_s",
+    "index_build_s",
+    "query_embedding_s",
+    "search_s",
+    "encode_s",
+    "total_s",
+}
+_PLAIN = {"peak_rss_mb", "documents_per_s", "cache.hit_rate"}
+_SECTIONS = {"defaults", "models", "tests"}
+
+
+@dataclass(frozen=True)
+class Threshold:
+    """One rule: ``key op limit`` (e.g. ``ndcg@10 >= 0.6``), with where it was written."""
+
+    key: str
+    op: str
+    limit: float
+    origin: str
+
+    def check(self, value: float) -> bool:
+        """Whether ``value`` meets the rule; NaN (not measured, e.g. docs/s on a warm cache)
+        passes."""
+        return math.isnan(value) or _OPS[self.op](value, self.limit)
+
+    def __str__(self) -> str:
+        return f"{self.key} {self.op} {self.limit:g}"
+
+
+def _check_key(key: str, origin: str) -> str:
+    if key.startswith("latency."):
+        if key.split(".", 1)[1] not in _LATENCY:
+            raise ConfigError(f"{origin}: unknown latency key {key!r}; use {sorted(_LATENCY)}")
+        return key
+    if key.startswith("timings."):
+        if key.split(".", 1)[1] not in _TIMINGS:
+            raise ConfigError(f"{origin}: unknown timing key {key!r}; use {sorted(_TIMINGS)}")
+        return key
+    if key in _PLAIN:
+        return key
+    try:
+        return str(parse_metric(key))
+    except MetricError as exc:
+        raise ConfigError(
+            f"{origin}: threshold key {key!r} is neither a metric ({exc}) nor one of "
+            f"{sorted(_PLAIN)}, latency.*, timings.*"
+        ) from None
+
+
+def parse_rule(key: str, rule: Any, origin: str) -> Threshold:
+    """``("ndcg@10", ">= 0.6")`` into a Threshold; a bad rule names key, value and the fix."""
+    name = _check_key(str(key), origin)
+    match = _RULE.match(str(rule)) if isinstance(rule, (str, int, float)) else None
+    if not match or isinstance(rule, bool):
+        raise ConfigError(
+            f'{origin}: threshold {key}: {rule!r} is not a rule; write it as ">= 0.6" or '
+            '"<= 100" (quoted, an operator and a number)'
+        )
+    threshold = Threshold(name, match.group(1), float(match.group(2)), origin)
+    _check_possible(threshold, rule)
+    return threshold
+
+
+def _check_possible(threshold: Threshold, rule: Any) -> None:
+    """A rule no value can meet (``ndcg@10 >= 1.5``, ``recall@10 < 0``) is a ConfigError: every
+    metric and the cache hit rate lie in [0, 1], and nothing measured is negative."""
+    bounded = threshold.key == "cache.hit_rate" or "@" in threshold.key
+    high = 1.0 if bounded else math.inf
+    op, limit = threshold.op, threshold.limit
+    impossible = (
+        (op == ">=" and limit > high)
+        or (op == ">" and limit >= high)
+        or (op == "<=" and limit < 0)
+        or (op == "<" and limit <= 0)
+    )
+    if impossible:
+        span = "lies in [0, 1]" if bounded else "is never negative"
+        raise ConfigError(
+            f"{threshold.origin}: threshold {threshold.key}: {rule!r} can never hold: "
+            f"{threshold.key} {span}. Write a limit that a result can meet, e.g. "
+            f'"{">=" if op in (">=", ">") else "<="} {0.6 if bounded else 100:g}"'
+        )
+
+
+def _rules(block: Any, origin: str) -> dict[str, Threshold]:
+    if not isinstance(block, Mapping):
+        raise ConfigError(f"{origin}: expected a mapping of key to rule, got {block!r}")
+    return {
+        t.key: t
+        for t in (parse_rule(k, v, f"{origin}.{k}") for k, v in block.items() if k != "models")
+    }
+
+
+@dataclass(frozen=True)
+class ThresholdSet:
+    """Parsed thresholds, resolved per test and model with :meth:`for_test`."""
+
+    defaults: Mapping[str, Threshold]
+    models: Mapping[str, Mapping[str, Threshold]]
+    tests: Mapping[str, Mapping[str, Threshold]]
+    test_models: Mapping[tuple[str, str], Mapping[str, Threshold]]
+
+    @classmethod
+    def empty(cls) -> ThresholdSet:
+        return cls({}, {}, {}, {})
+
+    @classmethod
+    def parse(cls, raw: Mapping[str, Any], origin: str) -> ThresholdSet:
+        unknown = sorted(set(raw) - _SECTIONS)
+        if unknown:
+            raise ConfigError(
+                f"{origin}: unknown threshold section(s) {unknown}; use {sorted(_SECTIONS)}"
+            )
+        defaults = _rules(raw.get("defaults") or {}, f"{origin}: defaults")
+        models = {
+            str(m): _rules(block, f"{origin}: models.{m}")
+            for m, block in (raw.get("models") or {}).items()
+        }
+        tests: dict[str, dict[str, Threshold]] = {}
+        test_models: dict[tuple[str, str], dict[str, Threshold]] = {}
+        for test, block in (raw.get("tests") or {}).items():
+            where = f"{origin}: tests.{test}"
+            tests[str(test)] = _rules(block, where)
+            per_model = block.get("models") if isinstance(block, Mapping) else None
+            for m, sub in (per_model or {}).items():
+                test_models[(str(test), str(m))] = _rules(sub, f"{where}.models.{m}")
+        return cls(defaults, models, tests, test_models)
+
+    def merged(self, other: ThresholdSet) -> ThresholdSet:
+        """``other``'s rules over this set's, section by section."""
+
+        def merge(a: Mapping[Any, Mapping[str, Threshold]], b: Mapping[Any, Any]) -> dict:
+            out = {key: dict(value) for key, value in a.items()}
+            for key, value in b.items():
+                out.setdefault(key, {}).update(value)
+            return out
+
+        return ThresholdSet(
+            {**self.defaults, **other.defaults},
+            merge(self.models, other.models),
+            merge(self.tests, other.tests),
+            merge(self.test_models, other.test_models),
+        )
+
+    def for_test(self, test: str, model: str) -> list[Threshold]:
+        """The rules that apply to ``test`` (function name) and ``model`` (short name)."""
+        rules: dict[str, Threshold] = dict(self.defaults)
+        rules.update(self.models.get(model, {}))
+        rules.update(self.tests.get(test, {}))
+        rules.update(self.test_models.get((test, model), {}))
+        return [rules[key] for key in sorted(rules)]
+
+
+def load_thresholds(path: Path) -> ThresholdSet:
+    """Read a thresholds YAML file."""
+    raw = read_yaml(path, "thresholds file")
+    if raw is None:
+        return ThresholdSet.empty()
+    if not isinstance(raw, Mapping):
+        raise ConfigError(f"{path}: expected a mapping with defaults, models or tests")
+    return ThresholdSet.parse(raw, str(path))
+
+
+def value_of(result: RetrievalResult, key: str) -> tuple[float, str]:
+    """The value ``key`` names on ``result`` and how to show it (with its interval)."""
+    if key.startswith("latency."):
+        value = float(getattr(result.latency, key.split(".", 1)[1]))
+        return value, f"{value:.4g}"
+    if key.startswith("timings."):
+        value = float(getattr(result.timings, key.split(".", 1)[1]))
+        return value, f"{value:.4g}"
+    if key == "peak_rss_mb":
+        return result.peak_rss_mb, f"{result.peak_rss_mb:.1f}"
+    if key == "documents_per_s":
+        return result.documents_per_s, f"{result.documents_per_s:.1f}"
+    if key == "cache.hit_rate":
+        return result.cache.hit_rate, f"{result.cache.hit_rate:.3f}"
+    est = result.metric(key)
+    return float(est), f"{float(est):.4f} [{est.low:.4f}, {est.high:.4f}]"
+
+
+def check_thresholds(result: RetrievalResult, rules: list[Threshold]) -> list[str]:
+    """One line per violated rule (empty when all hold)."""
+    failures = []
+    for rule in rules:
+        value, shown = value_of(result, rule.key)
+        if not rule.check(value):
+            failures.append(
+                f"{rule.key} = {shown} is not {rule.op} {rule.limit:g}  ({rule.origin})"
+            )
+    return failures

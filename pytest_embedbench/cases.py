@@ -1,0 +1,324 @@
+"""What an ``embedbench`` marker asks for: its :class:`Case` objects, read at collection.
+
+:class:`CaseBuilder` reads the project configuration (``embedbench.yaml``), resolves a marker's
+dataset, models, thresholds and gate settings, and checks every name before any model loads,
+so a typo is a collection error that names the file and key.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from .baseline import GateConfig, GateSettings, Threshold, ThresholdSet, load_thresholds
+from .config import (
+    DatasetEntry,
+    Options,
+    ProjectConfig,
+    check_gate_metric_names,
+    check_provider_names,
+    find_config,
+    load_config,
+)
+from .datasets import RetrievalDataset
+from .exceptions import ConfigError, EmbedBenchWarning, did_you_mean
+from .metrics import parse_metric
+from .providers import ModelSpec, spec_fingerprint
+
+__all__ = ["MARKER_KEYS", "Case", "CaseBuilder", "check_thresholds_computed", "dataset_key"]
+
+#: keyword arguments the ``embedbench`` marker accepts
+MARKER_KEYS = frozenset({"models", "dataset", "k", "split", "thresholds", "gate"})
+
+
+@dataclass(frozen=True)
+class Case:
+    """What one parametrised test evaluates: a model on a dataset at cut-offs k."""
+
+    model: ModelSpec
+    dataset: DatasetEntry
+    k: tuple[int, ...]
+    thresholds: ThresholdSet
+    #: the gate settings of this test and model, resolved once at collection
+    gate: GateSettings = GateSettings()
+    reference: str | None = None
+
+    @property
+    def settings_fingerprint(self) -> str:
+        """What changes numbers besides the data and the weights: spec, options, k."""
+        return spec_fingerprint(self.model, self.k)
+
+    @property
+    def key(self) -> tuple[Any, ...]:
+        return (self.model, self.dataset_key, self.k)
+
+    @property
+    def dataset_key(self) -> str:
+        return dataset_key(self.dataset)
+
+
+def dataset_key(entry: DatasetEntry) -> str:
+    """What identifies a loaded dataset: its path, split, documents folder and subset."""
+    return f"{entry.path}|{entry.split}|{entry.docs}|{sorted((entry.subset or {}).items())}"
+
+
+class CaseBuilder:
+    """Reads project configurations and markers into cases (one per run, kept by the session).
+
+    ``objects`` holds the datasets a marker passed as Python objects, by their key."""
+
+    def __init__(self, options: Options, rootdir: Path) -> None:
+        self.options = options
+        self.rootdir = rootdir
+        self._configs: dict[Path | None, ProjectConfig] = {}
+        self.objects: dict[str, RetrievalDataset] = {}
+        self._cli_thresholds = (
+            load_thresholds(options.thresholds) if options.thresholds else ThresholdSet.empty()
+        )
+        #: short names of every model a collected test uses (to check names in the config)
+        self.model_names: set[str] = set()
+
+    def project_config(self, test_path: Path) -> ProjectConfig:
+        """``--embedbench-config`` when given, else the nearest embedbench.yaml (or none)."""
+        path = self.options.config or find_config(test_path.parent, self.rootdir)
+        if path not in self._configs:
+            self._configs[path] = load_config(path) if path is not None else ProjectConfig()
+        return self._configs[path]
+
+    def thresholds(self, cfg: ProjectConfig) -> ThresholdSet:
+        base = (
+            ThresholdSet.parse(cfg.thresholds, f"{cfg.path}: thresholds")
+            if cfg.thresholds
+            else ThresholdSet.empty()
+        )
+        return base.merged(self._cli_thresholds)
+
+    @staticmethod
+    def check_marker_keys(marker_kwargs: Mapping[str, Any]) -> None:
+        unknown = sorted(set(marker_kwargs) - MARKER_KEYS)
+        if unknown:
+            raise ConfigError(
+                f"@pytest.mark.embedbench got unknown keyword(s) {unknown}; "
+                f"it accepts {sorted(MARKER_KEYS)}"
+            )
+
+    def marker_thresholds(
+        self, marker_kwargs: Mapping[str, Any], cfg: ProjectConfig, test_path: Path
+    ) -> ThresholdSet:
+        """The configuration's thresholds with the CLI's and the marker's merged in."""
+        thresholds = self.thresholds(cfg)
+        marker_rules = marker_kwargs.get("thresholds")
+        if marker_rules is None:
+            return thresholds
+        if not isinstance(marker_rules, Mapping):
+            raise ConfigError(
+                f"@pytest.mark.embedbench(thresholds={marker_rules!r}): give a mapping such "
+                'as {"ndcg@10": ">= 0.6"}'
+            )
+        return thresholds.merged(
+            ThresholdSet.parse({"defaults": marker_rules}, f"{test_path.name} marker")
+        )
+
+    @staticmethod
+    def gate_config(
+        marker_kwargs: Mapping[str, Any], cfg: ProjectConfig, test_path: Path
+    ) -> tuple[GateConfig, Mapping[str, Any] | None]:
+        """The configuration's gate settings and the marker's ``gate=`` (both checked)."""
+        marker_gate = marker_kwargs.get("gate")
+        if marker_gate is not None and not isinstance(marker_gate, Mapping):
+            raise ConfigError(
+                f"@pytest.mark.embedbench(gate={marker_gate!r}): give a mapping such as "
+                '{"metrics": ["ndcg@10"], "tolerance": 0.02}'
+            )
+        gate_config = GateConfig.parse(cfg.gate, f"{cfg.path}: gate")
+        if marker_gate:  # checked now, so a typo is a collection error
+            check_gate_metric_names(
+                marker_gate.get("metrics"),
+                f"{test_path.name}: @pytest.mark.embedbench gate.metrics",
+            )
+            gate_config.for_test("", "", marker_gate)
+        return gate_config, marker_gate
+
+    def distinct_specs(self, models: Any, cfg: ProjectConfig, test_path: Path) -> list[ModelSpec]:
+        """:meth:`model_specs`, each short name at most once."""
+        specs = self.model_specs(models, cfg, test_path)
+        names = [s.short_name for s in specs]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ConfigError(
+                f"models {dupes} appear more than once in one test; give each a distinct "
+                "name with ModelSpec(spec, name=...)"
+            )
+        return specs
+
+    def model_specs(self, models: Any, cfg: ProjectConfig, test_path: Path) -> list[ModelSpec]:
+        if self.options.models:
+            raw: Iterable[Any] = self.options.models
+        elif models is not None:
+            raw = [models] if isinstance(models, (str, ModelSpec)) else models
+        else:
+            raw = cfg.models
+        specs = []
+        for item in raw:
+            if not isinstance(item, (str, ModelSpec)):
+                raise ConfigError(
+                    f"model {item!r}: give a spec string such as 'bm25' or a ModelSpec"
+                )
+            spec = ModelSpec.coerce(item)
+            where = (
+                "--embedbench-models"
+                if self.options.models
+                else f"{test_path.name}: @pytest.mark.embedbench models"
+                if models is not None
+                else f"{cfg.path}: models"
+            )
+            check_provider_names(spec, where)
+            specs.append(cfg.apply_provider_options(spec))
+        if not specs:
+            where = f"{cfg.path}" if cfg.path else "an embedbench.yaml"
+            raise ConfigError(
+                f"no models for {test_path.name}: pass models=[...] to the embedbench marker, "
+                f"list 'models' in {where}, or use --embedbench-models"
+            )
+        return specs
+
+    @staticmethod
+    def gate_settings(
+        gate_config: GateConfig,
+        marker_gate: Mapping[str, Any] | None,
+        test: str,
+        spec: ModelSpec,
+        k: tuple[int, ...],
+        cfg: ProjectConfig,
+    ) -> GateSettings:
+        """The case's gate settings. A gated metric this case does not compute is an error
+        naming where the gate's metrics were set, instead of a "not gated" note on every run;
+        the default metrics (nDCG@10, Recall@100) are gated only where the case computes them
+        (a run with ``k: [1, 5, 10]`` gates nDCG@10 and not Recall@100)."""
+        settings = gate_config.for_test(test, spec.short_name, marker_gate)
+        missing = [m for m in settings.metrics if parse_metric(m).k not in k]
+        if not missing:
+            return settings
+        if marker_gate and "metrics" in marker_gate:
+            where = "@pytest.mark.embedbench(gate={'metrics': ...})"
+        elif "metrics" in (gate_config.tests.get(test) or {}):
+            where = f"{cfg.path}: gate.tests.{test}.metrics"
+        elif "metrics" in (gate_config.models.get(spec.short_name) or {}):
+            where = f"{cfg.path}: gate.models.{spec.short_name}.metrics"
+        elif "metrics" in cfg.gate:
+            where = f"{cfg.path}: gate.metrics"
+        else:  # the implicit defaults: only the metrics this case computes are gated
+            computed = tuple(m for m in settings.metrics if parse_metric(m).k in k)
+            return replace(settings, metrics=computed)
+        cutoffs = sorted({parse_metric(m).k for m in missing})
+        raise ConfigError(
+            f"{where}: {missing} gated, but {test or 'the test'} computes k={list(k)} only "
+            f"(model {spec.short_name!r}); add {cutoffs} to k (in {cfg.path or 'the marker'}"
+            f" or the marker's k=), or gate a metric at one of {list(k)}"
+        )
+
+    def check_names(self) -> None:
+        """Once collection ends: the reference and every ``providers`` key must name a model
+        of the run (or, for ``providers``, a provider). A near miss (``bm52``, a different
+        case) is a ConfigError naming the file and key; a providers key near nothing only
+        warns, since it may serve tests that were not collected this time."""
+        import warnings
+
+        from .providers import PROVIDERS, provider_class
+
+        if not self.model_names:
+            return  # no retrieval test collected: nothing uses the names
+        provider_class("bm25")  # the built-in providers and entry points are registered
+        for cfg in self._configs.values():
+            known = self.model_names | {m.short_name for m in cfg.models}
+            for key in cfg.providers:
+                if key in PROVIDERS or key in known:
+                    continue
+                hint = did_you_mean(key, known | set(PROVIDERS))
+                message = (
+                    f"{cfg.path}: providers.{key}: {key!r} is neither a provider nor a model "
+                    f"of this run, so its options apply to nothing{hint or '.'} Keys are "
+                    f"provider names {sorted(PROVIDERS)} or model short names "
+                    f"{sorted(known)}"
+                )
+                if hint:
+                    raise ConfigError(message)
+                warnings.warn(message, EmbedBenchWarning, stacklevel=1)
+            if cfg.reference is not None and not self.options.reference:
+                self._check_reference(cfg.reference, f"{cfg.path}: reference", known)
+        if self.options.reference:
+            known = self.model_names | {
+                m.short_name for c in self._configs.values() for m in c.models
+            }
+            self._check_reference(self.options.reference, "--embedbench-reference", known)
+
+    @staticmethod
+    def _check_reference(name: str, where: str, known: set[str]) -> None:
+        if name in known:
+            return
+        raise ConfigError(
+            f"{where}: {name!r} is not a model of this run{did_you_mean(name, known) or '.'} "
+            f"The reference is a model short name: one of {sorted(known)}"
+        )
+
+    def effective_configs(self) -> list[dict[str, Any]]:
+        """Each embedbench.yaml this run read, as written, for the JSON report (the report
+        redacts secrets)."""
+        return [
+            {"path": str(cfg.path), "content": dict(cfg.raw)}
+            for path, cfg in sorted(self._configs.items(), key=lambda kv: str(kv[0]))
+            if path is not None
+        ]
+
+    def dataset_entry(
+        self,
+        ref: Any,
+        cfg: ProjectConfig,
+        test_path: Path,
+        marker_kwargs: Mapping[str, Any],
+    ) -> DatasetEntry:
+        split = marker_kwargs.get("split")
+        if ref is None:
+            raise ConfigError(
+                "@pytest.mark.embedbench needs dataset=: a name from embedbench.yaml "
+                f"(known: {sorted(cfg.datasets)}) or a path"
+            )
+        if isinstance(ref, RetrievalDataset):
+            key = f"object:{ref.fingerprint}"
+            self.objects[key] = ref
+            return DatasetEntry(name=ref.name, path=Path(key))
+        if not isinstance(ref, (str, Path)):
+            raise ConfigError(f"dataset={ref!r}: give a name, a path or a RetrievalDataset")
+        if isinstance(ref, str) and ref in cfg.datasets:
+            entry = cfg.datasets[ref]
+            if split:
+                entry = DatasetEntry(entry.name, entry.path, str(split), entry.docs, entry.subset)
+            return entry
+        path = Path(ref)
+        candidates = (
+            [path] if path.is_absolute() else [test_path.parent / path, self.rootdir / path]
+        )
+        for candidate in candidates:
+            if candidate.exists():
+                resolved = candidate.resolve()
+                return DatasetEntry(name=resolved.name, path=resolved, split=str(split or "test"))
+        raise ConfigError(
+            f"dataset {str(ref)!r} is neither a name in "
+            f"{cfg.path if cfg.path else 'embedbench.yaml (none found)'} "
+            f"(known: {sorted(cfg.datasets)}) nor an existing path"
+        )
+
+
+def check_thresholds_computed(rules: Iterable[Threshold], test: str, k: tuple[int, ...]) -> None:
+    """A threshold on a metric deeper than the case retrieves (``recall@100`` with ``k: [1,
+    5, 10]``) is an error naming the rule's file and key, at collection, not a failing test."""
+    for rule in rules:
+        if "@" in rule.key and parse_metric(rule.key).k > max(k):
+            depth = parse_metric(rule.key).k
+            raise ConfigError(
+                f"{rule.origin}: threshold {rule.key}, but {test or 'the test'} computes "
+                f"k={list(k)} only; add {depth} to k (embedbench.yaml k: or the marker's k=), "
+                f"or set the threshold at a cut-off up to {max(k)}"
+            )

@@ -1,0 +1,84 @@
+"""The files a run leaves: the baseline update and the JSON report, written at its end.
+
+A file that cannot be written does not lose the run's results silently: each failure is one
+line naming the file, the OS reason and the fix, and the run exits with
+:data:`EXIT_ARTIFACT_FAILED` when its tests passed.
+"""
+
+from __future__ import annotations
+
+import errno
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..exceptions import EmbedBenchError
+from .json_report import atomic_write_json
+
+if TYPE_CHECKING:
+    from ..session import EmbedBenchSession
+
+__all__ = ["EXIT_ARTIFACT_FAILED", "update_baseline", "write_failure", "write_json"]
+
+
+#: exit status of a run whose tests passed but whose JSON report or baseline was not written
+#: (or, when updating a baseline, whose results did not all reach it); see the README
+EXIT_ARTIFACT_FAILED = 6
+
+
+def write_failure(what: str, path: Path, exc: BaseException, fix: str) -> str:
+    """One line: what was not written, where, the OS reason and the fix."""
+    if isinstance(exc, OSError):
+        reason = exc.strerror or str(exc)
+        where = exc.filename if exc.filename and str(exc.filename) != str(path) else None
+        reason = f"{reason} ({where})" if where else reason
+        if exc.errno == errno.ENOSPC:
+            fix = f"free space on that disk, or {fix}"
+        elif exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
+            fix = f"make {path.parent} writable, or {fix}"
+    else:
+        reason = str(exc)
+    return f"embedbench: the {what} {path} was NOT written: {reason}. Fix: {fix}"
+
+
+def update_baseline(state: EmbedBenchSession) -> tuple[list[str], list[str]]:
+    """Write the baseline when asked; the notes for the summary and the failure lines."""
+    failures: list[str] = []
+    notes: list[str] = []
+    if state.baseline.problem and state.options.update_baseline is None:
+        notes.append(state.baseline.problem)
+    try:
+        notes.extend(state.write_baseline())
+    except (OSError, EmbedBenchError) as exc:
+        failures.append(
+            write_failure(
+                "baseline",
+                state.baseline.path,
+                exc,
+                "choose another file with --embedbench-baseline=PATH and re-run the update",
+            )
+        )
+    missing = state.not_recorded()
+    if missing:
+        line = (
+            f"embedbench: {len(missing)} result{'s were' if len(missing) != 1 else ' was'} not "
+            "recorded (the xdist worker running "
+            f"{'them' if len(missing) != 1 else 'it'} died before sending it): "
+            + ", ".join(missing[:10])
+            + (" ..." if len(missing) > 10 else "")
+        )
+        if state.options.update_baseline is not None:
+            failures.append(f"{line}; they are not in the baseline. Re-run the update for them")
+        else:
+            notes.append(line)
+    return notes, failures
+
+
+def write_json(path: Path, report: Any) -> str | None:
+    """Write the JSON report atomically; the failure line, or None when it was written."""
+    try:
+        atomic_write_json(path, report)
+    except OSError as exc:
+        return write_failure(
+            "JSON report", path, exc, "choose another path with --embedbench-json=PATH"
+        )
+    return None

@@ -1,0 +1,173 @@
+"""The terminal table and the JSON report rendered from fixed records and a fixed summary."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+from pytest_embedbench.records import Status, TestRecord
+from pytest_embedbench.report.json_report import atomic_write_json, build_report, summary_sections
+from pytest_embedbench.report.summary import Summary, model_rows
+from pytest_embedbench.report.terminal import render_summary, render_tables
+
+
+def result(ndcg: float, p95: float, *, docs_per_s: float = math.nan) -> dict[str, Any]:
+    def est(value: float) -> dict[str, float]:
+        return {"value": value, "low": value - 0.05, "high": value + 0.05, "n": 4}
+
+    return {
+        "queries": 4,
+        "documents": 6,
+        "metrics": {
+            "ndcg@10": est(ndcg),
+            "mrr@10": est(ndcg),
+            "recall@10": est(0.75),
+            "recall@100": est(1.0),
+        },
+        "per_query": {"ndcg@10": {"q1": ndcg, "q2": ndcg, "q3": 0.5, "q4": 1.0}},
+        "latency": {"p50_ms": p95 / 2, "p95_ms": p95},
+        "documents_per_s": docs_per_s,
+        "added_rss_mb": 12.0,
+        "cache": {"hits": 2, "misses": 4},
+    }
+
+
+def record(model: str, res: dict[str, Any] | None, **fields: Any) -> TestRecord:
+    return TestRecord(
+        nodeid=f"t.py::test_search[{model}]",
+        test="test_search",
+        model=model,
+        spec=model,
+        dataset="support",
+        k=[10, 100],
+        status=fields.pop("status", Status.PASSED),
+        result=res,
+        **fields,
+    )
+
+
+RECORDS = [
+    record("bm25", result(0.6, 1.0, docs_per_s=900.0)),
+    record("dense", result(0.8, 20.0)),
+    record("broken", None, status=Status.ERROR, error="RuntimeError: no weights\nmore"),
+]
+
+
+def summary(**fields: Any) -> Summary:
+    return Summary(
+        records=sorted(RECORDS, key=lambda r: r.nodeid), rows=model_rows(RECORDS), **fields
+    )
+
+
+def test_the_table_marks_the_best_values_and_shows_errors() -> None:
+    lines = render_summary(summary())
+    assert lines[0] == "dataset 'support' (4 queries, 6 documents)"
+    header = lines[1].split()
+    assert header[:3] == ["model", "nDCG@10", "MRR@10"] and header[-1] == "status"
+    rows = {line.split()[0]: line for line in lines[3:6]}
+    assert "0.8000 [0.750, 0.850] *" in rows["dense"]
+    assert "1.0 *" in rows["bm25"]  # the lower p95 is better
+    assert "900 *" in rows["bm25"] and rows["dense"].count(" - ") >= 1  # docs/s not measured
+    assert rows["broken"].rstrip().endswith("error: RuntimeError: no weights")
+    assert lines[-1] == (
+        "* best in column; nDCG@10 shows its 95% bootstrap interval over queries; -: no value "
+        "(the model failed, or nothing was measured: docs/s when every document came from the "
+        "cache, Δ when there is no baseline or reference to pair)"
+    )
+
+
+def test_the_table_renders_the_records_as_render_tables_does() -> None:
+    assert render_summary(summary()) == render_tables(RECORDS)
+    assert render_tables([r.to_dict() for r in RECORDS]) == render_tables(RECORDS)
+
+
+def test_quiet_hides_columns_and_says_so() -> None:
+    lines = render_summary(summary(), verbosity=-1)
+    assert lines[1].split()[:4] == ["model", "nDCG@10", "R@100", "p95"]
+    assert (
+        "(-q hides MRR@10, R@10, p50 ms, docs/s, +RSS MB; run without -q to see every column)"
+        in lines
+    )
+
+
+def test_the_reference_column_and_its_legend_come_from_the_summary() -> None:
+    versus = {
+        "bm25": {
+            "difference": -0.2,
+            "low": -0.3,
+            "high": -0.1,
+            "p_holm": 0.01,
+            "reference": "dense",
+        }
+    }
+    lines = render_summary(summary(reference="dense", comparisons={"support": versus}))
+    assert "Δ nDCG@10 vs dense" in lines[1]
+    row = next(line for line in lines if line.startswith("bm25"))
+    assert "-0.2000 [-0.300, -0.100] worse p=0.01" in row
+    assert next(line for line in lines if line.startswith("dense ")).count("(reference)") == 1
+    assert (
+        "; Δ: paired bootstrap difference [95% interval], p: randomization test, Holm-adjusted"
+        in lines[-1]
+    )
+
+
+def test_a_baseline_delta_column_is_explained_without_p_values() -> None:
+    delta = {"deltas": {"ndcg@10": {"difference": 0.01, "low": -0.02, "high": 0.03}}}
+    records = [record("bm25", result(0.6, 1.0), baseline=delta)]
+    lines = render_tables(records)
+    assert "Δ nDCG@10 vs baseline" in lines[1]
+    assert "+0.0100 [-0.020, +0.030]" in lines[3]
+    assert "Δ: paired bootstrap difference [95% interval]" in lines[-1]
+    assert "Holm" not in lines[-1]
+
+
+def test_no_records_no_table() -> None:
+    assert render_tables([]) == []
+
+
+def test_the_json_report_holds_the_records_and_the_summary(tmp_path: Path) -> None:
+    fixed = summary(
+        reference="dense",
+        comparisons={"support": {}},
+        recommendations={"support": {"picks": {}}},
+        orphaned=["gone.py::test_x"],
+        not_recorded=["t.py::lost"],
+        baseline_path="b.json",
+    )
+    report = build_report(
+        [r.to_dict() for r in fixed.records],
+        configuration={"seed": 0, "api_key": "hidden"},
+        rootdir=tmp_path,
+        machine={"system": "Linux"},
+    )
+    report.update(summary_sections(fixed, update_baseline=None))
+    assert [t["nodeid"] for t in report["tests"]] == sorted(r.nodeid for r in RECORDS)
+    assert [t["status"] for t in report["tests"]] == ["passed", "error", "passed"]
+    assert report["cache"] == {"hits": 4, "misses": 8, "hit_rate": 4 / 12}
+    assert report["configuration"] == {"seed": 0, "api_key": "***"}
+    assert report["baseline"] == {
+        "path": "b.json",
+        "update": None,
+        "orphaned": ["gone.py::test_x"],
+        "not_recorded": ["t.py::lost"],
+    }
+    assert report["recommendations"] == {
+        "priority": "balanced",
+        "datasets": {"support": {"picks": {}}},
+    }
+    path = tmp_path / "report.json"
+    atomic_write_json(path, report)
+    written = json.loads(path.read_text())  # strict JSON: NaN became null
+    dense = next(t for t in written["tests"] if t["model"] == "dense")
+    assert dense["result"]["documents_per_s"] is None
+    assert TestRecord.from_dict(written["tests"][1]) == RECORDS[2]
+
+
+def test_a_record_round_trips_through_its_dict() -> None:
+    for rec in RECORDS:  # (through JSON text: NaN is not equal to itself)
+        back = TestRecord.from_dict(json.loads(json.dumps(rec.to_dict())))
+        assert json.dumps(back.to_dict()) == json.dumps(rec.to_dict())
+        assert back.status is rec.status
+    assert Status.ERROR.rank > Status.FAILED.rank > Status.RUNNING.rank > Status.PASSED.rank

@@ -1,0 +1,117 @@
+"""The session without pytest: cases from marker arguments, results, records, the gate, the
+xdist merge and the summary, driven as the plugin drives them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pytest_embedbench import ConfigError, Document, Query, RetrievalDataset
+from pytest_embedbench.baseline import GateSettings
+from pytest_embedbench.config import Options
+from pytest_embedbench.records import FIELDS, Status, TestRecord
+from pytest_embedbench.report.summary import build_summary
+from pytest_embedbench.session import EmbedBenchSession
+
+
+def dataset() -> RetrievalDataset:
+    return RetrievalDataset(
+        documents=[
+            Document("d1", "Reset your password from the login page."),
+            Document("d2", "Invoices are emailed every month as PDF."),
+            Document("d3", "Export workspace data as CSV from settings."),
+            Document("d4", "The API allows 600 requests per minute."),
+        ],
+        queries=[
+            Query("q1", "how do I reset my password"),
+            Query("q2", "monthly invoices pdf"),
+            Query("q3", "export data csv"),
+            Query("q4", "api requests per minute"),
+        ],
+        qrels={"q1": {"d1": 1}, "q2": {"d2": 2}, "q3": {"d3": 1}, "q4": {"d4": 1}},
+        name="tiny",
+    )
+
+
+def session(tmp_path: Path, **options: object) -> EmbedBenchSession:
+    opts = Options(no_cache=True, bootstrap=200, latency_passes=1, **options)  # type: ignore[arg-type]
+    return EmbedBenchSession(opts, tmp_path)
+
+
+def run_test(state: EmbedBenchSession, tmp_path: Path, *, test: str = "test_search") -> list[str]:
+    """What the plugin does for one marked test per case: result, record, checks, outcome."""
+    failures: list[str] = []
+    cases = state.cases({"models": ["bm25"], "dataset": dataset()}, tmp_path / "test_x.py", test)
+    for case in cases:
+        nodeid = f"test_x.py::{test}[{case.model.short_name}]"
+        result = state.result(case)
+        state.record(nodeid, test, case, result, None)
+        failures += state.after_test(nodeid, test, case, result)
+        state.set_status(nodeid, "call", "failed" if failures else "passed", None)
+    return failures
+
+
+def test_cases_resolve_marker_arguments_and_gate_settings_at_collection(tmp_path: Path) -> None:
+    state = session(tmp_path)
+    marker = {"models": ["bm25"], "dataset": dataset(), "k": 5, "gate": {"tolerance": 0.05}}
+    (case,) = state.cases(marker, tmp_path / "test_x.py", "test_search")
+    assert case.model.short_name == "bm25"
+    assert case.k == (5, 10, 100)
+    assert case.gate == GateSettings(tolerance=0.05)  # resolved once, stored on the case
+    with pytest.raises(ConfigError, match="unknown keyword"):
+        state.cases({"modles": ["bm25"], "dataset": dataset()}, tmp_path / "test_x.py")
+    with pytest.raises(ConfigError, match="appear more than once"):
+        state.cases({"models": ["bm25", "bm25"], "dataset": dataset()}, tmp_path / "t.py")
+
+
+def test_a_run_records_typed_results_and_a_summary(tmp_path: Path) -> None:
+    state = session(tmp_path)
+    assert run_test(state, tmp_path) == []
+    (record,) = state.records.values()
+    assert isinstance(record, TestRecord)
+    assert record.status is Status.PASSED
+    assert record.result is not None and record.result["queries"] == 4
+    assert record.baseline is not None and record.baseline["status"] == "missing"
+    summary = build_summary(state)
+    assert [r.nodeid for r in summary.records] == ["test_x.py::test_search[bm25]"]
+    assert summary.rows["tiny"][0]["model"] == "bm25"
+    assert "tiny" in summary.recommendations
+    assert any("no baseline" in line for line in summary.notices)
+
+
+def test_records_survive_the_trip_from_an_xdist_worker(tmp_path: Path) -> None:
+    worker = session(tmp_path)
+    run_test(worker, tmp_path)
+    sent = [json.dumps(r.to_dict()) for r in worker.records.values()]
+    controller = session(tmp_path)
+    controller.merge(json.loads(raw) for raw in sent)
+    assert controller.records == worker.records
+    assert set(json.loads(sent[0])) == set(FIELDS)
+    # a worker's test whose record never arrived is named
+    controller.expected.update({"test_x.py::test_search[bm25]", "test_x.py::test_lost[bm25]"})
+    assert controller.not_recorded() == ["test_x.py::test_lost[bm25]"]
+
+
+def test_a_baseline_written_and_read_back_gates_the_next_run(tmp_path: Path) -> None:
+    path = tmp_path / "baseline.json"
+    first = session(tmp_path, baseline=path, update_baseline="all")
+    run_test(first, tmp_path)
+    assert first.write_baseline()[0].startswith(f"baseline {path}: 1 entry added")
+    second = session(tmp_path, baseline=path)
+    assert run_test(second, tmp_path) == []
+    (record,) = second.records.values()
+    assert record.baseline is not None and record.baseline["status"] == "passed"
+
+
+def test_setup_failures_are_errors_and_keep_the_first_message(tmp_path: Path) -> None:
+    state = session(tmp_path)
+    (case,) = state.cases({"models": ["bm25"], "dataset": dataset()}, tmp_path / "t.py")
+    state.record("t.py::t[bm25]", "t", case, None, RuntimeError("no model"))
+    record = state.records["t.py::t[bm25]"]
+    assert (record.status, record.error) == (Status.ERROR, "RuntimeError: no model")
+    state.set_status("t.py::t[bm25]", "teardown", "failed", "later")
+    assert record.error == "RuntimeError: no model"
+    state.set_status("t.py::t[bm25]", "setup", "skipped", None)
+    assert record.status is Status.SKIPPED

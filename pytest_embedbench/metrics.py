@@ -251,6 +251,20 @@ def rank_run(scores: Mapping[str, float]) -> list[str]:
     return [doc_id for _, doc_id in items]
 
 
+def _run_scores(rows: Sequence[Mapping[str, float]], count: int) -> np.ndarray:
+    """Every score of ``rows``, in order, as one float64 array; a NaN is an error naming it."""
+    try:
+        scores = np.fromiter(
+            chain.from_iterable(row.values() for row in rows), dtype=np.float64, count=count
+        )
+    except (TypeError, ValueError):  # scores that only float() understands: the slow path
+        scores = np.array([float(v) for row in rows for v in row.values()], dtype=np.float64)
+    if np.isnan(scores).any():
+        for row in rows:
+            rank_run(row)  # raises, naming the document
+    return scores
+
+
 def score_run(
     qrels: Mapping[str, Mapping[str, int]],
     run: Mapping[str, Mapping[str, float]],
@@ -298,17 +312,7 @@ def score_run(
             num_rel[i] = len(positive)
     rows = [run.get(qid) or {} for qid in qids]
     lengths = np.fromiter(map(len, rows), dtype=np.int64, count=n)
-    try:
-        scores = np.fromiter(
-            chain.from_iterable(row.values() for row in rows),
-            dtype=np.float64,
-            count=int(lengths.sum()),
-        )
-    except (TypeError, ValueError):  # scores that only float() understands: the slow path
-        scores = np.array([float(v) for row in rows for v in row.values()], dtype=np.float64)
-    if np.isnan(scores).any():
-        for row in rows:
-            rank_run(row)  # raises, naming the document
+    scores = _run_scores(rows, int(lengths.sum()))
     grades = _place_relevant(rows, scores, lengths, rel_q, rel_doc, rel_grade, depth)
     arrays = compute(names, grades, ideal, num_rel)
     return {name: dict(zip(qids, values.tolist(), strict=True)) for name, values in arrays.items()}

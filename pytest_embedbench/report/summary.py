@@ -128,7 +128,7 @@ def _fold(row: ModelRow, record: TestRecord) -> None:
     row["tests"] += 1
     found = record.result
     if found is not None and (row["result"] is None or _better(found, row["result"])):
-        row["result"] = found  # the same metrics; prefer the run that measured throughput
+        row["result"] = found  # the fullest, coldest run (see _better)
     deltas = (record.baseline or {}).get("deltas") or {}
     if row["baseline"] is None and "ndcg@10" in deltas:
         row["baseline"] = deltas["ndcg@10"]
@@ -139,13 +139,21 @@ def _fold(row: ModelRow, record: TestRecord) -> None:
 
 
 def _better(candidate: Mapping[str, Any], current: Mapping[str, Any]) -> bool:
-    """A cold run measured documents/s; a warm one (every document cached) could not."""
+    """Which of two results of one model on one dataset the table shows: the one with more
+    metrics (a test asking for fewer cut-offs would blank columns), then a cold run (it
+    measured documents/s; a warm one, every document cached, could not), then the one that
+    loaded the model (what the model adds to memory)."""
 
-    def measured(result: Mapping[str, Any]) -> bool:
+    def rank(result: Mapping[str, Any]) -> tuple[int, bool, float]:
         value = result.get("documents_per_s")
-        return isinstance(value, (int, float)) and math.isfinite(value)
+        added = result.get("added_rss_mb")
+        return (
+            len(result.get("metrics") or {}),
+            isinstance(value, (int, float)) and math.isfinite(value),
+            float(added) if isinstance(added, (int, float)) and math.isfinite(added) else 0.0,
+        )
 
-    return not measured(current) and measured(candidate)
+    return rank(candidate) > rank(current)
 
 
 def comparisons(

@@ -334,8 +334,20 @@ def pytest_assertrepr_compare(config: pytest.Config, op: str, left: Any, right: 
     ]
     worst = est.worst(3)
     if worst:
-        lines.append("worst queries: " + ", ".join(f"{qid} ({value:.4f})" for qid, value in worst))
+        texts = est.query_texts or {}
+        lines.append(
+            "worst queries: "
+            + ", ".join(f"{qid}{_quoted(texts.get(qid))} ({value:.4f})" for qid, value in worst)
+        )
     return lines
+
+
+def _quoted(text: str | None, width: int = 50) -> str:
+    """`` "text"`` cut to ``width`` characters, or nothing when the text is unknown."""
+    if not text:
+        return ""
+    short = text if len(text) <= width else text[: width - 3].rstrip() + "..."
+    return f' "{short}"'
 
 
 @pytest.hookimpl(trylast=True)

@@ -110,6 +110,8 @@ class RetrievalResult:
     ) -> None:
         """The rankings and scores by query id, and the gain matrix the metrics read."""
         self.query_ids: tuple[str, ...] = tuple(q.id for q in dataset.queries)
+        #: each query's text, for messages that name queries
+        self.query_texts: dict[str, str] = {q.id: q.text for q in dataset.queries}
         self.rankings: dict[str, list[str]] = {
             qid: list(r) for qid, r in zip(self.query_ids, rankings, strict=True)
         }
@@ -156,6 +158,7 @@ class RetrievalResult:
             )
             est.query_ids = self.query_ids
             est.context = f"{self.name} on {self.dataset_name}"
+            est.query_texts = self.query_texts
             self._estimates[key] = est
         return self._estimates[key]
 

@@ -16,7 +16,7 @@ Usage::
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -59,6 +59,8 @@ class Estimate(float):
     #: the query ids of ``per_query`` and what was measured ("bm25 on support"), for messages
     query_ids: tuple[str, ...] | None
     context: str | None
+    #: query id -> query text, so a failure shows what each listed query asks
+    query_texts: Mapping[str, str] | None
 
     def __new__(
         cls,
@@ -72,6 +74,7 @@ class Estimate(float):
         name: str | None = None,
         query_ids: Sequence[str] | None = None,
         context: str | None = None,
+        query_texts: Mapping[str, str] | None = None,
     ) -> Estimate:
         obj = super().__new__(cls, value)
         obj.low = float(low)
@@ -84,6 +87,7 @@ class Estimate(float):
         obj.name = name
         obj.query_ids = tuple(query_ids) if query_ids is not None else None
         obj.context = context
+        obj.query_texts = query_texts
         return obj
 
     @property
@@ -120,6 +124,7 @@ class Estimate(float):
                 self.name,
                 self.query_ids,
                 self.context,
+                self.query_texts,
             ),
         )
 
@@ -147,6 +152,7 @@ def _rebuild_estimate(
     name: str | None,
     query_ids: tuple[str, ...] | None = None,
     context: str | None = None,
+    query_texts: Mapping[str, str] | None = None,
 ) -> Estimate:
     return Estimate(
         value,
@@ -158,6 +164,7 @@ def _rebuild_estimate(
         name=name,
         query_ids=query_ids,
         context=context,
+        query_texts=query_texts,
     )
 
 

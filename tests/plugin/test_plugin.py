@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from .conftest import MODES
+from .conftest import MODES, QUERIES
 
 BASIC = """
 import pytest
@@ -67,6 +67,9 @@ def test_failing_assert_explains_itself(project: pytest.Pytester, mode: list[str
             "*worst queries: q* (0.*), q* (*), q* (*)*",
         ]
     )
+    # each listed query with its text, so the reader sees what it asked (issue 8 item 1)
+    (line,) = [x for x in result.stdout.lines if "worst queries:" in x]
+    assert any(f'{q["_id"]} "{q["text"]}" (' in line for q in QUERIES), line
 
 
 @pytest.mark.parametrize("mode", MODES)

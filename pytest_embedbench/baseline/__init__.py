@@ -3,24 +3,7 @@
 Thresholds are fixed rules checked after each retrieval test; baselines keep per-query scores
 so a later run can be compared query by query with a paired bootstrap (the gate).
 
-A thresholds file (``--embedbench-thresholds``, or the ``thresholds`` key of
-``embedbench.yaml``)::
-
-    defaults:                       # every retrieval test
-      ndcg@10: ">= 0.5"
-      latency.p95_ms: "<= 200"
-    models:                         # by model short name
-      bm25: {ndcg@10: ">= 0.4"}
-    tests:                          # by test function name
-      test_support_search:
-        recall@10: ">= 0.7"
-        models:
-          all-MiniLM-L6-v2: {ndcg@10: ">= 0.6"}
-
-More specific entries replace less specific ones for the same key (defaults < models < tests <
-tests.models). Keys are metric names (``ndcg@10``), ``latency.<p50_ms|p90_ms|p95_ms|p99_ms|
-mean_ms|max_ms|qps>``, ``peak_rss_mb``, ``documents_per_s``, ``cache.hit_rate`` and
-``timings.<stage>_s``.
+The thresholds file format is documented in :mod:`.thresholds`.
 
 The package keeps one module per job: :mod:`.thresholds` (fixed rules), :mod:`.store` (the
 baseline file and its entries), :mod:`.settings` (gate settings) and :mod:`.compare` (the gate).

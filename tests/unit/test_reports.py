@@ -73,8 +73,8 @@ def test_the_table_marks_the_best_values_and_shows_errors() -> None:
     assert rows["broken"].rstrip().endswith("error: RuntimeError: no weights")
     assert lines[-1] == (
         "* best in column; nDCG@10 shows its 95% bootstrap interval over queries; -: no value "
-        "(the model failed, or nothing was measured: docs/s when every document came from the "
-        "cache, Δ when there is no baseline or reference to pair)"
+        "(the model failed, or nothing was measured: a cut-off the run lacks, docs/s when every "
+        "document came from the cache, Δ when there is no baseline or reference to pair)"
     )
 
 

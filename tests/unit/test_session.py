@@ -55,11 +55,12 @@ def run_test(state: EmbedBenchSession, tmp_path: Path, *, test: str = "test_sear
 
 def test_cases_resolve_marker_arguments_and_gate_settings_at_collection(tmp_path: Path) -> None:
     state = session(tmp_path)
-    marker = {"models": ["bm25"], "dataset": dataset(), "k": 5, "gate": {"tolerance": 0.05}}
+    marker = {"models": ["bm25"], "dataset": dataset(), "k": [5, 10], "gate": {"tolerance": 0.05}}
     (case,) = state.cases(marker, tmp_path / "test_x.py", "test_search")
     assert case.model.short_name == "bm25"
-    assert case.k == (5, 10, 100)
-    assert case.gate == GateSettings(tolerance=0.05)  # resolved once, stored on the case
+    assert case.k == (5, 10)  # the cut-offs asked for, nothing added
+    # resolved once, stored on the case; the default Recall@100 is dropped: k lacks 100
+    assert case.gate == GateSettings(tolerance=0.05, metrics=("ndcg@10",))
     with pytest.raises(ConfigError, match="unknown keyword"):
         state.cases({"modles": ["bm25"], "dataset": dataset()}, tmp_path / "test_x.py")
     with pytest.raises(ConfigError, match="appear more than once"):

@@ -8,6 +8,49 @@ from pathlib import Path
 
 import pytest
 
+# pytester's in-process runs drop the modules first imported inside a run, so the next run
+# imports them again: a C extension imported twice in one process can crash it (faiss, bm25s's
+# scipy parts, PyStemmer), and the pure-Python ones cost seconds per run (scipy.stats is about
+# 400 modules; pytest re-applies assertion rewriting to hypothesis, a pytest plugin's package).
+# Importing them here, once, keeps them across runs.
+_PRELOAD = (
+    "faiss",
+    "bm25s",
+    "Stemmer",
+    "scipy.sparse",
+    "scipy.stats",
+    "sqlite3",
+    "psutil",
+    "tabulate",
+    "filelock",
+    "cpuinfo",
+    "hypothesis.internal.observability",
+    "gzip",
+    "multiprocessing",
+)
+for _name in _PRELOAD:
+    try:
+        __import__(_name)
+    except ImportError:
+        pass
+
+
+def _preload_package() -> None:
+    """Every module of the plugin (the providers are imported lazily, by the registry)."""
+    import importlib
+    import pkgutil
+
+    import pytest_embedbench
+
+    for info in pkgutil.walk_packages(pytest_embedbench.__path__, "pytest_embedbench."):
+        try:
+            importlib.import_module(info.name)
+        except ImportError:  # an optional provider's client is not installed
+            pass
+
+
+_preload_package()
+
 REPO = Path(__file__).resolve().parent.parent
 SCIFACT = Path(os.environ.get("EMBEDBENCH_SCIFACT", REPO.parent / "shared" / "data" / "scifact"))
 

@@ -7,14 +7,6 @@ from pathlib import Path
 
 import pytest
 
-# pytester's in-process runs drop modules first imported inside a run; importing a C extension
-# (faiss, bm25s's scipy parts, PyStemmer) again in one process can crash it, so load them here
-for _name in ("faiss", "bm25s", "Stemmer", "scipy.sparse", "sqlite3", "psutil", "tabulate"):
-    try:
-        __import__(_name)
-    except ImportError:
-        pass
-
 REPO = Path(__file__).resolve().parents[2]
 
 CORPUS = [

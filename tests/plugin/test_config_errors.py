@@ -35,7 +35,10 @@ def _usage_error(result: pytest.RunResult, *patterns: str) -> None:
 # -- names: reference, providers keys, provider names --------------------------------------
 
 
-@pytest.mark.parametrize("mode", [[], ["-n", "2"]], ids=["serial", "xdist"])
+@pytest.mark.parametrize(
+    "mode",
+    [pytest.param([], id="serial"), pytest.param(["-n", "2"], id="xdist", marks=pytest.mark.slow)],
+)
 def test_reference_typo_in_the_config(project: pytest.Pytester, mode: list[str]) -> None:
     _config(project, "models: [hashing:h, bm25]\nreference: bm52\n")
     project.makepyfile(test_basic=BASIC)

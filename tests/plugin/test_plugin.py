@@ -474,7 +474,7 @@ def test_quiet_keeps_a_shorter_table(project: pytest.Pytester, mode: list[str]) 
     ("args", "shown"),
     [
         pytest.param([], True, id="default"),
-        pytest.param(["-v"], True, id="v"),
+        pytest.param(["-v"], True, id="v", marks=pytest.mark.slow),
         pytest.param(["-q"], False, id="q"),
         pytest.param(["-n", "2"], False, id="n2", marks=pytest.mark.slow),
     ],

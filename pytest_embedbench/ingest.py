@@ -158,6 +158,8 @@ def _read_pdf(file: Path) -> tuple[str, str, dict[str, Any]]:
                     f"is an encrypted PDF that needs a password{detail}; save a decrypted copy "
                     "(qpdf --decrypt --password=... in.pdf out.pdf) and read that"
                 )
+        if not len(reader.pages):
+            raise _Unreadable("is a PDF without pages; re-export it")
         raw = [page.extract_text() or "" for page in reader.pages]
         labels = list(reader.page_labels)
     except _Unreadable:
@@ -444,8 +446,12 @@ def load_documents(
             )
         by_folded[folded] = file
         fmt, reader = _READERS[suffix]
+        metadata: dict[str, Any]
         try:
-            title, text, metadata = reader(file)
+            if file.stat().st_size == 0:  # the same word for every format (pypdf would fail)
+                title, text, metadata = "", "", {}
+            else:
+                title, text, metadata = reader(file)
         except _Skip as exc:
             warnings.warn(f"{file}: skipped, {exc}", IngestWarning, stacklevel=2)
             continue

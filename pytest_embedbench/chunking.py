@@ -193,10 +193,13 @@ class _Counter:
         name: str,
         starts: Callable[[str], np.ndarray] | None,
         counts: Callable[[list[str]], list[int]],
+        word_exact: bool = False,
     ) -> None:
         self.name = name
         self._starts = starts
         self.counts = counts
+        #: a text cut at ASCII whitespace has exactly the whole text's tokens between the cuts
+        self.word_exact = word_exact
 
     def starts(self, text: str) -> np.ndarray:
         if self._starts is not None:
@@ -223,10 +226,29 @@ def _from_tokenizers(tokenizer: Any, name: str) -> _Counter:
         offsets = tokenizer.encode(text, add_special_tokens=False).offsets
         return np.fromiter((s for s, _ in offsets), dtype=np.int64, count=len(offsets))
 
-    def counts(texts: list[str]) -> list[int]:
-        return [len(e.ids) for e in tokenizer.encode_batch(texts, add_special_tokens=False)]
+    # encode_batch_fast (tokenizers >= 0.21) skips the offsets, which counting does not need
+    batch = getattr(tokenizer, "encode_batch_fast", tokenizer.encode_batch)
 
-    return _Counter(name, starts, counts)
+    def counts(texts: list[str]) -> list[int]:
+        return [len(e.ids) for e in batch(texts, add_special_tokens=False)]
+
+    return _Counter(name, starts, counts, _word_exact(tokenizer))
+
+
+#: pre-tokenizers that split at whitespace first, and normalizers that map each character on
+#: its own: with both, the tokens of a text cut at whitespace are the whole text's tokens
+#: between the cuts (BERT-style tokenizers such as MiniLM's); any other tokenizer (byte-level
+#: BPE marks a word's leading space, Metaspace only the first word) has every chunk re-counted
+_WORD_EXACT_PRE = frozenset({"BertPreTokenizer", "Whitespace", "WhitespaceSplit"})
+_WORD_EXACT_NORM = frozenset(
+    {"NoneType", "BertNormalizer", "Lowercase", "NFC", "NFD", "NFKC", "NFKD", "StripAccents"}
+)
+
+
+def _word_exact(tokenizer: Any) -> bool:
+    pre = type(getattr(tokenizer, "pre_tokenizer", None)).__name__
+    norm = type(getattr(tokenizer, "normalizer", None)).__name__
+    return pre in _WORD_EXACT_PRE and norm in _WORD_EXACT_NORM
 
 
 def _packaged_tokenizer(name: str) -> Path | None:
@@ -320,8 +342,13 @@ def _counter(tokenizer: Any) -> _Counter:
 # ---------------------------------------------------------------------------------------------
 # splitting one document into (start, end) spans
 
-_WHITESPACE = re.compile(r"\s+")
-_SENTENCE_END = re.compile(r"[.!?\u2026\u3002\uff01\uff1f][\"'\u2019\u201d)\]\u00bb]*$")
+_NON_WHITESPACE = re.compile(r"\S+")
+# each gap pattern ends where the whitespace run ends: at the start of the next word
+_SENTENCE_GAP = re.compile(r"[.!?\u2026\u3002\uff01\uff1f][\"'\u2019\u201d)\]\u00bb]*\s+")
+_LINE_GAP = re.compile(r"\n\s*")
+_PARAGRAPH_GAP = re.compile(r"\n[^\S\n]*\n\s*")
+#: whitespace every tokenizer splits at (for the exact-count check of a chunk's ends)
+_CLEAN = frozenset(" \t\n\r")
 _PARAGRAPH, _LINE, _SENTENCE, _WORD, _HARD = range(5)
 
 
@@ -349,36 +376,27 @@ class _Units:
 
 def _words(text: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Non-whitespace runs: their starts, their ends and the level of the boundary before each
-    (the first word's is a paragraph's)."""
-    starts: list[int] = []
-    ends: list[int] = []
-    levels: list[int] = []
-    pos, level = 0, _PARAGRAPH
-    for m in _WHITESPACE.finditer(text):
-        a, b = m.span()
-        if a > pos:
-            starts.append(pos)
-            ends.append(a)
-            levels.append(level)
-            newlines = text.count("\n", a, b)
-            if newlines >= 2:
-                level = _PARAGRAPH
-            elif newlines:
-                level = _LINE
-            elif _SENTENCE_END.search(text, max(pos, a - 4), a):
-                level = _SENTENCE
-            else:
-                level = _WORD
-        pos = b
-    if pos < len(text):
-        starts.append(pos)
-        ends.append(len(text))
-        levels.append(level)
-    return (
-        np.asarray(starts, dtype=np.int64),
-        np.asarray(ends, dtype=np.int64),
-        np.asarray(levels, dtype=np.int8),
-    )
+    (the first word's is a paragraph's). One regex pass per level, no loop over words."""
+    spans = np.fromiter(
+        (p for m in _NON_WHITESPACE.finditer(text) for p in m.span()), dtype=np.int64
+    ).reshape(-1, 2)
+    starts, ends = spans[:, 0], spans[:, 1]
+    levels = np.full(len(starts), _WORD, dtype=np.int8)
+    # weaker first, so a stronger boundary at the same word overwrites it
+    for level, pattern in (
+        (_SENTENCE, _SENTENCE_GAP),
+        (_LINE, _LINE_GAP),
+        (_PARAGRAPH, _PARAGRAPH_GAP),
+    ):
+        gaps = np.fromiter((m.end() for m in pattern.finditer(text)), dtype=np.int64)
+        at = np.searchsorted(starts, gaps)
+        found = at < len(starts)
+        at = at[found]
+        at = at[starts[at] == gaps[found]]
+        levels[at] = level
+    if len(levels):
+        levels[0] = _PARAGRAPH
+    return starts, ends, levels
 
 
 def _strip(text: str, a: int, b: int) -> tuple[int, int]:
@@ -578,11 +596,32 @@ def _document_spans(
             cs, ce, lv, u0, u1 = _sentences(arrays, u0, u1, size)
         spans = _pack(cs, ce, lv, u0, u1, size, overlap, strategy == "recursive")
     if counter is not None and spans:
-        counts = counter.counts([text[a:b] for a, b in spans])
-        if any(c > size for c in counts):
+        # a chunk is counted again on its own unless its count is exact by construction
+        if counter.word_exact:
+            # exact: the document's tokens that start inside the span, when both ends touch
+            # whitespace (so a word split across tokens that share a start is still re-counted)
+            bounds = np.asarray(spans, dtype=np.int64)
+            estimate = units.index(bounds[:, 1]) - units.index(bounds[:, 0])
+            end = len(text)
+            recount = [
+                n
+                for n, (a, b) in enumerate(spans)
+                if estimate[n] > size
+                or (a and text[a - 1] not in _CLEAN)
+                or (b < end and text[b] not in _CLEAN)
+            ]
+        else:
+            recount = list(range(len(spans)))
+        counts = dict(
+            zip(recount, counter.counts([text[slice(*spans[n])] for n in recount]), strict=True)
+        )
+        if any(c > size for c in counts.values()):
             checked: list[tuple[int, int]] = []
-            for (a, b), c in zip(spans, counts, strict=True):
-                checked.extend([(a, b)] if c <= size else _refit(text, a, b, size, counter, units))
+            for n, (a, b) in enumerate(spans):
+                if counts.get(n, 0) <= size:
+                    checked.append((a, b))
+                else:
+                    checked.extend(_refit(text, a, b, size, counter, units))
             # a re-cut chunk's pieces can run into the next chunks (fixed windows overlap):
             # back in position order, and a piece that another chunk holds whole is dropped
             checked.sort(key=lambda span: (span[0], -span[1]))

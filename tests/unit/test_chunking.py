@@ -93,7 +93,7 @@ def test_offsets_hold_for_every_strategy_in_chars(
     text=texts,
     repeat=st.integers(1, 3),
     strategy=st.sampled_from(STRATEGIES),
-    size=st.integers(1, 80),
+    size=st.integers(4, 80),  # MiniLM makes one Hangul syllable 3 tokens (NFD jamo)
     overlap_share=st.floats(0, 0.9),
 )
 def test_token_chunks_never_exceed_size_in_minilm(
@@ -211,6 +211,14 @@ def test_tokenizer_forms(minilm, tmp_path: Path) -> None:  # type: ignore[no-unt
         chunk_documents([doc], unit="tokens")
     with pytest.raises(ConfigError, match="no tokenizer.json"):
         chunk_documents([doc], unit="tokens", tokenizer=tmp_path)
+
+
+def test_a_character_longer_than_size_is_a_clear_error(minilm) -> None:  # type: ignore[no-untyped-def]
+    doc = Document("k", "\ucda4")  # one Hangul syllable: three jamo tokens in MiniLM
+    for strategy in STRATEGIES:
+        with pytest.raises(ConfigError, match=r"size 2 tokens: the character '\ucda4' alone"):
+            chunk_documents([doc], strategy=strategy, size=2, overlap=0, unit="tokens",
+                            tokenizer=minilm)  # fmt: skip
 
 
 def test_hf_interface_object_without_offsets(minilm) -> None:  # type: ignore[no-untyped-def]

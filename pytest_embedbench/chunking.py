@@ -342,7 +342,7 @@ def _counter(tokenizer: Any) -> _Counter:
 # ---------------------------------------------------------------------------------------------
 # splitting one document into (start, end) spans
 
-_NON_WHITESPACE = re.compile(r"\S+")
+_SPACE_CODES = np.array([c for c in range(0x3001) if chr(c).isspace()], dtype=np.uint32)
 # each gap pattern ends where the whitespace run ends: at the start of the next word
 _SENTENCE_GAP = re.compile(r"[.!?\u2026\u3002\uff01\uff1f][\"'\u2019\u201d)\]\u00bb]*\s+")
 _LINE_GAP = re.compile(r"\n\s*")
@@ -377,10 +377,13 @@ class _Units:
 def _words(text: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Non-whitespace runs: their starts, their ends and the level of the boundary before each
     (the first word's is a paragraph's). One regex pass per level, no loop over words."""
-    spans = np.fromiter(
-        (p for m in _NON_WHITESPACE.finditer(text) for p in m.span()), dtype=np.int64
-    ).reshape(-1, 2)
-    starts, ends = spans[:, 0], spans[:, 1]
+    # whitespace as re's \s sees it (str.isspace), over the code points at once
+    codes = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+    word = np.ones(len(codes) + 2, dtype=bool)
+    word[1:-1] = ~np.isin(codes, _SPACE_CODES, kind="table")
+    word[0] = word[-1] = False
+    edges = np.flatnonzero(word[1:] != word[:-1])
+    starts, ends = edges[0::2].astype(np.int64), edges[1::2].astype(np.int64)
     levels = np.full(len(starts), _WORD, dtype=np.int8)
     # weaker first, so a stronger boundary at the same word overwrites it
     for level, pattern in (

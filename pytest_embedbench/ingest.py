@@ -324,6 +324,9 @@ def _read_html(file: Path) -> tuple[str, str, dict[str, Any]]:
     title_tag = soup.find("title")
     title = " ".join(title_tag.get_text().split()) if title_tag is not None else ""
     for tag in soup.find_all(_HTML_DROP):
+        # a page's header is boilerplate; an <article>'s own <header> holds its headline
+        if tag.name == "header" and tag.find_parent("article") is not None:
+            continue
         tag.decompose()
     return title, _html_text(soup), {}
 

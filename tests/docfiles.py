@@ -159,7 +159,7 @@ def make_html(
   <header><div class="logo">Globex Portal</div></header>
   <nav><a href="/home">Homepage</a> <a href="/pricing">Pricing plans</a></nav>
   <main><article>
-    <h1>{esc(heading)}</h1>
+    <header><h1>{esc(heading)}</h1></header>
 {paras}
     <ul>{lis}</ul>
   </article></main>

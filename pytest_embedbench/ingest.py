@@ -454,7 +454,11 @@ def load_documents(
             if file.stat().st_size == 0:  # the same word for every format (pypdf would fail)
                 title, text, metadata = "", "", {}
             else:
-                title, text, metadata = reader(file)
+                # the parsers' own warnings (bs4's "looks like a URL", pypdf's repairs) would
+                # be errors under filterwarnings=error and say nothing the result does not
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    title, text, metadata = reader(file)
         except _Skip as exc:
             warnings.warn(f"{file}: skipped, {exc}", IngestWarning, stacklevel=2)
             continue

@@ -219,3 +219,9 @@ def test_skip_warns_for_each_bad_file_and_loads_the_rest(bad_folder: Path) -> No
 def test_on_error_value_checked(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="on_error='ignore'"):
         load_documents(tmp_path, on_error="ignore")  # type: ignore[arg-type]
+
+
+def test_parser_warnings_do_not_become_errors(tmp_path: Path) -> None:
+    # bs4 warns that this "looks like a URL"; under filterwarnings=error it must still load
+    (tmp_path / "link.html").write_text("https://example.invalid/page")
+    assert [d.text for d in load_documents(tmp_path)] == ["https://example.invalid/page"]

@@ -232,14 +232,16 @@ def main() -> None:
 
             def round_spec(r: int) -> tuple[Path, Path]:
                 # a different 1% per round, and an edit text never seen before: fresh misses
-                chosen = dataset.documents[r::max(1, len(dataset.documents) // n_edit)][:n_edit]
+                chosen = dataset.documents[r :: max(1, len(dataset.documents) // n_edit)][:n_edit]
                 edits = {d.id: f" (revised, round {r})" for d in chosen}
                 edited = [f"{d.title} {d.text}{edits[d.id]}".strip() for d in chosen]
                 anchor = write(
                     folder / f"anchor-{r}.json",
                     {"edited_texts": edited, "query_texts": query_texts},
                 )
-                mine = write(folder / f"ours-{r}.json", {**base, "cache": str(cache), "edits": edits})
+                mine = write(
+                    folder / f"ours-{r}.json", {**base, "cache": str(cache), "edits": edits}
+                )
                 return anchor, mine
 
             specs = [round_spec(r) for r in range(args.rounds + 1)]

@@ -60,6 +60,8 @@ class Evaluator:
     ``latency_passes`` timed passes over the queries (after one untimed warm-up query) give
     each query's latency as its median over the passes; only the first pass's rankings are
     scored, and large query sets get fewer passes (see :func:`~.measure.latency_passes`).
+    ``latency_passes=0`` measures no latency: the queries are embedded in batches, as a bare
+    script would, and ``result.latency`` has no figures (``n == 0``).
     """
 
     def __init__(
@@ -73,10 +75,15 @@ class Evaluator:
         progress: Progress | None = None,
         latency_passes: int = DEFAULT_LATENCY_PASSES,
     ) -> None:
-        if isinstance(latency_passes, bool) or not isinstance(latency_passes, int):
-            raise ConfigError(f"latency_passes={latency_passes!r}: give an integer >= 1")
-        if latency_passes < 1:
-            raise ConfigError(f"latency_passes={latency_passes!r}: give an integer >= 1")
+        if (
+            isinstance(latency_passes, bool)
+            or not isinstance(latency_passes, int)
+            or latency_passes < 0
+        ):
+            raise ConfigError(
+                f"latency_passes={latency_passes!r}: give an integer >= 1, or 0 to measure no "
+                "latency and embed the queries in batches"
+            )
         self.latency_passes = latency_passes
         self.k = parse_cutoffs(k, "k")
         self.cache = EmbeddingCache.open(cache)
@@ -182,6 +189,10 @@ class Evaluator:
         The query stage timings (set on ``timings``) are the scored pass's; ``encode_s`` counts
         the model's encode calls from ``encode_before`` (the documents') to the scored pass's end.
         """
+        if self.latency_passes == 0:
+            return self._batched_queries(
+                provider, retriever, queries, depth, timings, encode_before
+            )
         cold_query_ms = math.nan
         if queries:  # one untimed warm-up: lazy initialisation is not query latency
             t0 = time.perf_counter()
@@ -202,6 +213,29 @@ class Evaluator:
                     retriever.search(query.text, depth)
                     latencies[p, i] = time.perf_counter() - t0
         return _QueryRun(rankings, scores, latencies, cold_query_ms, threads, load)
+
+    def _batched_queries(
+        self,
+        provider: Provider,
+        retriever: Retriever,
+        queries: Sequence[Query],
+        depth: int,
+        timings: Timings,
+        encode_before: float,
+    ) -> _QueryRun:
+        """``latency_passes=0``: no query is timed alone; the queries go in batches (what a bare
+        script does), so the run costs no more than its rankings."""
+        embed_before, search_before = retriever.query_embedding_s, retriever.search_s
+        threads = thread_settings()
+        with LoadMonitor() as load:
+            rankings, scores = retriever.search_many([q.text for q in queries], depth)
+            timings.query_embedding_s = retriever.query_embedding_s - embed_before
+            timings.search_s = retriever.search_s - search_before
+            timings.encode_s = provider.encode_seconds() - encode_before
+        if self.progress is not None and queries:
+            self.progress("queries", len(queries), len(queries))
+        latencies = np.empty((0, len(queries)))
+        return _QueryRun(rankings, scores, latencies, math.nan, threads, load)
 
     def _scored_pass(
         self, retriever: Retriever, queries: Sequence[Query], depth: int, latencies: np.ndarray

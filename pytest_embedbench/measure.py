@@ -112,9 +112,9 @@ class LatencyStats:
             passes = timed.shape[0]
             timed = np.median(timed, axis=0) if timed.size else np.empty(0)
         ms = timed
-        if len(ms) == 0:
+        if len(ms) == 0:  # no query, or no timed pass (latency_passes=0)
             nan = math.nan
-            return cls(ms, 0, nan, nan, nan, nan, nan, nan, nan, max(passes, 1))
+            return cls(ms, 0, nan, nan, nan, nan, nan, nan, nan, passes)
         p50, p90, p95, p99 = np.percentile(ms, [50, 90, 95, 99])
         total_s = ms.sum() / 1000.0
         return cls(

@@ -71,6 +71,13 @@ def parse_positive_int(value: str) -> int:
     return number
 
 
+def parse_non_negative_int(value: str) -> int:
+    number = parse_int(value)
+    if number < 0:
+        raise argparse.ArgumentTypeError(f"{value!r} must be 0 or more")
+    return number
+
+
 def parse_int(value: str) -> int:
     try:
         return int(value)
@@ -267,10 +274,11 @@ class Options:
         3,
         OptionSpec(
             "--embedbench-latency-passes",
-            "timed passes over the queries; a query's latency is its median (default 3)",
+            "timed passes over the queries; a query's latency is its median (default 3); 0 "
+            "measures no latency and embeds the queries in batches, as a bare script does",
             ini="embedbench_latency_passes",
-            ini_help="timed passes over the queries (default 3)",
-            parse=parse_positive_int,
+            ini_help="timed passes over the queries (default 3; 0: no latency, batched queries)",
+            parse=parse_non_negative_int,
             metavar="N",
         ),
     )

@@ -304,8 +304,9 @@ class RetrievalResult:
             "seed": self.seed,
         }
         if per_query:
-            out["latency"]["per_query_ms"] = dict(
-                zip(self.query_ids, self.latency.per_query_ms.tolist(), strict=True)
+            timed = self.latency.per_query_ms.tolist()  # empty when no pass was timed
+            out["latency"]["per_query_ms"] = (
+                dict(zip(self.query_ids, timed, strict=True)) if timed else {}
             )
             out["per_query"] = {
                 name: dict(zip(self.query_ids, self.per_query(name).tolist(), strict=True))

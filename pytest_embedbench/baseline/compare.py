@@ -4,6 +4,7 @@ and its latencies against the baseline's (Mann-Whitney U)."""
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -241,6 +242,10 @@ def _report_drop(
         outcome.warnings.append(line)
 
 
+def _not_timed(p95: Any) -> bool:
+    return isinstance(p95, float) and math.isnan(p95)
+
+
 def _latency_gate(
     record: TestRecord,
     entry: Mapping[str, Any],
@@ -258,8 +263,10 @@ def _latency_gate(
     base_lat = entry.get("latency", {}) or {}
     cur_lat = (record.result or {}).get("latency", {}) or {}
     base_p95, cur_p95 = base_lat.get("p95_ms"), cur_lat.get("p95_ms")
-    if base_p95 is None or cur_p95 is None:
-        outcome.notes.append("latency gate: no p95 to compare")
+    if base_p95 is None or cur_p95 is None or _not_timed(base_p95) or _not_timed(cur_p95):
+        outcome.notes.append(
+            "latency gate: no p95 to compare (a run with latency_passes=0 times no query)"
+        )
         return
     if entry.get("machine_fingerprint") != record.machine_fingerprint:
         outcome.notes.append("latency gate skipped: this machine differs from the baseline's")

@@ -241,6 +241,12 @@ def check_thresholds(result: RetrievalResult, rules: list[Threshold]) -> list[st
     """One line per violated rule (empty when all hold)."""
     failures = []
     for rule in rules:
+        if rule.key.startswith("latency.") and result.latency.n == 0:
+            failures.append(
+                f"{rule.key}: not measured, the run timed no query (latency_passes=0); set "
+                f"--embedbench-latency-passes to 1 or more, or drop the rule  ({rule.origin})"
+            )
+            continue
         value, shown = value_of(result, rule.key)
         if not rule.check(value):
             failures.append(

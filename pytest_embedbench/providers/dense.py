@@ -47,6 +47,26 @@ class DenseRetriever(Retriever):
         keep = positions[0] >= 0
         return [self.ids[p] for p in positions[0][keep]], scores[0][keep].astype(float).tolist()
 
+    def search_many(
+        self, texts: Sequence[str], k: int
+    ) -> tuple[list[list[str]], list[list[float]]]:
+        """All queries embedded in the provider's batches, then one index search for all."""
+        if not texts:
+            return [], []
+        t0 = time.perf_counter()
+        vectors = self.provider.embed(list(texts), kind="query")
+        t1 = time.perf_counter()
+        positions, scores = self.index.search(vectors, k)
+        self.search_s += time.perf_counter() - t1
+        self.query_embedding_s += t1 - t0
+        rankings: list[list[str]] = []
+        out: list[list[float]] = []
+        for row, row_scores in zip(positions, scores, strict=True):
+            keep = row >= 0
+            rankings.append([self.ids[p] for p in row[keep]])
+            out.append(row_scores[keep].astype(float).tolist())
+        return rankings, out
+
 
 def build_dense(
     provider: EmbeddingProvider,

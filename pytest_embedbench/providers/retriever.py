@@ -11,6 +11,7 @@ Every provider's ``build(documents)`` returns a Retriever; the evaluator times i
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 __all__ = ["BuildStats", "Retriever"]
@@ -29,6 +30,19 @@ class Retriever(ABC):
     @abstractmethod
     def search(self, text: str, k: int) -> tuple[list[str], list[float]]:
         """The top-k document ids and scores for one query text, best first."""
+
+    def search_many(
+        self, texts: Sequence[str], k: int
+    ) -> tuple[list[list[str]], list[list[float]]]:
+        """Every text's top-k, in batches where the retriever can: the path of a run that
+        measures no latency (``latency_passes=0``). This default answers one text at a time."""
+        rankings: list[list[str]] = []
+        scores: list[list[float]] = []
+        for text in texts:
+            ids, sc = self.search(text, k)
+            rankings.append(ids)
+            scores.append(sc)
+        return rankings, scores
 
 
 @dataclass

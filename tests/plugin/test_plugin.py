@@ -612,3 +612,36 @@ def test_reference_from_the_config(project: pytest.Pytester, mode: list[str]) ->
     result.stdout.fnmatch_lines(
         ["model*Δ nDCG@10 vs h*status", "bm25 *+0.0* ?*? p=*passed", "h *(reference)*passed"]
     )
+
+
+def test_zero_latency_passes_runs_untimed_and_says_so(project: pytest.Pytester) -> None:
+    """``--embedbench-latency-passes 0``: batched queries, no latency figures anywhere, and a
+    baseline recorded that way gates quality only."""
+    project.makepyfile(
+        test_untimed="""
+        import math
+        import pytest
+
+        @pytest.mark.embedbench(dataset="tiny")
+        def test_search(retrieval):
+            assert retrieval.ndcg10 >= 0.2
+            assert retrieval.latency.n == 0 and math.isnan(retrieval.latency.p95_ms)
+        """
+    )
+    args = ["--embedbench-latency-passes", "0", "--embedbench-json=r.json"]
+    result = project.runpytest(*args, "--embedbench-update-baseline")
+    result.assert_outcomes(passed=2)
+    (row,) = [x for x in result.stdout.lines if x.startswith("bm25 ")]
+    header = next(x for x in result.stdout.lines if x.startswith("model "))
+    p95 = header.index("p95 ms")
+    assert row[p95 : p95 + 8].strip() == "-", row  # not measured: a dash, never nan
+    report = json.loads((project.path / "r.json").read_text())
+    for test in report["tests"]:
+        latency = test["result"]["latency"]
+        assert latency["n"] == 0 and latency["passes"] == 0 and latency["p95_ms"] is None
+    again = project.runpytest(*args)
+    again.assert_outcomes(passed=2)
+    assert "nan" not in again.stdout.str().lower()
+    bad = project.runpytest("--embedbench-latency-passes", "-1")
+    assert bad.ret == pytest.ExitCode.USAGE_ERROR
+    bad.stderr.fnmatch_lines(["*'-1' must be 0 or more*"])

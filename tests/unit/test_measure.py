@@ -3,13 +3,21 @@ recommendation, the conditions of a measurement, and what each model adds to mem
 
 from __future__ import annotations
 
+import math
 import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from pytest_embedbench import Evaluator, ModelSpec, register_provider
+from pytest_embedbench import (
+    ConfigError,
+    Evaluator,
+    ModelSpec,
+    load_dataset,
+    register_provider,
+)
+from pytest_embedbench.baseline.thresholds import ThresholdSet, check_thresholds
 from pytest_embedbench.measure import (
     MAX_TIMED_SEARCHES,
     LatencyStats,
@@ -102,8 +110,47 @@ def test_a_stalled_pass_does_not_reach_the_latency(
 
 
 def test_latency_passes_is_validated() -> None:
-    with pytest.raises(Exception, match=r"latency_passes=0: give an integer >= 1"):
-        Evaluator(cache=False, latency_passes=0)
+    for bad in (-1, 1.5, True):
+        with pytest.raises(ConfigError, match=r"latency_passes=.*: give an integer >= 1, or 0"):
+            Evaluator(cache=False, latency_passes=bad)  # type: ignore[arg-type]
+
+
+class BatchRecordingProvider(HashingProvider):
+    """Records the query texts of every embed call."""
+
+    name = "batchrec"
+
+    def load(self) -> None:
+        super().load()
+        self.query_batches: list[list[str]] = []
+
+    def embed_batch(self, texts: list[str], *, kind: str) -> np.ndarray:
+        if kind == "query":
+            self.query_batches.append(list(texts))
+        return super().embed_batch(texts, kind=kind)
+
+
+register_provider(BatchRecordingProvider)
+
+
+def test_zero_latency_passes_embeds_the_queries_in_one_batch(beir_folder: Path) -> None:
+    timed = Evaluator(cache=False, latency_passes=1).evaluate("batchrec:b", beir_folder)
+    ev = Evaluator(cache=False, latency_passes=0)
+    untimed = ev.evaluate("batchrec:b", beir_folder)
+    provider = ev.provider("batchrec:b")
+    # no warm-up, no timed pass: every query once, in one batch, as a bare script does
+    (batch,) = provider.query_batches  # type: ignore[attr-defined]
+    assert sorted(batch) == sorted(q.text for q in load_dataset(beir_folder).queries)
+    assert untimed.rankings == timed.rankings and untimed.scores == timed.scores
+    assert float(untimed.ndcg10) == float(timed.ndcg10)
+    assert untimed.latency.n == 0 and untimed.latency.passes == 0
+    assert math.isnan(untimed.latency.p95_ms) and math.isnan(untimed.cold_query_ms)
+    assert untimed.timings.query_embedding_s > 0
+    # a latency rule cannot pass on a run that timed nothing, and says how to fix it
+    rules = ThresholdSet.parse({"defaults": {"latency.p95_ms": "<= 1000"}}, "limits.yaml")
+    (failure,) = check_thresholds(untimed, rules.for_test("t", "b"))
+    assert "not measured" in failure and "--embedbench-latency-passes" in failure
+    assert check_thresholds(timed, rules.for_test("t", "b")) == []
 
 
 # -- intervals and ties in the recommendation --------------------------------------------------

@@ -47,6 +47,9 @@ class DenseRetriever(Retriever):
         keep = positions[0] >= 0
         return [self.ids[p] for p in positions[0][keep]], scores[0][keep].astype(float).tolist()
 
+    def index_bytes(self) -> int | None:
+        return int(self.index.nbytes)
+
 
 def build_dense(
     provider: EmbeddingProvider,

@@ -30,6 +30,11 @@ class Retriever(ABC):
     def search(self, text: str, k: int) -> tuple[list[str], list[float]]:
         """The top-k document ids and scores for one query text, best first."""
 
+    def index_bytes(self) -> int | None:
+        """Bytes the in-memory index holds (vectors, or a lexical index's arrays); None when
+        unknown."""
+        return None
+
 
 @dataclass
 class BuildStats:

@@ -145,28 +145,35 @@ def _write_files(args: argparse.Namespace, report: dict[str, Any]) -> int:
     """``-o``, ``--csv`` and ``--md``: the files the run would have written from this JSON."""
     from .report.artifacts import write_failure
     from .report.html import render_html
-    from .report.json_report import atomic_write_text
     from .report.tabular import render_markdown, write_csv
 
     status = 0
     jobs: list[tuple[str, Path, Any]] = []
     if args.output:
         html = render_html(report, priority=args.priority, title=args.title)
-        jobs.append(("HTML report", Path(args.output), lambda p: atomic_write_text(p, html)))
+        jobs.append(("HTML report", Path(args.output), lambda p: _write(p, html)))
     if args.csv:
-        jobs.append(("CSV folder", Path(args.csv), lambda p: write_csv(p, report)))
+        jobs.append(("CSV", Path(args.csv), lambda p: write_csv(p, report)))
     if args.md:
         md = render_markdown(report, title=args.title)
-        jobs.append(("Markdown", Path(args.md), lambda p: atomic_write_text(p, md)))
+        jobs.append(("Markdown", Path(args.md), lambda p: _write(p, md)))
     for label, path, write in jobs:
         try:
-            write(path)
+            written = write(path)
         except OSError as exc:
             print(write_failure(label, path, exc, "choose another path"), file=sys.stderr)
             status = 1
             continue
-        print(f"{label}: {path}")
+        for done in written:  # like the end of a run: every file written, by path
+            print(f"{label}: {done}")
     return status
+
+
+def _write(path: Path, text: str) -> list[Path]:
+    from .report.json_report import atomic_write_text
+
+    atomic_write_text(path, text)
+    return [path]
 
 
 def _columns(value: str) -> tuple[str, ...]:

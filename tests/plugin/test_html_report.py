@@ -161,3 +161,17 @@ def test_the_page_renders_in_chromium_offline(
     if keep:  # CI keeps the screenshot beside its logs
         Path(keep).mkdir(parents=True, exist_ok=True)
         shutil.copy(shots / "report.png", Path(keep) / "html-report.png")
+
+
+@pytest.mark.slow
+def test_xdist_writes_the_same_kind_of_report(project: pytest.Pytester, tmp_path: Path) -> None:
+    project.makepyfile(test_search=SEARCH)
+    result = project.runpytest(
+        "-n", "2", "--embedbench-json=out/r.json", "--embedbench-html=out/r.html"
+    )
+    assert result.ret == 0, result.stdout.str()
+    result.stdout.fnmatch_lines(["JSON report: *r.json", "HTML report: *r.html"])
+    again = tmp_path / "again.html"
+    assert main(["report", str(project.path / "out" / "r.json"), "-o", str(again)]) == 0
+    assert again.read_bytes() == (project.path / "out" / "r.html").read_bytes()
+    assert (project.path / "out" / "r.html").read_text().count("queries, worst ndcg@10 first") == 2

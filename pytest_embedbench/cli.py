@@ -5,6 +5,8 @@ Usage::
     embedbench providers           # providers, their extras, key variables and list prices
     embedbench providers --json
     embedbench report report.json  # the comparison table of a saved JSON report
+    embedbench report report.json -o report.html [--priority speed] [--title T]
+    embedbench report report.json --csv out/ --md summary.md
     embedbench --version
 """
 
@@ -119,6 +121,8 @@ def _report(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
+    if args.output or args.csv or args.md:
+        return _write_files(args, report)
     comparisons = report.get("comparisons") or {}
     reference = next(
         (e.get("reference") for rows in comparisons.values() for e in rows.values()), None
@@ -130,10 +134,52 @@ def _report(args: argparse.Namespace) -> int:
         comparisons=comparisons,
         reference=reference,
         recommendations=recommendations.get("datasets"),
-        priority=recommendations.get("priority") or "balanced",
+        priority=args.priority or recommendations.get("priority") or "balanced",
+        columns=args.columns,
     )
     print("\n".join(lines) if lines else f"{path}: no retrieval test results")
     return 0
+
+
+def _write_files(args: argparse.Namespace, report: dict[str, Any]) -> int:
+    """``-o``, ``--csv`` and ``--md``: the files the run would have written from this JSON."""
+    from .report.artifacts import write_failure
+    from .report.html import render_html
+    from .report.tabular import render_markdown, write_csv
+
+    status = 0
+    jobs: list[tuple[str, Path, Any]] = []
+    if args.output:
+        html = render_html(report, priority=args.priority, title=args.title)
+        jobs.append(("HTML report", Path(args.output), lambda p: _write(p, html)))
+    if args.csv:
+        jobs.append(("CSV", Path(args.csv), lambda p: write_csv(p, report)))
+    if args.md:
+        md = render_markdown(report, title=args.title)
+        jobs.append(("Markdown", Path(args.md), lambda p: _write(p, md)))
+    for label, path, write in jobs:
+        try:
+            written = write(path)
+        except OSError as exc:
+            print(write_failure(label, path, exc, "choose another path"), file=sys.stderr)
+            status = 1
+            continue
+        for done in written:  # like the end of a run: every file written, by path
+            print(f"{label}: {done}")
+    return status
+
+
+def _write(path: Path, text: str) -> list[Path]:
+    from .report.json_report import atomic_write_text
+
+    atomic_write_text(path, text)
+    return [path]
+
+
+def _columns(value: str) -> tuple[str, ...]:
+    from .options import parse_columns
+
+    return parse_columns(value)
 
 
 def _version() -> str:
@@ -164,11 +210,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     providers.set_defaults(func=_providers)
     report = sub.add_parser(
         "report",
-        help="print the comparison table of a saved JSON report",
-        description="The table pytest printed, from a report written with --embedbench-json.",
+        help="print the comparison table of a saved JSON report, or render it as HTML (-o), "
+        "CSV and Markdown",
+        description="The table pytest printed, from a report written with --embedbench-json; "
+        "with -o, --csv or --md, the HTML report, CSV files or Markdown the run would have "
+        "written (the same bytes: they render from the JSON alone).",
     )
     report.add_argument("path", metavar="REPORT.json", help="a report from --embedbench-json")
     report.add_argument("-q", "--quiet", action="store_true", help="the short table of -q")
+    report.add_argument("-o", "--output", metavar="PATH", help="write the HTML report here")
+    report.add_argument("--csv", metavar="DIR", help="write results.csv and queries.csv here")
+    report.add_argument("--md", metavar="PATH", help="write the Markdown tables here")
+    report.add_argument(
+        "--priority",
+        choices=["accuracy", "speed", "balanced", "cost"],
+        help="the recommendation to mark as selected (default: the run's)",
+    )
+    report.add_argument("--title", help="the page title (default 'Embedding retrieval benchmark')")
+    report.add_argument(
+        "--columns", type=_columns, metavar="NAMES", help="the table's columns, comma-separated"
+    )
     report.set_defaults(func=_report)
     args = parser.parse_args(argv)
     result: int = args.func(args)

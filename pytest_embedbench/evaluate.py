@@ -125,6 +125,8 @@ class Evaluator:
             provider = self.provider(spec)
             timings.model_load_s = self._load_s[spec] if first_use else 0.0
             encode_before = provider.encode_seconds()
+            batches_before = len(provider.document_batch_seconds())
+            provider.reset_vram_peak()
             retriever = provider.build(
                 ds.documents, cache=self.cache, stats=stats, progress=self._documents_progress()
             )
@@ -136,6 +138,17 @@ class Evaluator:
         timings.total_s = time.perf_counter() - started
         provider.after_run()
         info = _model_info(provider)
+        vram_mb, vram_source = provider.vram_peak_mb()
+        resources = {
+            "dimension": provider.vector_dimension(),
+            "index_bytes": retriever.index_bytes(),
+            # a model loaded by this evaluation makes its first batch the cold one
+            "cold_model": first_use,
+            "document_batch_s": provider.document_batch_seconds()[batches_before:],
+            "vram_peak_mb": vram_mb,
+            "vram_source": vram_source,
+            "device": info.get("device"),
+        }
         result = RetrievalResult(
             model=spec,
             dataset=ds,
@@ -156,6 +169,7 @@ class Evaluator:
             n_resamples=self.n_resamples,
             level=self.level,
             provider=provider,
+            resources=resources,
         )
         if info.get("resident_mb") is not None:
             # the model lives in a server (Ollama): its resident size is the memory figure

@@ -25,7 +25,10 @@ from .metrics import METRICS, compute, grade_matrix, parse_metric
 from .providers import ModelSpec, Provider
 from .stats import Estimate, bootstrap, paired_bootstrap
 
-__all__ = ["RetrievalResult"]
+__all__ = ["RETRIEVED_KEPT", "RetrievalResult"]
+
+#: the top documents of each query kept in the report (``retrieved``): enough to read a miss
+RETRIEVED_KEPT = 10
 
 
 class RetrievalResult:
@@ -69,6 +72,7 @@ class RetrievalResult:
         n_resamples: int,
         level: float = 0.95,
         provider: Provider | None = None,
+        resources: Mapping[str, Any] | None = None,
     ) -> None:
         self.model = model
         self.name = model.short_name
@@ -93,6 +97,8 @@ class RetrievalResult:
         self.environment: dict[str, Any] = dict(environment or {})
         self.cache = cache
         self.model_info = dict(model_info)
+        #: what the evaluator measured besides time: dimension, index bytes, batch times, VRAM
+        self.measured: dict[str, Any] = dict(resources or {})
         self.seed = seed
         self.n_resamples = n_resamples
         self.level = level
@@ -263,6 +269,45 @@ class RetrievalResult:
         return {"price_per_1m_tokens": price, "usd": usd}
 
     @property
+    def resources(self) -> dict[str, Any]:
+        """Index size, vector dimension, model load time, cold and warm document batch times,
+        tokens per second and the GPU memory peak (``vram_peak_mb`` None: not on a GPU).
+
+        The cold batch is the first document batch after the model loaded (None when the model
+        was loaded earlier, or every document came from the cache); warm figures are the
+        other batches'. Tokens per second are the embedded documents' tokens over the
+        document embedding time (the cached documents' share left out)."""
+        m = self.measured
+        batches = [float(x) for x in m.get("document_batch_s") or []]
+        cold = batches[0] if batches and m.get("cold_model") else None
+        warm = batches[1:] if cold is not None else batches
+        index_bytes = m.get("index_bytes")
+        tokens = self.tokens.get("documents")
+        embedded = self.cache.misses
+        seconds = self.timings.document_embedding_s
+        tokens_per_s = None
+        if tokens is not None and embedded and seconds > 0 and self.n_documents:
+            tokens_per_s = tokens * (embedded / self.n_documents) / seconds
+        return {
+            "dimension": m.get("dimension"),
+            "index_bytes": index_bytes,
+            "bytes_per_document": (
+                index_bytes / self.n_documents
+                if index_bytes is not None and self.n_documents
+                else None
+            ),
+            "model_load_s": self.timings.model_load_s,
+            "document_batches": len(batches),
+            "cold_batch_ms": cold * 1000.0 if cold is not None else None,
+            "warm_batch_p50_ms": float(np.percentile(warm, 50)) * 1000.0 if warm else None,
+            "warm_batch_p95_ms": float(np.percentile(warm, 95)) * 1000.0 if warm else None,
+            "tokens_per_s": tokens_per_s,
+            "vram_peak_mb": m.get("vram_peak_mb"),
+            "vram_source": m.get("vram_source"),
+            "device": m.get("device"),
+        }
+
+    @property
     def run(self) -> dict[str, dict[str, float]]:
         """The rankings as ``{qid: {doc_id: score}}`` (pytrec_eval's run format)."""
         return {
@@ -301,6 +346,7 @@ class RetrievalResult:
             "tokens": self.tokens,
             "cost": self.cost,
             "model_info": {k: v for k, v in self.model_info.items() if _jsonable(v)},
+            "resources": self.resources,
             "seed": self.seed,
         }
         if per_query:
@@ -311,6 +357,13 @@ class RetrievalResult:
             out["per_query"] = {
                 name: dict(zip(self.query_ids, self.per_query(name).tolist(), strict=True))
                 for name in self.metrics()
+            }
+            # for the report's per-query drill-down: what came back against what was wanted
+            out["query_texts"] = dict(self.query_texts)
+            out["retrieved"] = {qid: ids[:RETRIEVED_KEPT] for qid, ids in self.rankings.items()}
+            out["relevant"] = {
+                qid: {doc: grade for doc, grade in sorted(j.items()) if grade > 0}
+                for qid, j in self._qrels.items()
             }
         return out
 

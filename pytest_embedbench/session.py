@@ -72,6 +72,8 @@ class EmbedBenchSession:
         #: artifacts (JSON report, baseline) that could not be written, one line each
         self.write_failures: list[str] = []
         self.json_written = False
+        #: (label, path) of every report file this run wrote, in order
+        self.artifacts: list[tuple[str, Any]] = []
         self._machine: str | None = None
         #: what this run's records add up to, built once at its end (report.summary.Summary)
         self.summary: Any = None

@@ -67,6 +67,9 @@ class DenseRetriever(Retriever):
             out.append(row_scores[keep].astype(float).tolist())
         return rankings, out
 
+    def index_bytes(self) -> int | None:
+        return int(self.index.nbytes)
+
 
 def build_dense(
     provider: EmbeddingProvider,

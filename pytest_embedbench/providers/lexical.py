@@ -40,6 +40,9 @@ class BM25Retriever(Retriever):
         self.query_embedding_s += t1 - t0
         return result
 
+    def index_bytes(self) -> int | None:
+        return self.index.nbytes
+
 
 @register_provider
 class BM25Provider(RankingProvider):
@@ -123,6 +126,10 @@ class HybridRetriever(Retriever):
         self.search_s += fusion_s
         return ids[:k], scores[:k]
 
+    def index_bytes(self) -> int | None:
+        sizes = [leg.index_bytes() for leg in self.legs]
+        return None if any(s is None for s in sizes) else sum(s or 0 for s in sizes)
+
 
 @register_provider
 class HybridProvider(RankingProvider):
@@ -159,6 +166,23 @@ class HybridProvider(RankingProvider):
 
     def encode_seconds(self) -> float:
         return sum(leg.encode_seconds() for leg in self.legs)
+
+    def document_batch_seconds(self) -> list[float]:
+        return [s for leg in self.legs for s in leg.document_batch_seconds()]
+
+    def vector_dimension(self) -> int | None:
+        return next((d for leg in self.legs if (d := leg.vector_dimension())), None)
+
+    def reset_vram_peak(self) -> None:
+        for leg in self.legs:
+            leg.reset_vram_peak()
+
+    def vram_peak_mb(self) -> tuple[float | None, str | None]:
+        for leg in self.legs:
+            found = leg.vram_peak_mb()
+            if found[0] is not None:
+                return found
+        return None, None
 
     def namespace(self) -> dict[str, Any]:
         ns = super().namespace()

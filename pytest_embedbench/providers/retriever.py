@@ -44,6 +44,11 @@ class Retriever(ABC):
             scores.append(sc)
         return rankings, scores
 
+    def index_bytes(self) -> int | None:
+        """Bytes the in-memory index holds (vectors, or a lexical index's arrays); None when
+        unknown."""
+        return None
+
 
 @dataclass
 class BuildStats:

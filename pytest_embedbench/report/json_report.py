@@ -39,6 +39,7 @@ if TYPE_CHECKING:
 __all__ = [
     "SCHEMA_VERSION",
     "atomic_write_json",
+    "atomic_write_text",
     "build_report",
     "machine_info",
     "remove_stale_temps",
@@ -246,18 +247,23 @@ def remove_stale_temps(path: Path, *, max_age: float = STALE_TEMP_SECONDS) -> li
 
 
 def atomic_write_json(path: Path, data: Any) -> None:
-    """Write ``data`` to ``path`` through a temporary file and a rename: never half a file.
+    """Write ``data`` as JSON to ``path`` atomically (see :func:`atomic_write_text`)."""
+    text = json.dumps(finite(data), indent=2, sort_keys=True, allow_nan=False) + "\n"
+    atomic_write_text(path, text)
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file and a rename: never half a file.
 
     Stale temporary files of earlier, interrupted writes of ``path`` are removed first; on
     failure (a full disk, a read-only folder) this write's own temporary file is removed and
     the ``OSError`` raised.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
-    text = json.dumps(finite(data), indent=2, sort_keys=True, allow_nan=False) + "\n"
     remove_stale_temps(path)
     fd, tmp = tempfile.mkstemp(prefix=_temp_prefix(path), suffix=".tmp", dir=path.parent)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
             # mkstemp makes the file private; keep an existing file's mode, else a normal one
             os.fchmod(fh.fileno(), path.stat().st_mode & 0o777 if path.exists() else 0o644)
             fh.write(text)

@@ -157,6 +157,10 @@ _RETRY_PROMPT = (
 )
 
 
+#: prefixes of embedding providers, which write no questions (an Ollama tag looks the same)
+_NOT_CHAT_PROVIDERS = frozenset({"hf", "cohere", "voyage", "bedrock", "bm25", "hybrid"})
+
+
 class GenerationError(EmbedBenchError):
     """Generation cannot go on: the chat server is unreachable, the model is not there, or a
     setting is wrong. The message says how to fix it and holds no credentials."""
@@ -253,7 +257,7 @@ class GenerationSettings:
                 raise ConfigError(f"{where}: {name} {value!r} must be between {low} and {high}")
         if not isinstance(self.model, str) or not self.model.split(":", 1)[-1]:
             raise ConfigError(f"{where}: model {self.model!r} must name a chat model")
-        if self.provider not in ("ollama", "openai"):
+        if self.model.partition(":")[0] in _NOT_CHAT_PROVIDERS:
             raise ConfigError(
                 f"{where}: model {self.model!r}: questions come from 'ollama:MODEL' (or a bare "
                 "Ollama name) or 'openai:MODEL' with host set to the server's base_url"

@@ -74,6 +74,7 @@ __all__ = [
     "GenerationResult",
     "GenerationSettings",
     "StaleEvalsetError",
+    "dataset_generation",
     "ensure_generated_evalset",
     "evalset_fingerprint",
     "generate_evalset",
@@ -1187,3 +1188,37 @@ def _check_fresh(target: Path, fingerprint: Mapping[str, Any], config_dir: Path,
         f"--dataset {name} --regenerate` (or delete {target.name} and {sidecar.name}), then "
         "review the new questions before you commit them"
     )
+
+
+def dataset_generation(
+    entry: Mapping[str, Any], *, name: str, where: str, base: Path
+) -> tuple[GenerationSettings, Path]:
+    """The settings and documents folder of a dataset entry of ``embedbench.yaml`` that says
+    ``evalset: {generate: {...}}`` (``path`` is then the documents folder, as with
+    ``evalset: FILE``). The dataset's own ``chunking`` mapping is the generation's unless
+    ``generate`` names one; the set goes to ``<name>.generated.jsonl`` beside the file unless
+    ``output`` says otherwise. Shared by the config reader's hook and
+    ``embedbench generate-evalset --config``, so both compute the same fingerprint.
+
+    Usage::
+
+        settings, docs = dataset_generation(raw["datasets"]["handbook"], name="handbook",
+                                            where="embedbench.yaml: datasets.handbook", base=dir)
+        path = ensure_generated_evalset(settings, docs, dir, name="handbook")
+    """
+    evalset = entry.get("evalset")
+    if not isinstance(evalset, Mapping) or set(evalset) != {"generate"}:
+        raise ConfigError(
+            f"{where}.evalset: {evalset!r}: give a .jsonl path, or {{generate: {{model: ..., "
+            "max_chunks: ...}}}} to generate the set from the documents"
+        )
+    if not isinstance(entry.get("path"), str):
+        raise ConfigError(f"{where}: needs 'path': the documents folder the questions come from")
+    defaults: dict[str, Any] = {"output": f"{name}.generated.jsonl"}
+    chunking = entry.get("chunking")
+    if isinstance(chunking, Mapping):
+        defaults["chunking"] = ChunkingSettings.from_mapping(chunking, f"{where}.chunking")
+    settings = GenerationSettings.from_mapping(
+        evalset["generate"], f"{where}.evalset.generate", **defaults
+    )
+    return settings, (base / entry["path"]).resolve()

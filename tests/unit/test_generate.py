@@ -395,3 +395,77 @@ def test_settings_from_mapping_name_the_bad_key() -> None:
     with pytest.raises(ConfigError, match=r"'cohere:command-r'"):
         GenerationSettings(model="cohere:command-r")
     assert GenerationSettings(model="openai:gpt-4o-mini").model_name == "gpt-4o-mini"
+
+
+# ---------------------------------------------------------------------------------------------
+# the command
+
+
+def test_cli_writes_the_set_with_progress_and_summary(
+    docs: Path, ollama_chat: OllamaChatServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from pytest_embedbench.cli import main
+
+    out = tmp_path / "generated.jsonl"
+    argv = ["generate-evalset", "--docs", str(docs), "--output", str(out), "--host"]
+    argv += [ollama_chat.url, "--questions-per-chunk", "2", "--seed", "7", "--max-chunks", "7"]
+    assert main([*argv, "--request-timeout-s", "5"]) == 0
+    err = capsys.readouterr().err
+    assert "chunks 1/7 · kept 1 · rejected 1 (no_question_mark 1)" in err
+    assert "chunks 7/7 · kept 5 · rejected 7" in err
+    assert "rejected duplicate: 1" in err and "chunks without questions (schema_mismatch): 1" in err
+    assert "review them" in err
+    assert [json.loads(line)["query_id"] for line in out.read_text().splitlines()] == [
+        "q0001",
+        "q0002",
+        "q0003",
+        "q0004",
+        "q0005",
+    ]
+    assert sidecar_path(out).is_file()
+
+
+def test_cli_exit_1_names_the_fix(
+    docs: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from pytest_embedbench.cli import main
+
+    out = tmp_path / "x.jsonl"
+    with OllamaChatServer() as server:
+        url = server.url
+        argv = ["generate-evalset", "--docs", str(docs), "--output", str(out), "--host", url]
+        assert main([*argv, "--model", "qwen2.5:7b", "--no-progress"]) == 1
+        assert "run `ollama pull qwen2.5:7b`" in capsys.readouterr().err
+    assert main([*argv, "--no-progress"]) == 1
+    assert "cannot reach the ollama server" in capsys.readouterr().err
+    assert main([*argv, "--questions-per-chunk", "9"]) == 2
+    assert "questions_per_chunk 9" in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_cli_regenerates_a_configured_dataset(
+    docs: Path, ollama_chat: OllamaChatServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from pytest_embedbench.cli import main
+
+    config = tmp_path / "embedbench.yaml"
+    config.write_text(
+        "datasets:\n"
+        "  handbook:\n"
+        "    path: docs\n"
+        "    evalset:\n"
+        f"      generate: {{host: '{ollama_chat.url}', questions_per_chunk: 2, seed: 7,\n"
+        "                 request_timeout_s: 5}\n",
+        encoding="utf-8",
+    )
+    argv = ["generate-evalset", "--config", str(config), "--dataset", "handbook"]
+    assert main(argv) == 0
+    path = tmp_path / "handbook.generated.jsonl"
+    assert path.is_file()
+    (docs / "a-backups.md").write_text("Backups are now hourly and kept for a year.\n")
+    assert main(argv) == 1
+    assert "stale: 1 document(s) changed ('a-backups.md')" in capsys.readouterr().err
+    assert main([*argv, "--regenerate"]) == 0
+    assert main(argv) == 0
+    assert main([*argv[:-1], "nope"]) == 2
+    assert "--dataset 'nope' is not one of ['handbook']" in capsys.readouterr().err

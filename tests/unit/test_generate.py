@@ -469,3 +469,32 @@ def test_cli_regenerates_a_configured_dataset(
     assert main(argv) == 0
     assert main([*argv[:-1], "nope"]) == 2
     assert "--dataset 'nope' is not one of ['handbook']" in capsys.readouterr().err
+
+
+def test_config_reader_generates_once_then_reuses_or_says_stale(
+    docs: Path, ollama_chat: OllamaChatServer, tmp_path: Path
+) -> None:
+    from pytest_embedbench.config import load_config
+    from pytest_embedbench.datasets import load_dataset
+
+    config = tmp_path / "embedbench.yaml"
+    config.write_text(
+        "datasets:\n"
+        "  handbook:\n"
+        "    path: docs\n"
+        f"    evalset: {{generate: {{host: '{ollama_chat.url}', request_timeout_s: 5}}}}\n",
+        encoding="utf-8",
+    )
+    entry = load_config(config).datasets["handbook"]
+    generated = tmp_path / "handbook.generated.jsonl"
+    assert generated.is_file()
+    calls = len(ollama_chat.chat_requests)
+    assert calls == 9  # one a chunk, two for the bare list and the prose
+    ds = load_dataset(entry.path, docs=entry.docs, name=entry.name)
+    assert len(ds.queries) >= 3 and {d.id for d in ds.documents} == set(DOCS)
+    load_config(config)  # unchanged: reused
+    assert len(ollama_chat.chat_requests) == calls
+    (docs / "g-webhooks.md").unlink()
+    with pytest.raises(StaleEvalsetError, match=r"1 document\(s\) removed \('g-webhooks.md'\)"):
+        load_config(config)
+    assert len(ollama_chat.chat_requests) == calls

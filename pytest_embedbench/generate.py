@@ -1151,20 +1151,27 @@ def ensure_generated_evalset(
         return target
     from filelock import FileLock
 
-    # xdist workers read the configuration at once: one generates, the others wait and reuse
-    with FileLock(str(target) + ".lock"):
-        if target.exists() and not regenerate:
-            _check_fresh(target, fingerprint, config_dir, name)
-            return target
-        result = generate_evalset(documents, settings, progress=progress)
-        if not result.rows:
-            raise GenerationError(
-                f"{target}: no question survived generation and filtering for {docs_folder} "
-                f"({'; '.join(result.report.summary_lines()[2:4])}); see the README's "
-                "'Generated questions are rejected' for what to change"
-            )
-        write_evalset(target, result.rows)
-        write_sidecar(target, fingerprint, result.report)
+    # xdist workers read the configuration at once: one generates, the others wait and reuse.
+    # The lock file is hidden (no loader reads it) and removed after: once the set exists, a
+    # late comer that locks a fresh file finds it and reuses it.
+    lock_path = target.with_name(f".{target.name}.lock")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        with FileLock(str(lock_path)):
+            if target.exists() and not regenerate:
+                _check_fresh(target, fingerprint, config_dir, name)
+                return target
+            result = generate_evalset(documents, settings, progress=progress)
+            if not result.rows:
+                raise GenerationError(
+                    f"{target}: no question survived generation and filtering for "
+                    f"{docs_folder} ({'; '.join(result.report.summary_lines()[2:4])}); see the "
+                    "README's 'Generated questions are rejected' for what to change"
+                )
+            write_evalset(target, result.rows)
+            write_sidecar(target, fingerprint, result.report)
+    finally:
+        lock_path.unlink(missing_ok=True)
     return target
 
 

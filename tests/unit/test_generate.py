@@ -299,6 +299,10 @@ def test_reuse_and_stale_set(docs: Path, ollama_chat: OllamaChatServer, tmp_path
     path = ensure_generated_evalset(settings, docs, config_dir, name="handbook")
     assert path == (config_dir / "handbook.generated.jsonl").resolve()
     assert sidecar_path(path).is_file()
+    assert sorted(p.name for p in config_dir.iterdir()) == [
+        "handbook.generated.jsonl",
+        "handbook.generated.jsonl.meta.json",
+    ]  # no lock or temporary file left behind
     calls = len(ollama_chat.chat_requests)
     # unchanged documents and settings: reused, no request
     assert ensure_generated_evalset(settings, docs, config_dir, name="handbook") == path

@@ -376,6 +376,7 @@ def _url_secrets(url: str) -> list[str]:
 
 class _ChatBackend(Protocol):
     host: str  # redacted
+    secrets: list[str]  # never shown: user info and query values of the URL, the API key
 
     def check(self) -> None: ...
 
@@ -412,6 +413,7 @@ class _OllamaChat:
         self.settings = settings
         self.model = settings.model_name
         self.host = redact_url(host)
+        self.secrets = _url_secrets(host)
         self._client = ollama.Client(host=host, timeout=settings.request_timeout_s)
 
     def check(self) -> None:
@@ -455,9 +457,11 @@ class _OpenAIChat:
         self.settings = settings
         self.model = settings.model_name
         self.host = redact_url(host)
+        key = os.environ.get("OPENAI_API_KEY")
+        self.secrets = _url_secrets(host) + ([key] if key else [])
         self._client: Any = openai.OpenAI(
             base_url=host,
-            api_key=os.environ.get("OPENAI_API_KEY") or "unused",  # local servers take none
+            api_key=key or "unused",  # local servers take none
             max_retries=0,
             timeout=settings.request_timeout_s,
         )
@@ -930,10 +934,7 @@ def generate_evalset(
     chunks = chunk_documents_with(settings.chunking, documents)
     sample = sample_chunks(chunks, settings)
     backend = _backend(settings)
-    raw_host = settings.host or ""
-    secrets = _url_secrets(raw_host) + (
-        [os.environ["OPENAI_API_KEY"]] if os.environ.get("OPENAI_API_KEY") else []
-    )
+    secrets = backend.secrets
     report = GenerationReport(
         model=settings.model_name,
         provider=settings.provider,

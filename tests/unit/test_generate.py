@@ -263,6 +263,15 @@ def test_no_secret_in_the_output(docs: Path, ollama_chat: OllamaChatServer) -> N
     assert redact_url("https://u:p@box:8000/v1?api_key=x#f") == "https://box:8000/v1"
 
 
+def test_no_secret_from_ollama_host_in_errors(docs: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with OllamaChatServer() as server:
+        url = server.url
+    monkeypatch.setenv("OLLAMA_HOST", url.replace("http://", f"http://admin:{SECRET}@"))
+    with pytest.raises(GenerationError, match="cannot reach") as gone:
+        generate_evalset(docs, fast())
+    assert SECRET not in str(gone.value) and url in str(gone.value)
+
+
 def test_judge_model_filters_unanswerable_and_round_trip(docs: Path, ollama_chat: OllamaChatServer):
     import tests.helpers  # noqa: F401  (registers the hashing provider)
 

@@ -823,7 +823,7 @@ class _Generator:
             if s.provider == "ollama":
                 fix = f"run `ollama pull {s.model_name}` (or pass another --model)"
             else:
-                fix = "pass a --model the server serves"
+                fix = "pass a --model the server serves (and check that --host ends in /v1)"
             return GenerationError(
                 f"model {s.model_name!r} is not available at {self.backend.host}: {fix}"
             )
@@ -890,7 +890,9 @@ class _Generator:
                 content = self.request(messages, seed, report)
             except GenerationError:
                 raise
-            except Exception:
+            except Exception as exc:
+                if status_of(exc) is None and default_retry_decision(exc) is None:
+                    raise  # not the server's answer: a defect, never silently counted
                 report.failed_chunks["request_failed"] += 1
                 return None
             parsed, bad = parse_questions(content)

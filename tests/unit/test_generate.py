@@ -511,3 +511,16 @@ def test_config_reader_generates_once_then_reuses_or_says_stale(
     with pytest.raises(StaleEvalsetError, match=r"1 document\(s\) removed \('g-webhooks.md'\)"):
         load_config(config)
     assert len(ollama_chat.chat_requests) == calls
+
+
+def test_openai_missing_model_and_a_refused_chunk(docs: Path) -> None:
+    with OpenAIChatServer(answerer=scripted_answerer()) as server:
+        base = server.url + "/v1"
+        with pytest.raises(GenerationError, match=r"model 'nope' is not available at .*/v1"):
+            generate_evalset(docs, fast(model="openai:nope", host=base))
+        server.reset()
+        server.script("400", "429")  # one chunk refused (counted), one rate-limited (retried)
+        result = generate_evalset(docs, fast(model="openai:qwen2.5-7b-instruct", host=base))
+    assert result.report.failed_chunks["request_failed"] == 1
+    assert result.report.retries == 1
+    assert [r["relevant_doc_ids"][0] for r in result.rows][-1] == "g-webhooks.md"

@@ -152,7 +152,7 @@ def load_config(path: Path) -> ProjectConfig:
         raise ConfigError(f"{path}: unknown key(s) {unknown}; allowed: {sorted(_TOP_KEYS)}")
     base = path.parent
     load_plugins(path, raw.get("plugins") or [])
-    datasets = _parse_datasets(path, base, raw.get("datasets") or {})
+    datasets = _parse_datasets(path, base, _generated_evalsets(path, base, raw.get("datasets")))
     models = _parse_models(path, raw.get("models") or [])
     providers = raw.get("providers") or {}
     if not isinstance(providers, Mapping) or not all(
@@ -182,6 +182,31 @@ def load_config(path: Path) -> ProjectConfig:
         reference=reference,
         raw=dict(raw),
     )
+
+
+def _generated_evalsets(path: Path, base: Path, raw: Any) -> Any:
+    """Issue 13's hook: a dataset saying ``evalset: {generate: {...}}`` (``path`` is then its
+    documents folder) gets its set generated once beside this file and reused while the
+    documents and settings are unchanged; a changed corpus is a StaleEvalsetError naming the
+    command that regenerates it (see :func:`~.generate.ensure_generated_evalset`). The entry is
+    handed on as one naming the generated ``.jsonl``."""
+    if not isinstance(raw, Mapping):
+        return raw or {}
+    out = dict(raw)
+    for name, entry in raw.items():
+        if not (isinstance(entry, Mapping) and isinstance(entry.get("evalset"), Mapping)):
+            continue
+        from .generate import dataset_generation, ensure_generated_evalset
+
+        where = f"{path}: datasets.{name}"
+        settings, docs = dataset_generation(entry, name=str(name), where=where, base=base)
+        target = ensure_generated_evalset(settings, docs, base, name=str(name))
+        if "evalset" in _DATASET_KEYS:  # 'evalset: FILE' with 'path' the documents folder
+            out[name] = {**entry, "evalset": str(target)}
+        else:  # a .jsonl 'path' with its 'docs'
+            rest = {k: v for k, v in entry.items() if k not in ("evalset", "path")}
+            out[name] = {**rest, "path": str(target), "docs": str(docs)}
+    return out
 
 
 def load_plugins(path: Path, plugins: Any) -> None:

@@ -182,6 +182,8 @@ def _columns(value: str) -> tuple[str, ...]:
     from .options import parse_columns
 
     return parse_columns(value)
+
+
 def _generate(args: argparse.Namespace) -> int:
     """``embedbench generate-evalset``: exit 0 with the set written, 1 when the server, the
     model or the documents stop it (one line saying how to fix it), 2 for bad options."""

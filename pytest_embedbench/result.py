@@ -69,6 +69,7 @@ class RetrievalResult:
         n_resamples: int,
         level: float = 0.95,
         provider: Provider | None = None,
+        chunked: Mapping[str, Any] | None = None,
     ) -> None:
         self.model = model
         self.name = model.short_name
@@ -96,8 +97,9 @@ class RetrievalResult:
         self.seed = seed
         self.n_resamples = n_resamples
         self.level = level
-        #: the provider and dataset whose tokens :attr:`tokens` counts (on first use)
-        self._token_source = (provider, dataset) if provider is not None else None
+        self._set_chunks(dataset, chunked)
+        #: the provider and texts whose tokens :attr:`tokens` counts (on first use)
+        self._token_source = (provider, dataset, self._embedded) if provider is not None else None
         self._tokens: dict[str, Any] | None = None
         self._per_query: dict[str, np.ndarray] = {}
         self._estimates: dict[str, Estimate] = {}
@@ -121,6 +123,29 @@ class RetrievalResult:
         judgements = [dict(dataset.qrels[qid]) for qid in self.query_ids]
         self._qrels = dict(zip(self.query_ids, judgements, strict=True))
         self._grades = grade_matrix(list(self.rankings.values()), judgements, self.depth)
+
+    def _set_chunks(self, dataset: RetrievalDataset, chunked: Mapping[str, Any] | None) -> None:
+        """On a chunked dataset: the chunks searched and each retrieved document's winning
+        chunk (``chunked`` holds the PooledRetriever and the winners of the scored pass)."""
+        #: the chunking settings (None: documents were embedded whole)
+        self.chunking = dataset.chunking
+        #: chunk id -> Chunk, the chunks searched (empty when not chunked)
+        self.chunks: dict[str, Any] = {}
+        #: query id -> the winning chunk id of each retrieved document, in ranking order
+        self.winning_chunks: dict[str, list[str]] | None = None
+        #: the chunk depth each query's search ended at (scored pass and timed passes)
+        self.chunk_depths: list[int] = []
+        self._embedded: list[str] | None = None
+        if chunked is None:
+            return
+        retriever = chunked["retriever"]
+        self.chunks = dict(retriever.chunks)
+        self.chunk_depths = list(retriever.depths)
+        self._embedded = [chunk.text for chunk in self.chunks.values()]
+        winners = chunked["winners"]
+        self.winning_chunks = {
+            qid: list(won) for qid, won in zip(self.query_ids, winners, strict=True)
+        }
 
     def __repr__(self) -> str:
         return (
@@ -237,8 +262,9 @@ class RetrievalResult:
         if self._tokens is None:
             self._tokens = {"documents": None, "queries": None, "estimated": None}
             if self._token_source is not None:
-                provider, ds = self._token_source
-                docs = [provider.prepare(d.embed_text, "document") for d in ds.documents]
+                provider, ds, embedded = self._token_source
+                texts = embedded if embedded is not None else [d.embed_text for d in ds.documents]
+                docs = [provider.prepare(text, "document") for text in texts]
                 queries = [provider.prepare(q.text, "query") for q in ds.queries]
                 doc_count, query_count = provider.count_tokens(docs), provider.count_tokens(queries)
                 if doc_count is not None and query_count is not None:  # None: a ranker
@@ -303,6 +329,15 @@ class RetrievalResult:
             "model_info": {k: v for k, v in self.model_info.items() if _jsonable(v)},
             "seed": self.seed,
         }
+        if self.chunking is not None:
+            depths = self.chunk_depths
+            out["chunking"] = {
+                **self.chunking.as_dict(),
+                "chunks": len(self.chunks),
+                "chunk_depth": {"max": max(depths), "mean": sum(depths) / len(depths)}
+                if depths
+                else None,
+            }
         if per_query:
             out["latency"]["per_query_ms"] = dict(
                 zip(self.query_ids, self.latency.per_query_ms.tolist(), strict=True)
@@ -311,6 +346,30 @@ class RetrievalResult:
                 name: dict(zip(self.query_ids, self.per_query(name).tolist(), strict=True))
                 for name in self.metrics()
             }
+            if self.winning_chunks is not None:
+                out["retrieved"] = self.retrieved()
+        return out
+
+    def retrieved(self) -> dict[str, list[dict[str, Any]]]:
+        """Per query, each retrieved document with its score and the chunk that won it (id,
+        character span, PDF page): the JSON report's per-query detail on a chunked dataset."""
+        out: dict[str, list[dict[str, Any]]] = {}
+        for qid, ids in self.rankings.items():
+            won = (self.winning_chunks or {}).get(qid, [])
+            rows = []
+            for did, score, cid in zip(ids, self.scores[qid], won, strict=True):
+                chunk = self.chunks[cid]
+                row = {
+                    "doc_id": did,
+                    "score": score,
+                    "chunk_id": cid,
+                    "start": chunk.start,
+                    "end": chunk.end,
+                }
+                if chunk.page is not None:
+                    row["page"] = chunk.page
+                rows.append(row)
+            out[qid] = rows
         return out
 
 

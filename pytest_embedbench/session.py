@@ -150,7 +150,7 @@ class EmbedBenchSession:
             try:
                 ds = self.dataset(case.dataset)
                 provider = self.provider(case.model)
-                retriever = provider.build(ds.documents, cache=self.evaluator.cache)
+                retriever = self.evaluator.build_retriever(provider, ds)
                 self._searchers[key] = Searcher(case.model, provider, retriever)
             except (KeyboardInterrupt, SystemExit):
                 raise

@@ -118,6 +118,10 @@ class Provider(ABC):
         """Seconds spent inside the model's own encode calls so far."""
         return self.encode_s
 
+    def tokenizer(self) -> Any:
+        """The model's own tokenizer (loaded), for chunking in tokens; None when it has none."""
+        return None
+
     def ensure_loaded(self) -> None:
         """Load once."""
         if not self._loaded:

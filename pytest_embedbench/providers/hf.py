@@ -217,6 +217,11 @@ class SentenceTransformersProvider(EmbeddingProvider):
         ns["max_seq_length"] = self.info.get("max_seq_length")
         return ns
 
+    def tokenizer(self) -> Any:
+        """sentence-transformers' tokenizer of the model (a transformers tokenizer)."""
+        self.ensure_loaded()
+        return getattr(self._model, "tokenizer", None)
+
     def count_tokens(self, texts: Sequence[str]) -> tuple[int, bool]:
         """Exact: the model's own tokenizer, special tokens included, cut at max_seq_length."""
         self.ensure_loaded()

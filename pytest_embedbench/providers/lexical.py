@@ -160,6 +160,14 @@ class HybridProvider(RankingProvider):
     def encode_seconds(self) -> float:
         return sum(leg.encode_seconds() for leg in self.legs)
 
+    def tokenizer(self) -> Any:
+        """The first leg's own tokenizer (both legs search the same chunks)."""
+        for leg in self.legs:
+            found = leg.tokenizer()
+            if found is not None:
+                return found
+        return None
+
     def namespace(self) -> dict[str, Any]:
         ns = super().namespace()
         ns["legs"] = [leg.namespace() for leg in self.legs]

@@ -21,6 +21,7 @@ from .config import (
     check_provider_names,
     find_config,
     load_config,
+    parse_chunking,
 )
 from .datasets import RetrievalDataset
 from .exceptions import ConfigError, EmbedBenchWarning, did_you_mean
@@ -30,7 +31,7 @@ from .providers import ModelSpec, spec_fingerprint
 __all__ = ["MARKER_KEYS", "Case", "CaseBuilder", "check_thresholds_computed", "dataset_key"]
 
 #: keyword arguments the ``embedbench`` marker accepts
-MARKER_KEYS = frozenset({"models", "dataset", "k", "split", "thresholds", "gate"})
+MARKER_KEYS = frozenset({"models", "dataset", "k", "split", "thresholds", "gate", "chunking"})
 
 
 @dataclass(frozen=True)
@@ -60,8 +61,12 @@ class Case:
 
 
 def dataset_key(entry: DatasetEntry) -> str:
-    """What identifies a loaded dataset: its path, split, documents folder and subset."""
-    return f"{entry.path}|{entry.split}|{entry.docs}|{sorted((entry.subset or {}).items())}"
+    """What identifies a loaded dataset: its path, split, documents folder, subset, document
+    types and chunking."""
+    return (
+        f"{entry.path}|{entry.split}|{entry.docs}|{sorted((entry.subset or {}).items())}"
+        f"|{entry.extensions}|{entry.chunking}"
+    )
 
 
 class CaseBuilder:
@@ -279,6 +284,30 @@ class CaseBuilder:
         test_path: Path,
         marker_kwargs: Mapping[str, Any],
     ) -> DatasetEntry:
+        """The dataset a marker (or ``embedbench.evaluate``) names, with the marker's
+        ``chunking=`` over the configured chunking: key by key, or None/False for none."""
+        entry = self._dataset_entry(ref, cfg, test_path, marker_kwargs)
+        if "chunking" not in marker_kwargs:
+            return entry
+        where = f"{test_path.name}: @pytest.mark.embedbench chunking"
+        if str(entry.path).startswith("object:"):
+            ds = self.objects[str(entry.path)]
+            chunked = ds.with_chunking(
+                parse_chunking(marker_kwargs["chunking"], where, over=ds.chunking)
+            )
+            key = f"object:{chunked.fingerprint}"
+            self.objects[key] = chunked
+            return replace(entry, path=Path(key))
+        settings = parse_chunking(marker_kwargs["chunking"], where, over=entry.chunking)
+        return replace(entry, chunking=settings)
+
+    def _dataset_entry(
+        self,
+        ref: Any,
+        cfg: ProjectConfig,
+        test_path: Path,
+        marker_kwargs: Mapping[str, Any],
+    ) -> DatasetEntry:
         split = marker_kwargs.get("split")
         if ref is None:
             raise ConfigError(
@@ -294,7 +323,7 @@ class CaseBuilder:
         if isinstance(ref, str) and ref in cfg.datasets:
             entry = cfg.datasets[ref]
             if split:
-                entry = DatasetEntry(entry.name, entry.path, str(split), entry.docs, entry.subset)
+                entry = replace(entry, split=str(split))
             return entry
         path = Path(ref)
         candidates = (

@@ -133,10 +133,18 @@ class EmbedBenchSession:
             return self.builder.objects[key]
         case_key = dataset_key(entry)
         if case_key not in self._datasets:
-            ds = load_dataset(entry.path, split=entry.split, docs=entry.docs, name=entry.name)
+            ds = load_dataset(
+                entry.path,
+                split=entry.split,
+                docs=entry.docs,
+                name=entry.name,
+                extensions=entry.extensions,
+            )
             if entry.subset:
                 ds = ds.subset(**entry.subset)
                 ds.name = entry.name
+            if entry.chunking is not None:
+                ds = ds.with_chunking(entry.chunking)
             self._datasets[case_key] = ds
         return self._datasets[case_key]
 

@@ -28,7 +28,14 @@ from .exceptions import ConfigError, EmbedBenchWarning, did_you_mean
 from .metrics import parse_metric
 from .providers import ModelSpec, spec_fingerprint
 
-__all__ = ["MARKER_KEYS", "Case", "CaseBuilder", "check_thresholds_computed", "dataset_key"]
+__all__ = [
+    "MARKER_KEYS",
+    "Case",
+    "CaseBuilder",
+    "check_chunk_tokenizer",
+    "check_thresholds_computed",
+    "dataset_key",
+]
 
 #: keyword arguments the ``embedbench`` marker accepts
 MARKER_KEYS = frozenset({"models", "dataset", "k", "split", "thresholds", "gate", "chunking"})
@@ -338,6 +345,39 @@ class CaseBuilder:
             f"{cfg.path if cfg.path else 'embedbench.yaml (none found)'} "
             f"(known: {sorted(cfg.datasets)}) nor an existing path"
         )
+
+
+def has_own_tokenizer(spec: ModelSpec) -> bool:
+    """Whether ``spec``'s model brings its own tokenizer (a hybrid: either leg); an unknown
+    provider counts as having one, its own tests fail with the list of providers."""
+    from .exceptions import UnknownProviderError
+    from .providers import provider_class, split_hybrid
+
+    try:
+        cls = provider_class(spec.provider)
+    except UnknownProviderError:
+        return True
+    if spec.provider == "hybrid":
+        try:
+            return any(has_own_tokenizer(ModelSpec(leg)) for leg in split_hybrid(spec.model))
+        except ConfigError:
+            return True
+    return cls.has_tokenizer
+
+
+def check_chunk_tokenizer(chunking: Any, specs: Iterable[ModelSpec], where: str) -> None:
+    """Chunks counted in tokens with no tokenizer named are counted in each model's own
+    tokens: a model without one is an error at collection, naming ``where`` and the fix."""
+    if chunking is None or chunking.unit != "tokens" or chunking.tokenizer is not None:
+        return
+    for spec in specs:
+        if not has_own_tokenizer(spec):
+            raise ConfigError(
+                f"{where}: unit 'tokens' with no tokenizer counts in the model's own tokens, "
+                f"and {spec.short_name!r} ({spec.spec}) has no tokenizer of its own; name one "
+                "with chunking.tokenizer (a tokenizer.json path, or 'all-MiniLM-L6-v2'), or "
+                "use unit: chars"
+            )
 
 
 def check_thresholds_computed(rules: Iterable[Threshold], test: str, k: tuple[int, ...]) -> None:

@@ -114,6 +114,7 @@ class SentenceTransformersProvider(EmbeddingProvider):
     """Sentence-transformers models (``hf:MODEL_ID`` or ``hf:/path/to/folder``)."""
 
     name = "hf"
+    has_tokenizer = True
     extra = "st"
     sdk_module = "sentence_transformers"
     option_names: ClassVar[frozenset[str]] = frozenset(

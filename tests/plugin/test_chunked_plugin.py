@@ -119,6 +119,22 @@ def test_a_bad_marker_chunking_is_a_collection_error(manuals: pytest.Pytester) -
     )
 
 
+def test_tokens_without_a_tokenizer_on_bm25_is_a_collection_error(
+    manuals: pytest.Pytester,
+) -> None:
+    write_manuals(manuals, CONFIG.replace("unit: chars", "unit: tokens"))
+    manuals.makepyfile(test_manuals=TESTS)
+    result = manuals.runpytest()
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    result.stdout.fnmatch_lines(
+        [
+            "*embedbench.yaml: datasets.manuals.chunking: unit 'tokens' with no tokenizer "
+            "counts in the model's own tokens, and 'bm25' (bm25) has no tokenizer of its own; "
+            "name one with chunking.tokenizer*"
+        ]
+    )
+
+
 def test_a_changed_chunking_is_named_by_the_gate(manuals: pytest.Pytester) -> None:
     manuals.makepyfile(
         test_manuals="""

@@ -10,6 +10,10 @@ Schema (version 1)::
                 "result": {"metrics": {"ndcg@10": {"value", "low", "high", "n"}, ...},
                            "latency": {...}, "timings": {...}, "peak_rss_mb", "cache", ...}}]}
 
+On a chunked dataset a result also has ``chunking`` (the settings, ``chunks``, the chunk depth
+searched) and, per query, ``retrieved``: ``{query_id: [{"doc_id", "score", "chunk_id", "start",
+"end", "page"?}, ...]}``, each retrieved document with the chunk that won it.
+
 Each result also keeps the conditions of its own measurement: ``result.environment`` holds the
 thread settings and the CPU load while its queries were timed (``load.busy``), and its memory is
 ``added_rss_mb`` (what the model added) beside ``process_peak_rss_mb`` (the process's peak).

@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from .conftest import CONFTEST
+from .conftest import CONFTEST, MODES
 
 #: six manuals of four paragraphs each; every paragraph has a word of its own
 TOPICS = ["printer", "scanner", "router", "camera", "speaker", "monitor"]
@@ -73,9 +73,12 @@ def manuals(pytester: pytest.Pytester) -> pytest.Pytester:
     return pytester
 
 
-def test_yaml_chunking_the_marker_override_and_the_winning_chunks(manuals: pytest.Pytester) -> None:
+@pytest.mark.parametrize("mode", MODES)
+def test_yaml_chunking_the_marker_override_and_the_winning_chunks(
+    manuals: pytest.Pytester, mode: list[str]
+) -> None:
     manuals.makepyfile(test_manuals=TESTS)
-    result = manuals.runpytest("--embedbench-json", "r.json")
+    result = manuals.runpytest("--embedbench-json", "r.json", *mode)
     result.assert_outcomes(passed=3)
     report = json.loads((manuals.path / "r.json").read_text())
     tests = {t["test"]: t for t in report["tests"]}

@@ -64,6 +64,13 @@ _PACKAGES = (
     "pytest-xdist",
 )
 _SECRET_WORDS = ("key", "token", "secret", "password", "credential")
+#: keys that contain a secret word but name no secret (chunking's tokenizer)
+_NOT_SECRET = frozenset({"tokenizer"})
+
+
+def _secret_key(key: Any) -> bool:
+    name = str(key).lower()
+    return name not in _NOT_SECRET and any(w in name for w in _SECRET_WORDS)
 
 
 def commit_info(folder: Path) -> dict[str, Any] | None:
@@ -121,10 +128,7 @@ def redact(value: Any, _secrets: list[str] | None = None) -> Any:
     of a secret-named environment variable masked wherever it appears."""
     secrets = _secret_env_values() if _secrets is None else _secrets
     if isinstance(value, Mapping):
-        return {
-            str(k): "***" if any(w in str(k).lower() for w in _SECRET_WORDS) else redact(v, secrets)
-            for k, v in value.items()
-        }
+        return {str(k): "***" if _secret_key(k) else redact(v, secrets) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [redact(v, secrets) for v in value]
     if isinstance(value, Path):

@@ -27,6 +27,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .datasets import Document, RetrievalDataset
@@ -38,11 +39,23 @@ if TYPE_CHECKING:
 
 __all__ = [
     "PooledRetriever",
+    "PooledRun",
     "check_judged_chunks",
     "chunk_pseudo_documents",
     "dataset_chunks",
     "pool",
 ]
+
+
+@dataclass(frozen=True)
+class PooledRun:
+    """What a run over a chunked dataset adds to its result: the chunks searched (by id), each
+    query's winning chunk per retrieved document (in query order), and the chunk depth every
+    search ended at (the scored pass and the timed passes)."""
+
+    chunks: Mapping[str, Chunk]
+    winners: Sequence[Sequence[str]]
+    depths: Sequence[int]
 
 
 def dataset_chunks(ds: RetrievalDataset, *, tokenizer: Any = None) -> list[Chunk]:

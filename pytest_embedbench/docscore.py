@@ -12,14 +12,14 @@ text, reuses every unchanged chunk) and answers in documents::
     ids, scores = retriever.search("how do I reset my password", 10)   # ten documents
     ids, scores, won = retriever.search_pooled("...", 10)              # and each one's chunk
 
-Depth: a query asks the chunk retriever for ``k`` times the mean chunks per document (at least
-``2k``) and doubles that depth until the top ``k`` documents are settled or every chunk has been
-returned. Settled means ``k`` distinct documents were found *and* the last chunk returned
-scores strictly below the ``k``-th document's score: then no chunk left out can reach a
-document into the top ``k``, not even through a tie (a tie between documents is broken by
-document id descending, the rule everywhere else, which the chunk retriever's tie rule on chunk
-ids does not follow). A document's winning chunk is its highest-scoring one; between its own
-tied chunks, the one the chunk retriever ranked first.
+Depth: a query (embedded once, :meth:`Retriever.encode`) asks the chunk retriever for ``k``
+times the mean chunks per document (at least ``2k``) and doubles that depth until the top ``k``
+documents are settled or every chunk has been returned. Settled means ``k`` distinct documents
+were found *and* the last chunk returned scores strictly below the ``k``-th document's score:
+then no chunk left out can bring a document into the top ``k``, not even through a tie (a tie
+between documents is broken by document id descending, the rule everywhere else, which the chunk
+retriever's tie rule on chunk ids does not follow). A document's winning chunk is its
+highest-scoring one; between its own tied chunks, the one the chunk retriever ranked first.
 """
 
 from __future__ import annotations
@@ -183,8 +183,9 @@ class PooledRetriever(Retriever):
         embed_before = self.inner.query_embedding_s
         t0 = time.perf_counter()
         depth = first_depth(k, self.n_chunks, len(self.ids))
+        query = self.inner.encode(text)  # once, however deep the search goes
         while True:
-            chunk_ids, scores = self.inner.search(text, depth)
+            chunk_ids, scores = self.inner.search_encoded(query, depth)
             out = pool(chunk_ids, scores, self.doc_of, k)
             exhausted = len(chunk_ids) < depth or depth >= self.n_chunks
             if exhausted or settled(scores, out[1], k):

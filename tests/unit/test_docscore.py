@@ -100,6 +100,35 @@ def test_search_goes_deeper_until_k_distinct_documents() -> None:
     assert pooled.depths == [10]
 
 
+@pytest.mark.parametrize("model", ["hashing:h", "bm25", "hybrid:hashing:h+bm25"])
+def test_a_deeper_search_embeds_the_query_once(model: str) -> None:
+    from pytest_embedbench.providers import create_provider
+
+    # document a's six chunks all match the query: two documents need a deeper search
+    chunks = [Chunk("a", f"a#{i}", f"alpha alpha note {i}", 0, 1) for i in range(6)]
+    chunks += [Chunk(f"d{i}", f"d{i}#0", f"alpha other text {i}", 0, 1) for i in range(10)]
+    provider = create_provider(model)
+    provider.ensure_loaded()
+    inner = provider.build([Document(c.id, c.text) for c in chunks])
+    calls: list[int] = []
+    search_encoded = inner.search_encoded
+
+    def counted(query: Any, k: int) -> tuple[list[str], list[float]]:
+        calls.append(k)
+        return search_encoded(query, k)
+
+    inner.search_encoded = counted  # type: ignore[method-assign]
+    dense = next(
+        (p for p in [provider, *getattr(provider, "legs", [])] if hasattr(p, "seen")), None
+    )
+    seen_before = len(dense.seen) if dense is not None else 0
+    ids, _, _ = PooledRetriever(inner, chunks).search_pooled("alpha alpha", 2)
+    assert ids[0] == "a" and len(ids) == 2
+    assert len(calls) >= 2  # it went deeper ...
+    if dense is not None:  # ... and embedded the query once
+        assert dense.seen[seen_before:] == ["alpha alpha"]
+
+
 def test_a_tie_at_the_cut_searches_deeper_so_document_ids_decide() -> None:
     # chunk ids tie-break 'a#1' > 'a#0' > 'a!#0', documents 'a!' > 'a': a search that
     # stopped at two chunks would rank 'a' first

@@ -191,7 +191,9 @@ def dataset_parts(ds: RetrievalDataset) -> dict[str, Any]:
     judgements = [(q, d, str(g)) for q, docs in ds.qrels.items() for d, g in docs.items()]
     parts: dict[str, Any] = {}
     if ds.chunking is not None:  # a changed setting is named: chunking.size 512 -> 256
-        parts["chunking"] = ds.chunking.as_dict()
+        from .datasets.core import chunking_identity
+
+        parts["chunking"] = chunking_identity(ds.chunking)
     return parts | {
         "documents": {
             "count": len(ds.documents),

@@ -8,6 +8,7 @@ import hashlib
 import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
@@ -18,7 +19,7 @@ from ..exceptions import DatasetError
 if TYPE_CHECKING:
     from ..chunking import ChunkingSettings
 
-__all__ = ["Document", "EvalSet", "Query", "RetrievalDataset"]
+__all__ = ["Document", "EvalSet", "Query", "RetrievalDataset", "chunking_identity"]
 
 #: At most this many problems are listed in one DatasetError; the count of the rest follows.
 _MAX_LISTED = 20
@@ -200,7 +201,7 @@ class RetrievalDataset:
                 for did, grade in sorted(self.qrels[qid].items()):
                     _feed(h, "r", qid, did, str(int(grade)))
             if self.chunking is not None:
-                _feed(h, "c", json.dumps(self.chunking.as_dict(), sort_keys=True))
+                _feed(h, "c", json.dumps(chunking_identity(self.chunking), sort_keys=True))
             self._fingerprint = h.hexdigest()
         return self._fingerprint
 
@@ -310,6 +311,22 @@ class RetrievalDataset:
                 )
         query_objs = [Query(str(qid), text) for qid, text in queries.items()]
         return cls(documents, query_objs, qrels, name=name)
+
+
+def chunking_identity(chunking: ChunkingSettings) -> dict[str, Any]:
+    """The chunking settings as the fingerprint sees them: a tokenizer file counts by its
+    content (``tokenizer.json sha256:<12 hex>``), not its path, so a moved project keeps its
+    fingerprint and an edited tokenizer changes it."""
+    out = chunking.as_dict()
+    tokenizer = out.get("tokenizer")
+    if isinstance(tokenizer, str):
+        path = Path(tokenizer)
+        if path.is_dir():
+            path = path / "tokenizer.json"
+        if path.is_file():
+            digest = hashlib.sha256(path.read_bytes()).hexdigest()[:12]
+            out["tokenizer"] = f"{path.name} sha256:{digest}"
+    return out
 
 
 def _check_documents(documents: Sequence[Document], problems: list[str]) -> dict[str, Document]:

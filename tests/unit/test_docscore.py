@@ -324,3 +324,18 @@ def test_tokens_without_a_tokenizer_on_a_model_without_one_says_how_to_name_one(
     ds = chunked_dataset().with_chunking(ChunkingSettings(unit="tokens", size=64, overlap=8))
     with pytest.raises(ConfigError, match="chunking unit 'tokens' needs a tokenizer"):
         Evaluator(cache=False, n_resamples=200).evaluate("bm25", ds)
+
+
+def test_a_tokenizer_file_counts_by_content_not_path(tmp_path: Path) -> None:
+    ds = chunked_dataset()
+    for folder in ("a", "b", "c"):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "tokenizer.json").write_text('{"model": "x"}')
+    (tmp_path / "c" / "tokenizer.json").write_text('{"model": "y"}')
+
+    def with_file(folder: str) -> str:
+        path = str(tmp_path / folder / "tokenizer.json")
+        return ds.with_chunking(ChunkingSettings(unit="tokens", tokenizer=path)).fingerprint
+
+    assert with_file("a") == with_file("b")  # a moved project keeps its fingerprint
+    assert with_file("a") != with_file("c")  # an edited tokenizer is another dataset

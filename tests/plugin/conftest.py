@@ -9,7 +9,12 @@ import pytest
 
 # pytester's in-process runs drop modules first imported inside a run; importing a C extension
 # (faiss, bm25s's scipy parts, PyStemmer) again in one process can crash it, so load them here
-for _name in ("faiss", "bm25s", "Stemmer", "scipy.sparse", "sqlite3", "psutil", "tabulate"):
+# (and the document readers: lxml under python-docx; ingest itself, so a test that patches it
+# after a pytester run patches the module the loaders use)
+_PRELOAD = ("faiss", "bm25s", "Stemmer", "scipy.sparse", "sqlite3", "psutil", "tabulate")
+_PRELOAD += ("lxml.etree", "docx", "pypdf", "bs4", "tokenizers")
+_PRELOAD += ("pytest_embedbench.ingest", "pytest_embedbench.chunking")
+for _name in _PRELOAD:
     try:
         __import__(_name)
     except ImportError:

@@ -95,7 +95,8 @@ def _is_worker(config: pytest.Config) -> bool:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
-        "embedbench(models=None, dataset=None, k=None, split=None, thresholds=None): "
+        "embedbench(models=None, dataset=None, k=None, split=None, thresholds=None, gate=None, "
+        "chunking=None): "
         "evaluate retrieval models on a dataset, one test per model (pytest-embedbench)",
     )
     options = build_options(config)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -24,6 +24,10 @@ from .measure import LatencyStats, Timings
 from .metrics import METRICS, compute, grade_matrix, parse_metric
 from .providers import ModelSpec, Provider
 from .stats import Estimate, bootstrap, paired_bootstrap
+
+if TYPE_CHECKING:
+    from .chunking import Chunk
+    from .docscore import PooledRun
 
 __all__ = ["RETRIEVED_KEPT", "RetrievalResult"]
 
@@ -73,6 +77,7 @@ class RetrievalResult:
         level: float = 0.95,
         provider: Provider | None = None,
         resources: Mapping[str, Any] | None = None,
+        chunked: PooledRun | None = None,
     ) -> None:
         self.model = model
         self.name = model.short_name
@@ -102,8 +107,9 @@ class RetrievalResult:
         self.seed = seed
         self.n_resamples = n_resamples
         self.level = level
-        #: the provider and dataset whose tokens :attr:`tokens` counts (on first use)
-        self._token_source = (provider, dataset) if provider is not None else None
+        self._set_chunks(dataset, chunked)
+        #: the provider and texts whose tokens :attr:`tokens` counts (on first use)
+        self._token_source = (provider, dataset, self._embedded) if provider is not None else None
         self._tokens: dict[str, Any] | None = None
         self._per_query: dict[str, np.ndarray] = {}
         self._estimates: dict[str, Estimate] = {}
@@ -127,6 +133,27 @@ class RetrievalResult:
         judgements = [dict(dataset.qrels[qid]) for qid in self.query_ids]
         self._qrels = dict(zip(self.query_ids, judgements, strict=True))
         self._grades = grade_matrix(list(self.rankings.values()), judgements, self.depth)
+
+    def _set_chunks(self, dataset: RetrievalDataset, chunked: PooledRun | None) -> None:
+        """On a chunked dataset: the chunks searched and each retrieved document's winning
+        chunk, from the run's :class:`~.docscore.PooledRun`."""
+        #: the chunking settings (None: documents were embedded whole)
+        self.chunking = dataset.chunking
+        #: chunk id -> Chunk, the chunks searched (empty when not chunked)
+        self.chunks: dict[str, Chunk] = {}
+        #: query id -> the winning chunk id of each retrieved document, in ranking order
+        self.winning_chunks: dict[str, list[str]] | None = None
+        #: the chunk depth each query's search ended at (scored pass and timed passes)
+        self.chunk_depths: list[int] = []
+        self._embedded: list[str] | None = None
+        if chunked is None:
+            return
+        self.chunks = dict(chunked.chunks)
+        self.chunk_depths = list(chunked.depths)
+        self._embedded = [chunk.text for chunk in self.chunks.values()]
+        self.winning_chunks = {
+            qid: list(won) for qid, won in zip(self.query_ids, chunked.winners, strict=True)
+        }
 
     def __repr__(self) -> str:
         return (
@@ -243,8 +270,9 @@ class RetrievalResult:
         if self._tokens is None:
             self._tokens = {"documents": None, "queries": None, "estimated": None}
             if self._token_source is not None:
-                provider, ds = self._token_source
-                docs = [provider.prepare(d.embed_text, "document") for d in ds.documents]
+                provider, ds, embedded = self._token_source
+                texts = embedded if embedded is not None else [d.embed_text for d in ds.documents]
+                docs = [provider.prepare(text, "document") for text in texts]
                 queries = [provider.prepare(q.text, "query") for q in ds.queries]
                 doc_count, query_count = provider.count_tokens(docs), provider.count_tokens(queries)
                 if doc_count is not None and query_count is not None:  # None: a ranker
@@ -349,6 +377,15 @@ class RetrievalResult:
             "resources": self.resources,
             "seed": self.seed,
         }
+        if self.chunking is not None:
+            depths = self.chunk_depths
+            out["chunking"] = {
+                **self.chunking.as_dict(),
+                "chunks": len(self.chunks),
+                "chunk_depth": {"max": max(depths), "mean": sum(depths) / len(depths)}
+                if depths
+                else None,
+            }
         if per_query:
             timed = self.latency.per_query_ms.tolist()  # empty when no pass was timed
             out["latency"]["per_query_ms"] = (
@@ -365,6 +402,30 @@ class RetrievalResult:
                 qid: {doc: grade for doc, grade in sorted(j.items()) if grade > 0}
                 for qid, j in self._qrels.items()
             }
+            if self.winning_chunks is not None:
+                out["winning_chunks"] = self.retrieved()
+        return out
+
+    def retrieved(self) -> dict[str, list[dict[str, Any]]]:
+        """Per query, each retrieved document with its score and the chunk that won it (id,
+        character span, PDF page): the JSON report's per-query detail on a chunked dataset."""
+        out: dict[str, list[dict[str, Any]]] = {}
+        for qid, ids in self.rankings.items():
+            won = (self.winning_chunks or {}).get(qid, [])
+            rows = []
+            for did, score, cid in zip(ids, self.scores[qid], won, strict=True):
+                chunk = self.chunks[cid]
+                row = {
+                    "doc_id": did,
+                    "score": score,
+                    "chunk_id": cid,
+                    "start": chunk.start,
+                    "end": chunk.end,
+                }
+                if chunk.page is not None:
+                    row["page"] = chunk.page
+                rows.append(row)
+            out[qid] = rows
         return out
 
 

@@ -89,6 +89,10 @@ class Provider(ABC):
     #: whether a spec needs a model id after the colon
     needs_model: ClassVar[bool] = True
 
+    #: whether :meth:`tokenizer` gives the model's own tokenizer, known before loading (so a
+    #: chunking in tokens without a named tokenizer is checked at collection)
+    has_tokenizer: ClassVar[bool] = False
+
     def __init__(self, model: str = "", **options: Any) -> None:
         allowed = self.all_option_names()
         unknown = sorted(set(options) - allowed)
@@ -133,6 +137,11 @@ class Provider(ABC):
         """``(MB, source)`` of the GPU memory peak since :meth:`reset_vram_peak`; ``(None,
         None)`` where nothing is on a GPU (CPU, MPS, rankers)."""
         return None, None
+
+    def tokenizer(self) -> Any:
+        """The model's own tokenizer (loaded), for chunking in tokens; None when it has none
+        (see :attr:`has_tokenizer`)."""
+        return None
 
     def ensure_loaded(self) -> None:
         """Load once."""

@@ -114,6 +114,7 @@ class SentenceTransformersProvider(EmbeddingProvider):
     """Sentence-transformers models (``hf:MODEL_ID`` or ``hf:/path/to/folder``)."""
 
     name = "hf"
+    has_tokenizer = True
     extra = "st"
     sdk_module = "sentence_transformers"
     option_names: ClassVar[frozenset[str]] = frozenset(
@@ -236,6 +237,11 @@ class SentenceTransformersProvider(EmbeddingProvider):
         ns = super().namespace()
         ns["max_seq_length"] = self.info.get("max_seq_length")
         return ns
+
+    def tokenizer(self) -> Any:
+        """sentence-transformers' tokenizer of the model (a transformers tokenizer)."""
+        self.ensure_loaded()
+        return getattr(self._model, "tokenizer", None)
 
     def count_tokens(self, texts: Sequence[str]) -> tuple[int, bool]:
         """Exact: the model's own tokenizer, special tokens included, cut at max_seq_length."""

@@ -691,15 +691,26 @@ def _query_table(page: _Page, test: Mapping[str, Any]) -> None:
     for qid in order:
         wanted = relevant.get(qid) or {}
         got = retrieved.get(qid) or []
+        rows = chunks.get(qid)
+        # a chunked dataset: each retrieved document with the chunk that won it
+        won = (
+            {r.get("doc_id"): r for r in rows if isinstance(r, Mapping)}
+            if isinstance(rows, list)
+            else {}
+        )
         items = "".join(
-            f'<li class="hit">{page.esc(d)} ({page.esc(wanted[d])})</li>'
-            if d in wanted
-            else f"<li>{page.esc(d)}</li>"
+            (
+                f'<li class="hit">{page.esc(d)} ({page.esc(wanted[d])})'
+                if d in wanted
+                else f"<li>{page.esc(d)}"
+            )
+            + (_won_html(page, won[d]) if d in won else "")
+            + "</li>"
             for d in got
         )
         missing = ", ".join(page.esc(d) for d in sorted(wanted) if d not in got)
         text = texts.get(qid)
-        chunk = chunks.get(qid)
+        chunk = None if won else chunks.get(qid)
         chunk_html = (
             f'<br><span class="iv">winning chunk: {page.esc(_chunk_text(chunk))}</span>'
             if chunk
@@ -715,6 +726,14 @@ def _query_table(page: _Page, test: Mapping[str, Any]) -> None:
             + f'<td class="t miss">{missing}</td></tr>\n'
         )
     page.add("</table></details>\n")
+
+
+def _won_html(page: _Page, row: Mapping[str, Any]) -> str:
+    """The winning chunk of one retrieved document: its id, character span and PDF page."""
+    where = f"[{row.get('start')}:{row.get('end')}]"
+    if row.get("page") is not None:
+        where += f" p. {row.get('page')}"
+    return f' <span class="iv">{page.esc(row.get("chunk_id"))} {page.esc(where)}</span>'
 
 
 def _chunk_text(chunk: Any) -> str:

@@ -158,7 +158,7 @@ def _check_values(values: Mapping[str, Any], where: str) -> None:
         if value not in choices:
             raise ConfigError(
                 f"{where}.{name}: {value!r} is not a chunking {name}"
-                f"{did_you_mean(str(value), choices) or '.'} Choose one of {list(choices)}"
+                f"{did_you_mean(str(value), choices) or '.'} Choose one of {sorted(choices)}"
             )
     unit = "characters" if values["unit"] == "chars" else "tokens"
     for name, low, meaning in (

@@ -11,6 +11,7 @@ that fails to load fails every test that needs it, and only those.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -26,10 +27,12 @@ from .cases import MARKER_KEYS, Case, CaseBuilder, check_thresholds_computed, da
 from .config import DatasetEntry, Options
 from .datasets import RetrievalDataset, load_dataset
 from .evaluate import Evaluator, RetrievalResult
+from .exceptions import ConfigError
 from .metrics import parse_cutoffs
 from .providers import ModelSpec, Provider
 from .records import Status, TestRecord, as_record, dataset_parts, machine_fingerprint
 from .search import Searcher
+from .stress.workloads import Workload, evaluate_workload, parse_workloads
 
 __all__ = ["MARKER_KEYS", "Case", "EmbedBenchSession"]
 
@@ -123,7 +126,19 @@ class EmbedBenchSession:
             for spec in specs
         ]
         build.model_names.update(spec.short_name for spec in specs)
+        points = self._workloads(marker_kwargs.get("stress"), test_path)
+        if points:  # model x workload point, each its own test
+            return [replace(case, workload=point) for case in cases for point in points]
         return cases
+
+    def _workloads(self, stress: Any, test_path: Path) -> list[Workload]:
+        """The marker's ``stress=`` points (ConfigError naming the test file when bad)."""
+        if stress is None:
+            return []
+        try:
+            return parse_workloads(stress, seed=self.options.seed)
+        except ConfigError as exc:
+            raise ConfigError(f"{test_path.name}: @pytest.mark.embedbench stress: {exc}") from None
 
     # -- evaluation ------------------------------------------------------------------------
 
@@ -167,7 +182,10 @@ class EmbedBenchSession:
         if key not in self._results:
             try:
                 ds = self.dataset(case.dataset)
-                self._results[key] = self.evaluator.evaluate(case.model, ds, k=case.k)
+                if case.workload is not None:
+                    self._results[key] = self._stressed(case, ds)
+                else:
+                    self._results[key] = self.evaluator.evaluate(case.model, ds, k=case.k)
             except (KeyboardInterrupt, SystemExit):
                 raise
             except BaseException as exc:  # noqa: BLE001 - isolate one model's failure
@@ -176,6 +194,15 @@ class EmbedBenchSession:
         if isinstance(found, BaseException):
             raise found
         return found
+
+    def _stressed(self, case: Case, ds: RetrievalDataset) -> RetrievalResult:
+        """A workload point's result; a noise point's clean run is the unstressed case's, so
+        it is evaluated once per model and dataset and shared with the other tests."""
+        assert case.workload is not None
+        clean = self.result(replace(case, workload=None)) if case.workload.kind == "noise" else None
+        return evaluate_workload(
+            self.evaluator, case.model, ds, case.workload, k=case.k, clean=clean
+        )
 
     def evaluate(
         self,

@@ -19,6 +19,7 @@ import pytest
 from tabulate import tabulate
 
 from ..records import TestRecord
+from .stress import render_stress
 from .summary import ModelRow, Summary, busy_notes, model_rows
 
 __all__ = [
@@ -113,8 +114,9 @@ def _delta(entry: Mapping[str, Any] | None, significant: bool) -> str:
 
 
 def render_summary(summary: Summary, *, verbosity: int = 0) -> list[str]:
-    """The tables of a run's :class:`~.summary.Summary` as lines of text."""
-    return _render(
+    """The tables of a run's :class:`~.summary.Summary` as lines of text (then its stress
+    section: noise deltas and needle grids)."""
+    lines = _render(
         summary.rows,
         verbosity=verbosity,
         comparisons=summary.comparisons,
@@ -122,6 +124,7 @@ def render_summary(summary: Summary, *, verbosity: int = 0) -> list[str]:
         recommendations=summary.recommendations,
         priority=summary.priority,
     )
+    return lines + render_stress(summary.stress)
 
 
 def render_tables(

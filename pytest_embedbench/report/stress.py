@@ -1,0 +1,130 @@
+"""The stress section of a run: every workload point's figures, by dataset, computed once.
+
+:func:`stress_points` reads the records of stress tests (``record.workload`` set) into rows the
+terminal, JSON and any other writer render: for a noise point the stressed metric, the clean
+one and the paired difference with its interval; for a needle point hit@1, nDCG and whether the
+model's maximum sequence length cut the needle off. :func:`render_stress` draws the terminal's
+lines: a delta table per dataset for noise, a depth x length grid per model for needles.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from tabulate import tabulate
+
+from ..records import TestRecord, as_record
+
+__all__ = ["render_stress", "stress_points"]
+
+#: the metric a noise point's delta shows (when the run computed it)
+HEADLINE = "ndcg@10"
+
+
+def stress_points(
+    records: Iterable[TestRecord | Mapping[str, Any]],
+) -> dict[str, list[dict[str, Any]]]:
+    """Per dataset, one row per stress test (sorted by model, then workload id)."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for record in (as_record(r) for r in records):
+        if record.workload is None:
+            continue
+        stress = (record.result or {}).get("stress") or {}
+        metrics = (record.result or {}).get("metrics") or {}
+        row = {
+            "nodeid": record.nodeid,
+            "model": record.model,
+            "kind": record.workload.get("kind"),
+            "id": record.workload.get("id"),
+            "params": record.workload.get("params") or {},
+            "seeds": record.workload.get("seeds") or [],
+            "status": record.status.value,
+            "metrics": {m: metrics[m] for m in (HEADLINE, "hit@1") if m in metrics},
+            "clean": (stress.get("clean") or {}).get(HEADLINE),
+            "delta": (stress.get("delta") or {}).get(HEADLINE),
+            "info": stress.get("info") or {},
+        }
+        out.setdefault(record.dataset, []).append(row)
+    return {
+        dataset: sorted(rows, key=lambda r: (r["model"], r["kind"], r["id"]))
+        for dataset, rows in sorted(out.items())
+    }
+
+
+def _num(entry: Mapping[str, Any] | None, fmt: str = "{:.4f}") -> str:
+    if not entry or entry.get("value") is None:
+        return "-"
+    return fmt.format(entry["value"])
+
+
+def _delta(entry: Mapping[str, Any] | None) -> str:
+    if not entry or entry.get("value") is None:
+        return "-"
+    text = f"{entry['value']:+.4f} [{entry['low']:+.3f}, {entry['high']:+.3f}]"
+    if entry["high"] < 0:
+        text += " worse"
+    elif entry["low"] > 0:
+        text += " better"
+    return text
+
+
+def render_stress(points: Mapping[str, Sequence[Mapping[str, Any]]]) -> list[str]:
+    """The stress section's lines (none when no stress test ran)."""
+    lines: list[str] = []
+    for dataset, rows in points.items():
+        noise = [r for r in rows if r["kind"] == "noise"]
+        needles = [r for r in rows if r["kind"] == "needle"]
+        if noise:
+            table = [
+                [
+                    r["model"],
+                    r["id"],
+                    len(r["seeds"]),
+                    _num(r["clean"]),
+                    _num(r["metrics"].get(HEADLINE)),
+                    _delta(r["delta"]),
+                    r["status"],
+                ]
+                for r in noise
+            ]
+            headers = ["model", "noise", "seeds", "clean nDCG@10", "noisy", "Δ noisy - clean"]
+            lines.append(f"stress on {dataset!r}: query noise (paired, 95% interval)")
+            lines.extend(
+                tabulate(
+                    table, headers=[*headers, "status"], tablefmt="simple", disable_numparse=True
+                ).splitlines()
+            )
+            lines.append("")
+        for model in sorted({r["model"] for r in needles}):
+            lines.extend(_needle_grid(dataset, model, [r for r in needles if r["model"] == model]))
+    return lines
+
+
+def _needle_grid(dataset: str, model: str, rows: Sequence[Mapping[str, Any]]) -> list[str]:
+    """hit@1 by depth (rows) and length (columns); '(cut)' where the needle lay past what the
+    model reads; chance is 1/haystacks."""
+    lengths = sorted({int(r["params"]["length"]) for r in rows})
+    depths = sorted({float(r["params"]["depth"]) for r in rows})
+    cell = {(float(r["params"]["depth"]), int(r["params"]["length"])): r for r in rows}
+    table = []
+    for depth in depths:
+        line = [f"{depth:g}"]
+        for length in lengths:
+            r = cell.get((depth, length))
+            if r is None:
+                line.append("")
+                continue
+            text = _num(r["metrics"].get("hit@1"), "{:.2f}")
+            if r["info"].get("cut"):
+                text += " (cut)"
+            line.append(text)
+        table.append(line)
+    chance = next((r["info"].get("chance_hit@1") for r in rows if r["info"]), None)
+    limit = next((r["info"].get("max_seq_length") for r in rows if r["info"]), None)
+    title = f"stress on {dataset!r}: needle hit@1 for {model} (depth x length"
+    title += f"; chance {chance:.2f}" if chance else ""
+    title += f"; reads {limit} tokens)" if limit else ")"
+    headers = ["depth", *[f"{n} tok" for n in lengths]]
+    text = tabulate(table, headers=headers, tablefmt="simple", disable_numparse=True)
+    return [title, *text.splitlines(), ""]

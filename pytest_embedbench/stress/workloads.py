@@ -244,7 +244,7 @@ class StressedResult(RetrievalResult):
 
 def stressed_dataset(
     workload: Workload,
-    dataset: RetrievalDataset,
+    dataset: RetrievalDataset | None,
     seed: int,
     *,
     tokenizer: Any = "all-MiniLM-L6-v2",
@@ -253,6 +253,8 @@ def stressed_dataset(
 ) -> tuple[RetrievalDataset, dict[str, Any]]:
     """The dataset of one seed of ``workload`` and what it says about itself."""
     if workload.kind == "noise":
+        if dataset is None:
+            raise ConfigError(f"workload {workload.id!r} perturbs a dataset's queries: give one")
         noisy = noisy_dataset(dataset, workload.param("noise"), seed, paraphraser=paraphraser)
         return noisy, {}
     if workload.kind == "needle":
@@ -279,7 +281,7 @@ def model_tokenizer(provider: Provider) -> tuple[Any, int | None]:
 def evaluate_workload(
     evaluator: Evaluator,
     model: str | ModelSpec,
-    dataset: RetrievalDataset,
+    dataset: RetrievalDataset | None,
     workload: Workload,
     *,
     k: Iterable[int] | None = None,
@@ -288,7 +290,8 @@ def evaluate_workload(
 ) -> StressedResult:
     """``model`` on ``workload``'s stressed dataset, once per seed, with its clean result.
 
-    ``clean`` is reused when given (else evaluated here, for noise points); the embedding
+    ``dataset`` may be None for a needle point (it builds its own). ``clean`` is reused when
+    given (else evaluated here, for noise points); the embedding
     cache makes the documents of every noisy run free, so only the queries are embedded again.
     """
     provider = evaluator.provider(model)
@@ -305,7 +308,7 @@ def evaluate_workload(
             paraphraser=paraphraser,
         )
         runs.append(evaluator.evaluate(model, ds, k=k))
-    if workload.kind == "noise" and clean is None:
+    if workload.kind == "noise" and clean is None and dataset is not None:
         clean = evaluator.evaluate(model, dataset, k=k)
     return StressedResult(
         runs, workload=workload, clean=clean if workload.kind == "noise" else None, info=info

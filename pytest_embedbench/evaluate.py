@@ -157,6 +157,7 @@ class Evaluator:
             level=self.level,
             provider=provider,
         )
+        result.embedding_cache = self.cache  # cut-offs rebuild the index from it
         if info.get("resident_mb") is not None:
             # the model lives in a server (Ollama): its resident size is the memory figure
             result.process_peak_rss_mb = result.peak_rss_mb

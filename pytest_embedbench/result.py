@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from .cache import CacheStats
+from .cutoffs import Cutoffs
 from .datasets import RetrievalDataset
 from .exceptions import ConfigError, MetricError
 from .measure import LatencyStats, Timings
@@ -101,6 +102,9 @@ class RetrievalResult:
         self._tokens: dict[str, Any] | None = None
         self._per_query: dict[str, np.ndarray] = {}
         self._estimates: dict[str, Estimate] = {}
+        #: the embedding cache the run used (set by the Evaluator), for :attr:`cutoffs`
+        self.embedding_cache: Any = None
+        self._cutoffs: Cutoffs | None = None
 
     def _set_run(
         self,
@@ -263,6 +267,24 @@ class RetrievalResult:
         return {"price_per_1m_tokens": price, "usd": usd}
 
     @property
+    def cutoffs(self) -> Cutoffs:
+        """Strict / balanced / loose score cut-offs against this model's noise floor and a
+        conformal cut-off for recall (see :mod:`~pytest_embedbench.cutoffs`), measured on
+        first use: the index is built again (documents from the cache) and every query ranks
+        the whole corpus. The JSON report keeps them once measured."""
+        if self._cutoffs is None:
+            from .cutoffs import cutoffs_for
+
+            if self._token_source is None:
+                raise ConfigError(
+                    f"{self.name!r} on {self.dataset_name!r}: cut-offs need the model and the "
+                    "dataset; this result was built without them"
+                )
+            provider, ds = self._token_source
+            self._cutoffs = cutoffs_for(provider, ds, cache=self.embedding_cache, seed=self.seed)
+        return self._cutoffs
+
+    @property
     def run(self) -> dict[str, dict[str, float]]:
         """The rankings as ``{qid: {doc_id: score}}`` (pytrec_eval's run format)."""
         return {
@@ -303,6 +325,8 @@ class RetrievalResult:
             "model_info": {k: v for k, v in self.model_info.items() if _jsonable(v)},
             "seed": self.seed,
         }
+        if self._cutoffs is not None:
+            out["cutoffs"] = self._cutoffs.to_dict()
         if per_query:
             timed = self.latency.per_query_ms.tolist()  # empty when no pass was timed
             out["latency"]["per_query_ms"] = (

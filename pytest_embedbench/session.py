@@ -256,6 +256,9 @@ class EmbedBenchSession:
         record = self.records.get(nodeid)
         if record is None or record.result is None:
             return failures
+        measured = getattr(result, "_cutoffs", None)
+        if measured is not None:  # the test read retrieval.cutoffs: the report keeps them
+            record.result["cutoffs"] = measured.to_dict()
         if self.options.update_baseline == "all":
             return failures  # accepting the current numbers: nothing to gate against
         bad = self.baseline.problem or self.baseline.damaged.get(nodeid)

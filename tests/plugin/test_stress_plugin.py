@@ -143,3 +143,23 @@ def test_baseline_gate_keys_each_point_by_node_id(
     )
     again = project.runpytest(*mode)
     again.assert_outcomes(passed=2)
+
+
+def test_cutoffs_read_in_a_test_reach_the_json_report(project: pytest.Pytester) -> None:
+    project.makepyfile(
+        test_cut="""
+        import pytest
+
+        @pytest.mark.embedbench(models=["bm25"], dataset="tiny")
+        def test_cut(retrieval):
+            cut = retrieval.cutoffs
+            assert set(cut.levels) == {"strict", "balanced", "loose"}
+            assert cut.calibration_queries == cut.heldout_queries == 2
+        """
+    )
+    result = project.runpytest("--embedbench-json=report.json")
+    result.assert_outcomes(passed=1)
+    report = json.loads((project.path / "report.json").read_text())
+    (test,) = report["tests"]
+    assert test["result"]["cutoffs"]["levels"]["balanced"]["target"] == 0.01
+    assert test["result"]["cutoffs"]["conformal"]["target"] == 0.95

@@ -5,6 +5,7 @@ Usage::
     embedbench providers           # providers, their extras, key variables and list prices
     embedbench providers --json
     embedbench report report.json  # the comparison table of a saved JSON report
+    embedbench stress needle -m bm25 --context-sizes 2k,8k   # needle.json and needle.md
     embedbench --version
 """
 
@@ -170,6 +171,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     report.add_argument("path", metavar="REPORT.json", help="a report from --embedbench-json")
     report.add_argument("-q", "--quiet", action="store_true", help="the short table of -q")
     report.set_defaults(func=_report)
+    from .stress.cli import add_parser as add_stress
+
+    add_stress(sub)  # embedbench stress needle|noise
     args = parser.parse_args(argv)
     result: int = args.func(args)
     return result

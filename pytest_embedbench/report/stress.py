@@ -16,7 +16,7 @@ from tabulate import tabulate
 
 from ..records import TestRecord, as_record
 
-__all__ = ["render_stress", "stress_points"]
+__all__ = ["point_row", "render_stress", "stress_points"]
 
 #: the metric a noise point's delta shows (when the run computed it)
 HEADLINE = "ndcg@10"
@@ -30,25 +30,34 @@ def stress_points(
     for record in (as_record(r) for r in records):
         if record.workload is None:
             continue
-        stress = (record.result or {}).get("stress") or {}
-        metrics = (record.result or {}).get("metrics") or {}
-        row = {
-            "nodeid": record.nodeid,
-            "model": record.model,
-            "kind": record.workload.get("kind"),
-            "id": record.workload.get("id"),
-            "params": record.workload.get("params") or {},
-            "seeds": record.workload.get("seeds") or [],
-            "status": record.status.value,
-            "metrics": {m: metrics[m] for m in (HEADLINE, "hit@1") if m in metrics},
-            "clean": (stress.get("clean") or {}).get(HEADLINE),
-            "delta": (stress.get("delta") or {}).get(HEADLINE),
-            "info": stress.get("info") or {},
-        }
-        out.setdefault(record.dataset, []).append(row)
+        row = point_row(record.model, record.workload, record.result, record.status.value)
+        out.setdefault(record.dataset, []).append({"nodeid": record.nodeid, **row})
     return {
         dataset: sorted(rows, key=lambda r: (r["model"], r["kind"], r["id"]))
         for dataset, rows in sorted(out.items())
+    }
+
+
+def point_row(
+    model: str,
+    workload: Mapping[str, Any],
+    result: Mapping[str, Any] | None,
+    status: str,
+) -> dict[str, Any]:
+    """One point's row from its workload and ``StressedResult.to_dict()`` data."""
+    stress = (result or {}).get("stress") or {}
+    metrics = (result or {}).get("metrics") or {}
+    return {
+        "model": model,
+        "kind": workload.get("kind"),
+        "id": workload.get("id"),
+        "params": workload.get("params") or {},
+        "seeds": workload.get("seeds") or [],
+        "status": status,
+        "metrics": {m: metrics[m] for m in (HEADLINE, "hit@1") if m in metrics},
+        "clean": (stress.get("clean") or {}).get(HEADLINE),
+        "delta": (stress.get("delta") or {}).get(HEADLINE),
+        "info": stress.get("info") or {},
     }
 
 
@@ -69,8 +78,11 @@ def _delta(entry: Mapping[str, Any] | None) -> str:
     return text
 
 
-def render_stress(points: Mapping[str, Sequence[Mapping[str, Any]]]) -> list[str]:
-    """The stress section's lines (none when no stress test ran)."""
+def render_stress(
+    points: Mapping[str, Sequence[Mapping[str, Any]]], *, tablefmt: str = "simple"
+) -> list[str]:
+    """The stress section's lines (none when no stress test ran); ``tablefmt="github"`` for
+    Markdown."""
     lines: list[str] = []
     for dataset, rows in points.items():
         noise = [r for r in rows if r["kind"] == "noise"]
@@ -92,16 +104,19 @@ def render_stress(points: Mapping[str, Sequence[Mapping[str, Any]]]) -> list[str
             lines.append(f"stress on {dataset!r}: query noise (paired, 95% interval)")
             lines.extend(
                 tabulate(
-                    table, headers=[*headers, "status"], tablefmt="simple", disable_numparse=True
+                    table, headers=[*headers, "status"], tablefmt=tablefmt, disable_numparse=True
                 ).splitlines()
             )
             lines.append("")
         for model in sorted({r["model"] for r in needles}):
-            lines.extend(_needle_grid(dataset, model, [r for r in needles if r["model"] == model]))
+            found = [r for r in needles if r["model"] == model]
+            lines.extend(_needle_grid(dataset, model, found, tablefmt))
     return lines
 
 
-def _needle_grid(dataset: str, model: str, rows: Sequence[Mapping[str, Any]]) -> list[str]:
+def _needle_grid(
+    dataset: str, model: str, rows: Sequence[Mapping[str, Any]], tablefmt: str
+) -> list[str]:
     """hit@1 by depth (rows) and length (columns); '(cut)' where the needle lay past what the
     model reads; chance is 1/haystacks."""
     lengths = sorted({int(r["params"]["length"]) for r in rows})
@@ -126,5 +141,5 @@ def _needle_grid(dataset: str, model: str, rows: Sequence[Mapping[str, Any]]) ->
     title += f"; chance {chance:.2f}" if chance else ""
     title += f"; reads {limit} tokens)" if limit else ")"
     headers = ["depth", *[f"{n} tok" for n in lengths]]
-    text = tabulate(table, headers=headers, tablefmt="simple", disable_numparse=True)
+    text = tabulate(table, headers=headers, tablefmt=tablefmt, disable_numparse=True)
     return [title, *text.splitlines(), ""]

@@ -1,0 +1,39 @@
+"""``embedbench stress needle|noise``: JSON and Markdown files, exit codes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pytest_embedbench.cli import main
+
+
+def test_needle_writes_json_and_markdown(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = ["stress", "needle", "-m", "bm25", "--context-sizes", "512", "--depths", "0,1"]
+    assert main([*args, "-o", str(tmp_path), "--no-cache", "--bootstrap", "100"]) == 0
+    report = json.loads((tmp_path / "needle.json").read_text())
+    assert [p["id"] for p in report["points"]] == ["needle-512-d0", "needle-512-d100"]
+    assert report["points"][0]["info"]["length"] == 512
+    md = (tmp_path / "needle.md").read_text()
+    assert md.startswith("# embedbench stress needle")
+    assert "| depth   | 512 tok   |" in md
+    assert "wrote" in capsys.readouterr().out
+
+
+def test_noise_on_a_dataset(beir_folder: Path, tmp_path: Path) -> None:
+    args = ["stress", "noise", "-m", "bm25", "--dataset", str(beir_folder), "--noise", "typo"]
+    assert main([*args, "--seeds", "2", "-o", str(tmp_path), "--no-cache"]) == 0
+    (point,) = json.loads((tmp_path / "noise.json").read_text())["points"]
+    assert point["id"] == "typo-x2" and point["seeds"] == [0, 1]
+    assert set(point["delta"]) == {"value", "low", "high", "n"}
+    assert "Δ noisy - clean" in (tmp_path / "noise.md").read_text()
+
+
+def test_bad_arguments_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    args = ["stress", "needle", "-m", "bm25", "--depths", "2", "-o", str(tmp_path)]
+    assert main(args) == 2
+    assert "depth '2' must be a fraction" in capsys.readouterr().err

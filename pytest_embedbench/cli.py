@@ -133,6 +133,9 @@ def _report(args: argparse.Namespace) -> int:
         recommendations=recommendations.get("datasets"),
         priority=recommendations.get("priority") or "balanced",
     )
+    from .report.stress import render_stress
+
+    lines += render_stress(report.get("stress") or {})  # the stress section, when there is one
     print("\n".join(lines) if lines else f"{path}: no retrieval test results")
     return 0
 

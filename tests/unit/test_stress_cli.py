@@ -37,3 +37,26 @@ def test_bad_arguments_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     args = ["stress", "needle", "-m", "bm25", "--depths", "2", "-o", str(tmp_path)]
     assert main(args) == 2
     assert "depth '2' must be a fraction" in capsys.readouterr().err
+
+
+def test_report_command_prints_the_stress_section(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    row = {
+        "model": "bm25",
+        "kind": "noise",
+        "id": "typo",
+        "params": {"noise": "typo"},
+        "seeds": [0],
+        "status": "passed",
+        "metrics": {"ndcg@10": {"value": 0.5, "low": 0.4, "high": 0.6, "n": 4}},
+        "clean": {"value": 0.6, "low": 0.5, "high": 0.7, "n": 4},
+        "delta": {"value": -0.1, "low": -0.2, "high": -0.01, "n": 4},
+        "info": {},
+    }
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps({"tests": [], "stress": {"tiny": [row]}}))
+    assert main(["report", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "stress on 'tiny': query noise" in out
+    assert "-0.1000 [-0.200, -0.010] worse" in out

@@ -31,6 +31,7 @@ import numpy as np
 
 from ..datasets import RetrievalDataset
 from ..exceptions import ConfigError
+from ..metrics import parse_metric
 from ..result import RetrievalResult
 from ..stats import Estimate, paired_bootstrap
 from .needle import depth_id, length_id, needle_dataset, parse_length
@@ -203,7 +204,7 @@ class StressedResult(RetrievalResult):
     def per_query(self, name: str) -> np.ndarray:
         if len(self.runs) == 1:
             return super().per_query(name)
-        key = str(name)
+        key = str(parse_metric(name))
         if key not in self._per_query:
             self._per_query[key] = np.mean([r.per_query(name) for r in self.runs], axis=0)
         return self._per_query[key]
@@ -216,6 +217,7 @@ class StressedResult(RetrievalResult):
                 f"workload {self.workload.id!r} has no clean counterpart (a needle point is "
                 "its own dataset); assert on its metrics, e.g. retrieval.hit(1)"
             )
+        name = str(parse_metric(name))
         if name not in self._deltas:
             mine, theirs = self.paired_scores(self.clean, name)
             est = paired_bootstrap(

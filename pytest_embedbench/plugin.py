@@ -113,6 +113,7 @@ def pytest_configure(config: pytest.Config) -> None:
     except EmbedBenchError as exc:
         raise pytest.UsageError(str(exc)) from None
     config.stash[SESSION_KEY] = session
+    session.find_paraphraser = lambda: config.hook.pytest_embedbench_paraphraser(config=config)
     config.pluginmanager.register(
         SessionHooks(session, worker=_is_worker(config)), "embedbench-session"
     )

@@ -32,6 +32,7 @@ from .metrics import parse_cutoffs
 from .providers import ModelSpec, Provider
 from .records import Status, TestRecord, as_record, dataset_parts, machine_fingerprint
 from .search import Searcher
+from .stress.noise import Paraphraser
 from .stress.workloads import Workload, evaluate_workload, parse_workloads
 
 __all__ = ["MARKER_KEYS", "Case", "EmbedBenchSession"]
@@ -78,6 +79,10 @@ class EmbedBenchSession:
         self._machine: str | None = None
         #: what this run's records add up to, built once at its end (report.summary.Summary)
         self.summary: Any = None
+        #: finds the chat model of ``noise:paraphrase`` points (the plugin asks its hook);
+        #: called once, when the first paraphrase point runs
+        self.find_paraphraser: Callable[[], Paraphraser | None] = lambda: None
+        self._paraphraser: list[Paraphraser | None] = []
 
     # -- configuration ---------------------------------------------------------------------
 
@@ -199,9 +204,20 @@ class EmbedBenchSession:
         """A workload point's result; a noise point's clean run is the unstressed case's, so
         it is evaluated once per model and dataset and shared with the other tests."""
         assert case.workload is not None
+        paraphraser = None
+        if dict(case.workload.params).get("noise") == "paraphrase":
+            if not self._paraphraser:
+                self._paraphraser.append(self.find_paraphraser())
+            paraphraser = self._paraphraser[0]
         clean = self.result(replace(case, workload=None)) if case.workload.kind == "noise" else None
         return evaluate_workload(
-            self.evaluator, case.model, ds, case.workload, k=case.k, clean=clean
+            self.evaluator,
+            case.model,
+            ds,
+            case.workload,
+            k=case.k,
+            clean=clean,
+            paraphraser=paraphraser,
         )
 
     def evaluate(

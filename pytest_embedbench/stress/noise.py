@@ -258,9 +258,9 @@ NOISE: dict[str, Callable[[str, NoiseKind, np.random.Generator], str]] = {
 }
 
 _NO_PARAPHRASER = (
-    "noise 'paraphrase' needs a chat model to rewrite the queries and none is configured: pass "
-    "paraphraser=callable(text) -> text (the eval-set generator's chat model), or leave "
-    "paraphrase out of the workloads"
+    "noise 'paraphrase' needs a chat model to rewrite the queries and none is configured: "
+    "implement the pytest_embedbench_paraphraser hook in conftest.py (or pass "
+    "paraphraser=callable(text) -> text from Python), or leave paraphrase out of the workloads"
 )
 
 

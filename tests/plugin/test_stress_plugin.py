@@ -163,3 +163,25 @@ def test_cutoffs_read_in_a_test_reach_the_json_report(project: pytest.Pytester) 
     (test,) = report["tests"]
     assert test["result"]["cutoffs"]["levels"]["balanced"]["target"] == 0.01
     assert test["result"]["cutoffs"]["conformal"]["target"] == 0.95
+
+
+def test_paraphrase_through_the_hook(project: pytest.Pytester) -> None:
+    project.makeconftest(
+        project.path.joinpath("conftest.py").read_text()
+        + """
+
+def pytest_embedbench_paraphraser(config):
+    return lambda text: "please " + " ".join(reversed(text.split()))
+"""
+    )
+    project.makepyfile(
+        test_para="""
+        import pytest
+
+        @pytest.mark.embedbench(models=["bm25"], dataset="tiny", stress=["noise:paraphrase"])
+        def test_para(retrieval):
+            assert retrieval.query_texts["q2"] == "please csv data export"
+            assert retrieval.clean.query_texts["q2"] == "export data csv"
+        """
+    )
+    project.runpytest().assert_outcomes(passed=1)

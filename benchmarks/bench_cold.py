@@ -183,6 +183,10 @@ def main() -> None:
     parser.add_argument("--latency-passes", type=int, default=None, help="Evaluator default")
     parser.add_argument("--edit-share", type=float, default=0.01)
     parser.add_argument("--json", help="also write the figures to this file")
+    parser.add_argument(
+        "--cache",
+        help="incremental row: the cache folder to fill and keep (a second run reuses it)",
+    )
     args = parser.parse_args()
 
     from pytest_embedbench import load_dataset
@@ -223,17 +227,18 @@ def main() -> None:
             anchors.append(wall)
             figures = summarise("cold", anchors, ours, 1.02)
         else:
-            cache = folder / "cache"
+            cache = Path(args.cache) if args.cache else folder / "cache"
             warm = write(folder / "warm.json", {**base, "cache": str(cache)})
             wall, out = run_process(OURS, warm)
             print(f"  filling the cache: {wall:.1f} s, {out['misses']} documents embedded")
+            salt = f"{time.time_ns()}"  # edits never seen by a kept cache folder
             n_edit = max(1, round(args.edit_share * len(dataset.documents)))
             query_texts = [q.text for q in dataset.queries]
 
             def round_spec(r: int) -> tuple[Path, Path]:
                 # a different 1% per round, and an edit text never seen before: fresh misses
                 chosen = dataset.documents[r :: max(1, len(dataset.documents) // n_edit)][:n_edit]
-                edits = {d.id: f" (revised, round {r})" for d in chosen}
+                edits = {d.id: f" (revised, round {r}, {salt})" for d in chosen}
                 edited = [f"{d.title} {d.text}{edits[d.id]}".strip() for d in chosen]
                 anchor = write(
                     folder / f"anchor-{r}.json",

@@ -21,6 +21,7 @@ from .config import (
     check_provider_names,
     find_config,
     load_config,
+    parse_chunking,
 )
 from .datasets import RetrievalDataset
 from .exceptions import ConfigError, EmbedBenchWarning, did_you_mean
@@ -28,10 +29,19 @@ from .metrics import parse_metric
 from .providers import ModelSpec, spec_fingerprint
 from .stress.workloads import Workload
 
-__all__ = ["MARKER_KEYS", "Case", "CaseBuilder", "check_thresholds_computed", "dataset_key"]
+__all__ = [
+    "MARKER_KEYS",
+    "Case",
+    "CaseBuilder",
+    "check_chunk_tokenizer",
+    "check_thresholds_computed",
+    "dataset_key",
+]
 
 #: keyword arguments the ``embedbench`` marker accepts
-MARKER_KEYS = frozenset({"models", "dataset", "k", "split", "thresholds", "gate", "stress"})
+MARKER_KEYS = frozenset(
+    {"models", "dataset", "k", "split", "thresholds", "gate", "chunking", "stress"}
+)
 
 
 @dataclass(frozen=True)
@@ -71,8 +81,12 @@ class Case:
 
 
 def dataset_key(entry: DatasetEntry) -> str:
-    """What identifies a loaded dataset: its path, split, documents folder and subset."""
-    return f"{entry.path}|{entry.split}|{entry.docs}|{sorted((entry.subset or {}).items())}"
+    """What identifies a loaded dataset: its path, split, documents folder, subset, document
+    types and chunking."""
+    return (
+        f"{entry.path}|{entry.split}|{entry.docs}|{sorted((entry.subset or {}).items())}"
+        f"|{entry.extensions}|{entry.chunking}"
+    )
 
 
 class CaseBuilder:
@@ -290,6 +304,30 @@ class CaseBuilder:
         test_path: Path,
         marker_kwargs: Mapping[str, Any],
     ) -> DatasetEntry:
+        """The dataset a marker (or ``embedbench.evaluate``) names, with the marker's
+        ``chunking=`` over the configured chunking: key by key, or None/False for none."""
+        entry = self._dataset_entry(ref, cfg, test_path, marker_kwargs)
+        if "chunking" not in marker_kwargs:
+            return entry
+        where = f"{test_path.name}: @pytest.mark.embedbench chunking"
+        if str(entry.path).startswith("object:"):
+            ds = self.objects[str(entry.path)]
+            chunked = ds.with_chunking(
+                parse_chunking(marker_kwargs["chunking"], where, over=ds.chunking)
+            )
+            key = f"object:{chunked.fingerprint}"
+            self.objects[key] = chunked
+            return replace(entry, path=Path(key))
+        settings = parse_chunking(marker_kwargs["chunking"], where, over=entry.chunking)
+        return replace(entry, chunking=settings)
+
+    def _dataset_entry(
+        self,
+        ref: Any,
+        cfg: ProjectConfig,
+        test_path: Path,
+        marker_kwargs: Mapping[str, Any],
+    ) -> DatasetEntry:
         split = marker_kwargs.get("split")
         if ref is None:
             raise ConfigError(
@@ -305,7 +343,7 @@ class CaseBuilder:
         if isinstance(ref, str) and ref in cfg.datasets:
             entry = cfg.datasets[ref]
             if split:
-                entry = DatasetEntry(entry.name, entry.path, str(split), entry.docs, entry.subset)
+                entry = replace(entry, split=str(split))
             return entry
         path = Path(ref)
         candidates = (
@@ -320,6 +358,39 @@ class CaseBuilder:
             f"{cfg.path if cfg.path else 'embedbench.yaml (none found)'} "
             f"(known: {sorted(cfg.datasets)}) nor an existing path"
         )
+
+
+def has_own_tokenizer(spec: ModelSpec) -> bool:
+    """Whether ``spec``'s model brings its own tokenizer (a hybrid: either leg); an unknown
+    provider counts as having one, its own tests fail with the list of providers."""
+    from .exceptions import UnknownProviderError
+    from .providers import provider_class, split_hybrid
+
+    try:
+        cls = provider_class(spec.provider)
+    except UnknownProviderError:
+        return True
+    if spec.provider == "hybrid":
+        try:
+            return any(has_own_tokenizer(ModelSpec(leg)) for leg in split_hybrid(spec.model))
+        except ConfigError:
+            return True
+    return cls.has_tokenizer
+
+
+def check_chunk_tokenizer(chunking: Any, specs: Iterable[ModelSpec], where: str) -> None:
+    """Chunks counted in tokens with no tokenizer named are counted in each model's own
+    tokens: a model without one is an error at collection, naming ``where`` and the fix."""
+    if chunking is None or chunking.unit != "tokens" or chunking.tokenizer is not None:
+        return
+    for spec in specs:
+        if not has_own_tokenizer(spec):
+            raise ConfigError(
+                f"{where}: unit 'tokens' with no tokenizer counts in the model's own tokens, "
+                f"and {spec.short_name!r} ({spec.spec}) has no tokenizer of its own; name one "
+                "with chunking.tokenizer (a tokenizer.json path, or 'all-MiniLM-L6-v2'), or "
+                "use unit: chars"
+            )
 
 
 def check_thresholds_computed(rules: Iterable[Threshold], test: str, k: tuple[int, ...]) -> None:

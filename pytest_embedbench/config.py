@@ -6,6 +6,12 @@ datasets, default models, provider options and thresholds::
 
     datasets:
       support: {path: support}                 # relative to this file
+      manuals:                                 # a documents folder and its eval set, chunked
+        path: manuals/                         # .txt .md .pdf .docx .html, read by ingest.py
+        evalset: manuals-evalset.jsonl
+        chunking: {strategy: recursive, size: 512, unit: tokens, overlap: 64,
+                   min_chunk_chars: 80}        # tokenizer: the model's own unless named
+        extensions: [.pdf, .docx]              # only these (default: every supported type)
       scifact:
         path: ../../shared/data/scifact
         split: test
@@ -27,6 +33,10 @@ datasets, default models, provider options and thresholds::
 
 Unknown keys and bad values are errors that name the file, the key and the fix.
 
+``chunking`` (see :func:`parse_chunking`) makes a dataset chunked: chunks are retrieved and
+documents scored by their best chunk (:mod:`~pytest_embedbench.docscore`); the marker's
+``chunking=`` overrides it key by key, and ``chunking=None`` turns it off for that test.
+
 ``k`` means the same in ``embedbench.yaml``, the marker (``k=``) and ``embedbench.evaluate``, and
 one function checks it (:func:`~pytest_embedbench.metrics.parse_cutoffs`): the run computes
 exactly the cut-offs given (``k: 5`` is ``[5]``); ``k: []`` is an error; without ``k`` they are
@@ -43,6 +53,8 @@ from typing import Any
 
 import yaml
 
+from .chunking import ChunkingSettings
+from .datasets import DOCUMENT_SUFFIXES
 from .exceptions import ConfigError, MetricError, UnknownProviderError, did_you_mean
 from .metrics import parse_cutoffs, parse_metric
 from .options import PRIORITIES, Options
@@ -56,6 +68,8 @@ __all__ = [
     "ProjectConfig",
     "find_config",
     "load_config",
+    "parse_chunking",
+    "parse_extensions",
 ]
 
 CONFIG_NAME = "embedbench.yaml"
@@ -69,8 +83,11 @@ _TOP_KEYS = {
     "reference",
     "plugins",
 }
-_DATASET_KEYS = {"path", "split", "docs", "subset", "name"}
+_DATASET_KEYS = {"path", "split", "docs", "subset", "name", "evalset", "chunking", "extensions"}
 _SUBSET_KEYS = {"n_queries", "n_distractors", "seed"}
+_CHUNKING_KEYS = ("strategy", "size", "overlap", "unit", "min_chunk_chars", "tokenizer")
+_STRATEGIES = ("fixed", "recursive", "sentence")
+_UNITS = ("chars", "tokens")
 
 
 @dataclass(frozen=True)
@@ -82,6 +99,10 @@ class DatasetEntry:
     split: str = "test"
     docs: Path | None = None
     subset: Mapping[str, int] | None = None
+    #: how the documents are chunked (None: embedded whole)
+    chunking: ChunkingSettings | None = None
+    #: the document types read from the documents folder (None: every supported type)
+    extensions: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -152,7 +173,7 @@ def load_config(path: Path) -> ProjectConfig:
         raise ConfigError(f"{path}: unknown key(s) {unknown}; allowed: {sorted(_TOP_KEYS)}")
     base = path.parent
     load_plugins(path, raw.get("plugins") or [])
-    datasets = _parse_datasets(path, base, raw.get("datasets") or {})
+    datasets = _parse_datasets(path, base, _generated_evalsets(path, base, raw.get("datasets")))
     models = _parse_models(path, raw.get("models") or [])
     providers = raw.get("providers") or {}
     if not isinstance(providers, Mapping) or not all(
@@ -182,6 +203,31 @@ def load_config(path: Path) -> ProjectConfig:
         reference=reference,
         raw=dict(raw),
     )
+
+
+def _generated_evalsets(path: Path, base: Path, raw: Any) -> Any:
+    """Issue 13's hook: a dataset saying ``evalset: {generate: {...}}`` (``path`` is then its
+    documents folder) gets its set generated once beside this file and reused while the
+    documents and settings are unchanged; a changed corpus is a StaleEvalsetError naming the
+    command that regenerates it (see :func:`~.generate.ensure_generated_evalset`). The entry is
+    handed on as one naming the generated ``.jsonl``."""
+    if not isinstance(raw, Mapping):
+        return raw or {}
+    out = dict(raw)
+    for name, entry in raw.items():
+        if not (isinstance(entry, Mapping) and isinstance(entry.get("evalset"), Mapping)):
+            continue
+        from .generate import dataset_generation, ensure_generated_evalset
+
+        where = f"{path}: datasets.{name}"
+        settings, docs = dataset_generation(entry, name=str(name), where=where, base=base)
+        target = ensure_generated_evalset(settings, docs, base, name=str(name))
+        if "evalset" in _DATASET_KEYS:  # 'evalset: FILE' with 'path' the documents folder
+            out[name] = {**entry, "evalset": str(target)}
+        else:  # a .jsonl 'path' with its 'docs'
+            rest = {k: v for k, v in entry.items() if k not in ("evalset", "path")}
+            out[name] = {**rest, "path": str(target), "docs": str(docs)}
+    return out
 
 
 def load_plugins(path: Path, plugins: Any) -> None:
@@ -235,7 +281,12 @@ def _parse_datasets(path: Path, base: Path, raw: Any) -> dict[str, DatasetEntry]
         if unknown:
             raise _fail(path, where, f"unknown key(s) {unknown}; allowed: {sorted(_DATASET_KEYS)}")
         if not isinstance(entry.get("path"), str):
-            raise _fail(path, where, "needs 'path': a BEIR folder or an eval-set folder")
+            raise _fail(
+                path,
+                where,
+                "needs 'path': a BEIR folder, an eval-set folder, or with 'evalset' the "
+                "documents folder",
+            )
         subset = entry.get("subset")
         if subset is not None:
             if not isinstance(subset, Mapping) or set(subset) - _SUBSET_KEYS:
@@ -245,14 +296,142 @@ def _parse_datasets(path: Path, base: Path, raw: Any) -> dict[str, DatasetEntry]
             if not all(isinstance(v, int) and not isinstance(v, bool) for v in subset.values()):
                 raise _fail(path, f"{where}.subset", f"{subset!r}: values must be integers")
         docs = entry.get("docs")
+        target = (base / entry["path"]).resolve()
+        evalset = entry.get("evalset")
+        if evalset is not None:  # path is then the documents folder
+            if not isinstance(evalset, str) or not evalset:
+                raise _fail(
+                    path, f"{where}.evalset", f"{evalset!r}: give the eval-set .jsonl file's path"
+                )
+            if docs:
+                raise _fail(
+                    path,
+                    where,
+                    f"both 'docs' ({docs!r}) and 'evalset' ({evalset!r}): with 'evalset', "
+                    "'path' is the documents folder; drop 'docs'",
+                )
+            target, docs = (base / evalset).resolve(), entry["path"]
+        chunking = parse_chunking(
+            entry.get("chunking"), f"{path}: {where}.chunking", base=base, key="chunking"
+        )
+        extensions = parse_extensions(entry.get("extensions"), f"{path}: {where}.extensions")
         out[str(name)] = DatasetEntry(
             name=str(entry.get("name") or name),
-            path=(base / entry["path"]).resolve(),
+            path=target,
             split=str(entry.get("split", "test")),
             docs=(base / docs).resolve() if docs else None,
             subset=dict(subset) if subset else None,
+            chunking=chunking,
+            extensions=extensions,
         )
     return out
+
+
+def parse_chunking(
+    raw: Any,
+    where: str,
+    *,
+    base: Path | None = None,
+    over: ChunkingSettings | None = None,
+    key: str = "chunking",
+) -> ChunkingSettings | None:
+    """``chunking`` settings as written (yaml or the marker's ``chunking=``), checked.
+
+    ``None``/``False`` turn chunking off; ``True`` is the defaults (or ``over``); a mapping
+    sets the keys it names over ``over`` (the yaml's settings, for the marker) or the defaults.
+    ``where`` names the file (or test file) and key in every error, with the value and the
+    fix. A ``tokenizer`` ending in ``.json`` is a path relative to ``base``.
+    """
+    if raw is None or raw is False:
+        return None
+    start = over or ChunkingSettings()
+    if raw is True:
+        return start
+    if not isinstance(raw, Mapping):
+        raise ConfigError(
+            f"{where}: {raw!r} is not chunking settings; give a mapping such as "
+            "{strategy: recursive, size: 512, unit: tokens, overlap: 64}, or null for none"
+        )
+    unknown = sorted(str(k) for k in set(raw) - set(_CHUNKING_KEYS))
+    if unknown:
+        hint = did_you_mean(unknown[0], _CHUNKING_KEYS)
+        raise ConfigError(
+            f"{where}: unknown key(s) {unknown}{hint or '.'} Allowed: {sorted(_CHUNKING_KEYS)}"
+        )
+    values = {**start.as_dict(), **raw}
+    for name, choices in (("strategy", _STRATEGIES), ("unit", _UNITS)):
+        if values[name] not in choices:
+            raise ConfigError(
+                f"{where}.{name}: {values[name]!r} is not a chunking {name}"
+                f"{did_you_mean(str(values[name]), choices) or '.'} Choose one of {list(choices)}"
+            )
+    unit = "characters" if values["unit"] == "chars" else "tokens"
+    for name, low, meaning in (
+        ("size", 1, f"the most {unit} a chunk holds"),
+        ("overlap", 0, f"the {unit} two neighbouring chunks share"),
+        ("min_chunk_chars", 0, "the fewest characters a chunk keeps"),
+    ):
+        value = values[name]
+        if isinstance(value, bool) or not isinstance(value, int) or value < low:
+            raise ConfigError(
+                f"{where}.{name}: {value!r} must be a whole number >= {low} ({meaning}), "
+                f"e.g. {name}: {ChunkingSettings().as_dict()[name]}"
+            )
+    if values["overlap"] >= values["size"]:
+        raise ConfigError(
+            f"{where}.overlap: {values['overlap']!r} is not below size {values['size']!r}; "
+            "a chunk would repeat the one before it: make overlap smaller than size "
+            "(a tenth to a fifth of it is usual)"
+        )
+    tokenizer = values["tokenizer"]
+    if tokenizer is not None:
+        if not isinstance(tokenizer, str) or not tokenizer:
+            raise ConfigError(
+                f"{where}.tokenizer: {tokenizer!r}: give a Hugging Face tokenizer name or a "
+                "tokenizer.json path, or leave it out to count in the model's own tokens"
+            )
+        if values["unit"] != "tokens":
+            raise ConfigError(
+                f"{where}.tokenizer: {tokenizer!r} with unit {values['unit']!r}: a tokenizer "
+                "counts tokens; set unit: tokens, or drop tokenizer"
+            )
+        if tokenizer.endswith(".json") and base is not None:
+            tokenizer = str((base / tokenizer).resolve())
+    return ChunkingSettings(
+        strategy=values["strategy"],
+        size=values["size"],
+        overlap=values["overlap"],
+        unit=values["unit"],
+        min_chunk_chars=values["min_chunk_chars"],
+        tokenizer=tokenizer,
+    )
+
+
+def parse_extensions(raw: Any, where: str) -> tuple[str, ...] | None:
+    """``extensions`` as written: a list of suffixes (``.pdf`` or ``pdf``, any case) among
+    the types the documents reader knows; None when absent (every supported type)."""
+    if raw is None:
+        return None
+    if isinstance(raw, str):
+        raw = [raw]
+    if not isinstance(raw, list) or not raw:
+        raise ConfigError(
+            f"{where}: {raw!r}: give a non-empty list of document types, e.g. [.pdf, .md]"
+        )
+    out = []
+    for item in raw:
+        if not isinstance(item, str) or not item.strip(". "):
+            raise ConfigError(f"{where}: {item!r} is not a file extension such as '.pdf'")
+        suffix = "." + item.strip().lstrip(".").lower()
+        if suffix not in DOCUMENT_SUFFIXES:
+            raise ConfigError(
+                f"{where}: {item!r} is not a document type the reader knows"
+                f"{did_you_mean(suffix, DOCUMENT_SUFFIXES) or '.'} Supported: "
+                f"{list(DOCUMENT_SUFFIXES)}"
+            )
+        if suffix not in out:
+            out.append(suffix)
+    return tuple(out)
 
 
 def check_gate_metric_names(raw: Any, where: str) -> None:

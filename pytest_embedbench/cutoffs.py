@@ -60,6 +60,7 @@ __all__ = [
     "conformal_rank",
     "conformal_threshold",
     "cutoffs_for",
+    "cutoffs_of",
     "noise_floor",
     "pair_scores",
     "random_documents",
@@ -299,5 +300,18 @@ def cutoffs_for(
     """Build ``provider``'s index over ``dataset`` (the cache makes embedded documents free),
     score the relevant and random pairs, and compute the cut-offs."""
     retriever = provider.build(dataset.documents, cache=cache)
+    return cutoffs_of(retriever, dataset, seed=seed, alpha=alpha, delta=delta)
+
+
+def cutoffs_of(
+    retriever: Retriever,
+    dataset: RetrievalDataset,
+    *,
+    seed: int = 0,
+    alpha: float = 0.05,
+    delta: float | None = 0.1,
+) -> Cutoffs:
+    """The cut-offs of a built retriever over ``dataset`` (a chunked dataset's retriever
+    answers with documents, so its pairs are scored by document, as its run)."""
     relevant, random = pair_scores(retriever, dataset, seed=seed)
     return compute_cutoffs(relevant, random, seed=seed, alpha=alpha, delta=delta)

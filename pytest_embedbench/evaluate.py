@@ -25,12 +25,19 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .cache import CacheStats, EmbeddingCache
 from .datasets import Query, RetrievalDataset, load_dataset
+from .docscore import (
+    PooledRetriever,
+    PooledRun,
+    check_judged_chunks,
+    chunk_pseudo_documents,
+    dataset_chunks,
+)
 from .exceptions import ConfigError
 from .measure import (
     DEFAULT_LATENCY_PASSES,
@@ -45,6 +52,9 @@ from .metrics import DEFAULT_K, parse_cutoffs
 from .providers import BuildStats, ModelSpec, Provider, Retriever, create_provider
 from .result import RetrievalResult
 from .stats import DEFAULT_RESAMPLES
+
+if TYPE_CHECKING:
+    from .chunking import Chunk
 
 __all__ = ["DEFAULT_K", "Evaluator", "RetrievalResult", "evaluate"]
 
@@ -93,6 +103,9 @@ class Evaluator:
         self.progress = progress
         self._providers: dict[ModelSpec, Provider] = {}
         self._load_s: dict[ModelSpec, float] = {}
+        #: chunks by (dataset fingerprint, tokenizer): computed once per model only when they
+        #: are counted in the model's own tokens
+        self._chunks: dict[tuple[str, str], list[Chunk]] = {}
 
     def provider(self, model: str | ModelSpec) -> Provider:
         """The loaded provider for ``model`` (loaded on first use, then reused)."""
@@ -120,14 +133,16 @@ class Evaluator:
         timings = Timings()
         stats = BuildStats()
         started = time.perf_counter()
+        if ds.chunking is not None and not _model_chunked(ds):
+            self.chunks(ds)  # the eval-set checks, before any model loads
         with RSSSampler() as rss:
             first_use = spec not in self._providers
             provider = self.provider(spec)
             timings.model_load_s = self._load_s[spec] if first_use else 0.0
             encode_before = provider.encode_seconds()
-            retriever = provider.build(
-                ds.documents, cache=self.cache, stats=stats, progress=self._documents_progress()
-            )
+            batches_before = len(provider.document_batch_seconds())
+            provider.reset_vram_peak()
+            retriever = self.build_retriever(provider, ds, stats=stats)
             timings.document_embedding_s = stats.document_embedding_s
             timings.index_build_s = stats.index_build_s
             run = self._run_queries(
@@ -136,6 +151,20 @@ class Evaluator:
         timings.total_s = time.perf_counter() - started
         provider.after_run()
         info = _model_info(provider)
+        vram_mb, vram_source = provider.vram_peak_mb()
+        resources = {
+            "dimension": provider.vector_dimension(),
+            "index_bytes": retriever.index_bytes(),
+            # a model loaded by this evaluation makes its first batch the cold one
+            "cold_model": first_use,
+            "document_batch_s": provider.document_batch_seconds()[batches_before:],
+            "vram_peak_mb": vram_mb,
+            "vram_source": vram_source,
+            "device": info.get("device"),
+        }
+        chunked = None
+        if isinstance(retriever, PooledRetriever):
+            chunked = PooledRun(retriever.chunks, run.winners or [], retriever.depths)
         result = RetrievalResult(
             model=spec,
             dataset=ds,
@@ -156,14 +185,49 @@ class Evaluator:
             n_resamples=self.n_resamples,
             level=self.level,
             provider=provider,
+            resources=resources,
+            chunked=chunked,
         )
-        result.embedding_cache = self.cache  # cut-offs rebuild the index from it
+        # cut-offs rebuild the retriever (documents or chunks from the cache) on first use
+        result.retriever_factory = lambda: self.build_retriever(provider, ds)
         if info.get("resident_mb") is not None:
             # the model lives in a server (Ollama): its resident size is the memory figure
             result.process_peak_rss_mb = result.peak_rss_mb
             result.peak_rss_mb = float(info["resident_mb"])
             result.added_rss_mb = float(info["resident_mb"])
         return result
+
+    def chunks(self, ds: RetrievalDataset, provider: Provider | None = None) -> list[Chunk]:
+        """The chunks of chunked dataset ``ds`` (computed once), checked: every judged
+        document yields one. In the model's own tokens (``unit: tokens``, no tokenizer named)
+        they depend on ``provider``, and are computed once per model."""
+        model_key = ""
+        tokenizer = None
+        if _model_chunked(ds):
+            if provider is None:
+                raise ValueError("chunks in the model's own tokens need the provider")
+            model_key, tokenizer = provider.namespace_key(), provider.tokenizer()
+        key = (ds.fingerprint, model_key)
+        if key not in self._chunks:
+            chunks = dataset_chunks(ds, tokenizer=tokenizer)
+            check_judged_chunks(ds, chunks)
+            self._chunks[key] = chunks
+        return self._chunks[key]
+
+    def build_retriever(
+        self, provider: Provider, ds: RetrievalDataset, *, stats: BuildStats | None = None
+    ) -> Retriever:
+        """``provider``'s retriever over ``ds``: over its documents, or for a chunked dataset a
+        :class:`~.docscore.PooledRetriever` over its chunks (the cache reuses unchanged ones)."""
+        stats = stats if stats is not None else BuildStats()
+        progress = self._documents_progress()
+        if ds.chunking is None:
+            return provider.build(ds.documents, cache=self.cache, stats=stats, progress=progress)
+        chunks = self.chunks(ds, provider)
+        inner = provider.build(
+            chunk_pseudo_documents(chunks), cache=self.cache, stats=stats, progress=progress
+        )
+        return PooledRetriever(inner, chunks)
 
     def _documents_progress(self) -> Callable[[int, int], None] | None:
         """:attr:`progress` for the document stage, in the shape ``build`` calls."""
@@ -204,7 +268,7 @@ class Evaluator:
         latencies = np.empty((passes, len(queries)))
         threads = thread_settings()  # after the load: torch's thread count is known
         with LoadMonitor() as load:
-            rankings, scores = self._scored_pass(retriever, queries, depth, latencies[0])
+            rankings, scores, winners = self._scored_pass(retriever, queries, depth, latencies[0])
             timings.query_embedding_s = retriever.query_embedding_s - embed_before
             timings.search_s = retriever.search_s - search_before
             timings.encode_s = provider.encode_seconds() - encode_before
@@ -213,7 +277,7 @@ class Evaluator:
                     t0 = time.perf_counter()
                     retriever.search(query.text, depth)
                     latencies[p, i] = time.perf_counter() - t0
-        return _QueryRun(rankings, scores, latencies, cold_query_ms, threads, load)
+        return _QueryRun(rankings, scores, latencies, cold_query_ms, threads, load, winners)
 
     def _batched_queries(
         self,
@@ -228,31 +292,49 @@ class Evaluator:
         script does), so the run costs no more than its rankings."""
         embed_before, search_before = retriever.query_embedding_s, retriever.search_s
         threads = thread_settings()
+        winners: list[list[str]] | None = None
         with LoadMonitor() as load:
-            rankings, scores = retriever.search_many([q.text for q in queries], depth)
+            if isinstance(retriever, PooledRetriever):  # its winning chunks, query by query
+                rankings, scores, winners = [], [], []
+                for query in queries:
+                    ids, sc, won = retriever.search_pooled(query.text, depth)
+                    rankings.append(ids)
+                    scores.append(sc)
+                    winners.append(won)
+            else:
+                rankings, scores = retriever.search_many([q.text for q in queries], depth)
             timings.query_embedding_s = retriever.query_embedding_s - embed_before
             timings.search_s = retriever.search_s - search_before
             timings.encode_s = provider.encode_seconds() - encode_before
         if self.progress is not None and queries:
             self.progress("queries", len(queries), len(queries))
         latencies = np.empty((0, len(queries)))
-        return _QueryRun(rankings, scores, latencies, math.nan, threads, load)
+        return _QueryRun(rankings, scores, latencies, math.nan, threads, load, winners)
 
     def _scored_pass(
         self, retriever: Retriever, queries: Sequence[Query], depth: int, latencies: np.ndarray
-    ) -> tuple[list[list[str]], list[list[float]]]:
-        """Every query once, timed into ``latencies``: the rankings and scores that count."""
+    ) -> tuple[list[list[str]], list[list[float]], list[list[str]] | None]:
+        """Every query once, timed into ``latencies``: the rankings and scores that count, and
+        on a chunked dataset each retrieved document's winning chunk."""
         rankings: list[list[str]] = []
         scores: list[list[float]] = []
+        pooled = retriever if isinstance(retriever, PooledRetriever) else None
+        winners: list[list[str]] | None = [] if pooled is not None else None
         for i, query in enumerate(queries):
             t0 = time.perf_counter()
-            ids, sc = retriever.search(query.text, depth)  # only the text: never metadata
+            # only the text: never metadata
+            if pooled is not None:
+                ids, sc, won = pooled.search_pooled(query.text, depth)
+            else:
+                ids, sc = retriever.search(query.text, depth)
             latencies[i] = time.perf_counter() - t0
             rankings.append(ids)
             scores.append(sc)
+            if winners is not None:
+                winners.append(won)
             if self.progress is not None:
                 self.progress("queries", i + 1, len(queries))
-        return rankings, scores
+        return rankings, scores, winners
 
 
 @dataclass
@@ -266,6 +348,15 @@ class _QueryRun:
     cold_query_ms: float
     threads: dict[str, Any]
     load: LoadMonitor
+    #: each retrieved document's winning chunk id (chunked datasets only)
+    winners: list[list[str]] | None = None
+
+
+def _model_chunked(ds: RetrievalDataset) -> bool:
+    """Whether ``ds``'s chunks are counted in the model's own tokens (so differ by model)."""
+    return (
+        ds.chunking is not None and ds.chunking.unit == "tokens" and ds.chunking.tokenizer is None
+    )
 
 
 def _documents_per_s(stats: BuildStats) -> float:

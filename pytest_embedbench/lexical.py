@@ -98,6 +98,12 @@ class BM25Index:
         order = sorted(range(len(self.ids)), key=lambda i: self.ids[i], reverse=True)
         self._stored_to_given = np.asarray(order, dtype=np.int64)
 
+    @property
+    def nbytes(self) -> int:
+        """Bytes of bm25s's score arrays (its sparse document-term matrix)."""
+        scores = getattr(self._retriever, "scores", None) or {}
+        return int(sum(getattr(v, "nbytes", 0) for v in scores.values()))
+
     def tokenize(self, text: str) -> list[str]:
         """The query's tokens as the index knows them (stopwords, stemming)."""
         out = self._bm25s.tokenize(

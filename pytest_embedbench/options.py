@@ -26,6 +26,7 @@ __all__ = [
     "OptionSpec",
     "Options",
     "option_specs",
+    "parse_columns",
     "parse_int",
     "parse_models_option",
     "parse_positive_int",
@@ -59,6 +60,26 @@ def parse_models_option(value: str) -> tuple[str, ...]:
             f"--embedbench-models {value!r}: give comma-separated model specs, e.g. 'bm25,hf:MODEL'"
         )
     return specs
+
+
+def parse_columns(value: str) -> tuple[str, ...]:
+    """``--embedbench-columns nDCG@10,p95_ms,dimension``: the terminal table's columns, in
+    order (names as ``embedbench report --columns-help`` lists them; case-insensitive)."""
+    from .report.terminal import column_names, resolve_column
+
+    names = tuple(part.strip() for part in value.split(",") if part.strip())
+    if not names:
+        raise argparse.ArgumentTypeError(
+            f"--embedbench-columns {value!r}: give comma-separated column names, e.g. "
+            "'ndcg@10,p95_ms,dimension'"
+        )
+    for name in names:
+        if resolve_column(name) is None:
+            raise argparse.ArgumentTypeError(
+                f"unknown column {name!r}: use a metric such as 'ndcg@10' or one of "
+                f"{column_names()}"
+            ) from None
+    return names
 
 
 def parse_positive_int(value: str) -> int:
@@ -169,6 +190,55 @@ class Options:
             kind="path",
             metavar="PATH",
             report="json",
+        ),
+    )
+    html_path: Path | None = option(
+        None,
+        OptionSpec(
+            "--embedbench-html",
+            "write the self-contained HTML report here",
+            ini="embedbench_html",
+            ini_help="write the HTML report to this path",
+            kind="path",
+            metavar="PATH",
+            report="html",
+        ),
+    )
+    csv_dir: Path | None = option(
+        None,
+        OptionSpec(
+            "--embedbench-csv",
+            "write results.csv and queries.csv into this folder",
+            ini="embedbench_csv",
+            ini_help="folder for results.csv and queries.csv",
+            kind="path",
+            metavar="DIR",
+            report="csv",
+        ),
+    )
+    md_path: Path | None = option(
+        None,
+        OptionSpec(
+            "--embedbench-md",
+            "write the tables as Markdown here (a PR comment, $GITHUB_STEP_SUMMARY)",
+            ini="embedbench_md",
+            ini_help="write the Markdown tables to this path",
+            kind="path",
+            metavar="PATH",
+            report="md",
+        ),
+    )
+    columns: tuple[str, ...] | None = option(
+        None,
+        OptionSpec(
+            "--embedbench-columns",
+            "the terminal table's columns, comma-separated (metrics such as ndcg@10, or "
+            "p50_ms, p95_ms, documents_per_s, added_rss_mb, dimension, index_mb, "
+            "model_load_s, tokens_per_s, vram_peak_mb, cost_usd ...)",
+            ini="embedbench_columns",
+            ini_help="comma-separated columns of the terminal table",
+            parse=parse_columns,
+            metavar="NAMES",
         ),
     )
     cache_dir: Path | None = option(

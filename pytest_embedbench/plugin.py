@@ -22,8 +22,8 @@ from .handle import EmbedBenchHandle
 from .options import Options, option_specs
 from .providers.base import Provider
 from .records import Status
-from .report.artifacts import EXIT_ARTIFACT_FAILED, update_baseline, write_json
-from .report.json_report import build_report, machine_info, summary_sections
+from .report.artifacts import EXIT_ARTIFACT_FAILED, update_baseline, write_json, write_reports
+from .report.json_report import build_report, finite, machine_info, summary_sections
 from .report.summary import Summary, build_summary
 from .report.terminal import ProgressLines, ProgressPrinter, render_summary
 from .search import Searcher
@@ -96,9 +96,10 @@ def _is_worker(config: pytest.Config) -> bool:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
-        "embedbench(models=None, dataset=None, k=None, split=None, thresholds=None, "
-        "stress=None): evaluate retrieval models on a dataset, one test per model (and per "
-        "stress workload point) (pytest-embedbench)",
+        "embedbench(models=None, dataset=None, k=None, split=None, thresholds=None, gate=None, "
+        "chunking=None, stress=None): "
+        "evaluate retrieval models on a dataset, one test per model (and per stress workload "
+        "point) (pytest-embedbench)",
     )
     options = build_options(config)
     progress = None
@@ -419,13 +420,27 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         return
     notes, failures = update_baseline(state)
     state.summary = build_summary(state, notes)  # computed once; the reports only read it
-    if state.options.json_path is not None:
+    options = state.options
+    wanted = (options.json_path, options.html_path, options.csv_dir, options.md_path)
+    if any(path is not None for path in wanted):
+        # one report dict: the HTML, CSV and Markdown render what the JSON keeps, so a saved
+        # JSON renders the same files later (embedbench report)
         records = [record.to_dict() for record in state.summary.records]
         report = config.hook.pytest_embedbench_generate_json(config=config, records=records)
         config.hook.pytest_embedbench_update_json(config=config, report=report)
-        failure = write_json(state.options.json_path, report)
-        state.json_written = failure is None
-        failures.extend([failure] if failure else [])
+        if options.json_path is not None:
+            failure = write_json(options.json_path, report)
+            state.json_written = failure is None
+            failures.extend([failure] if failure else [])
+            if failure is None:
+                state.artifacts.append(("JSON report", options.json_path))
+        # the renderers read plain JSON data: what json.dump would write, read back
+        plain = json.loads(json.dumps(finite(report), sort_keys=True, default=str))
+        written, failed = write_reports(
+            plain, html=options.html_path, csv=options.csv_dir, md=options.md_path
+        )
+        state.artifacts.extend(written)
+        failures.extend(failed)
     state.write_failures = failures
     if failures and session.exitstatus == pytest.ExitCode.OK:
         session.exitstatus = EXIT_ARTIFACT_FAILED
@@ -434,20 +449,20 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
     state = _session(config)
     summary = _summary(state)
-    lines = render_summary(summary, verbosity=config.get_verbosity())
+    lines = render_summary(summary, verbosity=config.get_verbosity(), columns=state.options.columns)
     notes = summary.notices
     failures = state.write_failures
-    if not lines and not notes and not failures:
+    if not lines and not notes and not failures and not state.artifacts:
         return
     terminalreporter.section("embedbench", sep="=")
     for line in lines:
         terminalreporter.write_line(line)
-    if state.json_written:
-        terminalreporter.write_line(f"JSON report: {state.options.json_path}")
     for line in notes:
         terminalreporter.write_line(line)
-    for line in failures:  # last, after the table: what was lost and how to fix it
+    for line in failures:  # after the table: what was lost and how to fix it
         terminalreporter.write_line(line, red=True, bold=True)
+    for label, path in state.artifacts:  # last: where every file this run wrote is
+        terminalreporter.write_line(f"{label}: {path}")
 
 
 class SessionHooks:

@@ -182,7 +182,8 @@ def settings_fingerprint(model: ModelSpec, k: Sequence[int], result: RetrievalRe
 
 def dataset_parts(ds: RetrievalDataset) -> dict[str, Any]:
     """Size and fingerprint of each part of a dataset, so a baseline comparison can say which
-    part changed (documents, queries or judgements)."""
+    part changed (documents, queries, judgements, and the chunking settings of a chunked
+    dataset)."""
 
     def digest(rows: Iterable[tuple[str, ...]]) -> str:
         h = hashlib.sha256()
@@ -191,7 +192,12 @@ def dataset_parts(ds: RetrievalDataset) -> dict[str, Any]:
         return h.hexdigest()[:12]
 
     judgements = [(q, d, str(g)) for q, docs in ds.qrels.items() for d, g in docs.items()]
-    return {
+    parts: dict[str, Any] = {}
+    if ds.chunking is not None:  # a changed setting is named: chunking.size 512 -> 256
+        from .datasets.core import chunking_identity
+
+        parts["chunking"] = chunking_identity(ds.chunking)
+    return parts | {
         "documents": {
             "count": len(ds.documents),
             "fingerprint": digest((d.id, d.title, d.text) for d in ds.documents),

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -26,7 +26,14 @@ from .metrics import METRICS, compute, grade_matrix, parse_metric
 from .providers import ModelSpec, Provider
 from .stats import Estimate, bootstrap, paired_bootstrap
 
-__all__ = ["RetrievalResult"]
+if TYPE_CHECKING:
+    from .chunking import Chunk
+    from .docscore import PooledRun
+
+__all__ = ["RETRIEVED_KEPT", "RetrievalResult"]
+
+#: the top documents of each query kept in the report (``retrieved``): enough to read a miss
+RETRIEVED_KEPT = 10
 
 
 class RetrievalResult:
@@ -70,6 +77,8 @@ class RetrievalResult:
         n_resamples: int,
         level: float = 0.95,
         provider: Provider | None = None,
+        resources: Mapping[str, Any] | None = None,
+        chunked: PooledRun | None = None,
     ) -> None:
         self.model = model
         self.name = model.short_name
@@ -94,16 +103,19 @@ class RetrievalResult:
         self.environment: dict[str, Any] = dict(environment or {})
         self.cache = cache
         self.model_info = dict(model_info)
+        #: what the evaluator measured besides time: dimension, index bytes, batch times, VRAM
+        self.measured: dict[str, Any] = dict(resources or {})
         self.seed = seed
         self.n_resamples = n_resamples
         self.level = level
-        #: the provider and dataset whose tokens :attr:`tokens` counts (on first use)
-        self._token_source = (provider, dataset) if provider is not None else None
+        self._set_chunks(dataset, chunked)
+        #: the provider and texts whose tokens :attr:`tokens` counts (on first use)
+        self._token_source = (provider, dataset, self._embedded) if provider is not None else None
         self._tokens: dict[str, Any] | None = None
         self._per_query: dict[str, np.ndarray] = {}
         self._estimates: dict[str, Estimate] = {}
-        #: the embedding cache the run used (set by the Evaluator), for :attr:`cutoffs`
-        self.embedding_cache: Any = None
+        #: builds this run's retriever again (set by the Evaluator), for :attr:`cutoffs`
+        self.retriever_factory: Any = None
         self._cutoffs: Cutoffs | None = None
 
     def _set_run(
@@ -125,6 +137,27 @@ class RetrievalResult:
         judgements = [dict(dataset.qrels[qid]) for qid in self.query_ids]
         self._qrels = dict(zip(self.query_ids, judgements, strict=True))
         self._grades = grade_matrix(list(self.rankings.values()), judgements, self.depth)
+
+    def _set_chunks(self, dataset: RetrievalDataset, chunked: PooledRun | None) -> None:
+        """On a chunked dataset: the chunks searched and each retrieved document's winning
+        chunk, from the run's :class:`~.docscore.PooledRun`."""
+        #: the chunking settings (None: documents were embedded whole)
+        self.chunking = dataset.chunking
+        #: chunk id -> Chunk, the chunks searched (empty when not chunked)
+        self.chunks: dict[str, Chunk] = {}
+        #: query id -> the winning chunk id of each retrieved document, in ranking order
+        self.winning_chunks: dict[str, list[str]] | None = None
+        #: the chunk depth each query's search ended at (scored pass and timed passes)
+        self.chunk_depths: list[int] = []
+        self._embedded: list[str] | None = None
+        if chunked is None:
+            return
+        self.chunks = dict(chunked.chunks)
+        self.chunk_depths = list(chunked.depths)
+        self._embedded = [chunk.text for chunk in self.chunks.values()]
+        self.winning_chunks = {
+            qid: list(won) for qid, won in zip(self.query_ids, chunked.winners, strict=True)
+        }
 
     def __repr__(self) -> str:
         return (
@@ -241,8 +274,9 @@ class RetrievalResult:
         if self._tokens is None:
             self._tokens = {"documents": None, "queries": None, "estimated": None}
             if self._token_source is not None:
-                provider, ds = self._token_source
-                docs = [provider.prepare(d.embed_text, "document") for d in ds.documents]
+                provider, ds, embedded = self._token_source
+                texts = embedded if embedded is not None else [d.embed_text for d in ds.documents]
+                docs = [provider.prepare(text, "document") for text in texts]
                 queries = [provider.prepare(q.text, "query") for q in ds.queries]
                 doc_count, query_count = provider.count_tokens(docs), provider.count_tokens(queries)
                 if doc_count is not None and query_count is not None:  # None: a ranker
@@ -273,16 +307,55 @@ class RetrievalResult:
         first use: the index is built again (documents from the cache) and every query ranks
         the whole corpus. The JSON report keeps them once measured."""
         if self._cutoffs is None:
-            from .cutoffs import cutoffs_for
+            from .cutoffs import cutoffs_of
 
-            if self._token_source is None:
+            if self._token_source is None or self.retriever_factory is None:
                 raise ConfigError(
                     f"{self.name!r} on {self.dataset_name!r}: cut-offs need the model and the "
                     "dataset; this result was built without them"
                 )
-            provider, ds = self._token_source
-            self._cutoffs = cutoffs_for(provider, ds, cache=self.embedding_cache, seed=self.seed)
+            ds = self._token_source[1]
+            self._cutoffs = cutoffs_of(self.retriever_factory(), ds, seed=self.seed)
         return self._cutoffs
+
+    @property
+    def resources(self) -> dict[str, Any]:
+        """Index size, vector dimension, model load time, cold and warm document batch times,
+        tokens per second and the GPU memory peak (``vram_peak_mb`` None: not on a GPU).
+
+        The cold batch is the first document batch after the model loaded (None when the model
+        was loaded earlier, or every document came from the cache); warm figures are the
+        other batches'. Tokens per second are the embedded documents' tokens over the
+        document embedding time (the cached documents' share left out)."""
+        m = self.measured
+        batches = [float(x) for x in m.get("document_batch_s") or []]
+        cold = batches[0] if batches and m.get("cold_model") else None
+        warm = batches[1:] if cold is not None else batches
+        index_bytes = m.get("index_bytes")
+        tokens = self.tokens.get("documents")
+        embedded = self.cache.misses
+        seconds = self.timings.document_embedding_s
+        tokens_per_s = None
+        if tokens is not None and embedded and seconds > 0 and self.n_documents:
+            tokens_per_s = tokens * (embedded / self.n_documents) / seconds
+        return {
+            "dimension": m.get("dimension"),
+            "index_bytes": index_bytes,
+            "bytes_per_document": (
+                index_bytes / self.n_documents
+                if index_bytes is not None and self.n_documents
+                else None
+            ),
+            "model_load_s": self.timings.model_load_s,
+            "document_batches": len(batches),
+            "cold_batch_ms": cold * 1000.0 if cold is not None else None,
+            "warm_batch_p50_ms": float(np.percentile(warm, 50)) * 1000.0 if warm else None,
+            "warm_batch_p95_ms": float(np.percentile(warm, 95)) * 1000.0 if warm else None,
+            "tokens_per_s": tokens_per_s,
+            "vram_peak_mb": m.get("vram_peak_mb"),
+            "vram_source": m.get("vram_source"),
+            "device": m.get("device"),
+        }
 
     @property
     def run(self) -> dict[str, dict[str, float]]:
@@ -323,8 +396,18 @@ class RetrievalResult:
             "tokens": self.tokens,
             "cost": self.cost,
             "model_info": {k: v for k, v in self.model_info.items() if _jsonable(v)},
+            "resources": self.resources,
             "seed": self.seed,
         }
+        if self.chunking is not None:
+            depths = self.chunk_depths
+            out["chunking"] = {
+                **self.chunking.as_dict(),
+                "chunks": len(self.chunks),
+                "chunk_depth": {"max": max(depths), "mean": sum(depths) / len(depths)}
+                if depths
+                else None,
+            }
         if self._cutoffs is not None:
             out["cutoffs"] = self._cutoffs.to_dict()
         if per_query:
@@ -336,6 +419,37 @@ class RetrievalResult:
                 name: dict(zip(self.query_ids, self.per_query(name).tolist(), strict=True))
                 for name in self.metrics()
             }
+            # for the report's per-query drill-down: what came back against what was wanted
+            out["query_texts"] = dict(self.query_texts)
+            out["retrieved"] = {qid: ids[:RETRIEVED_KEPT] for qid, ids in self.rankings.items()}
+            out["relevant"] = {
+                qid: {doc: grade for doc, grade in sorted(j.items()) if grade > 0}
+                for qid, j in self._qrels.items()
+            }
+            if self.winning_chunks is not None:
+                out["winning_chunks"] = self.retrieved()
+        return out
+
+    def retrieved(self) -> dict[str, list[dict[str, Any]]]:
+        """Per query, each retrieved document with its score and the chunk that won it (id,
+        character span, PDF page): the JSON report's per-query detail on a chunked dataset."""
+        out: dict[str, list[dict[str, Any]]] = {}
+        for qid, ids in self.rankings.items():
+            won = (self.winning_chunks or {}).get(qid, [])
+            rows = []
+            for did, score, cid in zip(ids, self.scores[qid], won, strict=True):
+                chunk = self.chunks[cid]
+                row = {
+                    "doc_id": did,
+                    "score": score,
+                    "chunk_id": cid,
+                    "start": chunk.start,
+                    "end": chunk.end,
+                }
+                if chunk.page is not None:
+                    row["page"] = chunk.page
+                rows.append(row)
+            out[qid] = rows
         return out
 
 

@@ -23,7 +23,14 @@ from .baseline import (
     entry_from_record,
     gate,
 )
-from .cases import MARKER_KEYS, Case, CaseBuilder, check_thresholds_computed, dataset_key
+from .cases import (
+    MARKER_KEYS,
+    Case,
+    CaseBuilder,
+    check_chunk_tokenizer,
+    check_thresholds_computed,
+    dataset_key,
+)
 from .config import DatasetEntry, Options
 from .datasets import RetrievalDataset, load_dataset
 from .evaluate import Evaluator, RetrievalResult
@@ -76,6 +83,8 @@ class EmbedBenchSession:
         #: artifacts (JSON report, baseline) that could not be written, one line each
         self.write_failures: list[str] = []
         self.json_written = False
+        #: (label, path) of every report file this run wrote, in order
+        self.artifacts: list[tuple[str, Any]] = []
         self._machine: str | None = None
         #: what this run's records add up to, built once at its end (report.summary.Summary)
         self.summary: Any = None
@@ -119,6 +128,8 @@ class EmbedBenchSession:
         specs = build.distinct_specs(marker_kwargs.get("models"), cfg, test_path)
         for spec in specs:
             check_thresholds_computed(thresholds.for_test(test, spec.short_name), test, k)
+        chunking, where = self._chunking_of(dataset, marker_kwargs, cfg, test_path)
+        check_chunk_tokenizer(chunking, specs, where)
         cases = [
             Case(
                 spec,
@@ -145,6 +156,19 @@ class EmbedBenchSession:
         except ConfigError as exc:
             raise ConfigError(f"{test_path.name}: @pytest.mark.embedbench stress: {exc}") from None
 
+    def _chunking_of(
+        self, entry: DatasetEntry, marker_kwargs: Mapping[str, Any], cfg: Any, test_path: Path
+    ) -> tuple[Any, str]:
+        """The chunking settings of a case's dataset and where they were set (for errors)."""
+        marker = f"{test_path.name}: @pytest.mark.embedbench chunking"
+        if str(entry.path).startswith("object:"):
+            ds = self.builder.objects[str(entry.path)]
+            where = f"dataset {ds.name!r}: chunking"
+            return ds.chunking, marker if "chunking" in marker_kwargs else where
+        if "chunking" in marker_kwargs:
+            return entry.chunking, marker
+        return entry.chunking, f"{cfg.path}: datasets.{marker_kwargs.get('dataset')}.chunking"
+
     # -- evaluation ------------------------------------------------------------------------
 
     def dataset(self, entry: DatasetEntry) -> RetrievalDataset:
@@ -153,10 +177,18 @@ class EmbedBenchSession:
             return self.builder.objects[key]
         case_key = dataset_key(entry)
         if case_key not in self._datasets:
-            ds = load_dataset(entry.path, split=entry.split, docs=entry.docs, name=entry.name)
+            ds = load_dataset(
+                entry.path,
+                split=entry.split,
+                docs=entry.docs,
+                name=entry.name,
+                extensions=entry.extensions,
+            )
             if entry.subset:
                 ds = ds.subset(**entry.subset)
                 ds.name = entry.name
+            if entry.chunking is not None:
+                ds = ds.with_chunking(entry.chunking)
             self._datasets[case_key] = ds
         return self._datasets[case_key]
 
@@ -170,7 +202,7 @@ class EmbedBenchSession:
             try:
                 ds = self.dataset(case.dataset)
                 provider = self.provider(case.model)
-                retriever = provider.build(ds.documents, cache=self.evaluator.cache)
+                retriever = self.evaluator.build_retriever(provider, ds)
                 self._searchers[key] = Searcher(case.model, provider, retriever)
             except (KeyboardInterrupt, SystemExit):
                 raise

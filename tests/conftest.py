@@ -27,6 +27,12 @@ _PRELOAD = (
     "hypothesis.internal.observability",
     "gzip",
     "multiprocessing",
+    # the document readers (lxml under python-docx)
+    "lxml.etree",
+    "docx",
+    "pypdf",
+    "bs4",
+    "tokenizers",
 )
 for _name in _PRELOAD:
     try:

@@ -17,14 +17,16 @@ here, picks the loader from the path.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from ..exceptions import DatasetError
 from .beir import load_beir
 from .core import Document, EvalSet, Query, RetrievalDataset
-from .evalset import QUERY_ID_PREFIX, TEXT_SUFFIXES, load_evalset
+from .evalset import DOCUMENT_SUFFIXES, QUERY_ID_PREFIX, TEXT_SUFFIXES, load_evalset
 
 __all__ = [
+    "DOCUMENT_SUFFIXES",
     "QUERY_ID_PREFIX",
     "TEXT_SUFFIXES",
     "Document",
@@ -43,6 +45,7 @@ def load_dataset(
     *,
     docs: str | Path | None = None,
     name: str | None = None,
+    extensions: Sequence[str] | None = None,
 ) -> RetrievalDataset:
     """Load a dataset from a path, whatever its layout.
 
@@ -52,6 +55,7 @@ def load_dataset(
     * a ``.jsonl`` eval set file: documents from ``docs`` (default: ``docs/`` beside it).
 
     An eval set has one split: ``split`` other than ``"test"`` (the default) is an error there.
+    ``extensions`` limits the document types read from an eval set's documents folder.
     A :class:`RetrievalDataset` is returned as it is.
     """
     if isinstance(path, RetrievalDataset):
@@ -59,11 +63,21 @@ def load_dataset(
     root = Path(path)
     if root.is_dir():
         if (root / "corpus.jsonl").is_file():
+            if extensions is not None:
+                raise DatasetError(
+                    f"{root}: extensions {list(extensions)!r} apply to a documents folder, and "
+                    "this is a BEIR folder (corpus.jsonl); drop extensions"
+                )
             return load_beir(root, split, name=name)
         if (root / "evalset.jsonl").is_file():
             _check_single_split(split, root / "evalset.jsonl")
             folder = Path(docs) if docs else (root / "docs" if (root / "docs").is_dir() else root)
-            return load_evalset(root / "evalset.jsonl", folder, name=name or root.resolve().name)
+            return load_evalset(
+                root / "evalset.jsonl",
+                folder,
+                name=name or root.resolve().name,
+                extensions=extensions,
+            )
         raise DatasetError(
             f"{root}: not a dataset folder; looked for {root / 'corpus.jsonl'} (BEIR, with "
             f"qrels/{split}.tsv) and {root / 'evalset.jsonl'}. {_EVALSET_RULES}"
@@ -72,7 +86,7 @@ def load_dataset(
     if root.is_file() and root.suffix == ".jsonl":
         _check_single_split(split, root)
         folder = Path(docs) if docs else root.parent / "docs"
-        return load_evalset(root, folder, name=name)
+        return load_evalset(root, folder, name=name, extensions=extensions)
     raise DatasetError(
         f"{root}: no such dataset folder or .jsonl eval set. {_EVALSET_RULES}"
         + (_evalset_hint(root.parent) if root.parent.is_dir() else "")

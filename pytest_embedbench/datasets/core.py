@@ -3,17 +3,23 @@
 
 from __future__ import annotations
 
+import copy
 import hashlib
+import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..exceptions import DatasetError
 
-__all__ = ["Document", "EvalSet", "Query", "RetrievalDataset"]
+if TYPE_CHECKING:
+    from ..chunking import ChunkingSettings
+
+__all__ = ["Document", "EvalSet", "Query", "RetrievalDataset", "chunking_identity"]
 
 #: At most this many problems are listed in one DatasetError; the count of the rest follows.
 _MAX_LISTED = 20
@@ -77,6 +83,11 @@ class RetrievalDataset:
     :attr:`queries`, in the order given. The dataset is validated when it is built, and a
     :class:`~pytest_embedbench.exceptions.DatasetError` lists every problem with its origin.
 
+    ``chunking`` (a :class:`~pytest_embedbench.chunking.ChunkingSettings`, or None) makes it a
+    chunked dataset: a retriever searches the chunks, and each document takes the score of its
+    best chunk (see :mod:`pytest_embedbench.docscore`). The settings are part of the
+    fingerprint; :meth:`with_chunking` gives the same documents chunked another way.
+
     Usage::
 
         ds = RetrievalDataset(
@@ -96,8 +107,11 @@ class RetrievalDataset:
         name: str = "dataset",
         source: str | None = None,
         qrels_origins: Mapping[tuple[str, str], str] | None = None,
+        chunking: ChunkingSettings | None = None,
     ) -> None:
         self.name = name
+        #: how documents are split before retrieval (None: each document is embedded whole)
+        self.chunking = chunking
         self.source = source
         self.documents: tuple[Document, ...] = tuple(documents)
         all_queries = tuple(queries)
@@ -141,6 +155,11 @@ class RetrievalDataset:
     def _origin_of(self, qid: str, did: str, fallback: str) -> str:
         return self._qrels_origins.get((qid, did), fallback)
 
+    def judgement_origin(self, query_id: str, doc_id: str) -> str:
+        """Where the judgement of ``doc_id`` for ``query_id`` was read ("evalset.jsonl line
+        4"), or a description of it when it came from Python objects."""
+        return self._origin_of(query_id, doc_id, f"qrels[{query_id!r}][{doc_id!r}]")
+
     # -- access ------------------------------------------------------------------------------
 
     def __repr__(self) -> str:
@@ -169,6 +188,8 @@ class RetrievalDataset:
         """SHA-256 over the content that decides numbers: documents, query texts and qrels.
 
         Names, origins and query metadata are left out, so a moved folder keeps its fingerprint.
+        The chunking settings are in it: the same documents chunked another way are another
+        dataset to a baseline.
         """
         if self._fingerprint is None:
             h = hashlib.sha256()
@@ -179,10 +200,25 @@ class RetrievalDataset:
             for qid in sorted(self.qrels):
                 for did, grade in sorted(self.qrels[qid].items()):
                     _feed(h, "r", qid, did, str(int(grade)))
+            if self.chunking is not None:
+                _feed(h, "c", json.dumps(chunking_identity(self.chunking), sort_keys=True))
             self._fingerprint = h.hexdigest()
         return self._fingerprint
 
     # -- derived datasets --------------------------------------------------------------------
+
+    def with_chunking(self, chunking: ChunkingSettings | None) -> RetrievalDataset:
+        """The same documents, queries and judgements, chunked with ``chunking`` (None: whole
+        documents). The dataset itself is left as it is.
+
+        Usage::
+
+            chunked = ds.with_chunking(ChunkingSettings(size=512, overlap=64))
+        """
+        out = copy.copy(self)
+        out.chunking = chunking
+        out._fingerprint = None
+        return out
 
     def subset(
         self,
@@ -226,6 +262,7 @@ class RetrievalDataset:
             name=f"{self.name}[subset q={len(query_ids)} seed={seed}]",
             source=self.source,
             qrels_origins=self._qrels_origins,
+            chunking=self.chunking,
         )
 
     @classmethod
@@ -274,6 +311,22 @@ class RetrievalDataset:
                 )
         query_objs = [Query(str(qid), text) for qid, text in queries.items()]
         return cls(documents, query_objs, qrels, name=name)
+
+
+def chunking_identity(chunking: ChunkingSettings) -> dict[str, Any]:
+    """The chunking settings as the fingerprint sees them: a tokenizer file counts by its
+    content (``tokenizer.json sha256:<12 hex>``), not its path, so a moved project keeps its
+    fingerprint and an edited tokenizer changes it."""
+    out = chunking.as_dict()
+    tokenizer = out.get("tokenizer")
+    if isinstance(tokenizer, str):
+        path = Path(tokenizer)
+        if path.is_dir():
+            path = path / "tokenizer.json"
+        if path.is_file():
+            digest = hashlib.sha256(path.read_bytes()).hexdigest()[:12]
+            out["tokenizer"] = f"{path.name} sha256:{digest}"
+    return out
 
 
 def _check_documents(documents: Sequence[Document], problems: list[str]) -> dict[str, Document]:

@@ -1,5 +1,10 @@
-"""The eval-set loader: a JSONL eval set over a folder of ``.txt``/``.md`` documents, with
-query ids derived from the query text when a line has none."""
+"""The eval-set loader: a JSONL eval set over a folder of documents, with query ids derived
+from the query text when a line has none.
+
+A folder of ``.txt``/``.md`` files only is read here as it always was; a folder holding PDF,
+DOCX, HTML or ``.markdown`` files, or any folder when ``extensions`` are named, is read by
+:func:`pytest_embedbench.ingest.load_documents` (same ids: the path relative to the folder).
+"""
 
 from __future__ import annotations
 
@@ -7,6 +12,7 @@ import hashlib
 import unicodedata
 import warnings
 from collections.abc import Container, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -14,10 +20,12 @@ from ..exceptions import DatasetError, EmbedBenchWarning
 from .core import Document, Query, RetrievalDataset
 from .files import as_id, closest, read_jsonl
 
-__all__ = ["QUERY_ID_PREFIX", "TEXT_SUFFIXES", "load_evalset"]
+__all__ = ["DOCUMENT_SUFFIXES", "QUERY_ID_PREFIX", "TEXT_SUFFIXES", "load_evalset"]
 
-#: Documents in a folder that the evalset loader reads (other formats come with ``ingest.py``).
+#: Documents of a plain-text folder, read without the ingest module.
 TEXT_SUFFIXES = (".txt", ".md")
+#: Every document type a documents folder may hold (``ingest.load_documents`` reads them).
+DOCUMENT_SUFFIXES = (".txt", ".md", ".markdown", ".pdf", ".docx", ".html", ".htm")
 #: Prefix of the query ids derived from query texts (eval-set lines without ``query_id``).
 QUERY_ID_PREFIX = "q-"
 
@@ -41,7 +49,7 @@ def _read_documents_folder(
     documents = []
     left_out: dict[str, str] = {}
     other_types: dict[str, int] = {}
-    supported = ", ".join(TEXT_SUFFIXES)
+    supported = ", ".join(DOCUMENT_SUFFIXES)  # the types a folder may hold (see load_evalset)
     for file in sorted(folder.rglob("*")):
         if not file.is_file() or (skipped and file.resolve() in skipped):
             continue
@@ -85,13 +93,79 @@ def _read_documents_folder(
     return documents, left_out
 
 
+def _needs_ingest(folder: Path) -> bool:
+    """Whether ``folder`` holds a document type beyond .txt/.md (outside hidden folders)."""
+    for file in folder.rglob("*"):
+        relative = file.relative_to(folder).parts
+        if any(part.startswith(".") for part in relative):
+            continue
+        if file.suffix.lower() in DOCUMENT_SUFFIXES and file.suffix.lower() not in TEXT_SUFFIXES:
+            return True
+    return False
+
+
+def _ingest_documents_folder(
+    folder: Path, extensions: Sequence[str] | None, *, skip: Sequence[Path] = ()
+) -> tuple[list[Document], dict[str, str]]:
+    """The documents of ``folder`` read by ``ingest.load_documents``, and why each other file
+    is not one (by document id), as :func:`_read_documents_folder` says it."""
+    from ..ingest import load_documents
+
+    kinds = tuple(extensions) if extensions else DOCUMENT_SUFFIXES
+    documents = [
+        replace(
+            doc, id=unicodedata.normalize("NFC", doc.id), origin=doc.origin or str(folder / doc.id)
+        )
+        for doc in load_documents(folder, extensions=kinds)
+    ]
+    read = {doc.id for doc in documents}
+    skipped = {p.resolve() for p in skip}
+    left_out: dict[str, str] = {}
+    other_types: dict[str, int] = {}
+    listed = ", ".join(kinds)
+    for file in sorted(folder.rglob("*")):
+        doc_id = unicodedata.normalize("NFC", file.relative_to(folder).as_posix())
+        if not file.is_file() or doc_id in read or file.resolve() in skipped:
+            continue
+        hidden = any(part.startswith(".") for part in Path(doc_id).parts)
+        if hidden:
+            left_out[doc_id] = "is a hidden file (its name starts with '.'), which is not read"
+        elif file.suffix.lower() not in kinds:
+            left_out[doc_id] = (
+                f"is not read: only {listed} documents are loaded; convert it to one of "
+                "those or drop it from this line"
+            )
+            if file.suffix.lower() not in DOCUMENT_SUFFIXES:
+                ext = file.suffix.lower() or "(no extension)"
+                other_types[ext] = other_types.get(ext, 0) + 1
+        else:
+            left_out[doc_id] = (
+                "gave no text (empty, or a PDF without extractable text: see the warnings); "
+                "give it text or drop it from this line"
+            )
+    if other_types:
+        counts = ", ".join(f"{ext} {n}" for ext, n in sorted(other_types.items()))
+        warnings.warn(
+            f"{folder}: {sum(other_types.values())} file(s) skipped, of types the loader does "
+            f"not read ({counts}); the documents read are {', '.join(DOCUMENT_SUFFIXES)}",
+            EmbedBenchWarning,
+            stacklevel=3,
+        )
+    return documents, left_out
+
+
 def load_evalset(
     evalset: str | Path,
     docs: str | Path,
     *,
     name: str | None = None,
+    extensions: Sequence[str] | None = None,
 ) -> RetrievalDataset:
-    """Load a JSONL eval set over a folder of .txt/.md documents.
+    """Load a JSONL eval set over a folder of documents.
+
+    A folder of .txt/.md files only is read directly; one holding PDF, DOCX, HTML or
+    .markdown files, or any folder when ``extensions`` (suffixes such as ``".pdf"``) limit
+    the types read, goes through :func:`pytest_embedbench.ingest.load_documents`.
 
     One JSON object a line::
 
@@ -115,7 +189,10 @@ def load_evalset(
             "folder as docs= (the 'docs' key of a dataset in embedbench.yaml) or put the "
             "documents in a docs/ folder beside the eval set"
         )
-    documents, left_out = _read_documents_folder(folder, skip=[evalset_path])
+    if extensions is not None or _needs_ingest(folder):
+        documents, left_out = _ingest_documents_folder(folder, extensions, skip=[evalset_path])
+    else:
+        documents, left_out = _read_documents_folder(folder, skip=[evalset_path])
     rows = list(read_jsonl(evalset_path))
     reader = _QueryReader(evalset_path, folder, {d.id for d in documents}, left_out, rows)
     for number, obj in rows:

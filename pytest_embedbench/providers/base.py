@@ -89,6 +89,10 @@ class Provider(ABC):
     #: whether a spec needs a model id after the colon
     needs_model: ClassVar[bool] = True
 
+    #: whether :meth:`tokenizer` gives the model's own tokenizer, known before loading (so a
+    #: chunking in tokens without a named tokenizer is checked at collection)
+    has_tokenizer: ClassVar[bool] = False
+
     def __init__(self, model: str = "", **options: Any) -> None:
         allowed = self.all_option_names()
         unknown = sorted(set(options) - allowed)
@@ -117,6 +121,27 @@ class Provider(ABC):
     def encode_seconds(self) -> float:
         """Seconds spent inside the model's own encode calls so far."""
         return self.encode_s
+
+    def document_batch_seconds(self) -> list[float]:
+        """Wall seconds of each document batch embedded so far, in order (none for rankers)."""
+        return []
+
+    def vector_dimension(self) -> int | None:
+        """The dimension of the vectors this provider makes (None for rankers)."""
+        return None
+
+    def reset_vram_peak(self) -> None:  # noqa: B027 - an optional hook, empty by default
+        """Start a new GPU memory peak (called before each evaluation)."""
+
+    def vram_peak_mb(self) -> tuple[float | None, str | None]:
+        """``(MB, source)`` of the GPU memory peak since :meth:`reset_vram_peak`; ``(None,
+        None)`` where nothing is on a GPU (CPU, MPS, rankers)."""
+        return None, None
+
+    def tokenizer(self) -> Any:
+        """The model's own tokenizer (loaded), for chunking in tokens; None when it has none
+        (see :attr:`has_tokenizer`)."""
+        return None
 
     def ensure_loaded(self) -> None:
         """Load once."""
@@ -230,6 +255,8 @@ class EmbeddingProvider(Provider):
                 f"timeout > 0 (got {self.max_concurrency}, {self.max_retries}, {self.timeout})"
             )
         self.calls = {"requests": 0, "retries": 0, "failed": 0}
+        #: wall seconds of each document batch (the first of a fresh model is the cold one)
+        self._document_batches: list[float] = []
         self._lock = threading.Lock()
         #: how often and how long to wait between attempts (seeded: the same run sleeps the same)
         self.retry = RetryPolicy(max_retries=self.max_retries, backoff=self.backoff, seed=0)
@@ -238,6 +265,13 @@ class EmbeddingProvider(Provider):
     @classmethod
     def all_option_names(cls) -> frozenset[str]:
         return cls.option_names | cls.common_options
+
+    def document_batch_seconds(self) -> list[float]:
+        with self._lock:
+            return list(self._document_batches)
+
+    def vector_dimension(self) -> int | None:
+        return self.dimension
 
     def namespace(self) -> dict[str, Any]:
         ns = super().namespace()
@@ -284,9 +318,14 @@ class EmbeddingProvider(Provider):
         done = 0
 
         def run(number: int) -> Any:
-            return self._call_with_retries(
+            started = time.perf_counter()
+            raw = self._call_with_retries(
                 [prepared[i] for i in batches[number]], kind=kind, number=number
             )
+            if kind == "document":
+                with self._lock:
+                    self._document_batches.append(time.perf_counter() - started)
+            return raw
 
         t0 = time.perf_counter()
         try:

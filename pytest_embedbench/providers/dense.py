@@ -38,12 +38,18 @@ class DenseRetriever(Retriever):
         self.ids = index.ids
 
     def search(self, text: str, k: int) -> tuple[list[str], list[float]]:
+        return self.search_encoded(self.encode(text), k)
+
+    def encode(self, text: str) -> Any:
         t0 = time.perf_counter()
         vector = self.provider.embed([text], kind="query")
+        self.query_embedding_s += time.perf_counter() - t0
+        return vector
+
+    def search_encoded(self, query: Any, k: int) -> tuple[list[str], list[float]]:
         t1 = time.perf_counter()
-        positions, scores = self.index.search(vector, k)
+        positions, scores = self.index.search(query, k)
         self.search_s += time.perf_counter() - t1
-        self.query_embedding_s += t1 - t0
         keep = positions[0] >= 0
         return [self.ids[p] for p in positions[0][keep]], scores[0][keep].astype(float).tolist()
 
@@ -66,6 +72,9 @@ class DenseRetriever(Retriever):
             rankings.append([self.ids[p] for p in row[keep]])
             out.append(row_scores[keep].astype(float).tolist())
         return rankings, out
+
+    def index_bytes(self) -> int | None:
+        return int(self.index.nbytes)
 
 
 def build_dense(

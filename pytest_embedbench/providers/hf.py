@@ -114,6 +114,7 @@ class SentenceTransformersProvider(EmbeddingProvider):
     """Sentence-transformers models (``hf:MODEL_ID`` or ``hf:/path/to/folder``)."""
 
     name = "hf"
+    has_tokenizer = True
     extra = "st"
     sdk_module = "sentence_transformers"
     option_names: ClassVar[frozenset[str]] = frozenset(
@@ -212,10 +213,35 @@ class SentenceTransformersProvider(EmbeddingProvider):
         if dim:
             self.dimension = int(dim)
 
+    def _cuda(self) -> Any:
+        """torch, when this model runs on a CUDA device; else None."""
+        if not str(self.info.get("device", "")).startswith("cuda"):
+            return None
+        import torch
+
+        return torch if torch.cuda.is_available() else None
+
+    def reset_vram_peak(self) -> None:
+        torch = self._cuda()
+        if torch is not None:
+            torch.cuda.reset_peak_memory_stats()
+
+    def vram_peak_mb(self) -> tuple[float | None, str | None]:
+        """PyTorch's peak allocated CUDA memory since the last reset (None on CPU and MPS)."""
+        torch = self._cuda()
+        if torch is None:
+            return None, None
+        return torch.cuda.max_memory_allocated() / (1024 * 1024), "torch.cuda.max_memory_allocated"
+
     def namespace(self) -> dict[str, Any]:
         ns = super().namespace()
         ns["max_seq_length"] = self.info.get("max_seq_length")
         return ns
+
+    def tokenizer(self) -> Any:
+        """sentence-transformers' tokenizer of the model (a transformers tokenizer)."""
+        self.ensure_loaded()
+        return getattr(self._model, "tokenizer", None)
 
     def count_tokens(self, texts: Sequence[str]) -> tuple[int, bool]:
         """Exact: the model's own tokenizer, special tokens included, cut at max_seq_length."""

@@ -32,13 +32,22 @@ class BM25Retriever(Retriever):
         self.ids = index.ids
 
     def search(self, text: str, k: int) -> tuple[list[str], list[float]]:
+        return self.search_encoded(self.encode(text), k)
+
+    def encode(self, text: str) -> Any:
         t0 = time.perf_counter()
         tokens = self.index.tokenize(text)
+        self.query_embedding_s += time.perf_counter() - t0
+        return tokens
+
+    def search_encoded(self, query: Any, k: int) -> tuple[list[str], list[float]]:
         t1 = time.perf_counter()
-        result = self.index.search_tokens(tokens, k)
+        result = self.index.search_tokens(query, k)
         self.search_s += time.perf_counter() - t1
-        self.query_embedding_s += t1 - t0
         return result
+
+    def index_bytes(self) -> int | None:
+        return self.index.nbytes
 
 
 @register_provider
@@ -111,17 +120,39 @@ class HybridRetriever(Retriever):
         self.depth = depth
 
     def search(self, text: str, k: int) -> tuple[list[str], list[float]]:
+        return self.search_encoded(self.encode(text), k)
+
+    def encode(self, text: str) -> Any:
+        before = self._leg_times()
+        encoded = [leg.encode(text) for leg in self.legs]
+        self._add_leg_times(before)
+        return encoded
+
+    def search_encoded(self, query: Any, k: int) -> tuple[list[str], list[float]]:
         depth = self.depth or max(100, k)
-        before = [(leg.query_embedding_s, leg.search_s) for leg in self.legs]
-        rankings = [leg.search(text, depth)[0] for leg in self.legs]
+        before = self._leg_times()
+        rankings = [
+            leg.search_encoded(q, depth)[0] for leg, q in zip(self.legs, query, strict=True)
+        ]
         t0 = time.perf_counter()
         ids, scores = reciprocal_rank_fusion(rankings, k=self.rrf_k, weights=self.weights)
         fusion_s = time.perf_counter() - t0
+        self._add_leg_times(before)
+        self.search_s += fusion_s
+        return ids[:k], scores[:k]
+
+    def _leg_times(self) -> list[tuple[float, float]]:
+        return [(leg.query_embedding_s, leg.search_s) for leg in self.legs]
+
+    def _add_leg_times(self, before: list[tuple[float, float]]) -> None:
+        """What the legs spent since ``before``, added to this retriever's own figures."""
         for leg, (embed_s, search_s) in zip(self.legs, before, strict=True):
             self.query_embedding_s += leg.query_embedding_s - embed_s
             self.search_s += leg.search_s - search_s
-        self.search_s += fusion_s
-        return ids[:k], scores[:k]
+
+    def index_bytes(self) -> int | None:
+        sizes = [leg.index_bytes() for leg in self.legs]
+        return None if any(s is None for s in sizes) else sum(s or 0 for s in sizes)
 
 
 @register_provider
@@ -159,6 +190,31 @@ class HybridProvider(RankingProvider):
 
     def encode_seconds(self) -> float:
         return sum(leg.encode_seconds() for leg in self.legs)
+
+    def document_batch_seconds(self) -> list[float]:
+        return [s for leg in self.legs for s in leg.document_batch_seconds()]
+
+    def vector_dimension(self) -> int | None:
+        return next((d for leg in self.legs if (d := leg.vector_dimension())), None)
+
+    def reset_vram_peak(self) -> None:
+        for leg in self.legs:
+            leg.reset_vram_peak()
+
+    def vram_peak_mb(self) -> tuple[float | None, str | None]:
+        for leg in self.legs:
+            found = leg.vram_peak_mb()
+            if found[0] is not None:
+                return found
+        return None, None
+
+    def tokenizer(self) -> Any:
+        """The first leg's own tokenizer (both legs search the same chunks)."""
+        for leg in self.legs:
+            found = leg.tokenizer()
+            if found is not None:
+                return found
+        return None
 
     def namespace(self) -> dict[str, Any]:
         ns = super().namespace()

@@ -127,6 +127,12 @@ class OllamaProvider(EmbeddingProvider):
             return self._unreachable(exc)
         return super().describe_error(exc)
 
+    def vram_peak_mb(self) -> tuple[float | None, str | None]:
+        """The model's VRAM as the server's ``/api/ps`` reports it (a resident size, not a
+        sampled peak)."""
+        vram = self.info.get("vram_mb")
+        return (float(vram), "ollama /api/ps") if vram is not None else (None, None)
+
     def after_run(self) -> None:
         """Record the model's resident size from ``/api/ps`` (the server holds the model)."""
         try:

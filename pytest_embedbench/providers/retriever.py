@@ -13,6 +13,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 __all__ = ["BuildStats", "Retriever"]
 
@@ -43,6 +44,21 @@ class Retriever(ABC):
             rankings.append(ids)
             scores.append(sc)
         return rankings, scores
+
+    def index_bytes(self) -> int | None:
+        """Bytes the in-memory index holds (vectors, or a lexical index's arrays); None when
+        unknown."""
+        return None
+
+    def encode(self, text: str) -> Any:
+        """The query as this retriever searches with it (its embedding, its tokens), so one
+        query searched at several depths is embedded once (see :mod:`~..docscore`); the
+        default is the text itself, for :meth:`search_encoded` to search."""
+        return text
+
+    def search_encoded(self, query: Any, k: int) -> tuple[list[str], list[float]]:
+        """:meth:`search` for a query :meth:`encode` gave."""
+        return self.search(query, k)
 
 
 @dataclass

@@ -1,4 +1,5 @@
-"""The files a run leaves: the baseline update and the JSON report, written at its end.
+"""The files a run leaves: the baseline update, the JSON report, the HTML report, the CSV files
+and the Markdown tables, written at its end (each one atomically).
 
 A file that cannot be written does not lose the run's results silently: each failure is one
 line naming the file, the OS reason and the fix, and the run exits with
@@ -12,12 +13,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..exceptions import EmbedBenchError
-from .json_report import atomic_write_json
+from .json_report import atomic_write_json, atomic_write_text
 
 if TYPE_CHECKING:
     from ..session import EmbedBenchSession
 
-__all__ = ["EXIT_ARTIFACT_FAILED", "update_baseline", "write_failure", "write_json"]
+__all__ = [
+    "EXIT_ARTIFACT_FAILED",
+    "update_baseline",
+    "write_failure",
+    "write_json",
+    "write_reports",
+]
 
 
 #: exit status of a run whose tests passed but whose JSON report or baseline was not written
@@ -82,3 +89,46 @@ def write_json(path: Path, report: Any) -> str | None:
             "JSON report", path, exc, "choose another path with --embedbench-json=PATH"
         )
     return None
+
+
+def write_reports(
+    report: Any,
+    *,
+    html: Path | None = None,
+    csv: Path | None = None,
+    md: Path | None = None,
+) -> tuple[list[tuple[str, Path]], list[str]]:
+    """Write the HTML report, the CSV files and the Markdown tables that were asked for, each
+    rendered from the JSON report dict ``report``: what was written (label, path) and the
+    failure lines."""
+    from .html import render_html
+    from .tabular import render_markdown, write_csv
+
+    written: list[tuple[str, Path]] = []
+    failures: list[str] = []
+    if html is not None:
+        try:
+            atomic_write_text(html, render_html(report))
+            written.append(("HTML report", html))
+        except OSError as exc:
+            failures.append(
+                write_failure(
+                    "HTML report", html, exc, "choose another path with --embedbench-html"
+                )
+            )
+    if csv is not None:
+        try:
+            written.extend(("CSV", path) for path in write_csv(csv, report))
+        except OSError as exc:
+            failures.append(
+                write_failure("CSV folder", csv, exc, "choose another folder with --embedbench-csv")
+            )
+    if md is not None:
+        try:
+            atomic_write_text(md, render_markdown(report))
+            written.append(("Markdown", md))
+        except OSError as exc:
+            failures.append(
+                write_failure("Markdown file", md, exc, "choose another path with --embedbench-md")
+            )
+    return written, failures

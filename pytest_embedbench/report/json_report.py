@@ -10,6 +10,10 @@ Schema (version 1)::
                 "result": {"metrics": {"ndcg@10": {"value", "low", "high", "n"}, ...},
                            "latency": {...}, "timings": {...}, "peak_rss_mb", "cache", ...}}]}
 
+On a chunked dataset a result also has ``chunking`` (the settings, ``chunks``, the chunk depth
+searched) and, per query, ``retrieved``: ``{query_id: [{"doc_id", "score", "chunk_id", "start",
+"end", "page"?}, ...]}``, each retrieved document with the chunk that won it.
+
 Each result also keeps the conditions of its own measurement: ``result.environment`` holds the
 thread settings and the CPU load while its queries were timed (``load.busy``), and its memory is
 ``added_rss_mb`` (what the model added) beside ``process_peak_rss_mb`` (the process's peak).
@@ -39,6 +43,7 @@ if TYPE_CHECKING:
 __all__ = [
     "SCHEMA_VERSION",
     "atomic_write_json",
+    "atomic_write_text",
     "build_report",
     "machine_info",
     "remove_stale_temps",
@@ -60,6 +65,13 @@ _PACKAGES = (
     "pytest-xdist",
 )
 _SECRET_WORDS = ("key", "token", "secret", "password", "credential")
+#: keys that contain a secret word but name no secret (chunking's tokenizer)
+_NOT_SECRET = frozenset({"tokenizer"})
+
+
+def _secret_key(key: Any) -> bool:
+    name = str(key).lower()
+    return name not in _NOT_SECRET and any(w in name for w in _SECRET_WORDS)
 
 
 def commit_info(folder: Path) -> dict[str, Any] | None:
@@ -117,10 +129,7 @@ def redact(value: Any, _secrets: list[str] | None = None) -> Any:
     of a secret-named environment variable masked wherever it appears."""
     secrets = _secret_env_values() if _secrets is None else _secrets
     if isinstance(value, Mapping):
-        return {
-            str(k): "***" if any(w in str(k).lower() for w in _SECRET_WORDS) else redact(v, secrets)
-            for k, v in value.items()
-        }
+        return {str(k): "***" if _secret_key(k) else redact(v, secrets) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [redact(v, secrets) for v in value]
     if isinstance(value, Path):
@@ -248,18 +257,23 @@ def remove_stale_temps(path: Path, *, max_age: float = STALE_TEMP_SECONDS) -> li
 
 
 def atomic_write_json(path: Path, data: Any) -> None:
-    """Write ``data`` to ``path`` through a temporary file and a rename: never half a file.
+    """Write ``data`` as JSON to ``path`` atomically (see :func:`atomic_write_text`)."""
+    text = json.dumps(finite(data), indent=2, sort_keys=True, allow_nan=False) + "\n"
+    atomic_write_text(path, text)
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file and a rename: never half a file.
 
     Stale temporary files of earlier, interrupted writes of ``path`` are removed first; on
     failure (a full disk, a read-only folder) this write's own temporary file is removed and
     the ``OSError`` raised.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
-    text = json.dumps(finite(data), indent=2, sort_keys=True, allow_nan=False) + "\n"
     remove_stale_temps(path)
     fd, tmp = tempfile.mkstemp(prefix=_temp_prefix(path), suffix=".tmp", dir=path.parent)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
             # mkstemp makes the file private; keep an existing file's mode, else a normal one
             os.fchmod(fh.fileno(), path.stat().st_mode & 0o777 if path.exists() else 0o644)
             fh.write(text)

@@ -27,8 +27,10 @@ __all__ = [
     "ProgressPrinter",
     "busy_notes",
     "model_rows",
+    "column_names",
     "render_summary",
     "render_tables",
+    "resolve_column",
 ]
 
 
@@ -50,24 +52,65 @@ def _get(result: Mapping[str, Any] | None, *path: str) -> float | None:
 
 @dataclass(frozen=True)
 class Column:
+    key: str
     header: str
     get: Callable[[Mapping[str, Any] | None], float | None]
     fmt: str
     higher_is_better: bool
     quiet: bool  # shown under -q
+    ranked: bool = True  # whether a best value is marked
 
 
 _COLUMNS: list[Column] = [
-    Column("nDCG@10", lambda r: _metric(r, "ndcg@10"), "{:.4f}", True, True),
-    Column("MRR@10", lambda r: _metric(r, "mrr@10"), "{:.4f}", True, False),
-    Column("R@10", lambda r: _metric(r, "recall@10"), "{:.4f}", True, False),
-    Column("R@100", lambda r: _metric(r, "recall@100"), "{:.4f}", True, True),
-    Column("p50 ms", lambda r: _get(r, "latency", "p50_ms"), "{:.1f}", False, False),
-    Column("p95 ms", lambda r: _get(r, "latency", "p95_ms"), "{:.1f}", False, True),
-    Column("docs/s", lambda r: _get(r, "documents_per_s"), "{:.0f}", True, False),
+    Column("ndcg@10", "nDCG@10", lambda r: _metric(r, "ndcg@10"), "{:.4f}", True, True),
+    Column("mrr@10", "MRR@10", lambda r: _metric(r, "mrr@10"), "{:.4f}", True, False),
+    Column("recall@10", "R@10", lambda r: _metric(r, "recall@10"), "{:.4f}", True, False),
+    Column("recall@100", "R@100", lambda r: _metric(r, "recall@100"), "{:.4f}", True, True),
+    Column("p50_ms", "p50 ms", lambda r: _get(r, "latency", "p50_ms"), "{:.1f}", False, False),
+    Column("p95_ms", "p95 ms", lambda r: _get(r, "latency", "p95_ms"), "{:.1f}", False, True),
+    Column(
+        "documents_per_s", "docs/s", lambda r: _get(r, "documents_per_s"), "{:.0f}", True, False
+    ),
     # what the model added to the process (its load included), not the process's peak
-    Column("+RSS MB", lambda r: _get(r, "added_rss_mb"), "{:.0f}", False, False),
+    Column("added_rss_mb", "+RSS MB", lambda r: _get(r, "added_rss_mb"), "{:.0f}", False, False),
 ]
+
+
+def _figure_columns() -> dict[str, Column]:
+    """Every figure of the CSV (report/tabular.py) as a column ``--embedbench-columns`` can
+    choose; the default table keeps :data:`_COLUMNS`."""
+    from .tabular import FIGURES
+
+    out = {}
+    for f in FIGURES:
+        # a figure without a direction (dimension, tokens) is never marked best
+        better = f.higher_is_better
+        out[f.key] = Column(f.key, f.header, f.get, f.fmt, bool(better), True, better is not None)
+    return out
+
+
+def column_names() -> list[str]:
+    """The named columns ``--embedbench-columns`` accepts besides any metric (``ndcg@10``)."""
+    return sorted({c.key for c in _COLUMNS} | set(_figure_columns()))
+
+
+def resolve_column(name: str) -> Column | None:
+    """The column called ``name``: a default column, a figure, or any metric ``family@k``."""
+    key = name.strip().lower()
+    for column in _COLUMNS:
+        if column.key == key or column.header.lower() == key:
+            return column
+    figures = _figure_columns()
+    if key in figures:
+        return figures[key]
+    from ..exceptions import MetricError
+    from ..metrics import parse_metric
+
+    try:
+        metric = str(parse_metric(key))
+    except MetricError:
+        return None
+    return Column(metric, metric, lambda r: _metric(r, metric), "{:.4f}", True, True)
 
 
 @dataclass
@@ -113,12 +156,16 @@ def _delta(entry: Mapping[str, Any] | None, significant: bool) -> str:
     return text
 
 
-def render_summary(summary: Summary, *, verbosity: int = 0) -> list[str]:
+def render_summary(
+    summary: Summary, *, verbosity: int = 0, columns: Sequence[str] | None = None
+) -> list[str]:
     """The tables of a run's :class:`~.summary.Summary` as lines of text (then its stress
-    section: noise deltas and needle grids)."""
+    section: noise deltas and needle grids); ``columns`` names the columns to show
+    (``--embedbench-columns``; default: the standard table)."""
     lines = _render(
         summary.rows,
         verbosity=verbosity,
+        columns=columns,
         comparisons=summary.comparisons,
         reference=summary.reference,
         recommendations=summary.recommendations,
@@ -135,6 +182,7 @@ def render_tables(
     reference: str | None = None,
     recommendations: Mapping[str, Any] | None = None,
     priority: str = "balanced",
+    columns: Sequence[str] | None = None,
 ) -> list[str]:
     """The summary as lines of text (empty when no retrieval test ran).
 
@@ -144,6 +192,7 @@ def render_tables(
     return _render(
         model_rows(records),
         verbosity=verbosity,
+        columns=columns,
         comparisons=comparisons or {},
         reference=reference,
         recommendations=recommendations or {},
@@ -159,15 +208,20 @@ def _render(
     reference: str | None,
     recommendations: Mapping[str, Any],
     priority: str,
+    columns: Sequence[str] | None = None,
 ) -> list[str]:
     quiet = verbosity < 0
-    columns = [c for c in _COLUMNS if c.quiet or not quiet]
-    hidden = [c.header for c in _COLUMNS if c not in columns]
+    chosen = [c for c in (resolve_column(n) for n in columns or ()) if c is not None]
+    if chosen:  # the user's choice, in their order, -q or not
+        shown, hidden = chosen, []
+    else:
+        shown = [c for c in _COLUMNS if c.quiet or not quiet]
+        hidden = [c.header for c in _COLUMNS if c not in shown]
     legend = _Legend()
     lines: list[str] = []
     for dataset, rows in rows_by_dataset.items():
         versus = comparisons.get(dataset) or {}
-        lines.extend(_table(dataset, rows, columns, versus, reference, quiet, legend))
+        lines.extend(_table(dataset, rows, shown, versus, reference, quiet, legend))
         if hidden:
             lines.append(f"(-q hides {', '.join(hidden)}; run without -q to see every column)")
         rec = recommendations.get(dataset)
@@ -187,7 +241,7 @@ def _best(
     for j, column in enumerate(columns):
         present = [x for x in (v[j] for v in values) if x is not None and not math.isnan(x)]
         pool = [x for x in present if math.isfinite(x)] or present
-        if len(rows) > 1 and pool:
+        if len(rows) > 1 and pool and column.ranked:
             best.append(max(pool) if column.higher_is_better else min(pool))
         else:
             best.append(None)
@@ -238,10 +292,10 @@ def _cells(
     cells = []
     for value, top, column in zip(vals, best, columns, strict=True):
         if value is None or math.isnan(value):
-            cells.append("-")
+            cells.append("n/a" if column.key == "vram_peak_mb" else "-")
             continue
         text = column.fmt.format(value) if math.isfinite(value) else "inf"
-        if column.header == "nDCG@10" and row["result"] is not None:
+        if column.key == "ndcg@10" and row["result"] is not None:
             entry = row["result"]["metrics"]["ndcg@10"]
             text += f" [{entry['low']:.3f}, {entry['high']:.3f}]"
         if top is not None and value == top:

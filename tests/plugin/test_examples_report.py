@@ -35,6 +35,7 @@ _VOLATILE_RESULT = (
     "latency",
     "peak_rss_mb",
     "process_peak_rss_mb",
+    "resources",
     "start_rss_mb",
     "timings",
 )

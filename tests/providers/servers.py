@@ -22,6 +22,11 @@ limiter would); ``"hang"`` waits and then goes on as ``"ok"``; then the request 
 data behaviours (``"wrong_dim"``, ``"nan"``, ``"fewer"``) change the float rows before they are
 encoded, and ``"malformed"`` cuts the finished JSON text in half.
 
+Two more speak a chat route for ``generate-evalset`` (:class:`OllamaChatServer`: ``/api/chat``;
+:class:`OpenAIChatServer`: ``/v1/chat/completions``): a chat request follows the same script of
+behaviours, and its reply text comes from :meth:`~_ChatMixin.reply` or an ``answerer(body)``,
+so a test can answer like a small local model does (prose, extra questions, no ``?``).
+
 Usage::
 
     with OpenAIServer(dim=8) as server:
@@ -52,12 +57,16 @@ __all__ = [
     "BEHAVIOUR_KINDS",
     "Behaviour",
     "BedrockServer",
+    "EMPTY_QUESTIONS",
     "CohereServer",
     "FakeEmbeddingServer",
+    "OllamaChatServer",
     "OllamaServer",
+    "OpenAIChatServer",
     "OpenAIServer",
     "RecordedRequest",
     "VoyageServer",
+    "chat_passage",
     "hashed_vector",
     "words",
 ]
@@ -1084,3 +1093,152 @@ class BedrockServer(FakeEmbeddingServer):
 
         vectors = [self.vector(t) for t in texts]
         return _Embedding(vectors, render, self._ok_headers(n_tokens))
+
+
+# ---------------------------------------------------------------------------------------------
+# Chat: questions for generate-evalset
+# ---------------------------------------------------------------------------------------------
+
+#: what a chat server says when nothing is scripted and it has no answerer
+EMPTY_QUESTIONS = '{"questions": []}'
+
+
+def chat_passage(body: Any) -> str:
+    """The passage of a generate-evalset prompt (between ``<<<`` and ``>>>`` in the last user
+    message of a chat request body), or "" when there is none."""
+    messages = body.get("messages") if isinstance(body, dict) else None
+    users = [
+        m.get("content", "")
+        for m in messages or []
+        if isinstance(m, dict) and m.get("role") == "user"
+    ]
+    first = next((u for u in users if "<<<" in u), "")
+    return first.split("<<<", 1)[1].rsplit(">>>", 1)[0].strip() if "<<<" in first else ""
+
+
+class _ChatMixin:
+    """A chat route on a fake server: each request takes the next scripted :class:`Behaviour`
+    (as an embedding request does: statuses, ``"hang"``, ``"malformed"``), then the next
+    scripted reply text (:meth:`reply`), else ``answerer(body)``, else :data:`EMPTY_QUESTIONS`.
+
+    ``chat_models`` are the models it chats with (also listed and shown).
+    """
+
+    chat_route: ClassVar[str] = ""
+    requests: list[RecordedRequest]
+    _lock: threading.Lock
+
+    def _chat_init(self, answerer: Callable[[Any], str] | None) -> None:
+        self.answerer = answerer
+        self._replies: deque[str] = deque()
+
+    def reply(self, *contents: str) -> None:
+        """Queue reply texts (the assistant message's content), one per chat request."""
+        with self._lock:
+            self._replies.extend(contents)
+
+    @property
+    def chat_requests(self) -> list[RecordedRequest]:
+        """The recorded requests that went to the chat route (failed ones included)."""
+        with self._lock:
+            return [
+                r for r in self.requests if urlsplit(r.path).path.rstrip("/") == self.chat_route
+            ]
+
+    def _next_content(self, body: Any) -> str:
+        with self._lock:
+            if self._replies:
+                return self._replies.popleft()
+        return self.answerer(body) if self.answerer is not None else EMPTY_QUESTIONS
+
+
+class OllamaChatServer(_ChatMixin, OllamaServer):
+    """:class:`OllamaServer` plus ``POST /api/chat`` (non-streaming, ``format`` recorded).
+
+    Client: ``ollama.Client(host=server.url)``. An unknown model is Ollama's 404 ``model "x"
+    not found, try pulling it first``.
+    """
+
+    chat_route = "/api/chat"
+    default_models = ("llama3.2", *OllamaServer.default_models)
+
+    def __init__(self, *, answerer: Callable[[Any], str] | None = None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._chat_init(answerer)
+
+    def _is_embed_route(self, method: str, path: str) -> bool:
+        return (
+            method == "POST" and path.rstrip("/") == self.chat_route
+        ) or super()._is_embed_route(method, path)
+
+    def _embed(self, request: RecordedRequest, path: str) -> _Embedding | _Reply:
+        if path.rstrip("/") != self.chat_route:
+            return super()._embed(request, path)
+        body = request.body
+        if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
+            return self._error(400, "invalid request body")
+        model = body.get("model")
+        name = self._known(model)
+        if name is None:
+            return self._not_found(model)
+        content = self._next_content(body)
+
+        def render(_rows: list[list[float]]) -> dict[str, Any]:
+            return {
+                "model": model,
+                "created_at": "2026-11-30T00:00:00Z",
+                "message": {"role": "assistant", "content": content},
+                "done": True,
+                "done_reason": "stop",
+                "total_duration": 1,
+                "eval_count": len(words(content)),
+            }
+
+        return _Embedding([], render, on_success=self._mark_loaded(name))
+
+
+class OpenAIChatServer(_ChatMixin, OpenAIServer):
+    """:class:`OpenAIServer` plus ``POST /v1/chat/completions`` (non-streaming; ``seed``,
+    ``temperature`` and ``response_format`` recorded). Client: ``base_url=server.url + "/v1"``.
+    """
+
+    chat_route = "/v1/chat/completions"
+    default_models = ("qwen2.5-7b-instruct", *OpenAIServer.default_models)
+
+    def __init__(self, *, answerer: Callable[[Any], str] | None = None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._chat_init(answerer)
+
+    def _is_embed_route(self, method: str, path: str) -> bool:
+        return (
+            method == "POST" and path.rstrip("/") == self.chat_route
+        ) or super()._is_embed_route(method, path)
+
+    def _embed(self, request: RecordedRequest, path: str) -> _Embedding | _Reply:
+        if path.rstrip("/") != self.chat_route:
+            return super()._embed(request, path)
+        body = request.body
+        if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
+            return self._error(400, "We could not parse the JSON body of your request.")
+        model = body.get("model")
+        if model not in self.models:
+            return self._error(404, f"The model `{model}` does not exist", code="model_not_found")
+        content = self._next_content(body)
+
+        def render(_rows: list[list[float]]) -> dict[str, Any]:
+            return {
+                "id": f"chatcmpl-{uuid.uuid4().hex[:12]}",
+                "object": "chat.completion",
+                "created": 0,
+                "model": model,
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": {"role": "assistant", "content": content},
+                        "finish_reason": "stop",
+                    }
+                ],
+                "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+            }
+
+        return _Embedding([], render)

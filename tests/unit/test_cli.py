@@ -85,3 +85,33 @@ def test_report_prints_the_table_of_a_saved_report(tmp_path, capsys) -> None:
     assert "bm25" in out and "0.5000 [0.400, 0.600]" in out
     missing = _cli("report", str(tmp_path / "none.json"))
     assert missing.returncode == 2 and "none.json: no such file" in missing.stderr
+
+
+def test_report_renders_html_csv_and_markdown(tmp_path, capsys) -> None:
+    metrics = {"ndcg@10": {"value": 0.5, "low": 0.4, "high": 0.6, "n": 4}}
+    test = {
+        "nodeid": "t.py::test[bm25]",
+        "test": "test",
+        "model": "bm25",
+        "dataset": "tiny",
+        "status": "passed",
+        "error": None,
+        "result": {"metrics": metrics, "queries": 4, "documents": 6},
+    }
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps({"schema_version": 1, "tests": [test]}))
+    html, md = tmp_path / "r.html", tmp_path / "r.md"
+    args = ["report", str(path), "-o", str(html), "--csv", str(tmp_path), "--md", str(md)]
+    assert main([*args, "--title", "Nightly <run>"]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        f"HTML report: {html}",
+        f"CSV: {tmp_path / 'results.csv'}",
+        f"CSV: {tmp_path / 'queries.csv'}",
+        f"Markdown: {md}",
+    ]
+    assert "<title>Nightly &lt;run&gt;</title>" in html.read_text()
+    assert "| bm25 | 0.5000 [0.400, 0.600] |" in md.read_text()
+    blocked = tmp_path / "file"
+    blocked.write_text("")
+    assert main(["report", str(path), "-o", str(blocked / "x.html")]) == 1
+    assert "the HTML report" in capsys.readouterr().err

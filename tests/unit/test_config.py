@@ -117,6 +117,57 @@ def test_find_config_walks_up_to_the_rootdir(tmp_path: Path) -> None:
         ("plugins: 3\n", "plugins: 3: give a list of .py files or module names"),
         ("plugins: [nothere.py]\n", "plugins: 'nothere.py': no such file"),
         ("plugins: [no_such_module_xyz]\n", "plugins: 'no_such_module_xyz' failed to import"),
+        # chunking (issue 12): the key, the value and the fix
+        ("datasets: {s: {path: s, chunking: 512}}\n", "datasets.s.chunking: 512 is not chunking"),
+        (
+            "datasets: {s: {path: s, chunking: {sise: 512}}}\n",
+            "datasets.s.chunking: unknown key(s) ['sise']; did you mean 'size'? Allowed:",
+        ),
+        (
+            "datasets: {s: {path: s, chunking: {strategy: recursiv}}}\n",
+            "datasets.s.chunking.strategy: 'recursiv' is not a chunking strategy; did you mean "
+            "'recursive'? Choose one of ['fixed', 'recursive', 'sentence']",
+        ),
+        (
+            "datasets: {s: {path: s, chunking: {unit: words}}}\n",
+            "datasets.s.chunking.unit: 'words' is not a chunking unit. Choose one of ['chars', ",
+        ),
+        (
+            "datasets: {s: {path: s, chunking: {size: 0}}}\n",
+            "datasets.s.chunking.size: 0 must be a whole number >= 1 (the most characters a "
+            "chunk holds), e.g. size: 800",
+        ),
+        (
+            "datasets: {s: {path: s, chunking: {size: '512'}}}\n",
+            "datasets.s.chunking.size: '512' must be a whole number >= 1",
+        ),
+        (
+            "datasets: {s: {path: s, chunking: {size: 100, overlap: 100}}}\n",
+            "datasets.s.chunking.overlap: 100 is not below size 100",
+        ),
+        (
+            "datasets: {s: {path: s, chunking: {min_chunk_chars: -1}}}\n",
+            "datasets.s.chunking.min_chunk_chars: -1 must be a whole number >= 0",
+        ),
+        (
+            "datasets: {s: {path: s, chunking: {tokenizer: bert-base-uncased}}}\n",
+            "datasets.s.chunking.tokenizer: 'bert-base-uncased' with unit 'chars': a tokenizer "
+            "counts tokens; set unit: tokens, or drop tokenizer",
+        ),
+        (
+            "datasets: {s: {path: s, extensions: [.pdf, .doc]}}\n",
+            "datasets.s.extensions: '.doc' is not a document type the reader knows; did you mean",
+        ),
+        ("datasets: {s: {path: s, extensions: []}}\n", "datasets.s.extensions: []: give a"),
+        (
+            "datasets: {s: {path: s, evalset: 3}}\n",
+            "datasets.s.evalset: 3: give the eval-set .jsonl file's path",
+        ),
+        (
+            "datasets: {s: {path: s, docs: d, evalset: e.jsonl}}\n",
+            "datasets.s: both 'docs' ('d') and 'evalset' ('e.jsonl'): with 'evalset', 'path' is "
+            "the documents folder; drop 'docs'",
+        ),
     ],
 )
 def test_each_error_names_the_file_and_key(tmp_path: Path, text: str, message: str) -> None:
@@ -150,3 +201,25 @@ def test_parse_cutoffs() -> None:
             parse_cutoffs(bad, "where")
     with pytest.raises(ConfigError, match=r"^where: \[\] computes nothing"):
         parse_cutoffs([], "where")
+
+
+def test_a_chunked_dataset_of_documents_and_an_evalset(tmp_path: Path) -> None:
+    from pytest_embedbench.chunking import ChunkingSettings
+
+    path = _write(
+        tmp_path,
+        "datasets:\n  manuals:\n    path: manuals/\n    evalset: evalset.jsonl\n"
+        "    chunking: {strategy: recursive, size: 512, unit: tokens, overlap: 64,"
+        " min_chunk_chars: 80}\n    extensions: [PDF, .docx, html]\n"
+        "  plain: {path: support, chunking: true}\n",
+    )
+    cfg = load_config(path)
+    entry = cfg.datasets["manuals"]
+    assert entry.path == path.parent / "evalset.jsonl"
+    assert entry.docs == path.parent / "manuals"
+    assert entry.chunking == ChunkingSettings(
+        strategy="recursive", size=512, unit="tokens", overlap=64, min_chunk_chars=80
+    )
+    assert entry.extensions == (".pdf", ".docx", ".html")
+    assert cfg.datasets["plain"].chunking == ChunkingSettings()
+    assert cfg.datasets["plain"].extensions is None

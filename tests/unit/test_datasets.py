@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import hashlib
+import importlib
 import json
 import unicodedata
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -426,9 +428,9 @@ def test_beir_ids_are_nfc(beir_folder: Path) -> None:
 
 def test_skipped_file_types_are_counted_in_a_warning(tmp_path: Path) -> None:
     docs = make_docs(tmp_path)
-    (docs / "manual.pdf").write_bytes(b"%PDF-1.4")
-    (docs / "guides" / "setup.pdf").write_bytes(b"%PDF-1.4")
-    (docs / "notes.docx").write_bytes(b"PK")
+    (docs / "manual.xlsx").write_bytes(b"PK")
+    (docs / "guides" / "setup.xlsx").write_bytes(b"PK")
+    (docs / "notes.pptx").write_bytes(b"PK")
     (docs / "LICENSE").write_text("MIT")
     (docs / ".git").mkdir()
     (docs / ".git" / "HEAD").write_text("ref")  # hidden folders are not worth a word
@@ -437,24 +439,25 @@ def test_skipped_file_types_are_counted_in_a_warning(tmp_path: Path) -> None:
         ds = load_evalset(path, docs)
     assert [str(w.message) for w in caught] == [
         f"{docs}: 4 file(s) skipped, of types the loader does not read "
-        "((no extension) 1, .docx 1, .pdf 2); only .txt, .md documents are loaded: "
-        "convert the files to include them"
+        "((no extension) 1, .pptx 1, .xlsx 2); only .txt, .md, .markdown, .pdf, .docx, .html, "
+        ".htm documents are loaded: convert the files to include them"
     ]
     assert len(ds.documents) == 3
 
 
 def test_evalset_naming_an_unread_file_says_so(tmp_path: Path) -> None:
     docs = make_docs(tmp_path)
-    (docs / "manual.pdf").write_bytes(b"%PDF-1.4")
+    (docs / "manual.xlsx").write_bytes(b"PK")
     (docs / ".hidden.md").write_text("secret")
     (docs / "empty.md").write_text("  \n")
     path = tmp_path / "evalset.jsonl"
-    write_jsonl(path, [{"query": "x", "relevant_doc_ids": ["manual.pdf"]}])
+    write_jsonl(path, [{"query": "x", "relevant_doc_ids": ["manual.xlsx"]}])
     with pytest.raises(DatasetError) as info, pytest.warns(EmbedBenchWarning):
         load_evalset(path, docs)
     assert str(info.value) == (
-        f"{path} line 1: document 'manual.pdf' is in {docs} but is not read: only .txt, .md "
-        "documents are loaded; convert it to one of those or drop it from this line"
+        f"{path} line 1: document 'manual.xlsx' is in {docs} but is not read: only .txt, .md, "
+        ".markdown, .pdf, .docx, .html, .htm documents are loaded; convert it to one of those "
+        "or drop it from this line"
     )
     write_jsonl(path, [{"query": "x", "relevant_doc_ids": [".hidden.md"]}])
     with pytest.raises(DatasetError, match=r"'.hidden.md' is in .* but is a hidden file"):
@@ -464,6 +467,67 @@ def test_evalset_naming_an_unread_file_says_so(tmp_path: Path) -> None:
     with pytest.raises(DatasetError, match=r"'empty.md' is in .* but is empty"):
         with pytest.warns(EmbedBenchWarning):
             load_evalset(path, docs)
+
+
+def fake_load_documents(calls: list) -> Any:
+    """ingest.load_documents stood in for: every file of the asked types, its bytes as text
+    (the real reader is tested in tests/unit/test_ingest.py)."""
+
+    def load(path: Any, *, extensions: Any = None, on_error: str = "raise") -> list[Document]:
+        folder = Path(path)
+        calls.append(tuple(extensions))
+        return [
+            Document(f.relative_to(folder).as_posix(), f.read_bytes().decode(), origin=str(f))
+            for f in sorted(folder.rglob("*"))
+            if f.is_file()
+            and f.suffix in extensions
+            and not any(p.startswith(".") for p in f.relative_to(folder).parts)
+        ]
+
+    return load
+
+
+def test_a_folder_with_pdf_docx_or_html_is_read_by_ingest(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pytest_embedbench.datasets import DOCUMENT_SUFFIXES
+
+    ingest = importlib.import_module("pytest_embedbench.ingest")  # the one the loaders import
+    calls: list = []
+    monkeypatch.setattr(ingest, "load_documents", fake_load_documents(calls))
+    docs = make_docs(tmp_path)
+    (docs / "manual.pdf").write_text("The manual, as its text.")
+    path = write_jsonl(
+        tmp_path / "evalset.jsonl",
+        [{"query": "x", "relevant_doc_ids": ["manual.pdf", "guides/install.txt"]}],
+    )
+    ds = load_evalset(path, docs)
+    assert calls == [DOCUMENT_SUFFIXES]
+    assert [d.id for d in ds.documents] == [
+        "api.md",
+        "guides/install.txt",
+        "manual.pdf",
+        "security.md",
+    ]
+    assert dict(ds.qrels[ds.queries[0].id]) == {"manual.pdf": 1, "guides/install.txt": 1}
+
+
+def test_extensions_limit_the_types_read_and_name_the_rest(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ingest = importlib.import_module("pytest_embedbench.ingest")  # the one the loaders import
+    calls: list = []
+    monkeypatch.setattr(ingest, "load_documents", fake_load_documents(calls))
+    docs = make_docs(tmp_path)
+    (docs / "manual.pdf").write_text("The manual, as its text.")
+    path = write_jsonl(tmp_path / "evalset.jsonl", [{"query": "x", "relevant_doc_ids": ["api.md"]}])
+    with pytest.raises(DatasetError) as info:
+        load_dataset(path, docs=docs, extensions=(".pdf",))
+    assert calls == [(".pdf",)]
+    assert str(info.value) == (
+        f"{path} line 1: document 'api.md' is in {docs} but is not read: only .pdf documents "
+        "are loaded; convert it to one of those or drop it from this line"
+    )
 
 
 def test_split_on_an_evalset_is_an_error_naming_it(tmp_path: Path) -> None:

@@ -1,0 +1,312 @@
+"""Flat views of a JSON report: the figures of each row, ``results.csv``, ``queries.csv`` and
+the Markdown tables.
+
+Everything here reads the JSON report dict (``--embedbench-json``'s content), so a saved run
+gives the same files as the run itself. :data:`FIGURES` is the one list of summary figures:
+the CSV's columns, the Markdown table's and the HTML report's resource table read it, so adding
+a figure touches one place. Usage::
+
+    write_csv(Path("out"), report)          # out/results.csv and out/queries.csv
+    text = render_markdown(report)          # for a PR comment or $GITHUB_STEP_SUMMARY
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .json_report import _secret_env_values, atomic_write_text, redact
+
+__all__ = [
+    "FIGURES",
+    "Figure",
+    "metric_names",
+    "query_rows",
+    "render_markdown",
+    "result_rows",
+    "write_csv",
+]
+
+_FAMILY_ORDER = ("ndcg", "recall", "mrr", "precision", "hit", "map")
+
+
+def _path(result: Mapping[str, Any] | None, *path: str) -> Any:
+    value: Any = result
+    for part in path:
+        if not isinstance(value, Mapping) or part not in value:
+            return None
+        value = value[part]
+    return value
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value)
+
+
+@dataclass(frozen=True)
+class Figure:
+    """One summary figure of a result: its CSV key, its header, how to read it and which way
+    is better (None: neither; no best is marked)."""
+
+    key: str
+    header: str
+    path: tuple[str, ...]
+    fmt: str
+    higher_is_better: bool | None = None
+    scale: float = 1.0
+
+    def get(self, result: Mapping[str, Any] | None) -> float | None:
+        value = _number(_path(result, *self.path))
+        return None if value is None else value * self.scale
+
+    def text(self, value: float | None) -> str:
+        if value is None or math.isnan(value):
+            return "n/a" if self.key == "vram_peak_mb" else "-"
+        return self.fmt.format(value) if math.isfinite(value) else "inf"
+
+
+#: every summary figure besides the metrics, in table order
+FIGURES: tuple[Figure, ...] = (
+    Figure("p50_ms", "p50 ms", ("latency", "p50_ms"), "{:.1f}", False),
+    Figure("p90_ms", "p90 ms", ("latency", "p90_ms"), "{:.1f}", False),
+    Figure("p95_ms", "p95 ms", ("latency", "p95_ms"), "{:.1f}", False),
+    Figure("p99_ms", "p99 ms", ("latency", "p99_ms"), "{:.1f}", False),
+    Figure("cold_query_ms", "cold query ms", ("cold_query_ms",), "{:.1f}", False),
+    Figure("queries_per_s", "queries/s", ("latency", "qps"), "{:.1f}", True),
+    Figure("documents_per_s", "docs/s", ("documents_per_s",), "{:.0f}", True),
+    Figure("tokens_per_s", "tokens/s", ("resources", "tokens_per_s"), "{:.0f}", True),
+    Figure("model_load_s", "load s", ("resources", "model_load_s"), "{:.2f}", False),
+    Figure("document_embedding_s", "embed s", ("timings", "document_embedding_s"), "{:.2f}", False),
+    Figure("index_build_s", "index s", ("timings", "index_build_s"), "{:.3f}", False),
+    Figure("cold_batch_ms", "cold batch ms", ("resources", "cold_batch_ms"), "{:.1f}", False),
+    Figure(
+        "warm_batch_p50_ms", "warm batch ms", ("resources", "warm_batch_p50_ms"), "{:.1f}", False
+    ),
+    Figure("dimension", "dim", ("resources", "dimension"), "{:.0f}"),
+    Figure("index_mb", "index MB", ("resources", "index_bytes"), "{:.3f}", False, 1 / 1024**2),
+    Figure("bytes_per_document", "bytes/doc", ("resources", "bytes_per_document"), "{:.0f}", False),
+    Figure("added_rss_mb", "+RSS MB", ("added_rss_mb",), "{:.0f}", False),
+    Figure("peak_rss_mb", "RSS peak MB", ("peak_rss_mb",), "{:.0f}", False),
+    Figure("vram_peak_mb", "VRAM MB", ("resources", "vram_peak_mb"), "{:.0f}", False),
+    Figure("tokens_documents", "doc tokens", ("tokens", "documents"), "{:.0f}"),
+    Figure("tokens_queries", "query tokens", ("tokens", "queries"), "{:.0f}"),
+    Figure("cost_usd", "cost $", ("cost", "usd"), "{:.6f}", False),
+    Figure("cache_hit_rate", "cache hits", ("cache", "hit_rate"), "{:.0%}"),
+)
+
+
+def metric_names(results: Sequence[Mapping[str, Any] | None]) -> list[str]:
+    """The metrics any of ``results`` has, by family (nDCG, recall, MRR ...) then cut-off."""
+    names = {name for r in results if r for name in (r.get("metrics") or {})}
+
+    def order(name: str) -> tuple[int, int, str]:
+        family, _, k = name.partition("@")
+        rank = _FAMILY_ORDER.index(family) if family in _FAMILY_ORDER else len(_FAMILY_ORDER)
+        return (rank, int(k) if k.isdigit() else 0, name)
+
+    return sorted(names, key=order)
+
+
+def _tests(report: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    return sorted(report.get("tests") or [], key=lambda t: (str(t.get("nodeid")),))
+
+
+def result_rows(report: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """``results.csv``: one row per test (and so per model), every summary figure."""
+    tests = _tests(report)
+    metrics = metric_names([t.get("result") for t in tests])
+    rows = []
+    for test in tests:
+        result = test.get("result")
+        row: dict[str, Any] = {
+            "test": test.get("nodeid"),
+            "dataset": test.get("dataset"),
+            "model": test.get("model"),
+            "spec": test.get("spec"),
+            "status": test.get("status"),
+            "queries": _path(result, "queries"),
+            "documents": _path(result, "documents"),
+        }
+        for name in metrics:
+            entry = _path(result, "metrics", name) or {}
+            row[name] = entry.get("value")
+            row[f"{name}_low"] = entry.get("low")
+            row[f"{name}_high"] = entry.get("high")
+        for figure in FIGURES:
+            row[figure.key] = figure.get(result)
+        row["vram_source"] = _path(result, "resources", "vram_source")
+        row["tokens_estimated"] = _path(result, "tokens", "estimated")
+        row["baseline_status"] = _path(test, "baseline", "status")
+        row["error"] = test.get("error")
+        rows.append(row)
+    return rows
+
+
+def query_rows(report: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
+    """``queries.csv``: one row per test's model and query (a test's own queries in query id
+    order): its metrics, latency, retrieved and relevant ids (space-free ids joined by ``|``)."""
+    tests = _tests(report)
+    # every row has every column (a test with other cut-offs leaves its cells empty)
+    names = metric_names([t.get("result") for t in tests])
+    for test in tests:
+        result = test.get("result")
+        if not result:
+            continue
+        per_query = result.get("per_query") or {}
+        latency = _path(result, "latency", "per_query_ms")
+        qids = sorted(next(iter(per_query.values()), {}))
+        by_id = latency if isinstance(latency, Mapping) else {}
+        if isinstance(latency, list) and len(latency) == len(qids):
+            # the record keeps latencies in the dataset's query order; the ids in that order
+            # (a report without query_texts cannot tell that order: no latency column then)
+            order = list((result.get("query_texts") or {}).keys())
+            by_id = dict(zip(order, latency, strict=False))
+        for qid in qids:
+            row: dict[str, Any] = {
+                "test": test.get("nodeid"),
+                "dataset": test.get("dataset"),
+                "model": test.get("model"),
+                "query_id": qid,
+                "query": (result.get("query_texts") or {}).get(qid),
+            }
+            for name in names:
+                row[name] = (per_query.get(name) or {}).get(qid)
+            row["latency_ms"] = by_id.get(qid)
+            row["retrieved"] = "|".join((result.get("retrieved") or {}).get(qid) or [])
+            row["relevant"] = "|".join(sorted((result.get("relevant") or {}).get(qid) or {}))
+            yield row
+
+
+def _cell(value: Any) -> str:
+    """A CSV cell: floats as ``repr`` (they read back bit for bit), None as empty."""
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return repr(value)
+    return str(value)
+
+
+def _csv_text(rows: Sequence[Mapping[str, Any]] | Iterator[dict[str, Any]]) -> str:
+    secrets = _secret_env_values()
+    out = io.StringIO()
+    writer: csv.DictWriter[str] | None = None
+    for row in rows:
+        if writer is None:
+            writer = csv.DictWriter(out, fieldnames=list(row), lineterminator="\n")
+            writer.writeheader()
+        writer.writerow({k: redact(_cell(v), secrets) for k, v in row.items()})
+    return out.getvalue()
+
+
+def write_csv(folder: Path, report: Mapping[str, Any]) -> list[Path]:
+    """Write ``results.csv`` and ``queries.csv`` into ``folder`` (atomically); their paths."""
+    written = []
+    for name, rows in (
+        ("results.csv", result_rows(report)),
+        ("queries.csv", list(query_rows(report))),
+    ):
+        path = folder / name
+        atomic_write_text(path, _csv_text(rows))
+        written.append(path)
+    return written
+
+
+def _md(text: Any) -> str:
+    """A Markdown table cell: pipes and newlines escaped, HTML neutralised."""
+    value = str(text).replace("\\", "\\\\").replace("|", "\\|")
+    value = value.replace("<", "&lt;").replace(">", "&gt;")
+    return " ".join(value.split())
+
+
+def _md_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    lines = ["| " + " | ".join(_md(h) for h in headers) + " |"]
+    lines.append("|" + "|".join(" --- " for _ in headers) + "|")
+    lines.extend("| " + " | ".join(_md(c) for c in row) + " |" for row in rows)
+    return lines
+
+
+#: the figures of the Markdown table (a PR comment stays readable)
+MARKDOWN_FIGURES = ("p50_ms", "p95_ms", "documents_per_s", "dimension", "index_mb", "cost_usd")
+
+
+def render_markdown(report: Mapping[str, Any], *, title: str | None = None) -> str:
+    """The run's tables as GitHub-flavoured Markdown: per dataset, accuracy with intervals,
+    speed and footprint, the recommendation and the paired comparisons."""
+    from .summary import model_rows
+
+    secrets = _secret_env_values()
+    lines = [f"## {_md(title or 'Embedding retrieval benchmark')}", ""]
+    figures = [f for f in FIGURES if f.key in MARKDOWN_FIGURES]
+    recs = (report.get("recommendations") or {}).get("datasets") or {}
+    priority = (report.get("recommendations") or {}).get("priority") or "balanced"
+    comparisons = report.get("comparisons") or {}
+    for dataset, rows in model_rows(report.get("tests") or []).items():
+        results = [r["result"] for r in rows]
+        metrics = _markdown_metrics(results)
+        first = next((r for r in results if r), None)
+        size = f" ({first['queries']} queries, {first['documents']} documents)" if first else ""
+        lines += [f"### Dataset `{_md(dataset)}`{size}", ""]
+        table = []
+        for row in rows:
+            cells = [row["model"]]
+            for name in metrics:
+                entry = _path(row["result"], "metrics", name)
+                cells.append(
+                    f"{entry['value']:.4f} [{entry['low']:.3f}, {entry['high']:.3f}]"
+                    if entry
+                    else "-"
+                )
+            cells += [f.text(f.get(row["result"])) for f in figures]
+            cells.append(row["status"])
+            table.append(cells)
+        headers = ["model", *metrics, *[f.header for f in figures], "status"]
+        lines += _md_table(headers, table) + [""]
+        rec = recs.get(dataset)
+        if rec:
+            pick = rec["picks"].get(priority) or next(iter(rec["picks"].values()))
+            c = pick["components"]
+            lines.append(
+                f"**Recommendation ({_md(priority)}):** `{_md(pick['model'])}`, score "
+                f"{pick['score']:.3f} (accuracy {c['accuracy']:.3f}, speed {c['speed']:.3f}, "
+                f"cost {c['cost']:.3f})"
+            )
+            lines.append("")
+        versus = comparisons.get(dataset) or {}
+        if versus:
+            rows_v = [
+                [
+                    model,
+                    e.get("reference", ""),
+                    f"{e['difference']:+.4f} [{e['low']:+.3f}, {e['high']:+.3f}]",
+                    _p(e.get("p_value")),
+                    _p(e.get("p_holm")),
+                ]
+                for model, e in sorted(versus.items())
+            ]
+            lines += _md_table(
+                ["model", "reference", "Δ nDCG@10 [95%]", "p", "p (Holm)"], rows_v
+            ) + [""]
+    lines.append(
+        "Intervals: 95% bootstrap over queries; p: paired randomization test. "
+        f"Report created {_md(report.get('created') or 'unknown')}."
+    )
+    return redact("\n".join(lines) + "\n", secrets)
+
+
+def _markdown_metrics(results: Sequence[Mapping[str, Any] | None]) -> list[str]:
+    """nDCG@10, MRR@10, R@10 and R@100 where the run has them (a PR comment stays narrow);
+    else the first three metrics."""
+    names = metric_names(results)
+    wanted: list[str] = [m for m in ("ndcg@10", "mrr@10", "recall@10", "recall@100") if m in names]
+    return wanted or names[:3]
+
+
+def _p(value: Any) -> str:
+    return "-" if value is None else f"{value:.3g}"

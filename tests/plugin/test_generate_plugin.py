@@ -1,0 +1,64 @@
+"""``evalset: {generate: ...}`` in embedbench.yaml, as a user runs it: the first run generates
+the set beside the file (through the real ollama client and a loopback chat server), the next
+reuses it, and a changed document fails collection with the command that regenerates it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from ..providers.servers import OllamaChatServer
+from ..unit.test_generate import DOCS, scripted_answerer
+
+TEST = """
+import pytest
+
+@pytest.mark.embedbench(dataset="handbook", models=["bm25"])
+def test_search(retrieval):
+    assert retrieval.recall(10) >= 0.5
+"""
+
+
+@pytest.fixture
+def chat() -> Iterator[OllamaChatServer]:
+    with OllamaChatServer(answerer=scripted_answerer()) as server:
+        yield server
+
+
+def test_generated_once_reused_then_stale(
+    project: pytest.Pytester, chat: OllamaChatServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("bm25s")
+    monkeypatch.delenv("OLLAMA_HOST", raising=False)
+    docs = project.path / "handbook"
+    docs.mkdir()
+    for name, text in DOCS.items():
+        (docs / name).write_text(text + "\n", encoding="utf-8")
+    project.makefile(
+        ".yaml",
+        embedbench="datasets:\n"
+        "  handbook:\n"
+        "    path: handbook\n"
+        f"    evalset: {{generate: {{host: '{chat.url}', request_timeout_s: 5}}}}\n",
+    )
+    project.makepyfile(test_handbook=TEST)
+    first = project.runpytest("-p", "no:cacheprovider")
+    assert first.ret == 0, first.stdout.str()
+    first.stdout.fnmatch_lines(["*dataset 'handbook' (* queries, 7 documents)*"])
+    assert (project.path / "handbook.generated.jsonl").is_file()
+    calls = len(chat.chat_requests)
+
+    again = project.runpytest("-p", "no:cacheprovider")
+    assert again.ret == 0 and len(chat.chat_requests) == calls  # reused, nothing asked
+
+    (docs / "c-refunds.md").write_text("Refunds are never given, whatever the plan.\n")
+    stale = project.runpytest("-p", "no:cacheprovider")
+    assert stale.ret != 0
+    stale.stdout.fnmatch_lines(
+        [
+            "*generated eval set is stale: 1 document(s) changed ('c-refunds.md')*"
+            "embedbench generate-evalset --config*--dataset handbook --regenerate*"
+        ]
+    )
+    assert len(chat.chat_requests) == calls  # never regenerated behind the user's back

@@ -1,0 +1,526 @@
+"""generate.py: questions from the real ``ollama`` and ``openai`` clients against loopback chat
+servers that answer like small local models do (prose, extra questions, duplicates, "this
+passage", no question mark, generic requests, 500s, timeouts), then the filters, the counts by
+reason, the retries and byte-identical output."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_embedbench.datasets import load_evalset
+from pytest_embedbench.exceptions import ConfigError
+from pytest_embedbench.generate import (
+    GenerationError,
+    GenerationSettings,
+    StaleEvalsetError,
+    ensure_generated_evalset,
+    evalset_text,
+    generate_evalset,
+    parse_questions,
+    redact_url,
+    sample_chunks,
+    sidecar_path,
+    write_evalset,
+)
+
+from ..providers.servers import OllamaChatServer, OpenAIChatServer, chat_passage
+
+SECRET = "s3cr3t-pw-0042"
+
+# one chunk per document (each is shorter than the default 800-character chunks); the file
+# names sort in the order the requests are scripted below
+DOCS = {
+    "a-backups.md": "Workspace backups run every six hours and are kept for thirty days. "
+    "Owners restore a backup from the admin console under Settings, Backups, Restore point.",
+    "b-export.md": "A workspace export produces a zip archive of Markdown pages and attachments. "
+    "Exports larger than two gigabytes are split into several numbered archives.",
+    "c-refunds.md": "Refunds for annual plans are prorated by the number of unused full months. "
+    "Monthly plans are not refunded, but cancelling stops the next renewal at once.",
+    "d-retention.md": "Deleted pages stay in the trash for thirty days before they are purged. "
+    "Enterprise plans can set a custom retention period between one and ten years.",
+    "e-sso.md": "SAML single sign-on is configured under Settings, Security, SSO. Okta, Azure AD "
+    "and Google Workspace are supported identity providers with metadata upload.",
+    "f-uptime.md": "The status page reports uptime for the editor, the API and search. Incidents "
+    "are posted within fifteen minutes and credits follow the service level agreement.",
+    "g-webhooks.md": "Webhooks deliver page events to your endpoint with an HMAC signature header. "
+    "Failed deliveries are retried with exponential backoff for up to twenty-four hours.",
+}
+
+
+def qs(*pairs: tuple[str, str]) -> str:
+    return json.dumps({"questions": [{"question": q, "answer": a} for q, a in pairs]})
+
+
+REFUND_Q = "How are refunds for annual plans calculated when cancelling?"
+
+# what the "model" says for each document, in order of attempts (the last one repeats)
+ANSWERS: dict[str, list[str]] = {
+    "backups run": [
+        qs(
+            ("How often do workspace backups run", "every six hours"),  # no '?'
+            ("How long are workspace backups kept before they expire?", "thirty days"),
+        )
+    ],
+    "workspace export": [  # a bare list: the schema is not followed, twice
+        json.dumps([{"question": "What format does a workspace export use?", "answer": "zip"}])
+    ],
+    "Refunds for annual": [
+        qs(
+            (REFUND_Q, "prorated by unused months"),
+            ("What does this passage say about monthly plans?", "not refunded"),
+            ("Are monthly plans refunded after cancelling?", "no"),  # over questions_per_chunk
+        )
+    ],
+    "Deleted pages": [
+        qs(
+            ("how are refunds for annual plans calculated when cancelling ?", "dup"),
+            ("Is it what it was before then?", "?"),  # nothing but stop words
+        )
+    ],
+    "SAML single": [
+        "Sure! Here are two questions about SSO:\n1. Which identity providers are supported?",
+        qs(
+            ("Which identity providers are supported for SAML single sign-on?", "Okta..."),
+            ("Summarize the single sign-on configuration steps?", "..."),  # generic
+        ),
+    ],
+    "status page": [
+        qs(
+            ("How quickly are incidents posted on the status page?", "15 minutes"),
+            ("Uptime?", "yes"),  # too short
+        )
+    ],
+    "Webhooks deliver": [qs(("How long are failed webhook deliveries retried?", "24 hours"))],
+}
+
+
+def scripted_answerer() -> Callable[[Any], str]:
+    calls: dict[str, int] = {}
+
+    def answer(body: Any) -> str:
+        passage = chat_passage(body)
+        for key, replies in ANSWERS.items():
+            if key in passage:
+                n = calls.get(key, 0)
+                calls[key] = n + 1
+                return replies[min(n, len(replies) - 1)]
+        return '{"questions": []}'
+
+    return answer
+
+
+# behaviours in request order: backups, export x2, refunds, retention, sso x2,
+# uptime (500, 500, ok), webhooks (a timeout on every attempt)
+SCRIPT = ["ok"] * 7 + ["500", "500", "ok"] + ["hang:0.6"] * 3
+
+
+@pytest.fixture(autouse=True)
+def no_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    for var in ("OLLAMA_HOST", "OPENAI_API_KEY", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(var, raising=False)
+
+
+@pytest.fixture
+def docs(tmp_path: Path) -> Path:
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    for name, text in DOCS.items():
+        (folder / name).write_text(text + "\n", encoding="utf-8")
+    return folder
+
+
+@pytest.fixture
+def ollama_chat() -> Iterator[OllamaChatServer]:
+    with OllamaChatServer(answerer=scripted_answerer()) as server:
+        yield server
+
+
+def fast(**kwargs: Any) -> GenerationSettings:
+    values: dict[str, Any] = {
+        "questions_per_chunk": 2,
+        "retry_backoff_s": 0.0,
+        "request_timeout_s": 0.25,
+        "seed": 7,
+    }
+    values.update(kwargs)
+    return GenerationSettings(**values)
+
+
+EXPECTED_KEPT = [
+    ("How long are workspace backups kept before they expire?", "a-backups.md"),
+    (REFUND_Q, "c-refunds.md"),
+    ("Which identity providers are supported for SAML single sign-on?", "e-sso.md"),
+    ("How quickly are incidents posted on the status page?", "f-uptime.md"),
+]
+EXPECTED_REJECTED = {
+    "no_question_mark": 1,
+    "too_short": 1,
+    "refers_to_source": 1,
+    "extra": 1,
+    "duplicate": 1,
+    "no_content_words": 1,
+    "generic": 1,
+}
+
+
+def test_ollama_mistakes_are_filtered_and_counted(docs: Path, ollama_chat: OllamaChatServer):
+    ollama_chat.script(*SCRIPT)
+    lines: list[str] = []
+    result = generate_evalset(
+        docs, fast(host=ollama_chat.url), progress=lambda r: lines.append(r.progress_line())
+    )
+    report = result.report
+    assert [(r["query"], r["relevant_doc_ids"][0]) for r in result.rows] == EXPECTED_KEPT
+    assert [r["query_id"] for r in result.rows] == ["q0001", "q0002", "q0003", "q0004"]
+    assert dict(report.rejected) == EXPECTED_REJECTED
+    # prose once (then fixed), a bare list twice (then given up); 500s and timeouts retried
+    assert dict(report.bad_answers) == {"invalid_json": 1, "schema_mismatch": 2}
+    assert dict(report.failed_chunks) == {"schema_mismatch": 1, "request_failed": 1}
+    assert (report.requests, report.retries) == (13, 4)
+    assert len(ollama_chat.chat_requests) == 13
+    assert report.candidates == 11 and report.kept == 4
+    assert len(lines) == 7 and lines[-1].startswith("chunks 7/7 · kept 4 · rejected 7")
+    # what the model was asked: the schema as format, temperature 0, a per-chunk seed
+    first = ollama_chat.chat_requests[0].body
+    assert first["format"]["required"] == ["questions"]
+    assert first["options"]["temperature"] == 0.0
+    assert first["stream"] is False
+    # a retry after an unreadable answer goes with another seed and says what went wrong
+    sso = [r.body for r in ollama_chat.chat_requests if "SAML" in chat_passage(r.body)]
+    assert sso[1]["options"]["seed"] == sso[0]["options"]["seed"] + 1
+    assert "not JSON" in sso[1]["messages"][-1]["content"]
+    row = result.rows[2]
+    assert row["source_chunk_id"] == "e-sso.md#0"
+    assert row["generator"] == {
+        "provider": "ollama",
+        "model": "llama3.2",
+        "host": ollama_chat.url,
+        "prompt_version": "1",
+        "seed": sso[1]["options"]["seed"],
+    }
+
+
+def test_output_is_byte_identical_and_loads_as_an_evalset(
+    docs: Path, ollama_chat: OllamaChatServer, tmp_path: Path
+) -> None:
+    texts = []
+    for run in range(2):
+        ollama_chat.answerer = scripted_answerer()
+        path = write_evalset(
+            tmp_path / f"run{run}.jsonl",
+            generate_evalset(
+                docs, fast(host=ollama_chat.url, max_retries=0, request_timeout_s=5.0)
+            ).rows,
+        )
+        texts.append(path.read_bytes())
+    assert texts[0] == texts[1]
+    assert not list(tmp_path.glob("*.tmp"))  # the atomic write left nothing behind
+    ds = load_evalset(tmp_path / "run0.jsonl", docs)
+    assert [q.id for q in ds.queries] == ["q0001", "q0002", "q0003", "q0004", "q0005"]
+    assert ds.qrels["q0002"] == {"c-refunds.md": 1}
+    assert ds.queries[1].metadata["answer"] == "prorated by unused months"
+
+
+def test_openai_compatible_server(docs: Path) -> None:
+    with OpenAIChatServer(answerer=scripted_answerer()) as server:
+        server.script(*SCRIPT)
+        result = generate_evalset(
+            docs, fast(model="openai:qwen2.5-7b-instruct", host=server.url + "/v1")
+        )
+        body = server.chat_requests[0].body
+    assert [(r["query"], r["relevant_doc_ids"][0]) for r in result.rows] == EXPECTED_KEPT
+    assert dict(result.report.rejected) == EXPECTED_REJECTED
+    assert (result.report.requests, result.report.retries) == (13, 4)
+    assert body["temperature"] == 0.0 and isinstance(body["seed"], int)
+    assert body["response_format"]["type"] == "json_schema"
+    assert body["response_format"]["json_schema"]["schema"]["required"] == ["questions"]
+    assert result.rows[0]["generator"]["provider"] == "openai"
+
+
+def test_unreachable_server_and_missing_model_say_how_to_fix(docs: Path) -> None:
+    with OllamaChatServer() as server:
+        url = server.url
+        secret_url = url.replace("http://", f"http://admin:{SECRET}@") + "/?token=" + SECRET
+        with pytest.raises(GenerationError, match=r"`ollama pull mistral`") as missing:
+            generate_evalset(docs, fast(host=secret_url, model="mistral"))
+    with pytest.raises(GenerationError, match=r"cannot reach .*`ollama serve`") as gone:
+        generate_evalset(docs, fast(host=secret_url))
+    for exc in (missing.value, gone.value):
+        assert SECRET not in str(exc) and "admin" not in str(exc)
+        assert url in str(exc)
+
+
+def test_no_secret_in_the_output(docs: Path, ollama_chat: OllamaChatServer) -> None:
+    host = ollama_chat.url.replace("http://", f"http://admin:{SECRET}@") + "?key=" + SECRET
+    result = generate_evalset(docs, fast(host=host, max_retries=0, request_timeout_s=5.0))
+    text = evalset_text(result.rows) + json.dumps(result.report.to_dict())
+    assert result.rows and SECRET not in text and "admin" not in text
+    assert redact_url("https://u:p@box:8000/v1?api_key=x#f") == "https://box:8000/v1"
+
+
+def test_no_secret_from_ollama_host_in_errors(docs: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with OllamaChatServer() as server:
+        url = server.url
+    monkeypatch.setenv("OLLAMA_HOST", url.replace("http://", f"http://admin:{SECRET}@"))
+    with pytest.raises(GenerationError, match="cannot reach") as gone:
+        generate_evalset(docs, fast())
+    assert SECRET not in str(gone.value) and url in str(gone.value)
+
+
+def test_judge_model_filters_unanswerable_and_round_trip(docs: Path, ollama_chat: OllamaChatServer):
+    import tests.helpers  # noqa: F401  (registers the hashing provider)
+
+    ollama_chat.answerer = lambda body: (
+        qs(("Which identity providers are supported for SAML single sign-on?", "Okta"))
+        if "SAML" in chat_passage(body)
+        else qs(("Did hungry old yaks doze?", "no"))
+        if "status page" in chat_passage(body)
+        else qs(("Which identity providers support SAML single sign-on metadata?", "Okta"))
+        if "Webhooks" in chat_passage(body)
+        else '{"questions": []}'
+    )
+    settings = fast(
+        host=ollama_chat.url,
+        embedding_model="hashing:h",
+        min_similarity=0.2,
+        round_trip_k=1,
+        dedupe_threshold=0.99,
+        max_retries=0,
+        request_timeout_s=5.0,
+    )
+    result = generate_evalset(docs, settings)
+    assert [r["relevant_doc_ids"][0] for r in result.rows] == ["e-sso.md"]
+    # unrelated words score low against their chunk; the SSO question asked of the webhooks
+    # chunk finds the SSO document first
+    assert dict(result.report.rejected) == {"unanswerable": 1, "round_trip": 1}
+    assert result.report.judge == "hashing:h"
+    assert any("judged by hashing:h" in line for line in result.report.summary_lines())
+
+
+def test_reuse_and_stale_set(docs: Path, ollama_chat: OllamaChatServer, tmp_path: Path) -> None:
+    config_dir = tmp_path / "project"
+    settings = fast(host=ollama_chat.url, max_retries=0, request_timeout_s=5.0)
+    path = ensure_generated_evalset(settings, docs, config_dir, name="handbook")
+    assert path == (config_dir / "handbook.generated.jsonl").resolve()
+    assert sidecar_path(path).is_file()
+    assert sorted(p.name for p in config_dir.iterdir()) == [
+        "handbook.generated.jsonl",
+        "handbook.generated.jsonl.meta.json",
+    ]  # no lock or temporary file left behind
+    calls = len(ollama_chat.chat_requests)
+    # unchanged documents and settings: reused, no request
+    assert ensure_generated_evalset(settings, docs, config_dir, name="handbook") == path
+    assert len(ollama_chat.chat_requests) == calls
+    # a timeout is not part of the fingerprint
+    ensure_generated_evalset(fast(host=ollama_chat.url), docs, config_dir, name="handbook")
+    (docs / "c-refunds.md").write_text("Refunds are never given.\n", encoding="utf-8")
+    (docs / "h-new.md").write_text("A new page about something else entirely.\n")
+    with pytest.raises(StaleEvalsetError) as stale:
+        ensure_generated_evalset(settings, docs, config_dir, name="handbook")
+    message = str(stale.value)
+    assert "1 document(s) added ('h-new.md')" in message
+    assert "1 document(s) changed ('c-refunds.md')" in message
+    assert "embedbench generate-evalset --config" in message and "--dataset handbook" in message
+    assert len(ollama_chat.chat_requests) == calls  # never regenerated silently
+    with pytest.raises(StaleEvalsetError, match=r"settings changed \(seed\)"):
+        ensure_generated_evalset(
+            fast(host=ollama_chat.url, seed=8), docs, config_dir, name="handbook"
+        )
+
+
+# ---------------------------------------------------------------------------------------------
+# the parts, without a server
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        ('{"questions": [{"question": "Q?", "answer": "A"}]}', ([("Q?", "A")], None)),
+        ('```json\n{"questions": []}\n```', ([], None)),
+        ("Here you go: What is X?", (None, "invalid_json")),
+        ('{"questions": [{"q": "Q?"}]}', (None, "schema_mismatch")),
+        ('{"question": "Q?"}', (None, "schema_mismatch")),
+        ('{"questions": [{"question": "  Q \\n two?", "answer": 3}]}', (None, "schema_mismatch")),
+    ],
+)
+def test_parse_questions(content: str, expected: tuple[Any, Any]) -> None:
+    assert parse_questions(content) == expected
+
+
+@pytest.mark.parametrize(
+    ("question", "reason"),
+    [
+        ("What is the refund window for annual plans?", None),
+        ("According to the text, what is the refund window?", "refers_to_source"),
+        ("What does the author recommend for backups here?", "refers_to_source"),
+        ("In the document, how long is the retention period?", "refers_to_source"),
+        ("Summarize how single sign-on is configured for Okta?", "generic"),
+        ("What is this all about, in a few words?", "generic"),
+        ("What are the main points made about exports?", "generic"),
+        ("What is the refund window for annual plans", "no_question_mark"),
+        ("Refund window?", "too_short"),
+        (" ".join(["word"] * 41) + "?", "too_long"),
+        ("Is it what it was before billing?", None),
+        ("Is it what it was before that?", "no_content_words"),
+    ],
+)
+def test_heuristic_filters(question: str, reason: str | None) -> None:
+    from pytest_embedbench.generate import _heuristic_reason
+
+    assert _heuristic_reason(question, GenerationSettings()) == reason
+
+
+def test_sample_is_seeded_and_in_corpus_order() -> None:
+    from pytest_embedbench.chunking import Chunk
+
+    chunks = [Chunk("d", f"d#{i}", "x" * (50 if i % 5 == 0 else 200), 0, 1) for i in range(40)]
+    one = sample_chunks(chunks, GenerationSettings(max_chunks=10, seed=3))
+    assert [c.id for c in one] == [
+        c.id for c in sample_chunks(chunks, GenerationSettings(max_chunks=10, seed=3))
+    ]
+    assert len(one) == 10 and all(len(c.text) >= 120 for c in one)
+    assert [c.id for c in one] == sorted((c.id for c in one), key=lambda i: int(i[2:]))
+    assert one != sample_chunks(chunks, GenerationSettings(max_chunks=10, seed=4))
+    assert len(sample_chunks(chunks, GenerationSettings())) == 32
+
+
+def test_settings_from_mapping_name_the_bad_key() -> None:
+    s = GenerationSettings.from_mapping(
+        {"ollama_model": "qwen2.5:7b", "max_chunks": 4, "chunking": {"size": 300}}, "generate"
+    )
+    assert (s.model, s.model_name, s.provider, s.chunking.size) == (
+        "qwen2.5:7b",
+        "qwen2.5:7b",
+        "ollama",
+        300,
+    )
+    with pytest.raises(ConfigError, match=r"unknown key 'question_per_chunk'; did you mean"):
+        GenerationSettings.from_mapping({"question_per_chunk": 2}, "generate")
+    with pytest.raises(ConfigError, match=r"questions_per_chunk 6 must be a whole number from 1"):
+        GenerationSettings(questions_per_chunk=6)
+    with pytest.raises(ConfigError, match=r"dedupe_threshold 0.3"):
+        GenerationSettings(dedupe_threshold=0.3)
+    with pytest.raises(ConfigError, match=r"'cohere:command-r'"):
+        GenerationSettings(model="cohere:command-r")
+    assert GenerationSettings(model="openai:gpt-4o-mini").model_name == "gpt-4o-mini"
+
+
+# ---------------------------------------------------------------------------------------------
+# the command
+
+
+def test_cli_writes_the_set_with_progress_and_summary(
+    docs: Path, ollama_chat: OllamaChatServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from pytest_embedbench.cli import main
+
+    out = tmp_path / "generated.jsonl"
+    argv = ["generate-evalset", "--docs", str(docs), "--output", str(out), "--host"]
+    argv += [ollama_chat.url, "--questions-per-chunk", "2", "--seed", "7", "--max-chunks", "7"]
+    assert main([*argv, "--request-timeout-s", "5"]) == 0
+    err = capsys.readouterr().err
+    assert "chunks 1/7 · kept 1 · rejected 1 (no_question_mark 1)" in err
+    assert "chunks 7/7 · kept 5 · rejected 7" in err
+    assert "rejected duplicate: 1" in err and "chunks without questions (schema_mismatch): 1" in err
+    assert "review them" in err
+    assert [json.loads(line)["query_id"] for line in out.read_text().splitlines()] == [
+        "q0001",
+        "q0002",
+        "q0003",
+        "q0004",
+        "q0005",
+    ]
+    assert sidecar_path(out).is_file()
+
+
+def test_cli_exit_1_names_the_fix(
+    docs: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from pytest_embedbench.cli import main
+
+    out = tmp_path / "x.jsonl"
+    with OllamaChatServer() as server:
+        url = server.url
+        argv = ["generate-evalset", "--docs", str(docs), "--output", str(out), "--host", url]
+        assert main([*argv, "--model", "qwen2.5:7b", "--no-progress"]) == 1
+        assert "run `ollama pull qwen2.5:7b`" in capsys.readouterr().err
+    assert main([*argv, "--no-progress"]) == 1
+    assert "cannot reach the ollama server" in capsys.readouterr().err
+    assert main([*argv, "--questions-per-chunk", "9"]) == 2
+    assert "questions_per_chunk 9" in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_cli_regenerates_a_configured_dataset(
+    docs: Path, ollama_chat: OllamaChatServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from pytest_embedbench.cli import main
+
+    config = tmp_path / "embedbench.yaml"
+    config.write_text(
+        "datasets:\n"
+        "  handbook:\n"
+        "    path: docs\n"
+        "    evalset:\n"
+        f"      generate: {{host: '{ollama_chat.url}', questions_per_chunk: 2, seed: 7,\n"
+        "                 request_timeout_s: 5}\n",
+        encoding="utf-8",
+    )
+    argv = ["generate-evalset", "--config", str(config), "--dataset", "handbook"]
+    assert main(argv) == 0
+    path = tmp_path / "handbook.generated.jsonl"
+    assert path.is_file()
+    (docs / "a-backups.md").write_text("Backups are now hourly and kept for a year.\n")
+    assert main(argv) == 1
+    assert "stale: 1 document(s) changed ('a-backups.md')" in capsys.readouterr().err
+    assert main([*argv, "--regenerate"]) == 0
+    assert main(argv) == 0
+    assert main([*argv[:-1], "nope"]) == 2
+    assert "--dataset 'nope' is not one of ['handbook']" in capsys.readouterr().err
+
+
+def test_config_reader_generates_once_then_reuses_or_says_stale(
+    docs: Path, ollama_chat: OllamaChatServer, tmp_path: Path
+) -> None:
+    from pytest_embedbench.config import load_config
+    from pytest_embedbench.datasets import load_dataset
+
+    config = tmp_path / "embedbench.yaml"
+    config.write_text(
+        "datasets:\n"
+        "  handbook:\n"
+        "    path: docs\n"
+        f"    evalset: {{generate: {{host: '{ollama_chat.url}', request_timeout_s: 5}}}}\n",
+        encoding="utf-8",
+    )
+    entry = load_config(config).datasets["handbook"]
+    generated = tmp_path / "handbook.generated.jsonl"
+    assert generated.is_file()
+    calls = len(ollama_chat.chat_requests)
+    assert calls == 9  # one a chunk, two for the bare list and the prose
+    ds = load_dataset(entry.path, docs=entry.docs, name=entry.name)
+    assert len(ds.queries) >= 3 and {d.id for d in ds.documents} == set(DOCS)
+    load_config(config)  # unchanged: reused
+    assert len(ollama_chat.chat_requests) == calls
+    (docs / "g-webhooks.md").unlink()
+    with pytest.raises(StaleEvalsetError, match=r"1 document\(s\) removed \('g-webhooks.md'\)"):
+        load_config(config)
+    assert len(ollama_chat.chat_requests) == calls
+
+
+def test_openai_missing_model_and_a_refused_chunk(docs: Path) -> None:
+    with OpenAIChatServer(answerer=scripted_answerer()) as server:
+        base = server.url + "/v1"
+        with pytest.raises(GenerationError, match=r"model 'nope' is not available at .*/v1"):
+            generate_evalset(docs, fast(model="openai:nope", host=base))
+        server.reset()
+        server.script("400", "429")  # one chunk refused (counted), one rate-limited (retried)
+        result = generate_evalset(docs, fast(model="openai:qwen2.5-7b-instruct", host=base))
+    assert result.report.failed_chunks["request_failed"] == 1
+    assert result.report.retries == 1
+    assert [r["relevant_doc_ids"][0] for r in result.rows][-1] == "g-webhooks.md"

@@ -1,0 +1,132 @@
+"""The generated eval set of ``examples/generated`` stays what the generator makes of the Lumio
+documents: regenerated here through a loopback Ollama whose answers come from a scripted,
+deterministic answerer (with the mistakes small models make), and compared byte for byte.
+
+Re-record after a deliberate change (prompt, filters, documents)::
+
+    EMBEDBENCH_RECORD_EXAMPLES=1 python -m pytest tests/unit/test_generate_example.py
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_embedbench.config import read_yaml
+from pytest_embedbench.datasets import load_dataset
+from pytest_embedbench.generate import (
+    dataset_generation,
+    evalset_fingerprint,
+    evalset_text,
+    generate_evalset,
+    sidecar_path,
+    write_evalset,
+    write_sidecar,
+)
+from pytest_embedbench.ingest import load_documents
+
+from ..providers.servers import OllamaChatServer, chat_passage
+
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLE = REPO / "examples" / "generated"
+NAME = "support-generated"
+#: what the recorded file says of its host: no real server wrote it
+RECORDED_HOST = "loopback (scripted answerer, tests/unit/test_generate_example.py)"
+
+_STOP = frozenset(
+    "a an and are as at be by can for from has have how if in into is it its of on or our "
+    "that the their then there these this to was we what when which who will with you your "
+    "lumio also any each more not only other than they all one use used".split()
+)
+_WORD = re.compile(r"[a-z][a-z0-9-]{2,}")
+
+
+def _heading(passage: str, doc_id: str) -> str:
+    for line in passage.splitlines():
+        line = line.strip()
+        if line.startswith("#"):
+            return line.lstrip("#").strip().lower()
+    return Path(doc_id).stem.replace("-", " ")
+
+
+def scripted_answer(body: Any) -> str:
+    """What a small, obliging model might say for a chunk: a question from its heading (the
+    same for every chunk of a document without one: near-duplicates), one from its commonest
+    words, and, decided by a hash of the chunk, prose instead of JSON on the first attempt, a
+    'this passage' question, a missing '?' or a 'summarize' request."""
+    passage = chat_passage(body)
+    prompt = next(m["content"] for m in body["messages"] if "<<<" in m.get("content", ""))
+    doc_id = prompt.split("Passage (from ", 1)[1].split("):", 1)[0]
+    h = int(hashlib.sha256(passage.encode()).hexdigest(), 16)
+    retry = len(body["messages"]) > 2
+    if h % 7 == 0 and not retry:
+        return "Sure! Here are two questions you could ask about this section of the docs."
+    heading = _heading(passage, doc_id)
+    words = [w for w in _WORD.findall(passage.lower()) if w not in _STOP]
+    common = [w for w, _ in Counter(words).most_common(3)]
+    first = f"How does Lumio handle {heading}?"
+    second = f"What does Lumio say about {common[0]}, {common[1]} and {common[2]}?"
+    if h % 5 == 0:
+        second = f"What does this passage say about {common[0]}?"
+    elif h % 5 == 1:
+        second = second.rstrip("?")
+    elif h % 5 == 2:
+        second = f"Summarize the {heading} section?"
+    answer = passage.split("\n")[-1][:80]
+    return json.dumps({"questions": [{"question": q, "answer": answer} for q in (first, second)]})
+
+
+def regenerate(tmp_path: Path) -> tuple[str, dict[str, Any]]:
+    config = EXAMPLE / "embedbench.yaml"
+    raw = read_yaml(config, "config file")
+    settings, docs = dataset_generation(
+        raw["datasets"][NAME], name=NAME, where=f"{config}: datasets.{NAME}", base=EXAMPLE
+    )
+    documents = load_documents(docs)
+    with OllamaChatServer(answerer=scripted_answer) as server:
+        result = generate_evalset(
+            documents,
+            type(settings)(**{**settings.__dict__, "host": server.url, "retry_backoff_s": 0.0}),
+        )
+    for row in result.rows:
+        row["generator"]["host"] = RECORDED_HOST
+    result.report.host = RECORDED_HOST
+    sidecar = {"fingerprint": evalset_fingerprint(documents, settings), "report": result.report}
+    if os.environ.get("EMBEDBENCH_RECORD_EXAMPLES") == "1":
+        target = EXAMPLE / (settings.output or "evalset.jsonl")
+        write_evalset(target, result.rows)
+        write_sidecar(target, sidecar["fingerprint"], result.report)
+    return evalset_text(result.rows), sidecar
+
+
+def test_recorded_example_set_is_what_the_generator_makes(tmp_path: Path) -> None:
+    text, sidecar = regenerate(tmp_path)
+    recorded = EXAMPLE / "evalset.jsonl"
+    assert recorded.read_text(encoding="utf-8") == text, (
+        "re-record with EMBEDBENCH_RECORD_EXAMPLES=1 if the change is deliberate"
+    )
+    meta = json.loads(sidecar_path(recorded).read_text(encoding="utf-8"))
+    assert meta["fingerprint"] == sidecar["fingerprint"]
+    report = sidecar["report"]
+    # the scripted mistakes were caught: every filter of a small model's usual errors fired
+    assert report.bad_answers["invalid_json"] >= 1
+    for reason in ("duplicate", "refers_to_source", "no_question_mark", "generic"):
+        assert report.rejected[reason] >= 1, reason
+    assert report.kept >= 30
+
+
+def test_recorded_example_set_runs_as_a_benchmark() -> None:
+    from pytest_embedbench import Evaluator
+
+    ds = load_dataset(EXAMPLE / "evalset.jsonl", docs=REPO / "examples" / "support" / "docs")
+    assert ds.queries[0].id == "q0001"
+    pytest.importorskip("bm25s")
+    result = Evaluator(cache=False, latency_passes=0).evaluate("bm25", ds)
+    assert result.ndcg10 >= 0.5

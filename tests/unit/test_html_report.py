@@ -1,0 +1,228 @@
+"""The HTML report, the CSV files and the Markdown tables, rendered from hand-made JSON reports."""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_embedbench.options import parse_columns
+from pytest_embedbench.report.html import CSP, render_html
+from pytest_embedbench.report.tabular import query_rows, render_markdown, write_csv
+from pytest_embedbench.report.terminal import render_tables
+
+SECRET_ENV = "sk-env-secret-0123456789"
+SECRET_CONFIG = "sk-config-secret-9876543210"
+
+
+def _result(model: str, ndcg: float, p95: float, *, vram: float | None = None) -> dict[str, Any]:
+    qids = ["q1", "q2", "q3"]
+    scores = {"q1": ndcg + 0.1, "q2": ndcg - 0.2, "q3": ndcg + 0.1}
+    return {
+        "model": model,
+        "queries": 3,
+        "documents": 4,
+        "k": [10],
+        "metrics": {
+            "ndcg@10": {"value": ndcg, "low": ndcg - 0.1, "high": ndcg + 0.1, "n": 3},
+            "recall@10": {"value": 0.5, "low": 0.25, "high": 0.75, "n": 3},
+        },
+        "per_query": {"ndcg@10": scores, "recall@10": {q: 0.5 for q in qids}},
+        "latency": {
+            "p50_ms": p95 / 2,
+            "p90_ms": p95 * 0.9,
+            "p95_ms": p95,
+            "p99_ms": p95 * 1.1,
+            "qps": 1000 / p95,
+            "per_query_ms": [1.25, 2.5, 0.1 + 0.2],
+            "p95_interval_ms": [p95 * 0.8, p95 * 1.2],
+        },
+        "timings": {"model_load_s": 0.5, "document_embedding_s": 0.25, "index_build_s": 0.01},
+        "documents_per_s": 16.0,
+        "added_rss_mb": 12.5,
+        "peak_rss_mb": 300.0,
+        "cost": {"usd": 0.0, "price_per_1m_tokens": 0.0},
+        "tokens": {"documents": 40, "queries": 9, "estimated": False},
+        "cache": {"hits": 0, "misses": 4, "hit_rate": 0.0},
+        "resources": {
+            "dimension": 64,
+            "index_bytes": 1024,
+            "bytes_per_document": 256.0,
+            "model_load_s": 0.5,
+            "cold_batch_ms": 20.0,
+            "warm_batch_p50_ms": 5.0,
+            "tokens_per_s": 160.0,
+            "vram_peak_mb": vram,
+            "vram_source": "torch.cuda.max_memory_allocated" if vram else None,
+        },
+        "query_texts": {"q1": "reset <script>alert(1)</script>", "q2": "export", "q3": "invoices"},
+        "retrieved": {"q1": ["d1", "d2"], "q2": ["d2"], "q3": ["d3", "d4"]},
+        "relevant": {"q1": {"d1": 2}, "q2": {"d3": 1}, "q3": {"d4": 1}},
+    }
+
+
+def _test(model: str, result: dict[str, Any] | None, status: str = "passed") -> dict[str, Any]:
+    return {
+        "nodeid": f"t.py::test_search[{model}]",
+        "test": "test_search",
+        "model": model,
+        "spec": "bm25" if model == "bm25" else f"hf:{model}",
+        "dataset": "tiny",
+        "k": [10],
+        "status": status,
+        "error": None if result else f"ProviderError: key {SECRET_ENV} refused",
+        "result": result,
+        "baseline": None,
+    }
+
+
+def _report(**extra: Any) -> dict[str, Any]:
+    return {
+        "schema_version": 1,
+        "created": "2026-11-30T08:00:00+00:00",
+        "machine": {"node": "box", "cpu_count": 2},
+        "packages": {"numpy": "2.1.0"},
+        "commit": None,
+        "cache": {"hits": 0, "misses": 8, "hit_rate": 0.0},
+        "configuration": {
+            "seed": 0,
+            "embedbench_yaml": [{"content": {"providers": {"openai": {"api_key": SECRET_CONFIG}}}}],
+        },
+        "tests": [
+            _test("bm25", _result("bm25", 0.6, 0.2)),
+            _test("<b>MiniLM</b>", _result("<b>MiniLM</b>", 0.7, 9.0, vram=512.0)),
+            _test("broken", None, "error"),
+        ],
+        "comparisons": {
+            "tiny": {
+                "<b>MiniLM</b>": {
+                    "difference": 0.1,
+                    "low": 0.02,
+                    "high": 0.2,
+                    "n": 3,
+                    "p_value": 0.03,
+                    "p_holm": 0.03,
+                    "test": "randomization",
+                    "reference": "bm25",
+                    "metric": "ndcg@10",
+                }
+            }
+        },
+        "recommendations": {"priority": "balanced", "datasets": {}},
+        **extra,
+    }
+
+
+@pytest.fixture(autouse=True)
+def _secret_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("EMBEDBENCH_TEST_API_KEY", SECRET_ENV)
+
+
+def test_the_same_report_renders_the_same_bytes() -> None:
+    assert render_html(_report()) == render_html(json.loads(json.dumps(_report())))
+
+
+def test_the_page_is_self_contained() -> None:
+    page = render_html(_report())
+    assert f'<meta http-equiv="Content-Security-Policy" content="{CSP}">' in page
+    assert "default-src 'none'" in CSP
+    assert "<script" not in page.replace("&lt;script&gt;", "")
+    assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", page)
+    assert "@media print" in page
+    assert page.count("<svg") >= 3  # metric bars, scatter, latency percentiles
+
+
+def test_user_text_is_escaped() -> None:
+    page = render_html(_report())
+    assert "<b>MiniLM</b>" not in page
+    assert "&lt;b&gt;MiniLM&lt;/b&gt;" in page
+    assert "reset &lt;script&gt;alert(1)&lt;/script&gt;" in page
+
+
+def test_the_drilldown_lists_the_worst_query_first() -> None:
+    page = render_html(_report())
+    details = page[page.index("bm25: 3 queries") :]
+    assert details.index("<code>q2</code>") < details.index("<code>q1</code>")
+    assert '<li class="hit">d1 (2)</li>' in details
+
+
+def test_secrets_never_reach_html_csv_or_markdown(tmp_path: Path) -> None:
+    report = _report()
+    texts = [render_html(report), render_markdown(report)]
+    texts += [p.read_text() for p in write_csv(tmp_path, report)]
+    for text in texts:
+        assert SECRET_ENV not in text and SECRET_CONFIG not in text
+    assert "***" in texts[0]
+
+
+def test_stress_results_render_only_when_present() -> None:
+    assert "Stress results" not in render_html(_report())
+    stress = {"needle": [{"depth": 0.5, "length": 2000, "recall@10": 0.75}]}
+    page = render_html(_report(stress=stress))
+    assert "Stress results" in page and "needle" in page and "0.75" in page
+
+
+def test_priority_and_title_can_be_chosen() -> None:
+    rec = {
+        "picks": {
+            name: {
+                "model": "bm25",
+                "score": 0.9,
+                "weights": {"accuracy": 0.5, "speed": 0.3, "cost": 0.2},
+                "components": {"accuracy": 1.0, "speed": 0.5, "cost": 1.0},
+            }
+            for name in ("accuracy", "speed", "balanced", "cost")
+        },
+        "components": {"bm25": {"accuracy": 1.0, "speed": 0.5, "cost": 1.0}},
+        "speed_tiers": [["bm25"]],
+    }
+    report = _report(recommendations={"priority": "balanced", "datasets": {"tiny": rec}})
+    page = render_html(report, priority="speed", title="Support <search>")
+    assert "<title>Support &lt;search&gt;</title>" in page
+    assert "speed-first (selected)" in page and "balanced (selected)" not in page
+
+
+def test_vram_is_na_off_a_gpu() -> None:
+    page = render_html(_report())
+    assert "torch.cuda.max_memory_allocated" in page
+    row = render_tables(_report()["tests"], columns=["ndcg@10", "vram_peak_mb", "dimension"])
+    bm25 = next(line for line in row if line.startswith("bm25"))
+    assert "n/a" in bm25 and "64" in bm25
+
+
+def test_results_csv_round_trips_numbers(tmp_path: Path) -> None:
+    report = _report()
+    results, queries = write_csv(tmp_path, report)
+    rows = list(csv.DictReader(io.StringIO(results.read_text())))
+    assert [r["model"] for r in rows] == ["<b>MiniLM</b>", "bm25", "broken"]
+    bm25 = rows[1]
+    assert float(bm25["ndcg@10"]) == 0.6 and float(bm25["ndcg@10_low"]) == 0.6 - 0.1
+    assert float(bm25["p50_ms"]) == 0.1 and float(bm25["dimension"]) == 64
+    assert bm25["vram_peak_mb"] == "" and rows[2]["ndcg@10"] == ""
+    q = list(csv.DictReader(io.StringIO(queries.read_text())))
+    assert len(q) == 6
+    first = next(r for r in q if r["model"] == "bm25" and r["query_id"] == "q3")
+    assert float(first["latency_ms"]) == 0.1 + 0.2  # repr: the float comes back bit for bit
+    assert first["retrieved"] == "d3|d4" and first["relevant"] == "d4"
+    assert len(list(query_rows(report))) == 6
+
+
+def test_markdown_has_the_tables() -> None:
+    text = render_markdown(_report(), title="Run")
+    assert text.startswith("## Run\n")
+    assert "| model | ndcg@10 | recall@10 |" in text
+    assert "| bm25 | 0.6000 [0.500, 0.700] |" in text
+    assert "&lt;b&gt;MiniLM&lt;/b&gt;" in text  # no raw HTML in a PR comment
+    assert "| &lt;b&gt;MiniLM&lt;/b&gt; | bm25 | +0.1000 [+0.020, +0.200] | 0.03 | 0.03 |" in text
+
+
+def test_columns_option_names_a_bad_column() -> None:
+    assert parse_columns("nDCG@10, p95_ms,index_mb") == ("nDCG@10", "p95_ms", "index_mb")
+    with pytest.raises(argparse.ArgumentTypeError, match="unknown column 'speed'"):
+        parse_columns("ndcg@10,speed")

@@ -40,7 +40,7 @@ from .providers import ModelSpec, Provider
 from .records import Status, TestRecord, as_record, dataset_parts, machine_fingerprint
 from .search import Searcher
 from .stress.noise import Paraphraser
-from .stress.workloads import Workload, evaluate_workload, parse_workloads
+from .stress.workloads import PAIRED, Workload, evaluate_workload, parse_workloads
 
 __all__ = ["MARKER_KEYS", "Case", "EmbedBenchSession"]
 
@@ -241,7 +241,8 @@ class EmbedBenchSession:
             if not self._paraphraser:
                 self._paraphraser.append(self.find_paraphraser())
             paraphraser = self._paraphraser[0]
-        clean = self.result(replace(case, workload=None)) if case.workload.kind == "noise" else None
+        paired = case.workload.kind in PAIRED  # noise, chunk sizes: compared with the clean run
+        clean = self.result(replace(case, workload=None)) if paired else None
         return evaluate_workload(
             self.evaluator,
             case.model,

@@ -87,6 +87,30 @@ def render_stress(
     for dataset, rows in points.items():
         noise = [r for r in rows if r["kind"] == "noise"]
         needles = [r for r in rows if r["kind"] == "needle"]
+        chunks = sorted(
+            (r for r in rows if r["kind"] == "chunk-size"),
+            key=lambda r: (r["model"], int(r["params"].get("size") or 0)),
+        )
+        if chunks:
+            table = [
+                [
+                    r["model"],
+                    r["params"].get("size"),
+                    _num(r["clean"]),
+                    _num(r["metrics"].get(HEADLINE)),
+                    _delta(r["delta"]),
+                    r["status"],
+                ]
+                for r in chunks
+            ]
+            headers = ["model", "chunk tokens", "configured nDCG@10", "re-chunked", "Δ", "status"]
+            lines.append(f"stress on {dataset!r}: chunk size vs the configured chunking (paired)")
+            lines.extend(
+                tabulate(
+                    table, headers=headers, tablefmt=tablefmt, disable_numparse=True
+                ).splitlines()
+            )
+            lines.append("")
         if noise:
             table = [
                 [

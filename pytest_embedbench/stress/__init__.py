@@ -6,8 +6,7 @@
   :func:`evaluate_workload`, which runs one point for one model without pytest;
 - :mod:`.cli`: ``embedbench stress needle|noise``.
 
-The chunk-size sweep (``chunk-size:...``) is not built yet: it needs document-level scoring of
-chunked datasets; the marker names it and says so.
+- :mod:`.chunks`: the same documents re-chunked at each size in tokens, scored by document.
 
 Usage::
 

@@ -1,9 +1,10 @@
 """Workload points: the ``stress=[...]`` strings of the marker, parsed, and their evaluation.
 
 ``"noise:typo"``, ``"noise:truncate:0.5"``, ``"noise:typo*10"`` (ten seeds, averaged per
-query), ``"needle:2k,8k@0,0.5,1"`` (lengths x depths) each become one or more
+query), ``"chunk-size:128,256"`` (tokens), ``"needle:2k,8k@0,0.5,1"`` (lengths x depths) each
+become one or more
 :class:`Workload` points; each point is its own test, with an id such as ``typo``,
-``typo-x10``, ``truncate-50`` or ``needle-8k-d50``.
+``typo-x10``, ``truncate-50``, ``chunk-256`` or ``needle-8k-d50``.
 
 :func:`evaluate_workload` runs one point for one model without pytest and returns a
 :class:`StressedResult`: a :class:`~pytest_embedbench.result.RetrievalResult` of the stressed
@@ -34,6 +35,7 @@ from ..exceptions import ConfigError
 from ..metrics import parse_metric
 from ..result import RetrievalResult
 from ..stats import Estimate, paired_bootstrap
+from .chunks import chunk_size_dataset, parse_size
 from .needle import depth_id, length_id, needle_dataset, parse_length
 from .noise import Paraphraser, noisy_dataset, parse_noise
 
@@ -45,6 +47,8 @@ __all__ = ["STRESS", "StressedResult", "Workload", "evaluate_workload", "parse_w
 
 #: most seeds one noise point may average (``noise:typo*N``)
 MAX_SEEDS = 100
+#: kinds compared query by query with the unstressed dataset (``clean`` and ``delta``)
+PAIRED = frozenset({"noise", "chunk-size"})
 
 
 @dataclass(frozen=True)
@@ -130,16 +134,16 @@ def _parse_needle(spec: str, arg: str, seed: int) -> list[Workload]:
     ]
 
 
-def _not_built(spec: str, arg: str, seed: int) -> list[Workload]:
-    raise ConfigError(
-        f"stress {spec!r}: the chunk-size sweep is not built yet (it needs document-level "
-        "scoring of chunked datasets); use noise: or needle: workloads"
-    )
+def _parse_chunks(spec: str, arg: str, seed: int) -> list[Workload]:
+    if not arg.strip():
+        raise ConfigError(f"stress {spec!r}: give chunk sizes in tokens, e.g. 'chunk-size:128,256'")
+    sizes = [parse_size(s) for s in arg.split(",")]
+    return [Workload("chunk-size", (("size", s),), (seed,), f"chunk-{s}", spec) for s in sizes]
 
 
 #: workload kinds by name: ``parse(spec, argument, seed) -> points``
 STRESS: dict[str, Callable[[str, str, int], list[Workload]]] = {
-    "chunk-size": _not_built,
+    "chunk-size": _parse_chunks,
     "needle": _parse_needle,
     "noise": _parse_noise,
 }
@@ -259,6 +263,10 @@ def stressed_dataset(
             raise ConfigError(f"workload {workload.id!r} perturbs a dataset's queries: give one")
         noisy = noisy_dataset(dataset, workload.param("noise"), seed, paraphraser=paraphraser)
         return noisy, {}
+    if workload.kind == "chunk-size":
+        if dataset is None:
+            raise ConfigError(f"workload {workload.id!r} re-chunks a dataset: give one")
+        return chunk_size_dataset(dataset, workload.param("size")), {"size": workload.param("size")}
     if workload.kind == "needle":
         point = needle_dataset(
             workload.param("length"),
@@ -310,8 +318,7 @@ def evaluate_workload(
             paraphraser=paraphraser,
         )
         runs.append(evaluator.evaluate(model, ds, k=k))
-    if workload.kind == "noise" and clean is None and dataset is not None:
+    paired = workload.kind in PAIRED
+    if paired and clean is None and dataset is not None:
         clean = evaluator.evaluate(model, dataset, k=k)
-    return StressedResult(
-        runs, workload=workload, clean=clean if workload.kind == "noise" else None, info=info
-    )
+    return StressedResult(runs, workload=workload, clean=clean if paired else None, info=info)

@@ -101,7 +101,7 @@ def test_paraphrase_without_a_chat_model_skips_with_the_reason(project: pytest.P
         ('["noise:typos"]', "*noise kind 'typos' is unknown*"),
         ('["needle:2k@2"]', "*depth '2' must be a fraction*"),
         ('["noise:typo", "noise:typo"]', "*more than once*"),
-        ('["chunk-size:128,256"]', "*chunk-size sweep is not built yet*"),
+        ('["chunk-size:4"]', "*chunk size '4': give a token count of at least 8*"),
     ],
 )
 def test_bad_workloads_are_collection_errors(
@@ -185,3 +185,31 @@ def pytest_embedbench_paraphraser(config):
         """
     )
     project.runpytest().assert_outcomes(passed=1)
+
+
+def test_chunk_size_sweep_pairs_with_the_configured_dataset(project: pytest.Pytester) -> None:
+    project.makepyfile(
+        test_chunks="""
+        import pytest
+
+        @pytest.mark.embedbench(models=["bm25"], dataset="tiny", stress=["chunk-size:8,16"])
+        def test_chunks(retrieval, workload):
+            assert workload.kind == "chunk-size"
+            assert retrieval.clean.chunking is None  # tiny is not chunked: whole documents
+            assert retrieval.chunking.size == workload.param("size")
+            assert retrieval.chunking.unit == "tokens"
+            d = retrieval.delta("ndcg@10")
+            assert d.low <= float(d) <= d.high
+        """
+    )
+    result = project.runpytest("-v")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(
+        [
+            "*test_chunks?bm25-chunk-8?*",
+            "*test_chunks?bm25-chunk-16?*",
+            "stress on 'tiny': chunk size vs the configured chunking (paired)",
+            "model*chunk tokens*configured nDCG@10*re-chunked*status",
+            "bm25 *8 *0.* *0.* *[[]*passed",
+        ]
+    )

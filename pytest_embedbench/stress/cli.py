@@ -1,4 +1,4 @@
-"""``embedbench stress needle|noise``: a workload for several models, written as JSON and
+"""``embedbench stress needle|noise|chunk-size``: a workload for several models, written as JSON and
 Markdown (``<workload>.json`` and ``<workload>.md`` under ``--output-dir``, default
 ``results/stress``), outside a test run.
 
@@ -7,6 +7,7 @@ Usage::
     embedbench stress needle -m hf:sentence-transformers/all-MiniLM-L6-v2,bm25 \\
         --context-sizes 2k,8k --depths 0,0.5,1
     embedbench stress noise -m bm25 --dataset ../shared/data/scifact --noise typo,case --seeds 3
+    embedbench stress chunk-size -m bm25 --dataset ../shared/data/scifact --chunk-sizes 128,512
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ def add_parser(sub: Any) -> None:
     for name, text in (
         ("needle", "a needle fact at depths of long synthetic haystacks"),
         ("noise", "typos, case, truncation, shuffled words in a dataset's queries"),
+        ("chunk-size", "a dataset's documents re-chunked at sizes in tokens, scored by document"),
     ):
         p = kinds.add_parser(name, help=text, description=text)
         p.add_argument("-m", "--models", required=True, help="comma-separated model specs")
@@ -48,6 +50,9 @@ def add_parser(sub: Any) -> None:
         else:
             p.add_argument("--dataset", required=True, help="a dataset path (BEIR, eval set)")
             p.add_argument("--split", default="test")
+        if name == "chunk-size":
+            p.add_argument("--chunk-sizes", default="128,256,512,1024", help="sizes in tokens")
+        elif name == "noise":
             p.add_argument("--noise", default="typo,case,truncate:0.5,shuffle", help="noise kinds")
             p.add_argument("--seeds", type=int, default=1, help="seeds per noise kind")
     stress.set_defaults(func=run)
@@ -56,6 +61,8 @@ def add_parser(sub: Any) -> None:
 def _specs(args: argparse.Namespace) -> list[str]:
     if args.workload == "needle":
         return [f"needle:{args.context_sizes}@{args.depths}"]
+    if args.workload == "chunk-size":
+        return [f"chunk-size:{args.chunk_sizes}"]
     star = f"*{args.seeds}" if args.seeds > 1 else ""
     return [f"noise:{kind.strip()}{star}" for kind in args.noise.split(",") if kind.strip()]
 
@@ -71,7 +78,9 @@ def run(args: argparse.Namespace) -> int:
     try:
         points = parse_workloads(_specs(args), seed=args.seed)
         k = parse_cutoffs([int(x) for x in str(args.k).split(",")], "--k")
-        dataset = load_dataset(args.dataset, split=args.split) if args.workload == "noise" else None
+        dataset = (
+            load_dataset(args.dataset, split=args.split) if args.workload != "needle" else None
+        )
     except (EmbedBenchError, ValueError) as exc:
         print(f"embedbench stress {args.workload}: {exc}", file=sys.stderr)
         return 2

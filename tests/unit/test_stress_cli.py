@@ -60,3 +60,11 @@ def test_report_command_prints_the_stress_section(
     out = capsys.readouterr().out
     assert "stress on 'tiny': query noise" in out
     assert "-0.1000 [-0.200, -0.010] worse" in out
+
+
+def test_chunk_size_sweep(beir_folder: Path, tmp_path: Path) -> None:
+    args = ["stress", "chunk-size", "-m", "bm25", "--dataset", str(beir_folder)]
+    assert main([*args, "--chunk-sizes", "8,16", "-o", str(tmp_path), "--no-cache"]) == 0
+    points = json.loads((tmp_path / "chunk-size.json").read_text())["points"]
+    assert [p["id"] for p in points] == ["chunk-8", "chunk-16"]
+    assert "chunk tokens" in (tmp_path / "chunk-size.md").read_text()

@@ -55,3 +55,22 @@ def test_needle_points_have_no_clean(dataset: RetrievalDataset) -> None:
     assert result.clean is None and result.info["length"] == 512
     with pytest.raises(ConfigError, match="no clean counterpart"):
         result.delta("ndcg@10")
+
+
+def test_chunk_size_dataset_keeps_strategy_and_overlap_share(dataset: RetrievalDataset) -> None:
+    from pytest_embedbench.chunking import ChunkingSettings
+    from pytest_embedbench.stress.chunks import chunk_size_dataset
+
+    plain = chunk_size_dataset(dataset, 256)
+    assert plain.chunking is not None and dataset.chunking is None  # the input is left alone
+    assert (plain.chunking.unit, plain.chunking.size, plain.chunking.tokenizer) == (
+        "tokens",
+        256,
+        "all-MiniLM-L6-v2",
+    )
+    assert plain.chunking.overlap == round(120 / 800 * 256)  # the defaults' share
+    base = dataset.with_chunking(ChunkingSettings(strategy="sentence", size=400, overlap=40))
+    swept = chunk_size_dataset(base, 128)
+    assert swept.chunking is not None
+    assert (swept.chunking.strategy, swept.chunking.overlap) == ("sentence", 13)
+    assert swept.fingerprint != plain.fingerprint

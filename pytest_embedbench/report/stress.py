@@ -16,7 +16,7 @@ from tabulate import tabulate
 
 from ..records import TestRecord, as_record
 
-__all__ = ["point_row", "render_stress", "stress_points"]
+__all__ = ["cutoff_rows", "point_row", "render_cutoffs", "render_stress", "stress_points"]
 
 #: the metric a noise point's delta shows (when the run computed it)
 HEADLINE = "ndcg@10"
@@ -167,3 +167,56 @@ def _needle_grid(
     headers = ["depth", *[f"{n} tok" for n in lengths]]
     text = tabulate(table, headers=headers, tablefmt=tablefmt, disable_numparse=True)
     return [title, *text.splitlines(), ""]
+
+
+def cutoff_rows(
+    records: Iterable[TestRecord | Mapping[str, Any]],
+) -> dict[str, list[dict[str, Any]]]:
+    """Per dataset, the cut-offs measured by tests that read ``retrieval.cutoffs`` (one row per
+    model and level: strict, balanced, loose, conformal), once per model."""
+    out: dict[str, dict[str, list[dict[str, Any]]]] = {}
+    for record in sorted((as_record(r) for r in records), key=lambda r: r.nodeid):
+        found = (record.result or {}).get("cutoffs")
+        if not found or record.workload is not None:
+            continue
+        per_model = out.setdefault(record.dataset, {})
+        if record.model in per_model:
+            continue
+        levels = [*(found.get("levels") or {}).values(), found.get("conformal") or {}]
+        per_model[record.model] = [
+            {"model": record.model, **level} for level in levels if level.get("name")
+        ]
+    return {
+        dataset: [row for model in sorted(models) for row in models[model]]
+        for dataset, models in sorted(out.items())
+    }
+
+
+def _pct(value: Any) -> str:
+    return "-" if value is None else f"{100 * float(value):.2f}%"
+
+
+def render_cutoffs(rows_by_dataset: Mapping[str, Sequence[Mapping[str, Any]]]) -> list[str]:
+    """A table per dataset: each level's score cut-off and what it did on the held-out half."""
+    lines: list[str] = []
+    for dataset, rows in rows_by_dataset.items():
+        table = [
+            [
+                r["model"],
+                r["name"],
+                "-" if r.get("threshold") is None else f"{r['threshold']:.4f}",
+                f"keeps >= {_pct(r['target'])}" if r["name"] == "conformal" else _pct(r["target"]),
+                _pct(r.get("keeps_relevant")),
+                _pct(r.get("lets_random")),
+            ]
+            for r in rows
+        ]
+        headers = ["model", "level", "score >", "aim (random)", "keeps relevant", "lets random"]
+        lines.append(
+            f"cut-offs on {dataset!r} (calibrated on half the queries, shown on the other)"
+        )
+        lines.extend(
+            tabulate(table, headers=headers, tablefmt="simple", disable_numparse=True).splitlines()
+        )
+        lines.append("")
+    return lines

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, TypedDict
 
 from ..records import Status, TestRecord, as_record
 from .recommend import recommend
-from .stress import stress_points
+from .stress import cutoff_rows, stress_points
 
 if TYPE_CHECKING:
     from ..session import EmbedBenchSession
@@ -65,6 +65,8 @@ class Summary:
     notes: list[str] = field(default_factory=list)
     #: per dataset, every stress workload point (see report.stress.stress_points)
     stress: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    #: per dataset, the cut-offs tests measured (see report.stress.cutoff_rows)
+    cutoffs: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
 
     @property
     def notices(self) -> list[str]:
@@ -96,6 +98,7 @@ def build_summary(session: EmbedBenchSession, notes: Sequence[str] = ()) -> Summ
         baseline_path=str(session.baseline.path),
         notes=list(notes),
         stress=stress_points(records),
+        cutoffs=cutoff_rows(records),
     )
 
 

@@ -19,7 +19,7 @@ import pytest
 from tabulate import tabulate
 
 from ..records import TestRecord
-from .stress import render_stress
+from .stress import render_cutoffs, render_stress
 from .summary import ModelRow, Summary, busy_notes, model_rows
 
 __all__ = [
@@ -171,7 +171,7 @@ def render_summary(
         recommendations=summary.recommendations,
         priority=summary.priority,
     )
-    return lines + render_stress(summary.stress)
+    return lines + render_stress(summary.stress) + render_cutoffs(summary.cutoffs)
 
 
 def render_tables(

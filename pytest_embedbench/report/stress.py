@@ -204,14 +204,15 @@ def render_cutoffs(rows_by_dataset: Mapping[str, Sequence[Mapping[str, Any]]]) -
             [
                 r["model"],
                 r["name"],
-                "-" if r.get("threshold") is None else f"{r['threshold']:.4f}",
+                # None: -inf (too few relevant scores to exclude any) or not measured
+                "none" if r.get("threshold") is None else f"{r['threshold']:.4f}",
                 f"keeps >= {_pct(r['target'])}" if r["name"] == "conformal" else _pct(r["target"]),
                 _pct(r.get("keeps_relevant")),
                 _pct(r.get("lets_random")),
             ]
             for r in rows
         ]
-        headers = ["model", "level", "score >", "aim (random)", "keeps relevant", "lets random"]
+        headers = ["model", "level", "cut-off", "aim (random)", "keeps relevant", "lets random"]
         lines.append(
             f"cut-offs on {dataset!r} (calibrated on half the queries, shown on the other)"
         )

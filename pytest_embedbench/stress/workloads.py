@@ -308,6 +308,16 @@ def evaluate_workload(
     tokenizer, limit = model_tokenizer(provider)
     runs = []
     info: dict[str, Any] = {}
+    # query noise keeps the documents: one index serves every seed (not a chunked dataset's:
+    # its pooled retriever keeps per-search depths, which each run reports)
+    shared = None
+    if (
+        workload.kind == "noise"
+        and dataset is not None
+        and dataset.chunking is None
+        and len(workload.seeds) > 1
+    ):
+        shared = evaluator.build_retriever(provider, dataset)
     for seed in workload.seeds:
         ds, info = stressed_dataset(
             workload,
@@ -317,7 +327,7 @@ def evaluate_workload(
             max_seq_length=limit,
             paraphraser=paraphraser,
         )
-        runs.append(evaluator.evaluate(model, ds, k=k))
+        runs.append(evaluator.evaluate(model, ds, k=k, retriever=shared))
     paired = workload.kind in PAIRED
     if paired and clean is None and dataset is not None:
         clean = evaluator.evaluate(model, dataset, k=k)

@@ -12,6 +12,7 @@ Usage without pytest::
 from __future__ import annotations
 
 from .cache import EmbeddingCache
+from .chunking import Chunk, ChunkingSettings, chunk_documents
 from .datasets import (
     Document,
     EvalSet,
@@ -36,6 +37,7 @@ from .exceptions import (
     UnknownProviderError,
 )
 from .index import ExactIndex
+from .ingest import IngestWarning, load_documents
 from .measure import LatencyStats, Timings
 from .metrics import METRICS, score_run
 from .providers import (
@@ -53,6 +55,11 @@ from .stats import Comparison, Estimate, bootstrap, compare_scores, holm, paired
 __version__ = "0.1.0"
 
 __all__ = [
+    "Chunk",
+    "ChunkingSettings",
+    "IngestWarning",
+    "chunk_documents",
+    "load_documents",
     "BaselineError",
     "CacheError",
     "Comparison",

@@ -121,16 +121,17 @@ class ChunkingSettings:
             raise ConfigError(
                 f"{where}: expected a mapping of {', '.join(_FIELDS)}, got {mapping!r}"
             )
-        for key in mapping:
-            if key not in _FIELDS:
-                hint = (
-                    f"; did you mean {_ALIASES[key]!r}?"
-                    if key in _ALIASES
-                    else did_you_mean(key, _FIELDS)
-                )
-                raise ConfigError(
-                    f"{where}: unknown key {key!r}{hint} (allowed: {', '.join(_FIELDS)})"
-                )
+        unknown = sorted(str(key) for key in mapping if key not in _FIELDS)
+        if unknown:
+            first = unknown[0]
+            hint = (
+                f"; did you mean {_ALIASES[first]!r}?"
+                if first in _ALIASES
+                else did_you_mean(first, _FIELDS)
+            )
+            raise ConfigError(
+                f"{where}: unknown key(s) {unknown}{hint or '.'} Allowed: {sorted(_FIELDS)}"
+            )
         values = {**cls().as_dict(), **mapping}
         if values.get("unit") == "characters":
             values["unit"] = "chars"
@@ -150,34 +151,39 @@ class ChunkingSettings:
 
 
 def _check_values(values: Mapping[str, Any], where: str) -> None:
-    """Raise a ConfigError naming ``where``, the field and its value for the first bad one."""
-    strategies, units = get_args(Strategy), get_args(Unit)
-    strategy, unit = values["strategy"], values["unit"]
-    if strategy not in strategies:
-        raise ConfigError(
-            f"{where}: strategy {strategy!r} is not one of {', '.join(strategies)}"
-            f"{did_you_mean(strategy, strategies)}"
-        )
-    if unit not in units:
-        raise ConfigError(
-            f"{where}: unit {unit!r} is not one of {', '.join(units)}{did_you_mean(unit, units)}"
-        )
-    for name, low in (("size", 1), ("overlap", 0), ("min_chunk_chars", 0)):
+    """Raise a ConfigError naming ``where.field``, its value and the fix for the first bad one
+    (the one validator of chunking settings: yaml, the marker, generate-evalset, the API)."""
+    for name, choices in (("strategy", get_args(Strategy)), ("unit", get_args(Unit))):
         value = values[name]
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise ConfigError(f"{where}: {name} {value!r} must be a whole number")
-        if value < low:
-            raise ConfigError(f"{where}: {name} {value!r} must be >= {low}")
+        if value not in choices:
+            raise ConfigError(
+                f"{where}.{name}: {value!r} is not a chunking {name}"
+                f"{did_you_mean(str(value), choices) or '.'} Choose one of {list(choices)}"
+            )
+    unit = "characters" if values["unit"] == "chars" else "tokens"
+    for name, low, meaning in (
+        ("size", 1, f"the most {unit} a chunk holds"),
+        ("overlap", 0, f"the {unit} two neighbouring chunks share"),
+        ("min_chunk_chars", 0, "the fewest characters a chunk keeps"),
+    ):
+        value = values[name]
+        if isinstance(value, bool) or not isinstance(value, int) or value < low:
+            raise ConfigError(
+                f"{where}.{name}: {value!r} must be a whole number >= {low} ({meaning}), "
+                f"e.g. {name}: {ChunkingSettings.__dataclass_fields__[name].default}"
+            )
     if values["overlap"] >= values["size"]:
         raise ConfigError(
-            f"{where}: overlap {values['overlap']!r} must be smaller than size "
-            f"{values['size']!r} (both in {unit}); lower overlap or raise size"
+            f"{where}.overlap: {values['overlap']!r} is not below size {values['size']!r}; "
+            "a chunk would repeat the one before it: make overlap smaller than size "
+            "(a tenth to a fifth of it is usual)"
         )
     tokenizer = values["tokenizer"]
-    if tokenizer is not None and not isinstance(tokenizer, str):
+    if tokenizer is not None and (not isinstance(tokenizer, str) or not tokenizer):
         raise ConfigError(
-            f"{where}: tokenizer {tokenizer!r} must be a path to a tokenizer.json (or to the "
-            "folder holding it) or a packaged model name such as 'all-MiniLM-L6-v2'"
+            f"{where}.tokenizer: {tokenizer!r}: give a path to a tokenizer.json (or to the "
+            "folder holding it) or a packaged model name such as 'all-MiniLM-L6-v2', or leave "
+            "it out to count in the model's own tokens"
         )
 
 

@@ -85,9 +85,6 @@ _TOP_KEYS = {
 }
 _DATASET_KEYS = {"path", "split", "docs", "subset", "name", "evalset", "chunking", "extensions"}
 _SUBSET_KEYS = {"n_queries", "n_distractors", "seed"}
-_CHUNKING_KEYS = ("strategy", "size", "overlap", "unit", "min_chunk_chars", "tokenizer")
-_STRATEGIES = ("fixed", "recursive", "sentence")
-_UNITS = ("chars", "tokens")
 
 
 @dataclass(frozen=True)
@@ -352,37 +349,9 @@ def parse_chunking(
             f"{where}: {raw!r} is not chunking settings; give a mapping such as "
             "{strategy: recursive, size: 512, unit: tokens, overlap: 64}, or null for none"
         )
-    unknown = sorted(str(k) for k in set(raw) - set(_CHUNKING_KEYS))
-    if unknown:
-        hint = did_you_mean(unknown[0], _CHUNKING_KEYS)
-        raise ConfigError(
-            f"{where}: unknown key(s) {unknown}{hint or '.'} Allowed: {sorted(_CHUNKING_KEYS)}"
-        )
-    values = {**start.as_dict(), **raw}
-    for name, choices in (("strategy", _STRATEGIES), ("unit", _UNITS)):
-        if values[name] not in choices:
-            raise ConfigError(
-                f"{where}.{name}: {values[name]!r} is not a chunking {name}"
-                f"{did_you_mean(str(values[name]), choices) or '.'} Choose one of {list(choices)}"
-            )
-    unit = "characters" if values["unit"] == "chars" else "tokens"
-    for name, low, meaning in (
-        ("size", 1, f"the most {unit} a chunk holds"),
-        ("overlap", 0, f"the {unit} two neighbouring chunks share"),
-        ("min_chunk_chars", 0, "the fewest characters a chunk keeps"),
-    ):
-        value = values[name]
-        if isinstance(value, bool) or not isinstance(value, int) or value < low:
-            raise ConfigError(
-                f"{where}.{name}: {value!r} must be a whole number >= {low} ({meaning}), "
-                f"e.g. {name}: {ChunkingSettings().as_dict()[name]}"
-            )
-    if values["overlap"] >= values["size"]:
-        raise ConfigError(
-            f"{where}.overlap: {values['overlap']!r} is not below size {values['size']!r}; "
-            "a chunk would repeat the one before it: make overlap smaller than size "
-            "(a tenth to a fifth of it is usual)"
-        )
+    # one validator for every way in (yaml, marker, generate-evalset): chunking.py's
+    settings = ChunkingSettings.from_mapping({**start.as_dict(), **raw}, where)
+    values = settings.as_dict()
     tokenizer = values["tokenizer"]
     if tokenizer is not None:
         if not isinstance(tokenizer, str) or not tokenizer:

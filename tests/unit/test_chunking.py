@@ -255,22 +255,22 @@ def test_settings_from_mapping_and_checks() -> None:
     }
     assert ChunkingSettings.from_mapping(None, "cfg") == ChunkingSettings()
     bad = [
-        ({"sise": 10}, r"cfg: unknown key 'sise'; did you mean 'size'\?"),
-        ({"chunk_size": 10}, r"unknown key 'chunk_size'; did you mean 'size'\?"),
-        ({"strategy": "recursiv"}, r"strategy 'recursiv' .*did you mean 'recursive'\?"),
-        ({"unit": "token"}, r"unit 'token' .*did you mean 'tokens'\?"),
-        ({"size": 0}, r"cfg: size 0 must be >= 1"),
-        ({"size": "800"}, r"cfg: size '800' must be a whole number"),
-        ({"size": 100, "overlap": 100}, r"cfg: overlap 100 must be smaller than size 100"),
-        ({"overlap": -1}, r"overlap -1 must be >= 0"),
-        ({"min_chunk_chars": True}, r"min_chunk_chars True must be a whole number"),
-        ({"tokenizer": 5}, r"tokenizer 5 must be a path"),
+        ({"sise": 10}, r"cfg: unknown key\(s\) \['sise'\]; did you mean 'size'\?"),
+        ({"chunk_size": 10}, r"unknown key\(s\) \['chunk_size'\]; did you mean 'size'\?"),
+        ({"strategy": "recursiv"}, r"cfg.strategy: 'recursiv' .*did you mean 'recursive'\?"),
+        ({"unit": "token"}, r"cfg.unit: 'token' .*did you mean 'tokens'\?"),
+        ({"size": 0}, r"cfg.size: 0 must be a whole number >= 1 \(the most characters"),
+        ({"size": "800"}, r"cfg.size: '800' must be a whole number"),
+        ({"size": 100, "overlap": 100}, r"cfg.overlap: 100 is not below size 100"),
+        ({"overlap": -1}, r"cfg.overlap: -1 must be a whole number >= 0"),
+        ({"min_chunk_chars": True}, r"cfg.min_chunk_chars: True must be a whole number"),
+        ({"tokenizer": 5}, r"cfg.tokenizer: 5: give a path"),
         ([1, 2], r"cfg: expected a mapping"),
     ]
     for mapping, message in bad:
         with pytest.raises(ConfigError, match=message):
             ChunkingSettings.from_mapping(mapping, "cfg")  # type: ignore[arg-type]
-    with pytest.raises(ConfigError, match="chunk_documents: overlap 10 must be smaller"):
+    with pytest.raises(ConfigError, match=r"chunk_documents.overlap: 10 is not below size 10"):
         chunk_documents([], size=10, overlap=10)
 
 

@@ -144,7 +144,8 @@ def needle_dataset(
     if haystacks < 2:
         raise ConfigError(f"needle haystacks={haystacks!r}: need at least 2 (one is trivial)")
     counts = _token_counts(tokenizer)
-    rng = np.random.default_rng([int(seed), tokens, round(float(depth) * 1000)])
+    # the same filler and needles at every depth of a length: only the needle's place changes
+    rng = np.random.default_rng([int(seed), tokens])
     keys = _keys(haystacks, rng)
     numbers = rng.choice(9000, size=haystacks, replace=False) + 1000
     pool = [_filler(rng) for _ in range(400)]

@@ -84,3 +84,11 @@ def test_minilm_finds_needles_in_its_first_256_tokens_only() -> None:
     for ident in ("needle-8k-d50", "needle-8k-d100"):
         assert hits[ident][0] <= 0.3, hits
         assert hits[ident][1] is True
+
+
+def test_depths_of_one_length_share_their_haystacks() -> None:
+    a = needle_dataset(512, 0.0, seed=2, haystacks=3).dataset
+    b = needle_dataset(512, 1.0, seed=2, haystacks=3).dataset
+    assert [q.text for q in a.queries] == [q.text for q in b.queries]
+    for x, y in zip(a.documents, b.documents, strict=True):
+        assert sorted(x.text.split()) == sorted(y.text.split())  # the same words, moved

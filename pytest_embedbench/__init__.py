@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from .cache import EmbeddingCache
 from .chunking import Chunk, ChunkingSettings, chunk_documents
+from .cutoffs import Cutoffs
 from .datasets import (
     Document,
     EvalSet,
@@ -34,6 +35,7 @@ from .exceptions import (
     MissingExtraError,
     MissingKeyError,
     ProviderError,
+    StressUnavailableError,
     UnknownProviderError,
 )
 from .index import ExactIndex
@@ -51,6 +53,15 @@ from .providers import (
 )
 from .search import Searcher
 from .stats import Comparison, Estimate, bootstrap, compare_scores, holm, paired_bootstrap
+from .stress import (
+    StressedResult,
+    Workload,
+    evaluate_workload,
+    needle_dataset,
+    noisy_dataset,
+    parse_workloads,
+    perturb,
+)
 
 __version__ = "0.1.0"
 
@@ -64,6 +75,7 @@ __all__ = [
     "CacheError",
     "Comparison",
     "ConfigError",
+    "Cutoffs",
     "DEFAULT_K",
     "DatasetError",
     "Document",
@@ -89,17 +101,25 @@ __all__ = [
     "RetrievalDataset",
     "RetrievalResult",
     "Searcher",
+    "StressUnavailableError",
+    "StressedResult",
     "Timings",
     "UnknownProviderError",
+    "Workload",
     "bootstrap",
     "compare_scores",
     "create_provider",
     "evaluate",
+    "evaluate_workload",
     "holm",
     "load_beir",
     "load_dataset",
     "load_evalset",
+    "needle_dataset",
+    "noisy_dataset",
     "paired_bootstrap",
+    "parse_workloads",
+    "perturb",
     "register_provider",
     "score_run",
 ]

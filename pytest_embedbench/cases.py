@@ -27,6 +27,7 @@ from .datasets import RetrievalDataset
 from .exceptions import ConfigError, EmbedBenchWarning, did_you_mean
 from .metrics import parse_metric
 from .providers import ModelSpec, spec_fingerprint
+from .stress.workloads import Workload
 
 __all__ = [
     "MARKER_KEYS",
@@ -38,7 +39,9 @@ __all__ = [
 ]
 
 #: keyword arguments the ``embedbench`` marker accepts
-MARKER_KEYS = frozenset({"models", "dataset", "k", "split", "thresholds", "gate", "chunking"})
+MARKER_KEYS = frozenset(
+    {"models", "dataset", "k", "split", "thresholds", "gate", "chunking", "stress"}
+)
 
 
 @dataclass(frozen=True)
@@ -52,6 +55,8 @@ class Case:
     #: the gate settings of this test and model, resolved once at collection
     gate: GateSettings = GateSettings()
     reference: str | None = None
+    #: the stress workload point this case runs (None: the dataset as it is)
+    workload: Workload | None = None
 
     @property
     def settings_fingerprint(self) -> str:
@@ -60,7 +65,15 @@ class Case:
 
     @property
     def key(self) -> tuple[Any, ...]:
+        if self.workload is not None:
+            return (self.model, self.dataset_key, self.k, self.workload)
         return (self.model, self.dataset_key, self.k)
+
+    @property
+    def id(self) -> str:
+        """The pytest id: the model's short name, then the workload point's (``-typo``)."""
+        name = self.model.short_name
+        return name if self.workload is None else f"{name}-{self.workload.id}"
 
     @property
     def dataset_key(self) -> str:

@@ -5,6 +5,7 @@ Usage::
     embedbench providers           # providers, their extras, key variables and list prices
     embedbench providers --json
     embedbench report report.json  # the comparison table of a saved JSON report
+    embedbench stress needle -m bm25 --context-sizes 2k,8k   # needle.json and needle.md
     embedbench report report.json -o report.html [--priority speed] [--title T]
     embedbench report report.json --csv out/ --md summary.md
     embedbench generate-evalset --docs handbook/ --output evalset.jsonl --max-chunks 40
@@ -139,6 +140,9 @@ def _report(args: argparse.Namespace) -> int:
         priority=args.priority or recommendations.get("priority") or "balanced",
         columns=args.columns,
     )
+    from .report.stress import render_stress
+
+    lines += render_stress(report.get("stress") or {})  # the stress section, when there is one
     print("\n".join(lines) if lines else f"{path}: no retrieval test results")
     return 0
 
@@ -386,6 +390,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     report.set_defaults(func=_report)
     _add_generate(sub)
+    from .stress.cli import add_parser as add_stress
+
+    add_stress(sub)  # embedbench stress needle|noise
     args = parser.parse_args(argv)
     result: int = args.func(args)
     return result

@@ -11,7 +11,9 @@ The tree::
     │   ├── MissingKeyError         a hosted model's API key is not set (its tests skip)
     │   ├── UnknownProviderError    a spec names no registered provider
     │   └── MissingExtraError       the provider's optional dependency is not installed
-    └── CacheError                  the embedding cache cannot be used at all
+    ├── CacheError                  the embedding cache cannot be used at all
+    └── StressUnavailableError      a stress workload cannot run here (paraphrase without a
+                                    chat model); its tests skip with the reason
 
     EmbedBenchWarning (pytest.PytestWarning)    soft problems: a rebuilt cache, a duplicate query
 
@@ -65,6 +67,11 @@ class MissingExtraError(ProviderError, ImportError):
 
 class CacheError(EmbedBenchError, OSError):
     """The embedding cache cannot be used at all (not a corrupt file: that is rebuilt)."""
+
+
+class StressUnavailableError(EmbedBenchError):
+    """A stress workload needs something this run lacks (a chat model for paraphrases); the
+    plugin skips its tests with this message."""
 
 
 class EmbedBenchWarning(pytest.PytestWarning):

@@ -32,3 +32,27 @@ def pytest_embedbench_update_json(config: pytest.Config, report: dict[str, Any])
         def pytest_embedbench_update_json(config, report):
             report["run_id"] = os.environ.get("CI_PIPELINE_ID")
     """
+
+
+@pytest.hookspec(firstresult=True)
+def pytest_embedbench_paraphraser(config: pytest.Config) -> Any:
+    """The chat model that rewrites queries for ``noise:paraphrase`` stress points: a callable
+    ``paraphrase(text) -> text``; the first non-None result is used. With none, paraphrase
+    points skip and say why. Asked once per run, when the first paraphrase point runs.
+
+    Example ``conftest.py`` with a local Ollama chat model::
+
+        import ollama
+
+        def pytest_embedbench_paraphraser(config):
+            client = ollama.Client(host="http://127.0.0.1:11434")
+
+            def paraphrase(text):
+                reply = client.chat(model="llama3.2", options={"temperature": 0, "seed": 0},
+                                    messages=[{"role": "user", "content":
+                                               f"Rewrite this search query in other words. "
+                                               f"Reply with the query only.\n\n{text}"}])
+                return reply["message"]["content"].strip()
+
+            return paraphrase
+    """

@@ -17,7 +17,7 @@ from . import hookspec
 from .config import find_config
 from .datasets import Document, EvalSet, RetrievalDataset
 from .evaluate import RetrievalResult
-from .exceptions import ConfigError, EmbedBenchError, MissingKeyError
+from .exceptions import ConfigError, EmbedBenchError, MissingKeyError, StressUnavailableError
 from .handle import EmbedBenchHandle
 from .options import Options, option_specs
 from .providers.base import Provider
@@ -29,6 +29,7 @@ from .report.terminal import ProgressLines, ProgressPrinter, render_summary
 from .search import Searcher
 from .session import Case, EmbedBenchSession
 from .stats import Estimate
+from .stress.workloads import Workload
 
 SESSION_KEY = pytest.StashKey[EmbedBenchSession]()
 CASE_KEY = pytest.StashKey[tuple[Case, RetrievalResult]]()
@@ -96,8 +97,9 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
         "embedbench(models=None, dataset=None, k=None, split=None, thresholds=None, gate=None, "
-        "chunking=None): "
-        "evaluate retrieval models on a dataset, one test per model (pytest-embedbench)",
+        "chunking=None, stress=None): "
+        "evaluate retrieval models on a dataset, one test per model (and per stress workload "
+        "point) (pytest-embedbench)",
     )
     options = build_options(config)
     progress = None
@@ -112,6 +114,7 @@ def pytest_configure(config: pytest.Config) -> None:
     except EmbedBenchError as exc:
         raise pytest.UsageError(str(exc)) from None
     config.stash[SESSION_KEY] = session
+    session.find_paraphraser = lambda: config.hook.pytest_embedbench_paraphraser(config=config)
     config.pluginmanager.register(
         SessionHooks(session, worker=_is_worker(config)), "embedbench-session"
     )
@@ -130,7 +133,9 @@ def _session(config: pytest.Config) -> EmbedBenchSession:
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     marker = metafunc.definition.get_closest_marker("embedbench")
-    if marker is None or not {"retrieval", "model", "searcher"} & set(metafunc.fixturenames):
+    if marker is None or not {"retrieval", "model", "searcher", "workload"} & set(
+        metafunc.fixturenames
+    ):
         return
     if marker.args:
         raise pytest.Collector.CollectError(
@@ -148,7 +153,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         [
             pytest.param(
                 case,
-                id=case.model.short_name,
+                id=case.id,
                 marks=[pytest.mark.xdist_group(case.model.short_name)] if xdist else [],
             )
             for case in cases
@@ -218,7 +223,7 @@ def retrieval(request: pytest.FixtureRequest, _embedbench_case: Case) -> Retriev
             return session.result(case)
         except Exception as exc:
             session.record(request.node.nodeid, test, case, None, exc)
-            if isinstance(exc, MissingKeyError):
+            if isinstance(exc, (MissingKeyError, StressUnavailableError)):
                 session.records[request.node.nodeid].status = Status.SKIPPED
             raise
 
@@ -239,12 +244,19 @@ def _or_fail(get: Callable[[], T], case: Case, doing: str) -> T:
         return get()
     except Exception as exc:  # noqa: BLE001 - one model's failure fails only its tests
         failure = exc
-    if isinstance(failure, MissingKeyError):  # one matrix serves laptops and CI: skip, say why
-        pytest.skip(str(failure))
+    if isinstance(failure, (MissingKeyError, StressUnavailableError)):
+        pytest.skip(str(failure))  # one matrix serves laptops and CI: skip, say why
     pytest.fail(
         f"embedbench: model {case.model.short_name!r} {doing}: {type(failure).__name__}: {failure}",
         pytrace=False,
     )
+
+
+@pytest.fixture
+def workload(_embedbench_case: Case) -> Workload | None:
+    """The stress workload point of this test (kind, params, seeds, id); None when the marker
+    has no ``stress=``."""
+    return _embedbench_case.workload
 
 
 @pytest.fixture

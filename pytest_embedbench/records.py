@@ -88,6 +88,8 @@ class TestRecord:
     machine_fingerprint: str | None = None
     reference: str | None = None
     baseline: dict[str, Any] | None = None
+    #: the stress workload point (``Workload.to_dict()``); None for an unstressed test
+    workload: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The record as JSON-ready data (the JSON report's ``tests`` entries)."""
@@ -132,6 +134,7 @@ class TestRecord:
             dataset_parts=dataset_parts,
             machine_fingerprint=machine_fingerprint,
             reference=case.reference,
+            workload=case.workload.to_dict() if case.workload is not None else None,
         )
         if result is not None:
             record.result = result.to_dict(per_query=True)

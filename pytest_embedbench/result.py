@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .cache import CacheStats
+from .cutoffs import Cutoffs
 from .datasets import RetrievalDataset
 from .exceptions import ConfigError, MetricError
 from .measure import LatencyStats, Timings
@@ -113,6 +114,9 @@ class RetrievalResult:
         self._tokens: dict[str, Any] | None = None
         self._per_query: dict[str, np.ndarray] = {}
         self._estimates: dict[str, Estimate] = {}
+        #: builds this run's retriever again (set by the Evaluator), for :attr:`cutoffs`
+        self.retriever_factory: Any = None
+        self._cutoffs: Cutoffs | None = None
 
     def _set_run(
         self,
@@ -297,6 +301,24 @@ class RetrievalResult:
         return {"price_per_1m_tokens": price, "usd": usd}
 
     @property
+    def cutoffs(self) -> Cutoffs:
+        """Strict / balanced / loose score cut-offs against this model's noise floor and a
+        conformal cut-off for recall (see :mod:`~pytest_embedbench.cutoffs`), measured on
+        first use: the index is built again (documents from the cache) and every query ranks
+        the whole corpus. The JSON report keeps them once measured."""
+        if self._cutoffs is None:
+            from .cutoffs import cutoffs_of
+
+            if self._token_source is None or self.retriever_factory is None:
+                raise ConfigError(
+                    f"{self.name!r} on {self.dataset_name!r}: cut-offs need the model and the "
+                    "dataset; this result was built without them"
+                )
+            ds = self._token_source[1]
+            self._cutoffs = cutoffs_of(self.retriever_factory(), ds, seed=self.seed)
+        return self._cutoffs
+
+    @property
     def resources(self) -> dict[str, Any]:
         """Index size, vector dimension, model load time, cold and warm document batch times,
         tokens per second and the GPU memory peak (``vram_peak_mb`` None: not on a GPU).
@@ -386,6 +408,8 @@ class RetrievalResult:
                 if depths
                 else None,
             }
+        if self._cutoffs is not None:
+            out["cutoffs"] = self._cutoffs.to_dict()
         if per_query:
             timed = self.latency.per_query_ms.tolist()  # empty when no pass was timed
             out["latency"]["per_query_ms"] = (

@@ -11,6 +11,7 @@ that fails to load fails every test that needs it, and only those.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -33,10 +34,13 @@ from .cases import (
 from .config import DatasetEntry, Options
 from .datasets import RetrievalDataset, load_dataset
 from .evaluate import Evaluator, RetrievalResult
+from .exceptions import ConfigError
 from .metrics import parse_cutoffs
 from .providers import ModelSpec, Provider
 from .records import Status, TestRecord, as_record, dataset_parts, machine_fingerprint
 from .search import Searcher
+from .stress.noise import Paraphraser
+from .stress.workloads import PAIRED, Workload, evaluate_workload, parse_workloads
 
 __all__ = ["MARKER_KEYS", "Case", "EmbedBenchSession"]
 
@@ -84,6 +88,10 @@ class EmbedBenchSession:
         self._machine: str | None = None
         #: what this run's records add up to, built once at its end (report.summary.Summary)
         self.summary: Any = None
+        #: finds the chat model of ``noise:paraphrase`` points (the plugin asks its hook);
+        #: called once, when the first paraphrase point runs
+        self.find_paraphraser: Callable[[], Paraphraser | None] = lambda: None
+        self._paraphraser: list[Paraphraser | None] = []
 
     # -- configuration ---------------------------------------------------------------------
 
@@ -134,7 +142,19 @@ class EmbedBenchSession:
             for spec in specs
         ]
         build.model_names.update(spec.short_name for spec in specs)
+        points = self._workloads(marker_kwargs.get("stress"), test_path)
+        if points:  # model x workload point, each its own test
+            return [replace(case, workload=point) for case in cases for point in points]
         return cases
+
+    def _workloads(self, stress: Any, test_path: Path) -> list[Workload]:
+        """The marker's ``stress=`` points (ConfigError naming the test file when bad)."""
+        if stress is None:
+            return []
+        try:
+            return parse_workloads(stress, seed=self.options.seed)
+        except ConfigError as exc:
+            raise ConfigError(f"{test_path.name}: @pytest.mark.embedbench stress: {exc}") from None
 
     def _chunking_of(
         self, entry: DatasetEntry, marker_kwargs: Mapping[str, Any], cfg: Any, test_path: Path
@@ -199,7 +219,10 @@ class EmbedBenchSession:
         if key not in self._results:
             try:
                 ds = self.dataset(case.dataset)
-                self._results[key] = self.evaluator.evaluate(case.model, ds, k=case.k)
+                if case.workload is not None:
+                    self._results[key] = self._stressed(case, ds)
+                else:
+                    self._results[key] = self.evaluator.evaluate(case.model, ds, k=case.k)
             except (KeyboardInterrupt, SystemExit):
                 raise
             except BaseException as exc:  # noqa: BLE001 - isolate one model's failure
@@ -208,6 +231,27 @@ class EmbedBenchSession:
         if isinstance(found, BaseException):
             raise found
         return found
+
+    def _stressed(self, case: Case, ds: RetrievalDataset) -> RetrievalResult:
+        """A workload point's result; a noise point's clean run is the unstressed case's, so
+        it is evaluated once per model and dataset and shared with the other tests."""
+        assert case.workload is not None
+        paraphraser = None
+        if dict(case.workload.params).get("noise") == "paraphrase":
+            if not self._paraphraser:
+                self._paraphraser.append(self.find_paraphraser())
+            paraphraser = self._paraphraser[0]
+        paired = case.workload.kind in PAIRED  # noise, chunk sizes: compared with the clean run
+        clean = self.result(replace(case, workload=None)) if paired else None
+        return evaluate_workload(
+            self.evaluator,
+            case.model,
+            ds,
+            case.workload,
+            k=case.k,
+            clean=clean,
+            paraphraser=paraphraser,
+        )
 
     def evaluate(
         self,
@@ -261,6 +305,9 @@ class EmbedBenchSession:
         record = self.records.get(nodeid)
         if record is None or record.result is None:
             return failures
+        measured = getattr(result, "_cutoffs", None)
+        if measured is not None:  # the test read retrieval.cutoffs: the report keeps them
+            record.result["cutoffs"] = measured.to_dict()
         if self.options.update_baseline == "all":
             return failures  # accepting the current numbers: nothing to gate against
         bad = self.baseline.problem or self.baseline.damaged.get(nodeid)

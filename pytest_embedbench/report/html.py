@@ -643,7 +643,12 @@ def _queries(page: _Page, report: Mapping[str, Any], dataset: str) -> None:
     """Per test and model, its queries worst first (by nDCG@10 or the first metric), with
     what was retrieved against what was relevant, inside ``<details>``."""
     tests = sorted(
-        (t for t in report.get("tests") or [] if t.get("dataset") == dataset and t.get("result")),
+        (
+            t
+            for t in report.get("tests") or []
+            # a stress point's queries are not the dataset's: they are in the stress section
+            if t.get("dataset") == dataset and t.get("result") and not t.get("workload")
+        ),
         key=lambda t: str(t.get("nodeid")),
     )
     # one model's queries once, even when several tests ran it: the test with most metrics

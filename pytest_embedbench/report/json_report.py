@@ -184,8 +184,10 @@ def build_report(
 
 def summary_sections(summary: Summary, *, update_baseline: str | None) -> dict[str, Any]:
     """The report's sections read from the run's summary: ``comparisons``,
-    ``recommendations`` and ``baseline``."""
+    ``recommendations``, ``baseline`` and ``stress`` (every workload point, by dataset; each
+    stress test's record keeps its full result too)."""
     return {
+        "stress": summary.stress,
         "comparisons": summary.comparisons,
         "recommendations": {
             "priority": summary.priority,

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, TypedDict
 
 from ..records import Status, TestRecord, as_record
 from .recommend import recommend
+from .stress import cutoff_rows, stress_points
 
 if TYPE_CHECKING:
     from ..session import EmbedBenchSession
@@ -62,6 +63,10 @@ class Summary:
     baseline_path: str | None = None
     #: what was written and what to do next (baseline updates, lost results)
     notes: list[str] = field(default_factory=list)
+    #: per dataset, every stress workload point (see report.stress.stress_points)
+    stress: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    #: per dataset, the cut-offs tests measured (see report.stress.cutoff_rows)
+    cutoffs: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
 
     @property
     def notices(self) -> list[str]:
@@ -92,6 +97,8 @@ def build_summary(session: EmbedBenchSession, notes: Sequence[str] = ()) -> Summ
         not_recorded=session.not_recorded(),
         baseline_path=str(session.baseline.path),
         notes=list(notes),
+        stress=stress_points(records),
+        cutoffs=cutoff_rows(records),
     )
 
 
@@ -104,6 +111,8 @@ def model_rows(
     """
     by_key: dict[tuple[str, str], ModelRow] = {}
     for record in sorted((as_record(r) for r in records), key=lambda r: r.nodeid):
+        if record.workload is not None:
+            continue  # a stress point has its own section (report.stress), not a table row
         key = (record.dataset, record.model)
         row = by_key.get(key)
         if row is None:

@@ -19,6 +19,7 @@ import pytest
 from tabulate import tabulate
 
 from ..records import TestRecord
+from .stress import render_cutoffs, render_stress
 from .summary import ModelRow, Summary, busy_notes, model_rows
 
 __all__ = [
@@ -158,9 +159,10 @@ def _delta(entry: Mapping[str, Any] | None, significant: bool) -> str:
 def render_summary(
     summary: Summary, *, verbosity: int = 0, columns: Sequence[str] | None = None
 ) -> list[str]:
-    """The tables of a run's :class:`~.summary.Summary` as lines of text; ``columns`` names
-    the columns to show (``--embedbench-columns``; default: the standard table)."""
-    return _render(
+    """The tables of a run's :class:`~.summary.Summary` as lines of text (then its stress
+    section: noise deltas and needle grids); ``columns`` names the columns to show
+    (``--embedbench-columns``; default: the standard table)."""
+    lines = _render(
         summary.rows,
         verbosity=verbosity,
         columns=columns,
@@ -169,6 +171,7 @@ def render_summary(
         recommendations=summary.recommendations,
         priority=summary.priority,
     )
+    return lines + render_stress(summary.stress) + render_cutoffs(summary.cutoffs)
 
 
 def render_tables(

@@ -1,0 +1,116 @@
+"""``embedbench stress needle|noise|chunk-size``: a workload for several models, written as JSON and
+Markdown (``<workload>.json`` and ``<workload>.md`` under ``--output-dir``, default
+``results/stress``), outside a test run.
+
+Usage::
+
+    embedbench stress needle -m hf:sentence-transformers/all-MiniLM-L6-v2,bm25 \\
+        --context-sizes 2k,8k --depths 0,0.5,1
+    embedbench stress noise -m bm25 --dataset ../shared/data/scifact --noise typo,case --seeds 3
+    embedbench stress chunk-size -m bm25 --dataset ../shared/data/scifact --chunk-sizes 128,512
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from ..exceptions import EmbedBenchError
+
+__all__ = ["add_parser", "run"]
+
+
+def add_parser(sub: Any) -> None:
+    """Register ``stress`` on the ``embedbench`` command's subparsers."""
+    stress = sub.add_parser(
+        "stress",
+        help="run a stress workload (needle, noise) and write JSON and Markdown",
+        description="Needle-in-a-haystack or query-noise workloads for several models; "
+        "writes <workload>.json and <workload>.md.",
+    )
+    kinds = stress.add_subparsers(dest="workload", required=True, metavar="WORKLOAD")
+    for name, text in (
+        ("needle", "a needle fact at depths of long synthetic haystacks"),
+        ("noise", "typos, case, truncation, shuffled words in a dataset's queries"),
+        ("chunk-size", "a dataset's documents re-chunked at sizes in tokens, scored by document"),
+    ):
+        p = kinds.add_parser(name, help=text, description=text)
+        p.add_argument("-m", "--models", required=True, help="comma-separated model specs")
+        p.add_argument("-o", "--output-dir", default="results/stress", type=Path)
+        p.add_argument("--seed", type=int, default=0, help="seed of every random choice")
+        p.add_argument("--k", default="1,10", help="cut-offs (default 1,10)")
+        p.add_argument("--bootstrap", type=int, default=2000, help="bootstrap resamples")
+        p.add_argument("--no-cache", action="store_true", help="embed without the cache")
+        if name == "needle":
+            p.add_argument("--context-sizes", default="2k,8k,32k", help="tokens: 2k,8k,32k")
+            p.add_argument("--depths", default="0,0.5,1", help="needle depths from 0 to 1")
+        else:
+            p.add_argument("--dataset", required=True, help="a dataset path (BEIR, eval set)")
+            p.add_argument("--split", default="test")
+        if name == "chunk-size":
+            p.add_argument("--chunk-sizes", default="128,256,512,1024", help="sizes in tokens")
+        elif name == "noise":
+            p.add_argument("--noise", default="typo,case,truncate:0.5,shuffle", help="noise kinds")
+            p.add_argument("--seeds", type=int, default=1, help="seeds per noise kind")
+    stress.set_defaults(func=run)
+
+
+def _specs(args: argparse.Namespace) -> list[str]:
+    if args.workload == "needle":
+        return [f"needle:{args.context_sizes}@{args.depths}"]
+    if args.workload == "chunk-size":
+        return [f"chunk-size:{args.chunk_sizes}"]
+    star = f"*{args.seeds}" if args.seeds > 1 else ""
+    return [f"noise:{kind.strip()}{star}" for kind in args.noise.split(",") if kind.strip()]
+
+
+def run(args: argparse.Namespace) -> int:
+    """Evaluate every model on every point; write the JSON and Markdown; exit 1 when every
+    model failed (a failed point is recorded with its error)."""
+    from .. import Evaluator, load_dataset
+    from ..metrics import parse_cutoffs
+    from ..report.stress import point_row, render_stress
+    from .workloads import evaluate_workload, parse_workloads
+
+    try:
+        points = parse_workloads(_specs(args), seed=args.seed)
+        k = parse_cutoffs([int(x) for x in str(args.k).split(",")], "--k")
+        dataset = (
+            load_dataset(args.dataset, split=args.split) if args.workload != "needle" else None
+        )
+    except (EmbedBenchError, ValueError) as exc:
+        print(f"embedbench stress {args.workload}: {exc}", file=sys.stderr)
+        return 2
+    evaluator = Evaluator(
+        cache=not args.no_cache, seed=args.seed, n_resamples=args.bootstrap, latency_passes=0
+    )
+    rows: list[dict[str, Any]] = []
+    models = [m.strip() for m in args.models.split(",") if m.strip()]
+    for model in models:
+        for point in points:
+            try:
+                result = evaluate_workload(evaluator, model, dataset, point, k=k)
+                row = point_row(result.name, point.to_dict(), result.to_dict(), "passed")
+            except EmbedBenchError as exc:
+                row = point_row(model, point.to_dict(), None, "error")
+                row["error"] = f"{type(exc).__name__}: {exc}"
+            rows.append(row)
+    name = dataset.name if dataset is not None else "synthetic haystacks"
+    out = args.output_dir
+    out.mkdir(parents=True, exist_ok=True)
+    report = {"workload": args.workload, "seed": args.seed, "k": list(k), "points": rows}
+    json_path = out / f"{args.workload}.json"
+    json_path.write_text(json.dumps(report, indent=2, sort_keys=True, default=str) + "\n")
+    md = [f"# embedbench stress {args.workload}", ""]
+    md += render_stress({name: rows}, tablefmt="github")
+    errors = [f"- {r['model']} {r['id']}: {r['error']}" for r in rows if r.get("error")]
+    md += ["## Errors", "", *errors, ""] if errors else []
+    md_path = out / f"{args.workload}.md"
+    md_path.write_text("\n".join(md) + "\n")
+    print("\n".join(render_stress({name: rows})))
+    print(f"wrote {json_path} and {md_path}")
+    failed = {r["model"] for r in rows if r["status"] == "error"}
+    return 1 if models and failed >= set(models) else 0

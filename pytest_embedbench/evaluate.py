@@ -300,20 +300,17 @@ class Evaluator:
         threads = thread_settings()
         winners: list[list[str]] | None = None
         with LoadMonitor() as load:
-            if isinstance(retriever, PooledRetriever):  # its winning chunks, query by query
-                rankings, scores, winners = [], [], []
-                for query in queries:
-                    ids, sc, won = retriever.search_pooled(query.text, depth)
-                    rankings.append(ids)
-                    scores.append(sc)
-                    winners.append(won)
+            if isinstance(retriever, PooledRetriever):
+                # its winning chunks come query by query: one scored pass, its timing unused
+                unused = np.empty(len(queries))
+                rankings, scores, winners = self._scored_pass(retriever, queries, depth, unused)
             else:
                 rankings, scores = retriever.search_many([q.text for q in queries], depth)
+                if self.progress is not None and queries:
+                    self.progress("queries", len(queries), len(queries))
             timings.query_embedding_s = retriever.query_embedding_s - embed_before
             timings.search_s = retriever.search_s - search_before
             timings.encode_s = provider.encode_seconds() - encode_before
-        if self.progress is not None and queries:
-            self.progress("queries", len(queries), len(queries))
         latencies = np.empty((0, len(queries)))
         return _QueryRun(rankings, scores, latencies, math.nan, threads, load, winners)
 

@@ -50,7 +50,6 @@ import math
 import os
 import random
 import re
-import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
@@ -1047,26 +1046,12 @@ def evalset_text(rows: Sequence[Mapping[str, Any]]) -> str:
     return "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
 
 
-def _atomic_write(path: Path, text: str) -> None:
-    """Through a temporary file in the same folder and a rename: never half a file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
-            os.fchmod(fh.fileno(), path.stat().st_mode & 0o777 if path.exists() else 0o644)
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def write_evalset(path: str | Path, rows: Sequence[Mapping[str, Any]]) -> Path:
     """Write the eval set atomically; the path written."""
     target = Path(path)
-    _atomic_write(target, evalset_text(rows))
+    from .report.json_report import atomic_write_text
+
+    atomic_write_text(target, evalset_text(rows))
     return target
 
 
@@ -1096,7 +1081,10 @@ def sidecar_path(evalset: Path) -> Path:
 def write_sidecar(evalset: Path, fingerprint: Mapping[str, Any], report: GenerationReport) -> Path:
     path = sidecar_path(evalset)
     data = {"schema": SIDECAR_SCHEMA, "fingerprint": fingerprint, "report": report.to_dict()}
-    _atomic_write(path, json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+    from .report.json_report import atomic_write_text
+
+    text = json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    atomic_write_text(path, text)
     return path
 
 

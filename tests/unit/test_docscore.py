@@ -247,6 +247,16 @@ def test_result_keeps_the_winning_chunk_of_each_document(paragraphs: None) -> No
     assert "winning_chunks" not in result.to_dict()  # per-query detail only
 
 
+def test_an_untimed_chunked_run_keeps_rankings_and_winning_chunks(paragraphs: None) -> None:
+    ds = chunked_dataset()
+    timed = Evaluator(cache=False, k=(1, 3), n_resamples=200).evaluate("hashing:h", ds)
+    untimed = Evaluator(cache=False, k=(1, 3), n_resamples=200, latency_passes=0).evaluate(
+        "hashing:h", ds
+    )
+    assert untimed.rankings == timed.rankings and untimed.scores == timed.scores
+    assert untimed.winning_chunks == timed.winning_chunks and untimed.latency.n == 0
+
+
 def test_bm25_and_hybrid_score_documents_on_a_chunked_dataset(paragraphs: None) -> None:
     ds = chunked_dataset()
     ev = Evaluator(cache=False, k=(1, 5), n_resamples=200)

@@ -1128,9 +1128,16 @@ class _ChatMixin:
     requests: list[RecordedRequest]
     _lock: threading.Lock
 
-    def _chat_init(self, answerer: Callable[[Any], str] | None) -> None:
+    def __init__(self, *, answerer: Callable[[Any], str] | None = None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)  # the server class that follows this mixin
         self.answerer = answerer
         self._replies: deque[str] = deque()
+
+    def _is_embed_route(self, method: str, path: str) -> bool:
+        """The chat route goes the way of an embedding request (behaviours, recording)."""
+        return (
+            method == "POST" and path.rstrip("/") == self.chat_route
+        ) or super()._is_embed_route(method, path)  # type: ignore[misc]
 
     def reply(self, *contents: str) -> None:
         """Queue reply texts (the assistant message's content), one per chat request."""
@@ -1161,15 +1168,6 @@ class OllamaChatServer(_ChatMixin, OllamaServer):
 
     chat_route = "/api/chat"
     default_models = ("llama3.2", *OllamaServer.default_models)
-
-    def __init__(self, *, answerer: Callable[[Any], str] | None = None, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self._chat_init(answerer)
-
-    def _is_embed_route(self, method: str, path: str) -> bool:
-        return (
-            method == "POST" and path.rstrip("/") == self.chat_route
-        ) or super()._is_embed_route(method, path)
 
     def _embed(self, request: RecordedRequest, path: str) -> _Embedding | _Reply:
         if path.rstrip("/") != self.chat_route:
@@ -1204,15 +1202,6 @@ class OpenAIChatServer(_ChatMixin, OpenAIServer):
 
     chat_route = "/v1/chat/completions"
     default_models = ("qwen2.5-7b-instruct", *OpenAIServer.default_models)
-
-    def __init__(self, *, answerer: Callable[[Any], str] | None = None, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self._chat_init(answerer)
-
-    def _is_embed_route(self, method: str, path: str) -> bool:
-        return (
-            method == "POST" and path.rstrip("/") == self.chat_route
-        ) or super()._is_embed_route(method, path)
 
     def _embed(self, request: RecordedRequest, path: str) -> _Embedding | _Reply:
         if path.rstrip("/") != self.chat_route:

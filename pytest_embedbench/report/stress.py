@@ -104,13 +104,8 @@ def render_stress(
                 for r in chunks
             ]
             headers = ["model", "chunk tokens", "configured nDCG@10", "re-chunked", "Δ", "status"]
-            lines.append(f"stress on {dataset!r}: chunk size vs the configured chunking (paired)")
-            lines.extend(
-                tabulate(
-                    table, headers=headers, tablefmt=tablefmt, disable_numparse=True
-                ).splitlines()
-            )
-            lines.append("")
+            title = f"stress on {dataset!r}: chunk size vs the configured chunking (paired)"
+            lines.extend(_table(title, headers, table, tablefmt))
         if noise:
             table = [
                 [
@@ -125,13 +120,8 @@ def render_stress(
                 for r in noise
             ]
             headers = ["model", "noise", "seeds", "clean nDCG@10", "noisy", "Δ noisy - clean"]
-            lines.append(f"stress on {dataset!r}: query noise (paired, 95% interval)")
-            lines.extend(
-                tabulate(
-                    table, headers=[*headers, "status"], tablefmt=tablefmt, disable_numparse=True
-                ).splitlines()
-            )
-            lines.append("")
+            title = f"stress on {dataset!r}: query noise (paired, 95% interval)"
+            lines.extend(_table(title, [*headers, "status"], table, tablefmt))
         for model in sorted({r["model"] for r in needles}):
             found = [r for r in needles if r["model"] == model]
             lines.extend(_needle_grid(dataset, model, found, tablefmt))
@@ -165,7 +155,14 @@ def _needle_grid(
     title += f"; chance {chance:.2f}" if chance else ""
     title += f"; reads {limit} tokens)" if limit else ")"
     headers = ["depth", *[f"{n} tok" for n in lengths]]
-    text = tabulate(table, headers=headers, tablefmt=tablefmt, disable_numparse=True)
+    return _table(title, headers, table, tablefmt)
+
+
+def _table(
+    title: str, headers: Sequence[str], table: Sequence[Sequence[Any]], tablefmt: str
+) -> list[str]:
+    """A titled table of the stress section, then a blank line."""
+    text = tabulate(table, headers=list(headers), tablefmt=tablefmt, disable_numparse=True)
     return [title, *text.splitlines(), ""]
 
 
@@ -213,11 +210,6 @@ def render_cutoffs(rows_by_dataset: Mapping[str, Sequence[Mapping[str, Any]]]) -
             for r in rows
         ]
         headers = ["model", "level", "cut-off", "aim (random)", "keeps relevant", "lets random"]
-        lines.append(
-            f"cut-offs on {dataset!r} (calibrated on half the queries, shown on the other)"
-        )
-        lines.extend(
-            tabulate(table, headers=headers, tablefmt="simple", disable_numparse=True).splitlines()
-        )
-        lines.append("")
+        title = f"cut-offs on {dataset!r} (calibrated on half the queries, shown on the other)"
+        lines.extend(_table(title, headers, table, "simple"))
     return lines

@@ -66,7 +66,8 @@ def test_help_lists_every_command_with_its_help() -> None:
     assert "--version" in proc.stdout
 
 
-def test_report_prints_the_table_of_a_saved_report(tmp_path, capsys) -> None:
+def _saved_report(tmp_path):  # type: ignore[no-untyped-def]
+    """A saved JSON report of one bm25 test on a four-query dataset."""
     metrics = {"ndcg@10": {"value": 0.5, "low": 0.4, "high": 0.6, "n": 4}}
     test = {
         "nodeid": "t.py::test[bm25]",
@@ -79,6 +80,11 @@ def test_report_prints_the_table_of_a_saved_report(tmp_path, capsys) -> None:
     }
     path = tmp_path / "r.json"
     path.write_text(json.dumps({"schema_version": 1, "tests": [test]}))
+    return path
+
+
+def test_report_prints_the_table_of_a_saved_report(tmp_path, capsys) -> None:
+    path = _saved_report(tmp_path)
     assert main(["report", str(path)]) == 0
     out = capsys.readouterr().out
     assert "dataset 'tiny' (4 queries, 6 documents)" in out
@@ -88,18 +94,7 @@ def test_report_prints_the_table_of_a_saved_report(tmp_path, capsys) -> None:
 
 
 def test_report_renders_html_csv_and_markdown(tmp_path, capsys) -> None:
-    metrics = {"ndcg@10": {"value": 0.5, "low": 0.4, "high": 0.6, "n": 4}}
-    test = {
-        "nodeid": "t.py::test[bm25]",
-        "test": "test",
-        "model": "bm25",
-        "dataset": "tiny",
-        "status": "passed",
-        "error": None,
-        "result": {"metrics": metrics, "queries": 4, "documents": 6},
-    }
-    path = tmp_path / "r.json"
-    path.write_text(json.dumps({"schema_version": 1, "tests": [test]}))
+    path = _saved_report(tmp_path)
     html, md = tmp_path / "r.html", tmp_path / "r.md"
     args = ["report", str(path), "-o", str(html), "--csv", str(tmp_path), "--md", str(md)]
     assert main([*args, "--title", "Nightly <run>"]) == 0

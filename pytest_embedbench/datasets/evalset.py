@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..exceptions import DatasetError, EmbedBenchWarning
+from ..ingest import SUPPORTED_EXTENSIONS
 from .core import Document, Query, RetrievalDataset
 from .files import as_id, closest, read_jsonl
 
@@ -24,8 +25,8 @@ __all__ = ["DOCUMENT_SUFFIXES", "QUERY_ID_PREFIX", "TEXT_SUFFIXES", "load_evalse
 
 #: Documents of a plain-text folder, read without the ingest module.
 TEXT_SUFFIXES = (".txt", ".md")
-#: Every document type a documents folder may hold (``ingest.load_documents`` reads them).
-DOCUMENT_SUFFIXES = (".txt", ".md", ".markdown", ".pdf", ".docx", ".html", ".htm")
+#: Every document type a documents folder may hold: the ones ``ingest.load_documents`` reads
+DOCUMENT_SUFFIXES = SUPPORTED_EXTENSIONS
 #: Prefix of the query ids derived from query texts (eval-set lines without ``query_id``).
 QUERY_ID_PREFIX = "q-"
 

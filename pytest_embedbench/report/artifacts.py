@@ -38,7 +38,7 @@ def write_failure(what: str, path: Path, exc: BaseException, fix: str) -> str:
         reason = exc.strerror or str(exc)
         where = exc.filename if exc.filename and str(exc.filename) != str(path) else None
         reason = f"{reason} ({where})" if where else reason
-        if exc.errno == errno.ENOSPC:
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT):
             fix = f"free space on that disk, or {fix}"
         elif exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
             fix = f"make {path.parent} writable, or {fix}"

@@ -257,6 +257,53 @@ def test_a_full_disk_fails_the_report_and_the_baseline_and_leaves_no_temp_file(
     assert "r.json" not in left and "baseline.json" not in left
 
 
+def test_writes_the_kernel_refuses_fail_the_run_where_no_tmpfs_can_be_mounted(
+    project: pytest.Pytester,
+) -> None:
+    """The OS-level stand-in for a full disk that needs no mount: RLIMIT_FSIZE makes the kernel
+    refuse every write past a size (EFBIG; Python ignores SIGXFSZ), so the report and baseline
+    writes fail as they would on a full disk, from the OS, in a real run."""
+    import resource
+
+    write_models_test(project, "test_one.py", "one", 2)
+    limit = 2048  # below the JSON report and the two-entry baseline, above pytest's own files
+
+    def limited() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "no:cacheprovider",
+            "--embedbench-no-cache",
+            "--embedbench-json=r.json",
+            "--embedbench-update-baseline",
+        ],
+        cwd=project.path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        preexec_fn=limited,
+    )
+    code, out = finish(proc)
+    assert "2 passed" in out, out
+    assert code == EXIT_ARTIFACT_FAILED, out
+    assert "Traceback" not in out and "INTERNALERROR" not in out, out
+    baseline_path = project.path / ".embedbench" / "baseline.json"
+    table = out.index("nDCG@10")
+    for what, path in (("baseline", baseline_path), ("JSON report", project.path / "r.json")):
+        line = f"embedbench: the {what} {path} was NOT written: File too large. Fix: "
+        assert line in out, out
+        assert out.index(line) > table  # after the table
+        assert not path.exists()
+    assert "entries added" not in out
+    left = [p.name for p in project.path.rglob("*.tmp")]
+    assert left == []  # the partial temp files are gone
+
+
 def test_a_failed_write_does_not_hide_failing_tests(
     project: pytest.Pytester, tmp_path: Path, mount_point: Any
 ) -> None:

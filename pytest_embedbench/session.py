@@ -310,7 +310,7 @@ class EmbedBenchSession:
             record.result["cutoffs"] = measured.to_dict()
         if self.options.update_baseline == "all":
             return failures  # accepting the current numbers: nothing to gate against
-        bad = self.baseline.problem or self.baseline.damaged.get(nodeid)
+        bad = self.baseline.problem or self.baseline.damaged.get(self.baseline_key(nodeid))
         if bad and self.options.update_baseline is None:
             return [*failures, bad]  # only the tests gated against a bad file or entry fail
         outcome = gate(

@@ -376,6 +376,35 @@ def test_the_baseline_is_found_from_the_parent_folder(
     assert not (pytester.path / ".embedbench").exists()
 
 
+def test_a_damaged_entry_fails_its_test_from_the_parent_folder_too(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Entries are keyed relative to the project: ``pytest myproj`` from the parent folder must
+    find a damaged entry under that key (it read as "no baseline" and the test passed)."""
+    project = pytester.path / "myproj"
+    make_docs_project(project)
+    (project / "embedbench.yaml").write_text("datasets:\n  help: {path: help}\n")
+    (project / "test_help.py").write_text(DOCS_TEST)
+    monkeypatch.chdir(project)
+    pytester.runpytest(
+        "--embedbench-update-baseline", "--embedbench-no-cache", "-p", "no:cacheprovider"
+    ).assert_outcomes(passed=1)
+    where = project / ".embedbench" / "baseline.json"
+    data = json.loads(where.read_text())
+    data["entries"]["test_help.py::test_help_search[bm25]"] = ["not", "an", "entry"]
+    where.write_text(json.dumps(data))
+    monkeypatch.chdir(pytester.path)
+    result = pytester.runpytest("myproj", "--embedbench-no-cache", "-p", "no:cacheprovider")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            f"*{where}: the baseline entry 'test_help.py::test_help_search?bm25?' is damaged: it "
+            "is a list, not a mapping; re-record it with --embedbench-update-baseline"
+        ]
+    )
+    assert "no baseline" not in result.stdout.str()
+
+
 TWO_MODELS = """
 import pytest
 

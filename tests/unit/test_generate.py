@@ -370,7 +370,7 @@ def test_parse_questions(content: str, expected: tuple[Any, Any]) -> None:
     ],
 )
 def test_heuristic_filters(question: str, reason: str | None) -> None:
-    from pytest_embedbench.generate import _heuristic_reason
+    from pytest_embedbench.generate.filters import _heuristic_reason
 
     assert _heuristic_reason(question, GenerationSettings()) == reason
 

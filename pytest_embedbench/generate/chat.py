@@ -1,0 +1,289 @@
+"""The chat clients (Ollama, OpenAI-compatible), hosts shown without their secrets, and the
+requests of one generation: retried on timeouts, 429 and 5xx, asked again when the answer is
+not the JSON asked for, and fatal only when no retry can help."""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import TYPE_CHECKING, Any, Protocol
+from urllib.parse import urlsplit, urlunsplit
+
+from ..providers.retry import RetryPolicy, default_retry_decision, status_of
+from .prompts import _RETRY_PROMPT, QUESTIONS_SCHEMA, _messages, parse_questions
+from .sampling import _chunk_seed
+from .settings import GenerationError, GenerationSettings
+
+if TYPE_CHECKING:
+    from ..chunking import Chunk
+    from .report import GenerationReport
+
+DEFAULT_OLLAMA_HOST = "http://127.0.0.1:11434"
+
+
+def redact_url(url: str) -> str:
+    """``url`` without user, password, query and fragment: what may be written or shown.
+
+    Usage::
+
+        redact_url("http://me:pw@gpu-box:11434/?token=x")   # 'http://gpu-box:11434'
+    """
+    try:
+        parts = urlsplit(url if "://" in url else f"http://{url}")
+        host = parts.hostname or ""
+        if ":" in host:  # an IPv6 literal
+            host = f"[{host}]"
+        netloc = host + (f":{parts.port}" if parts.port is not None else "")
+    except ValueError:
+        return "<invalid URL>"
+    return urlunsplit((parts.scheme, netloc, parts.path.rstrip("/"), "", ""))
+
+
+def _url_secrets(url: str) -> list[str]:
+    """The parts of ``url`` that must never be shown: user info and query values."""
+    try:
+        parts = urlsplit(url if "://" in url else f"http://{url}")
+    except ValueError:
+        return [url]
+    secrets = [parts.username or "", parts.password or "", parts.query, parts.fragment]
+    secrets += [pair.partition("=")[2] for pair in parts.query.split("&")]
+    return sorted({s for s in secrets if len(s) >= 3}, key=len, reverse=True)
+
+
+class _ChatBackend(Protocol):
+    host: str  # redacted
+    secrets: list[str]  # never shown: user info and query values of the URL, the API key
+
+    def check(self) -> None: ...
+
+    def complete(self, messages: list[dict[str, str]], *, seed: int) -> str: ...
+
+    def is_unreachable(self, exc: BaseException) -> bool: ...
+
+    def is_missing_model(self, exc: BaseException) -> bool: ...
+
+
+_TIMEOUT_NAMES = frozenset(
+    {"TimeoutException", "ReadTimeout", "WriteTimeout", "PoolTimeout", "APITimeoutError"}
+)
+
+
+def _is_timeout(exc: BaseException) -> bool:
+    return isinstance(exc, TimeoutError) or bool(
+        {c.__name__ for c in type(exc).__mro__} & _TIMEOUT_NAMES
+    )
+
+
+class _OllamaChat:
+    """``/api/chat`` through the ``ollama`` client, the schema as ``format``."""
+
+    def __init__(self, settings: GenerationSettings, host: str) -> None:
+        try:
+            import ollama
+        except ImportError:
+            raise GenerationError(
+                "questions from Ollama need the ollama package: "
+                "pip install 'pytest-embedbench[generate]'"
+            ) from None
+        self._ollama = ollama
+        self.settings = settings
+        self.model = settings.model_name
+        self.host = redact_url(host)
+        self.secrets = _url_secrets(host)
+        self._client = ollama.Client(host=host, timeout=settings.request_timeout_s)
+
+    def check(self) -> None:
+        self._client.show(self.model)
+
+    def complete(self, messages: list[dict[str, str]], *, seed: int) -> str:
+        options = {
+            "temperature": self.settings.temperature,
+            "seed": seed,
+            "num_predict": self.settings.num_predict,
+        }
+        response = self._client.chat(
+            model=self.model,
+            messages=messages,
+            format=QUESTIONS_SCHEMA,
+            options=options,
+            stream=False,
+        )
+        return str(response.message.content or "")
+
+    def is_unreachable(self, exc: BaseException) -> bool:
+        return isinstance(exc, ConnectionError) or type(exc).__name__ == "ConnectError"
+
+    def is_missing_model(self, exc: BaseException) -> bool:
+        return isinstance(exc, self._ollama.ResponseError) and exc.status_code == 404
+
+
+class _OpenAIChat:
+    """``/v1/chat/completions`` through the ``openai`` client, the schema as
+    ``response_format``. Its own retries are off: :class:`RetryPolicy` retries and counts."""
+
+    def __init__(self, settings: GenerationSettings, host: str) -> None:
+        try:
+            import openai
+        except ImportError:
+            raise GenerationError(
+                "questions from an OpenAI-compatible server need the openai package: "
+                "pip install 'pytest-embedbench[generate]'"
+            ) from None
+        self._openai = openai
+        self.settings = settings
+        self.model = settings.model_name
+        self.host = redact_url(host)
+        key = os.environ.get("OPENAI_API_KEY")
+        self.secrets = _url_secrets(host) + ([key] if key else [])
+        self._client: Any = openai.OpenAI(
+            base_url=host,
+            api_key=key or "unused",  # local servers take none
+            max_retries=0,
+            timeout=settings.request_timeout_s,
+        )
+
+    def check(self) -> None:
+        """Compatible servers differ in what they list; the first request tells."""
+
+    def complete(self, messages: list[dict[str, str]], *, seed: int) -> str:
+        response = self._client.chat.completions.create(
+            model=self.model,
+            messages=messages,
+            temperature=self.settings.temperature,
+            seed=seed,
+            max_tokens=self.settings.num_predict,
+            response_format={
+                "type": "json_schema",
+                "json_schema": {"name": "questions", "schema": QUESTIONS_SCHEMA, "strict": True},
+            },
+        )
+        if not response.choices:
+            return ""
+        return str(response.choices[0].message.content or "")
+
+    def is_unreachable(self, exc: BaseException) -> bool:
+        return isinstance(exc, self._openai.APIConnectionError) and not _is_timeout(exc)
+
+    def is_missing_model(self, exc: BaseException) -> bool:
+        return isinstance(exc, self._openai.NotFoundError)
+
+
+def _backend(settings: GenerationSettings) -> _ChatBackend:
+    if settings.provider == "openai":
+        host = settings.host or os.environ.get("OPENAI_BASE_URL")
+        if not host:
+            raise GenerationError(
+                f"model {settings.model!r}: an OpenAI-compatible server needs its base URL: "
+                "pass --host http://127.0.0.1:8000/v1 (or host: in the settings)"
+            )
+        return _OpenAIChat(settings, host)
+    host = settings.host or os.environ.get("OLLAMA_HOST") or DEFAULT_OLLAMA_HOST
+    if "://" not in host:
+        host = f"http://{host}"
+    return _OllamaChat(settings, host)
+
+
+class _Generator:
+    def __init__(self, settings: GenerationSettings, backend: _ChatBackend, secrets: list[str]):
+        self.settings = settings
+        self.backend = backend
+        self.secrets = secrets
+        self.policy = RetryPolicy(
+            max_retries=settings.max_retries, backoff=settings.retry_backoff_s, seed=settings.seed
+        )
+
+    def scrub(self, text: str) -> str:
+        for secret in self.secrets:
+            text = text.replace(secret, "***")
+        return text
+
+    def _fatal(self, exc: BaseException) -> GenerationError | None:
+        s = self.settings
+        if self.backend.is_missing_model(exc):
+            if s.provider == "ollama":
+                fix = f"run `ollama pull {s.model_name}` (or pass another --model)"
+            else:
+                fix = "pass a --model the server serves (and check that --host ends in /v1)"
+            return GenerationError(
+                f"model {s.model_name!r} is not available at {self.backend.host}: {fix}"
+            )
+        if self.backend.is_unreachable(exc):
+            if s.provider == "ollama":
+                fix = "start it with `ollama serve`, or pass --host / set OLLAMA_HOST"
+            else:
+                fix = "start the server, or pass its base URL with --host"
+            return GenerationError(
+                f"cannot reach the {s.provider} server at {self.backend.host} "
+                f"({type(exc).__name__}): {fix}"
+            )
+        return None
+
+    def check(self) -> None:
+        try:
+            self.backend.check()
+        except Exception as exc:
+            fatal = self._fatal(exc)
+            if fatal is not None:
+                raise fatal from None
+            raise GenerationError(
+                f"{self.settings.provider} server at {self.backend.host}: "
+                f"{self.scrub(f'{type(exc).__name__}: {exc}')}"
+            ) from None
+
+    def request(self, messages: list[dict[str, str]], seed: int, report: GenerationReport) -> str:
+        """One answer, retried on timeouts, 429 and 5xx; raises the last error when the
+        retries run out (a GenerationError when no retry can help)."""
+        attempt = 0
+        while True:
+            report.requests += 1
+            try:
+                return self.backend.complete(messages, seed=seed)
+            except Exception as exc:
+                decision = default_retry_decision(exc)  # timeouts, 429, 5xx, connections
+                if decision is not None and not self.policy.gives_up(decision, attempt):
+                    report.retries += 1
+                    time.sleep(self.policy.delay(decision, attempt))
+                    attempt += 1
+                    continue
+                fatal = self._fatal(exc)
+                if fatal is not None:
+                    raise fatal from None
+                if status_of(exc) in (401, 403):  # every later request would fail the same
+                    raise GenerationError(
+                        f"{self.settings.provider} server at {self.backend.host} refused the "
+                        f"request: {self.scrub(f'{type(exc).__name__}: {exc}')}; check "
+                        "OPENAI_API_KEY (or the server's key setting)"
+                    ) from None
+                raise  # counted by the caller: one chunk lost, the run goes on
+
+    def questions(
+        self, chunk: Chunk, report: GenerationReport
+    ) -> tuple[list[tuple[str, str]], int] | None:
+        """The chunk's questions and the seed that gave them, or None (counted)."""
+        s = self.settings
+        base_seed = _chunk_seed(s.seed, chunk.id)
+        messages = _messages(chunk, s)
+        reason = "invalid_json"
+        for attempt in range(s.max_generation_attempts):
+            seed = (base_seed + attempt) & 0x7FFFFFFF
+            try:
+                content = self.request(messages, seed, report)
+            except GenerationError:
+                raise
+            except Exception as exc:
+                if status_of(exc) is None and default_retry_decision(exc) is None:
+                    raise  # not the server's answer: a defect, never silently counted
+                report.failed_chunks["request_failed"] += 1
+                return None
+            parsed, bad = parse_questions(content)
+            if parsed is not None:
+                return parsed, seed
+            reason = bad or "invalid_json"
+            report.bad_answers[reason] += 1
+            messages = [
+                *_messages(chunk, s),
+                {"role": "assistant", "content": content[:2000]},
+                {"role": "user", "content": _RETRY_PROMPT},
+            ]
+        report.failed_chunks[reason] += 1
+        return None

@@ -1,0 +1,108 @@
+"""What the chat model is asked (the prompts, the JSON schema it is held to) and how its
+answer is read (:func:`parse_questions`)."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..chunking import Chunk
+    from .settings import GenerationSettings
+
+#: bumped whenever the prompt's words change: a set records the version that wrote it
+PROMPT_VERSION = "1"
+DEFAULT_OLLAMA_HOST = "http://127.0.0.1:11434"
+
+#: the JSON schema the model is held to (Ollama ``format``, OpenAI ``response_format``)
+QUESTIONS_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "questions": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "question": {"type": "string"},
+                    "answer": {"type": "string"},
+                },
+                "required": ["question", "answer"],
+                "additionalProperties": False,
+            },
+        }
+    },
+    "required": ["questions"],
+    "additionalProperties": False,
+}
+
+_SYSTEM_PROMPT = (
+    "You write search questions for testing a retrieval system. A user who has never seen the "
+    "passage will type each question into a search box, so every question must stand on its "
+    "own and be answered by the passage. Reply with JSON only."
+)
+
+_USER_PROMPT = """\
+Write up to {n} question(s) that the passage below answers, each with its short answer taken \
+from the passage.
+
+Rules for every question:
+- it is answered by the passage alone;
+- it names its subject: never "this passage", "the document", "the text", "the author";
+- it is specific: no "summarize", no "what is this about";
+- it is between {min_words} and {max_words} words and ends with a question mark.
+
+Reply with JSON only, in this form:
+{{"questions": [{{"question": "...", "answer": "..."}}]}}
+
+Passage (from {doc_id}):
+<<<
+{text}
+>>>"""
+
+_RETRY_PROMPT = (
+    'That reply was not JSON of the form {"questions": [{"question": "...", "answer": "..."}]}. '
+    "Reply again with that JSON only."
+)
+
+
+def _messages(chunk: Chunk, settings: GenerationSettings) -> list[dict[str, str]]:
+    prompt = _USER_PROMPT.format(
+        n=settings.questions_per_chunk,
+        min_words=settings.min_question_words,
+        max_words=settings.max_question_words,
+        doc_id=chunk.doc_id,
+        text=chunk.text,
+    )
+    return [{"role": "system", "content": _SYSTEM_PROMPT}, {"role": "user", "content": prompt}]
+
+
+_FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
+
+
+def parse_questions(content: str) -> tuple[list[tuple[str, str]] | None, str | None]:
+    """``([(question, answer)...], None)``, or ``(None, reason)`` with reason
+    ``"invalid_json"`` or ``"schema_mismatch"``. A JSON object inside a Markdown code fence
+    counts as JSON (small models add fences even when told not to)."""
+    text = content.strip()
+    try:
+        data = json.loads(text)
+    except ValueError:
+        fenced = _FENCE.search(text)
+        try:
+            data = json.loads(fenced.group(1)) if fenced else None
+        except ValueError:
+            data = None
+        if data is None:
+            return None, "invalid_json"
+    if not isinstance(data, dict) or not isinstance(data.get("questions"), list):
+        return None, "schema_mismatch"
+    out = []
+    for item in data["questions"]:
+        if not isinstance(item, dict) or not isinstance(item.get("question"), str):
+            return None, "schema_mismatch"
+        answer = item.get("answer", "")
+        if not isinstance(answer, str):
+            return None, "schema_mismatch"
+        out.append((" ".join(item["question"].split()), " ".join(answer.split())))
+    return out, None

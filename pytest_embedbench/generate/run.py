@@ -1,0 +1,137 @@
+"""The orchestration: documents -> chunks -> sample -> chat model -> filters -> eval-set rows
+(:func:`generate_evalset`), and the generated set of a configured dataset, made once and reused
+(:func:`ensure_generated_evalset`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from ..chunking import chunk_documents_with
+from ..datasets.core import Document
+from .chat import _backend, _Generator
+from .evalset import _check_fresh, evalset_fingerprint, evalset_rows, write_evalset, write_sidecar
+from .filters import _Deduper, _filter, _Judge
+from .report import GenerationReport, GenerationResult
+from .sampling import sample_chunks
+from .settings import GenerationError, GenerationSettings
+
+Progress = Callable[[GenerationReport], None]
+
+
+def generate_evalset(
+    docs: str | Path | Sequence[Document],
+    settings: GenerationSettings | None = None,
+    *,
+    progress: Progress | None = None,
+    extensions: Sequence[str] | None = None,
+) -> GenerationResult:
+    """Ask the chat model for questions about a sample of ``docs``' chunks and filter them.
+
+    ``docs`` is a folder (read with :func:`~pytest_embedbench.ingest.load_documents`) or
+    Documents. ``progress(report)`` is called after every chunk. Raises
+    :class:`GenerationError` when the server cannot be reached or lacks the model; every other
+    failure is counted in the report.
+
+    Usage::
+
+        result = generate_evalset("docs/", GenerationSettings(model="llama3.2", max_chunks=20))
+        result.report.kept, result.report.rejected["duplicate"]
+    """
+    settings = settings or GenerationSettings()
+    documents = _documents(docs, extensions)
+    chunks = chunk_documents_with(settings.chunking, documents)
+    sample = sample_chunks(chunks, settings)
+    backend = _backend(settings)
+    secrets = backend.secrets
+    report = GenerationReport(
+        model=settings.model_name,
+        provider=settings.provider,
+        host=backend.host,
+        seed=settings.seed,
+        judge=settings.embedding_model,
+        documents=len(documents),
+        chunks=len(chunks),
+        eligible_chunks=sum(1 for c in chunks if len(c.text.strip()) >= settings.min_chunk_chars),
+        sampled_chunks=len(sample),
+    )
+    generator = _Generator(settings, backend, secrets)
+    if sample:
+        generator.check()
+    judge = _Judge(settings.embedding_model, chunks, settings) if settings.embedding_model else None
+    deduper = _Deduper(settings.dedupe_threshold)
+    rows: list[dict[str, Any]] = []
+    for chunk in sample:
+        got = generator.questions(chunk, report)
+        report.chunks_done += 1
+        if got is not None:
+            rows.extend(_filter(got, chunk, settings, report, judge, deduper))
+        report.kept = len(rows)
+        if progress is not None:
+            progress(report)
+    return GenerationResult(evalset_rows(rows, settings, backend.host), report)
+
+
+def _documents(
+    docs: str | Path | Sequence[Document], extensions: Sequence[str] | None
+) -> list[Document]:
+    if isinstance(docs, (str, Path)):
+        from ..ingest import load_documents
+
+        return load_documents(docs, extensions=extensions)
+    return list(docs)
+
+
+def ensure_generated_evalset(
+    settings: GenerationSettings,
+    docs_folder: str | Path,
+    config_dir: str | Path,
+    *,
+    name: str = "generated",
+    progress: Progress | None = None,
+    regenerate: bool = False,
+) -> Path:
+    """The generated eval set of ``docs_folder`` for ``evalset: {generate: ...}``: generated
+    once into ``config_dir`` (``settings.output``, default ``<name>.generated.jsonl``) with a
+    ``.meta.json`` sidecar holding the fingerprint of the documents and settings, then reused
+    while they are unchanged. A changed corpus or setting raises :class:`StaleEvalsetError`
+    naming what changed and how to regenerate: a reviewed set is never replaced silently.
+
+    Usage::
+
+        path = ensure_generated_evalset(settings, "handbook/", Path("embedbench.yaml").parent)
+    """
+    from ..ingest import load_documents
+
+    config_dir = Path(config_dir)
+    target = (config_dir / (settings.output or f"{name}.generated.jsonl")).resolve()
+    documents = load_documents(docs_folder)
+    fingerprint = evalset_fingerprint(documents, settings)
+    if target.exists() and not regenerate:
+        _check_fresh(target, fingerprint, config_dir, name)
+        return target
+    from filelock import FileLock
+
+    # xdist workers read the configuration at once: one generates, the others wait and reuse.
+    # The lock file is hidden (no loader reads it) and removed after: once the set exists, a
+    # late comer that locks a fresh file finds it and reuses it.
+    lock_path = target.with_name(f".{target.name}.lock")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        with FileLock(str(lock_path)):
+            if target.exists() and not regenerate:
+                _check_fresh(target, fingerprint, config_dir, name)
+                return target
+            result = generate_evalset(documents, settings, progress=progress)
+            if not result.rows:
+                raise GenerationError(
+                    f"{target}: no question survived generation and filtering for "
+                    f"{docs_folder} ({'; '.join(result.report.summary_lines()[2:4])}); see the "
+                    "README's 'Generated questions are rejected' for what to change"
+                )
+            write_evalset(target, result.rows)
+            write_sidecar(target, fingerprint, result.report)
+    finally:
+        lock_path.unlink(missing_ok=True)
+    return target

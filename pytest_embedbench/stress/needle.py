@@ -102,7 +102,7 @@ class NeedlePoint:
 
 
 def _token_counts(tokenizer: Any) -> Any:
-    from ..chunking import _counter
+    from ..chunking.tokens import _counter
 
     return _counter(tokenizer).counts
 

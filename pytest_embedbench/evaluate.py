@@ -156,18 +156,40 @@ class Evaluator:
             )
         timings.total_s = time.perf_counter() - started
         provider.after_run()
+        return self._result(
+            spec,
+            ds,
+            ks,
+            provider,
+            retriever,
+            run,
+            timings,
+            stats,
+            rss,
+            cold_model=first_use,
+            batches_before=batches_before,
+        )
+
+    def _result(
+        self,
+        spec: ModelSpec,
+        ds: RetrievalDataset,
+        ks: tuple[int, ...],
+        provider: Provider,
+        retriever: Retriever,
+        run: _QueryRun,
+        timings: Timings,
+        stats: BuildStats,
+        rss: RSSSampler,
+        *,
+        cold_model: bool,
+        batches_before: int,
+    ) -> RetrievalResult:
+        """The :class:`RetrievalResult` of one measured run: its rankings and timings, what the
+        provider reports after it (model info, resources, VRAM peak) and, for a model that
+        lives in a server, its resident size as the memory figure."""
         info = _model_info(provider)
-        vram_mb, vram_source = provider.vram_peak_mb()
-        resources = {
-            "dimension": provider.vector_dimension(),
-            "index_bytes": retriever.index_bytes(),
-            # a model loaded by this evaluation makes its first batch the cold one
-            "cold_model": first_use,
-            "document_batch_s": provider.document_batch_seconds()[batches_before:],
-            "vram_peak_mb": vram_mb,
-            "vram_source": vram_source,
-            "device": info.get("device"),
-        }
+        resources = _resources(provider, retriever, info, cold_model, batches_before)
         chunked = None
         if isinstance(retriever, PooledRetriever):
             chunked = PooledRun(retriever.chunks, run.winners or [], retriever.depths)
@@ -384,6 +406,28 @@ def _model_info(provider: Provider) -> dict[str, Any]:
         "price_per_1m_tokens": provider.price_per_1m_tokens(),
         "free": provider.is_free(),  # local models, lexical and fusion of free models
         "calls": dict(provider.calls),
+    }
+
+
+def _resources(
+    provider: Provider,
+    retriever: Retriever,
+    info: dict[str, Any],
+    cold_model: bool,
+    batches_before: int,
+) -> dict[str, Any]:
+    """The report's resources block: vector dimension, index size, the run's document batch
+    times (``batches_before`` earlier ones left out), VRAM peak and its source, device."""
+    vram_mb, vram_source = provider.vram_peak_mb()
+    return {
+        "dimension": provider.vector_dimension(),
+        "index_bytes": retriever.index_bytes(),
+        # a model loaded by this evaluation makes its first batch the cold one
+        "cold_model": cold_model,
+        "document_batch_s": provider.document_batch_seconds()[batches_before:],
+        "vram_peak_mb": vram_mb,
+        "vram_source": vram_source,
+        "device": info.get("device"),
     }
 
 

@@ -448,38 +448,44 @@ def load_documents(
                 f"{doc_id!r}); rename one"
             )
         by_folded[folded] = file
-        fmt, reader = _READERS[suffix]
-        metadata: dict[str, Any]
-        try:
-            if file.stat().st_size == 0:  # the same word for every format (pypdf would fail)
-                title, text, metadata = "", "", {}
-            else:
-                # the parsers' own warnings (bs4's "looks like a URL", pypdf's repairs) would
-                # be errors under filterwarnings=error and say nothing the result does not
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore")
-                    title, text, metadata = reader(file)
-        except _Skip as exc:
-            warnings.warn(f"{file}: skipped, {exc}", IngestWarning, stacklevel=2)
-            continue
-        except (_Unreadable, OSError) as exc:
-            message = f"{file}: {exc}"
-            if on_error == "raise":
-                raise DatasetError(message + " (or load with on_error='skip')") from None
-            warnings.warn(f"skipped {message}", IngestWarning, stacklevel=2)
-            continue
-        if not text.strip():
-            warnings.warn(
-                f"{file}: skipped, it has no text (an empty {fmt} document); give it text or "
-                "remove it",
-                IngestWarning,
-                stacklevel=2,
-            )
-            continue
-        documents.append(
-            Document(
-                doc_id, text, title=title, metadata={"format": fmt, **metadata}, origin=str(file)
-            )
-        )
+        document = _read_document(file, doc_id, on_error)
+        if document is not None:
+            documents.append(document)
     documents.sort(key=lambda d: d.id)
     return documents
+
+
+def _read_document(file: Path, doc_id: str, on_error: Literal["raise", "skip"]) -> Document | None:
+    """``file`` read by its type's reader as the Document ``doc_id``; None (after an
+    :class:`IngestWarning`) for a file skipped: one its reader skips, one without text, or an
+    unreadable one under ``on_error="skip"``. Warnings name :func:`load_documents`' caller."""
+    fmt, reader = _READERS[file.suffix.lower()]
+    metadata: dict[str, Any]
+    try:
+        if file.stat().st_size == 0:  # the same word for every format (pypdf would fail)
+            title, text, metadata = "", "", {}
+        else:
+            # the parsers' own warnings (bs4's "looks like a URL", pypdf's repairs) would
+            # be errors under filterwarnings=error and say nothing the result does not
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                title, text, metadata = reader(file)
+    except _Skip as exc:
+        warnings.warn(f"{file}: skipped, {exc}", IngestWarning, stacklevel=3)
+        return None
+    except (_Unreadable, OSError) as exc:
+        message = f"{file}: {exc}"
+        if on_error == "raise":
+            raise DatasetError(message + " (or load with on_error='skip')") from None
+        warnings.warn(f"skipped {message}", IngestWarning, stacklevel=3)
+        return None
+    if not text.strip():
+        warnings.warn(
+            f"{file}: skipped, it has no text (an empty {fmt} document); give it text or remove it",
+            IngestWarning,
+            stacklevel=3,
+        )
+        return None
+    return Document(
+        doc_id, text, title=title, metadata={"format": fmt, **metadata}, origin=str(file)
+    )

@@ -102,7 +102,7 @@ class NeedlePoint:
 
 
 def _token_counts(tokenizer: Any) -> Any:
-    from ..chunking import _counter
+    from ..chunking.tokens import _counter
 
     return _counter(tokenizer).counts
 
@@ -121,6 +121,42 @@ def _keys(n: int, rng: np.random.Generator) -> list[tuple[str, str]]:
         raise ConfigError(f"needle haystacks={n}: at most {len(pairs)} distinct needles")
     order = rng.permutation(len(pairs))[:n]
     return [pairs[i] for i in order]
+
+
+def _haystack(
+    needle: str,
+    tokens: int,
+    depth: float,
+    counts: Any,
+    pool: list[tuple[str, int]],
+    rng: np.random.Generator,
+) -> tuple[str, int, int]:
+    """Filler sentences drawn from ``pool`` (each with its token count) up to ``tokens`` with
+    ``needle``, which sits at the sentence boundary nearest ``depth`` of the filler's tokens:
+    the text, the needle's first token and the haystack's tokens."""
+    (needle_tokens,) = counts([needle])
+    budget = max(0, tokens - needle_tokens)
+    sentences: list[str] = []
+    sizes: list[int] = []
+    while sum(sizes) < budget:
+        sentence, size = pool[int(rng.integers(len(pool)))]
+        sentences.append(sentence)
+        sizes.append(size)
+    cum = np.concatenate([[0], np.cumsum(sizes)])
+    # the sentence boundary nearest the requested share of the filler's tokens
+    at = int(np.argmin(np.abs(cum - depth * cum[-1])))
+    text = " ".join([*sentences[:at], needle, *sentences[at:]])
+    return text, int(cum[at]), int(cum[-1]) + needle_tokens
+
+
+def _cut(starts: list[int], needle_tokens: int, max_seq_length: int | None) -> bool | None:
+    """Whether a needle starting at one of ``starts`` lies past what a model reading
+    ``max_seq_length`` tokens (its special tokens included) sees; None with no limit given."""
+    if max_seq_length is None:
+        return None
+    # the needle is cut off when any of it lies past what the model reads
+    visible = int(max_seq_length) - _SPECIAL_TOKENS
+    return bool(max(starts) + needle_tokens > visible)
 
 
 def needle_dataset(
@@ -148,8 +184,8 @@ def needle_dataset(
     rng = np.random.default_rng([int(seed), tokens])
     keys = _keys(haystacks, rng)
     numbers = rng.choice(9000, size=haystacks, replace=False) + 1000
-    pool = [_filler(rng) for _ in range(400)]
-    pool_tokens = counts(pool)
+    fillers = [_filler(rng) for _ in range(400)]
+    pool = list(zip(fillers, counts(fillers), strict=True))
     documents: list[Document] = []
     queries: list[Query] = []
     qrels: dict[str, dict[str, int]] = {}
@@ -157,20 +193,9 @@ def needle_dataset(
     totals: list[int] = []
     for i, ((colour, animal), number) in enumerate(zip(keys, numbers, strict=True)):
         needle = f"The access code of the {colour} {animal} vault is {int(number)}."
-        (needle_tokens,) = counts([needle])
-        budget = max(0, tokens - needle_tokens)
-        sentences: list[str] = []
-        sizes: list[int] = []
-        while sum(sizes) < budget:
-            j = int(rng.integers(len(pool)))
-            sentences.append(pool[j])
-            sizes.append(pool_tokens[j])
-        cum = np.concatenate([[0], np.cumsum(sizes)])
-        # the sentence boundary nearest the requested share of the filler's tokens
-        at = int(np.argmin(np.abs(cum - float(depth) * cum[-1])))
-        text = " ".join([*sentences[:at], needle, *sentences[at:]])
-        starts.append(int(cum[at]))
-        totals.append(int(cum[-1]) + needle_tokens)
+        text, start, total = _haystack(needle, tokens, float(depth), counts, pool, rng)
+        starts.append(start)
+        totals.append(total)
         doc_id = f"haystack-{i:03d}"
         documents.append(Document(doc_id, text))
         qid = f"needle-{i:03d}"
@@ -178,11 +203,7 @@ def needle_dataset(
         qrels[qid] = {doc_id: 1}
     needle_start = float(np.mean(starts))
     (needle_len,) = counts(["The access code of the amber falcon vault is 4821."])
-    cut = None
-    if max_seq_length is not None:
-        # the needle is cut off when any of it lies past what the model reads
-        visible = int(max_seq_length) - _SPECIAL_TOKENS
-        cut = bool(max(starts) + needle_len > visible)
+    cut = _cut(starts, needle_len, max_seq_length)
     info = {
         "length": tokens,
         "depth": float(depth),

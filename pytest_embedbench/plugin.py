@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 import pytest
 
 from . import hookspec
+from .assertrepr import explain_comparison
 from .config import find_config
 from .datasets import Document, EvalSet, RetrievalDataset
 from .evaluate import RetrievalResult
@@ -28,7 +29,6 @@ from .report.summary import Summary, build_summary
 from .report.terminal import ProgressLines, ProgressPrinter, render_summary
 from .search import Searcher
 from .session import Case, EmbedBenchSession
-from .stats import Estimate
 from .stress.workloads import Workload
 
 SESSION_KEY = pytest.StashKey[EmbedBenchSession]()
@@ -331,36 +331,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: Any) -> Generator[None, A
 
 
 def pytest_assertrepr_compare(config: pytest.Config, op: str, left: Any, right: Any) -> Any:
-    if op not in (">=", "<=", ">", "<", "==", "!="):
-        return None
-    est, other = (left, right) if isinstance(left, Estimate) else (right, left)
-    if not isinstance(est, Estimate):
-        return None
-    name = est.name or "value"
-    lines = [
-        f"{name} = {float(est):.4f} {op} {other!r}"
-        if est is left
-        else f"{other!r} {op} {name} = {float(est):.4f}",
-        f"{name} = {float(est):.4f}, {round(est.level * 100)}% bootstrap interval "
-        f"[{est.low:.4f}, {est.high:.4f}] over {est.n} queries"
-        + (f" ({est.context})" if est.context else ""),
-    ]
-    worst = est.worst(3)
-    if worst:
-        texts = est.query_texts or {}
-        lines.append(
-            "worst queries: "
-            + ", ".join(f"{qid}{_quoted(texts.get(qid))} ({value:.4f})" for qid, value in worst)
-        )
-    return lines
-
-
-def _quoted(text: str | None, width: int = 50) -> str:
-    """`` "text"`` cut to ``width`` characters, or nothing when the text is unknown."""
-    if not text:
-        return ""
-    short = text if len(text) <= width else text[: width - 3].rstrip() + "..."
-    return f' "{short}"'
+    return explain_comparison(op, left, right)
 
 
 @pytest.hookimpl(trylast=True)

@@ -5,7 +5,8 @@ The plugin builds it from :class:`~pytest_embedbench.config.Options` and keeps i
 What a run's records add up to (comparisons, recommendations, notices) is computed once, at the
 end, by :mod:`pytest_embedbench.report.summary`; this module keeps the run's state only.
 A (model, dataset, k) result is computed once per process however many tests use it; a model
-that fails to load fails every test that needs it, and only those.
+that fails to load fails every test that needs it, and only those. Thresholds, the baseline
+gate and the baseline update are :class:`~pytest_embedbench.gatekeeper.Gatekeeper`'s.
 """
 
 from __future__ import annotations
@@ -15,14 +16,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from .baseline import (
-    DEFAULT_BASELINE,
-    BaselineFile,
-    ThresholdSet,
-    check_thresholds,
-    entry_from_record,
-    gate,
-)
+from .baseline import ThresholdSet
 from .cases import (
     MARKER_KEYS,
     Case,
@@ -35,6 +29,7 @@ from .config import DatasetEntry, Options
 from .datasets import RetrievalDataset, load_dataset
 from .evaluate import Evaluator, RetrievalResult
 from .exceptions import ConfigError
+from .gatekeeper import Gatekeeper
 from .metrics import parse_cutoffs
 from .providers import ModelSpec, Provider
 from .records import Status, TestRecord, as_record, dataset_parts, machine_fingerprint
@@ -78,7 +73,9 @@ class EmbedBenchSession:
         self.collected: set[str] = set()
         #: node ids whose worker announced a record (under xdist), to find the ones never sent
         self.expected: set[str] = set()
-        self.baseline = BaselineFile.load(options.baseline or self.project_dir / DEFAULT_BASELINE)
+        #: thresholds and the baseline gate per test, the baseline update at the end
+        self.gatekeeper = Gatekeeper(options, rootdir, self.project_dir)
+        self.baseline = self.gatekeeper.baseline
         self._dataset_parts: dict[str, dict[str, Any]] = {}
         #: artifacts (JSON report, baseline) that could not be written, one line each
         self.write_failures: list[str] = []
@@ -301,28 +298,10 @@ class EmbedBenchSession:
 
     def after_test(self, nodeid: str, test: str, case: Case, result: RetrievalResult) -> list[str]:
         """Thresholds, then the baseline gate: every failure line for this test."""
-        failures = check_thresholds(result, case.thresholds.for_test(test, case.model.short_name))
         record = self.records.get(nodeid)
-        if record is None or record.result is None:
-            return failures
-        measured = getattr(result, "_cutoffs", None)
-        if measured is not None:  # the test read retrieval.cutoffs: the report keeps them
-            record.result["cutoffs"] = measured.to_dict()
-        if self.options.update_baseline == "all":
-            return failures  # accepting the current numbers: nothing to gate against
-        bad = self.baseline.problem or self.baseline.damaged.get(self.baseline_key(nodeid))
-        if bad and self.options.update_baseline is None:
-            return [*failures, bad]  # only the tests gated against a bad file or entry fail
-        outcome = gate(
-            record,
-            self.baseline.entries.get(self.baseline_key(nodeid)),
-            case.gate,
-            seed=self.options.seed,
-            n_resamples=self.options.bootstrap,
-            query_texts={q.id: q.text for q in self.dataset(case.dataset).queries},
+        return self.gatekeeper.check(
+            nodeid, record, test, case, result, lambda: self.dataset(case.dataset)
         )
-        record.baseline = outcome.to_dict()
-        return failures + outcome.failures
 
     def set_status(self, nodeid: str, when: str, outcome: str, message: str | None) -> None:
         """Fold a test phase's outcome into its record (setup/teardown failures are errors)."""
@@ -343,38 +322,12 @@ class EmbedBenchSession:
             self.records[found.nodeid] = found
 
     def write_baseline(self) -> list[str]:
-        """In update mode, store the entries of this run's tests; lines saying what was done.
-
-        The entries are merged into the file as it is on disk at the end of the run (under a
-        lock), so concurrent updates keep each other's entries. Raises ``OSError`` or
-        :class:`~pytest_embedbench.exceptions.BaselineError` when nothing could be written.
-        """
-        mode = self.options.update_baseline
-        if mode is None:
-            return []
-        entries = {
-            self.baseline_key(nodeid): entry_from_record(record)
-            for nodeid, record in sorted(self.records.items())
-            if record.result is not None
-        }
-        done = self.baseline.update(entries, replace=mode != "new")
-        added, replaced = done.added, done.replaced
-        return [
-            f"baseline {self.baseline.path}: {added} entr{'y' if added == 1 else 'ies'} added, "
-            f"{replaced} replaced (mode {mode!r})",
-            *done.notes,
-        ]
+        """In update mode, store the entries of this run's tests (see :class:`.Gatekeeper`)."""
+        return self.gatekeeper.write(self.records)
 
     def baseline_key(self, nodeid: str) -> str:
-        """The baseline entry key of a node id: its file relative to :attr:`project_dir`, so
-        ``pytest myproj`` from the parent folder finds the entries ``pytest`` in ``myproj``
-        recorded (node ids are relative to the rootdir, which follows the start folder)."""
-        path, sep, rest = nodeid.partition("::")
-        try:
-            relative = (self.rootdir / path).resolve().relative_to(self.project_dir.resolve())
-        except ValueError:  # a test outside the project folder keeps its node id
-            return nodeid
-        return relative.as_posix() + sep + rest
+        """The baseline entry key of a node id (see :meth:`.Gatekeeper.key`)."""
+        return self.gatekeeper.key(nodeid)
 
     def not_recorded(self) -> list[str]:
         """Tests whose result never reached this process (their xdist worker died)."""

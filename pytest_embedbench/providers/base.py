@@ -2,9 +2,9 @@
 
 * :class:`EmbeddingProvider` turns texts into vectors. The base class does the batching (texts
   sorted by length so batches pad little), the query/document prefixes, L2 normalisation, the
-  validation of every returned batch (row count, dimension, finite values) and the retries
-  (:mod:`.retry`); ``build`` embeds a corpus through the cache into an exact index
-  (:mod:`.dense`). A new provider implements :meth:`~EmbeddingProvider.load` and
+  validation of every returned batch (row count, dimension, finite values: :mod:`.vectors`)
+  and the retries (:mod:`.retry`); ``build`` embeds a corpus through the cache into an exact
+  index (:mod:`.dense`). A new provider implements :meth:`~EmbeddingProvider.load` and
   :meth:`~EmbeddingProvider.embed_batch`::
 
       class EchoProvider(EmbeddingProvider):
@@ -43,6 +43,7 @@ from ..exceptions import ConfigError, MissingExtraError, MissingKeyError, Provid
 from .retriever import BuildStats, Retriever
 from .retry import RetryDecision, RetryPolicy, default_retry_decision, status_of
 from .spec import fingerprint, number_options
+from .vectors import as_matrix, check_finite, l2_normalised
 
 if TYPE_CHECKING:
     from ..cache import EmbeddingCache
@@ -464,43 +465,10 @@ class EmbeddingProvider(Provider):
 
     def _validate(self, raw: Any, expected: int, *, batch_number: int, first: int) -> np.ndarray:
         where = f"provider {self.name!r} model {self.model!r} batch {batch_number}"
-        if isinstance(raw, (list, tuple)) and raw and all(hasattr(r, "__len__") for r in raw):
-            lengths = sorted({len(r) for r in raw})
-            if len(lengths) > 1:
-                raise ProviderError(
-                    f"{where}: embeddings of different dimensions in one response "
-                    f"({', '.join(map(str, lengths))})"
-                )
-        try:
-            arr = np.asarray(raw, dtype=np.float32)
-        except (TypeError, ValueError) as exc:
-            raise ProviderError(f"{where}: response is not a numeric matrix ({exc})") from None
-        if arr.ndim != 2 or arr.shape[0] != expected:
-            raise ProviderError(
-                f"{where}: expected {expected} embeddings, got an array of shape {arr.shape}"
-            )
-        if self.dimension is None:
-            if arr.shape[1] == 0:
-                raise ProviderError(f"{where}: embeddings have dimension 0")
-            self.dimension = int(arr.shape[1])
-        elif arr.shape[1] != self.dimension:
-            raise ProviderError(
-                f"{where}: embedding dimension {arr.shape[1]} differs from the model's "
-                f"{self.dimension}"
-            )
-        bad = ~np.isfinite(arr).all(axis=1)
-        if bad.any():
-            rows = (np.flatnonzero(bad) + first).tolist()[:5]
-            raise ProviderError(
-                f"{where}: non-finite values (NaN or inf) in {int(bad.sum())} embedding(s), "
-                f"e.g. at sorted position(s) {rows}"
-            )
-        if self.normalize:
-            norms = np.linalg.norm(arr, axis=1, keepdims=True)
-            if (norms == 0).any():
-                raise ProviderError(f"{where}: a zero vector cannot be L2-normalised")
-            arr = arr / norms
-        return arr
+        arr = as_matrix(raw, expected, self.dimension, where)
+        self.dimension = int(arr.shape[1])
+        check_finite(arr, where, first)
+        return l2_normalised(arr, where) if self.normalize else arr
 
     def build(
         self,

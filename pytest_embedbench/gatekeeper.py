@@ -1,0 +1,97 @@
+"""The run's baseline file at work: each test's thresholds and gate, the entries written at the end.
+
+:class:`Gatekeeper` holds the baseline file an
+:class:`~pytest_embedbench.session.EmbedBenchSession` gates against and the folder its entry keys
+are relative to; the session keeps one and hands it the records. Usable without pytest.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+from .baseline import DEFAULT_BASELINE, BaselineFile, check_thresholds, entry_from_record, gate
+from .cases import Case
+from .config import Options
+from .datasets import RetrievalDataset
+from .evaluate import RetrievalResult
+from .records import TestRecord
+
+__all__ = ["Gatekeeper"]
+
+
+class Gatekeeper:
+    """Thresholds and the baseline gate per test; the baseline update at the end of a run."""
+
+    def __init__(self, options: Options, rootdir: Path, project_dir: Path) -> None:
+        self.options = options
+        self.rootdir = rootdir
+        self.project_dir = project_dir
+        self.baseline = BaselineFile.load(options.baseline or project_dir / DEFAULT_BASELINE)
+
+    def check(
+        self,
+        nodeid: str,
+        record: TestRecord | None,
+        test: str,
+        case: Case,
+        result: RetrievalResult,
+        dataset: Callable[[], RetrievalDataset],
+    ) -> list[str]:
+        """Thresholds, then the baseline gate: every failure line for this test's ``record``
+        (``dataset`` gives the case's dataset, read only when the gate runs)."""
+        failures = check_thresholds(result, case.thresholds.for_test(test, case.model.short_name))
+        if record is None or record.result is None:
+            return failures
+        measured = getattr(result, "_cutoffs", None)
+        if measured is not None:  # the test read retrieval.cutoffs: the report keeps them
+            record.result["cutoffs"] = measured.to_dict()
+        if self.options.update_baseline == "all":
+            return failures  # accepting the current numbers: nothing to gate against
+        bad = self.baseline.problem or self.baseline.damaged.get(self.key(nodeid))
+        if bad and self.options.update_baseline is None:
+            return [*failures, bad]  # only the tests gated against a bad file or entry fail
+        outcome = gate(
+            record,
+            self.baseline.entries.get(self.key(nodeid)),
+            case.gate,
+            seed=self.options.seed,
+            n_resamples=self.options.bootstrap,
+            query_texts={q.id: q.text for q in dataset().queries},
+        )
+        record.baseline = outcome.to_dict()
+        return failures + outcome.failures
+
+    def write(self, records: Mapping[str, TestRecord]) -> list[str]:
+        """In update mode, store the entries of this run's tests; lines saying what was done.
+
+        The entries are merged into the file as it is on disk at the end of the run (under a
+        lock), so concurrent updates keep each other's entries. Raises ``OSError`` or
+        :class:`~pytest_embedbench.exceptions.BaselineError` when nothing could be written.
+        """
+        mode = self.options.update_baseline
+        if mode is None:
+            return []
+        entries = {
+            self.key(nodeid): entry_from_record(record)
+            for nodeid, record in sorted(records.items())
+            if record.result is not None
+        }
+        done = self.baseline.update(entries, replace=mode != "new")
+        added, replaced = done.added, done.replaced
+        return [
+            f"baseline {self.baseline.path}: {added} entr{'y' if added == 1 else 'ies'} added, "
+            f"{replaced} replaced (mode {mode!r})",
+            *done.notes,
+        ]
+
+    def key(self, nodeid: str) -> str:
+        """The baseline entry key of a node id: its file relative to :attr:`project_dir`, so
+        ``pytest myproj`` from the parent folder finds the entries ``pytest`` in ``myproj``
+        recorded (node ids are relative to the rootdir, which follows the start folder)."""
+        path, sep, rest = nodeid.partition("::")
+        try:
+            relative = (self.rootdir / path).resolve().relative_to(self.project_dir.resolve())
+        except ValueError:  # a test outside the project folder keeps its node id
+            return nodeid
+        return relative.as_posix() + sep + rest

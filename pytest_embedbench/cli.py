@@ -10,6 +10,7 @@ Usage::
     embedbench report report.json --csv out/ --md summary.md
     embedbench generate-evalset --docs handbook/ --output evalset.jsonl --max-chunks 40
     embedbench generate-evalset --config embedbench.yaml --dataset handbook --regenerate
+    embedbench embed --ray local --model hf:MODEL --dataset corpus/   # fill the cache on Ray
     embedbench --version
 """
 
@@ -243,6 +244,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     from .stress.cli import add_parser as add_stress
 
     add_stress(sub)  # embedbench stress needle|noise
+    from .distributed import add_parser as add_embed
+
+    add_embed(sub)  # embedbench embed --ray ADDRESS: fill the cache through Ray
     args = parser.parse_args(argv)
     result: int = args.func(args)
     return result

@@ -106,6 +106,9 @@ class Evaluator:
         #: chunks by (dataset fingerprint, tokenizer): computed once per model only when they
         #: are counted in the model's own tokens
         self._chunks: dict[tuple[str, str], list[Chunk]] = {}
+        #: called as ``prefill(provider, documents, cache)`` before a provider builds its index
+        #: (``--embedbench-ray`` embeds the uncached documents on Ray there)
+        self.prefill: Callable[[Provider, Sequence[Any], EmbeddingCache | None], None] | None = None
 
     def provider(self, model: str | ModelSpec) -> Provider:
         """The loaded provider for ``model`` (loaded on first use, then reused)."""
@@ -250,11 +253,14 @@ class Evaluator:
         stats = stats if stats is not None else BuildStats()
         progress = self._documents_progress()
         if ds.chunking is None:
+            if self.prefill is not None:
+                self.prefill(provider, ds.documents, self.cache)
             return provider.build(ds.documents, cache=self.cache, stats=stats, progress=progress)
         chunks = self.chunks(ds, provider)
-        inner = provider.build(
-            chunk_pseudo_documents(chunks), cache=self.cache, stats=stats, progress=progress
-        )
+        pseudo = chunk_pseudo_documents(chunks)
+        if self.prefill is not None:
+            self.prefill(provider, pseudo, self.cache)
+        inner = provider.build(pseudo, cache=self.cache, stats=stats, progress=progress)
         return PooledRetriever(inner, chunks)
 
     def _documents_progress(self) -> Callable[[int, int], None] | None:

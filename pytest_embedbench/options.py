@@ -262,6 +262,17 @@ class Options:
             kind="flag",
         ),
     )
+    ray: str | None = option(
+        None,
+        OptionSpec(
+            "--embedbench-ray",
+            "embed each model's uncached documents on Ray before its index is built: 'auto', "
+            "'ray://HOST:PORT' or 'local' (hf: and other local models; needs the ray extra)",
+            ini="embedbench_ray",
+            ini_help="Ray address for document embedding: auto, ray://HOST:PORT or local",
+            metavar="ADDRESS",
+        ),
+    )
     seed: int = option(
         0,
         OptionSpec(
@@ -377,6 +388,11 @@ class Options:
         options = cls(**values)
         if options.no_cache and cli(cls.spec("cache_dir").dest) is not None:
             raise ConfigError("--embedbench-no-cache and --embedbench-cache-dir conflict")
+        if options.no_cache and options.ray:
+            raise ConfigError(
+                "--embedbench-ray fills the embedding cache: it cannot go with "
+                "--embedbench-no-cache"
+            )
         return options
 
     @staticmethod

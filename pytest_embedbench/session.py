@@ -105,6 +105,10 @@ class EmbedBenchSession:
                 progress=self.progress,
                 latency_passes=self.options.latency_passes,
             )
+            if self.options.ray:
+                from .distributed import RaySettings, prefill_hook
+
+                self._evaluator.prefill = prefill_hook(RaySettings(address=self.options.ray))
         return self._evaluator
 
     # -- collection ------------------------------------------------------------------------

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from ..datasets import Document
     from .base import EmbeddingProvider
 
-__all__ = ["DenseRetriever", "build_dense", "embed_cached"]
+__all__ = ["DenseRetriever", "build_dense", "document_keys", "embed_cached"]
 
 Progress = Callable[[int, int], None]
 
@@ -113,6 +113,17 @@ def build_dense(
     return DenseRetriever(provider, index)
 
 
+def document_keys(provider: EmbeddingProvider, texts: Sequence[str]) -> tuple[str, list[bytes]]:
+    """The cache namespace of ``provider`` (loaded: its dimension and revision count) and the
+    key of each document text as the model is sent it (its prefix, then the text).
+
+    The one rule for document keys: :func:`embed_cached` and the Ray path
+    (:mod:`pytest_embedbench.distributed`) both read and write through it."""
+    from ..cache import text_key
+
+    return provider.namespace_key(), [text_key(provider.prepare(t, "document")) for t in texts]
+
+
 def embed_cached(
     provider: EmbeddingProvider,
     texts: list[str],
@@ -122,10 +133,7 @@ def embed_cached(
 ) -> np.ndarray:
     """Document vectors for ``texts``: stored ones from ``cache``, the rest embedded and
     stored one provider batch at a time (so a run killed at any point keeps what it paid for)."""
-    from ..cache import text_key
-
-    keys = [text_key(provider.prepare(t, "document")) for t in texts]
-    namespace = provider.namespace_key()
+    namespace, keys = document_keys(provider, texts)
     # a stored row is checked like a response: finite, this dimension, the promised norm
     found, missing = cache.get_many(
         namespace, keys, dim=provider.dimension, unit_norm=provider.normalize

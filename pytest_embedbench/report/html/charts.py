@@ -1,0 +1,238 @@
+"""Small inline SVG charts: grouped bars with interval whiskers, and accuracy against latency."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+
+from ..summary import ModelRow
+from ..tabular import metric_names
+from .page import _c, _f, _num, _Page, _short
+
+
+def _legend(page: _Page, colors: Mapping[str, str]) -> None:
+    page.add('<p class="legend">')
+    for model, color in colors.items():
+        page.add(f'<span><i class="sw" style="background:{color}"></i>{page.esc(model)}</span>')
+    page.add("</p>\n")
+
+
+def _svg_open(width: int, height: int, label: str, page: _Page) -> str:
+    return (
+        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" '
+        f'width="{width}" height="{height}" role="img" aria-label="{page.esc(label)}">'
+        f"<title>{page.esc(label)}</title>"
+    )
+
+
+def _axis(x0: float, y0: float, x1: float, y1: float, ticks: Sequence[tuple[float, str]]) -> str:
+    """Left axis with horizontal grid lines at ``ticks`` (y position, label)."""
+    out = [f'<line x1="{_c(x0)}" y1="{_c(y0)}" x2="{_c(x0)}" y2="{_c(y1)}" stroke="#888"/>']
+    out.append(f'<line x1="{_c(x0)}" y1="{_c(y1)}" x2="{_c(x1)}" y2="{_c(y1)}" stroke="#888"/>')
+    for y, label in ticks:
+        out.append(
+            f'<line x1="{_c(x0)}" y1="{_c(y)}" x2="{_c(x1)}" y2="{_c(y)}" stroke="#eee"/>'
+            f'<text x="{_c(x0 - 4)}" y="{_c(y + 4)}" text-anchor="end">{label}</text>'
+        )
+    return "".join(out)
+
+
+def _nice_max(value: float) -> float:
+    if value <= 0 or not math.isfinite(value):
+        return 1.0
+    exp = 10 ** math.floor(math.log10(value))
+    for step in (1, 2, 2.5, 5, 10):
+        if value <= step * exp:
+            return step * exp
+    return 10 * exp
+
+
+def _chart_metrics(rows: Sequence[ModelRow]) -> list[str]:
+    names = metric_names([r["result"] for r in rows])
+    out = []
+    for family in ("ndcg", "recall", "mrr", "precision"):
+        found = [n for n in names if n.startswith(family + "@")]
+        if found:
+            out.append(f"{family}@10" if f"{family}@10" in found else found[-1])
+    return out
+
+
+def _bars(
+    page: _Page,
+    label: str,
+    caption: str,
+    groups: Sequence[str],
+    series: Sequence[tuple[str, str, Sequence[tuple[float | None, float | None, float | None]]]],
+    *,
+    top: float,
+    fmt: str,
+) -> None:
+    """Grouped vertical bars: ``series`` is (name, colour, [(value, low, high) per group])."""
+    width, height, left, bottom, pad = 520, 260, 48, 40, 10
+    plot_h = height - bottom - pad
+    plot_w = width - left - pad
+    group_w = plot_w / max(len(groups), 1)
+    bar_w = min(28.0, (group_w - 12) / max(len(series), 1))
+    scale = plot_h / top
+
+    def y(v: float) -> float:
+        return pad + plot_h - max(0.0, min(v, top)) * scale
+
+    ticks = [(y(top * i / 4), fmt.format(top * i / 4)) for i in range(5)]
+    parts = [_svg_open(width, height, label, page), _axis(left, pad, width - pad, y(0), ticks)]
+    for g, group in enumerate(groups):
+        gx = left + g * group_w + (group_w - bar_w * len(series)) / 2
+        for s, (name, color, values) in enumerate(series):
+            value, low, high = values[g]
+            if value is None or not math.isfinite(value):
+                continue
+            x = gx + s * bar_w
+            parts.append(
+                f'<rect class="bar" x="{_c(x + 1)}" y="{_c(y(value))}" width="{_c(bar_w - 2)}" '
+                f'height="{_c(y(0) - y(value))}" fill="{color}"><title>{page.esc(name)} '
+                f"{page.esc(group)}: {fmt.format(value)}</title></rect>"
+            )
+            if low is not None and high is not None and math.isfinite(low) and math.isfinite(high):
+                cx = x + bar_w / 2
+                parts.append(
+                    f'<path d="M{_c(cx)} {_c(y(low))}V{_c(y(high))}M{_c(cx - 3)} {_c(y(low))}'
+                    f'h6M{_c(cx - 3)} {_c(y(high))}h6" stroke="#222" fill="none"/>'
+                )
+        parts.append(
+            f'<text x="{_c(left + g * group_w + group_w / 2)}" y="{_c(height - bottom + 16)}" '
+            f'text-anchor="middle">{page.esc(_short(group))}</text>'
+        )
+    parts.append("</svg>")
+    page.add(f"<figure>{''.join(parts)}<figcaption>{page.esc(caption)}</figcaption></figure>")
+
+
+def _metric_bars(page: _Page, rows: Sequence[ModelRow], colors: Mapping[str, str]) -> None:
+    names = _chart_metrics(rows)
+    if not names:
+        return
+    series = []
+    for row in rows:
+        metrics = (row["result"] or {}).get("metrics") or {}
+        values = []
+        for n in names:
+            e = metrics.get(n) or {}
+            values.append((e.get("value"), e.get("low"), e.get("high")))
+        series.append((row["model"], colors[row["model"]], values))
+    _bars(
+        page,
+        "Retrieval metrics with 95% intervals",
+        "Retrieval metrics per model; whiskers: 95% bootstrap interval.",
+        names,
+        series,
+        top=1.0,
+        fmt="{:.2f}",
+    )
+
+
+def _latency_bars(page: _Page, rows: Sequence[ModelRow], colors: Mapping[str, str]) -> None:
+    keys = ("p50_ms", "p90_ms", "p95_ms", "p99_ms")
+    timed = [r for r in rows if ((r["result"] or {}).get("latency") or {}).get("p50_ms")]
+    if not timed:
+        return
+    found = [
+        _num(((r["result"] or {}).get("latency") or {}).get(k), 0.0) for r in timed for k in keys
+    ]
+    top = _nice_max(max(found))
+    series = []
+    for row in timed:
+        lat = (row["result"] or {}).get("latency") or {}
+        values = []
+        for k in keys:
+            iv = lat.get(k.replace("_ms", "_interval_ms")) or [None, None]
+            values.append((lat.get(k), iv[0], iv[1]))
+        series.append((row["model"], colors[row["model"]], values))
+    _bars(
+        page,
+        "Query latency percentiles (ms)",
+        "Query latency percentiles in ms (embedding plus search); whiskers on p50 and p95: "
+        "order-statistic 95% intervals.",
+        ["p50", "p90", "p95", "p99"],
+        series,
+        top=top,
+        fmt="{:.3g}",
+    )
+
+
+def _cost_bars(page: _Page, rows: Sequence[ModelRow], colors: Mapping[str, str]) -> None:
+    costs = [((r["result"] or {}).get("cost") or {}).get("usd") for r in rows]
+    if not any(c is not None for c in costs):
+        return
+    known = [float(c) for c in costs if c is not None]
+    if max(known) <= 0:  # every model is free: the table says so, a chart of zeros would not
+        return
+    top = _nice_max(max(known))
+    series = [
+        (row["model"], colors[row["model"]], [(c, None, None)])
+        for row, c in zip(rows, costs, strict=True)
+    ]
+    _bars(
+        page,
+        "Estimated cost (USD) to embed the corpus and queries once",
+        "Estimated USD to embed the corpus and the queries once at list price (0: local model; "
+        "missing: price unknown).",
+        ["cost (USD)"],
+        series,
+        top=top,
+        fmt="{:.2g}",
+    )
+
+
+def _scatter(page: _Page, rows: Sequence[ModelRow], colors: Mapping[str, str]) -> None:
+    metric = next(iter(_chart_metrics(rows)), None)
+    points = []
+    for row in rows:
+        result = row["result"] or {}
+        e = (result.get("metrics") or {}).get(metric or "") or {}
+        lat = result.get("latency") or {}
+        p95 = lat.get("p95_ms")
+        if e.get("value") is None or not isinstance(p95, (int, float)) or not math.isfinite(p95):
+            continue
+        iv = lat.get("p95_interval_ms") or [p95, p95]
+        points.append((row["model"], float(p95), e, iv))
+    if metric is None or not points:
+        return
+    width, height, left, bottom, pad = 520, 260, 48, 40, 14
+    plot_w, plot_h = width - left - pad, height - bottom - pad
+    xmax = _nice_max(max(max(p[1], _num(p[3][1], p[1])) for p in points))
+
+    def sx(v: float) -> float:
+        return left + max(0.0, min(v, xmax)) / xmax * plot_w
+
+    def sy(v: float) -> float:
+        return pad + plot_h - max(0.0, min(v, 1.0)) * plot_h
+
+    ticks = [(sy(i / 4), f"{i / 4:.2f}") for i in range(5)]
+    parts = [
+        _svg_open(width, height, f"{metric} vs p95 latency", page),
+        _axis(left, pad, width - pad, sy(0), ticks),
+    ]
+    for i in range(5):
+        x = sx(xmax * i / 4)
+        parts.append(
+            f'<text x="{_c(x)}" y="{_c(sy(0) + 14)}" text-anchor="middle">{xmax * i / 4:.3g}</text>'
+        )
+    parts.append(
+        f'<text x="{_c(left + plot_w / 2)}" y="{_c(height - 6)}" text-anchor="middle">'
+        "p95 latency (ms)</text>"
+    )
+    for model, p95, e, iv in points:
+        color = colors[model]
+        x, y = sx(p95), sy(float(e["value"]))
+        low, high = _num(e.get("low"), e["value"]), _num(e.get("high"), e["value"])
+        parts.append(
+            f'<path d="M{_c(x)} {_c(sy(low))}V{_c(sy(high))}M{_c(sx(_num(iv[0], p95)))} {_c(y)}'
+            f'H{_c(sx(_num(iv[1], p95)))}" stroke="{color}" fill="none" opacity="0.7"/>'
+            f'<circle class="point" cx="{_c(x)}" cy="{_c(y)}" r="5" fill="{color}">'
+            f"<title>{page.esc(model)}: {metric} {_f(e['value'])}, p95 {p95:.1f} ms</title>"
+            f'</circle><text x="{_c(x + 7)}" y="{_c(y - 6)}">{page.esc(_short(model))}</text>'
+        )
+    parts.append("</svg>")
+    page.add(
+        f"<figure>{''.join(parts)}<figcaption>{page.esc(metric)} against p95 query latency: "
+        "up and to the left is better; bars: 95% intervals.</figcaption></figure>"
+    )

@@ -1,0 +1,52 @@
+"""The part collector every section writes into, and the shared number and text formats."""
+
+from __future__ import annotations
+
+import html
+import math
+from typing import Any
+
+from ..json_report import _secret_env_values, redact
+
+
+def _f(value: Any, fmt: str = "{:.4f}", missing: str = "-") -> str:
+    if value is None or isinstance(value, bool) or not isinstance(value, (int, float)):
+        return missing
+    if math.isnan(value):
+        return missing
+    if not math.isfinite(value):
+        return "inf"
+    return fmt.format(value)
+
+
+def _c(x: float) -> str:
+    """An SVG coordinate: two decimals, so output never depends on float noise."""
+    return f"{x:.2f}"
+
+
+class _Page:
+    """Collects the page's parts; ``esc`` escapes text and masks secret values."""
+
+    def __init__(self) -> None:
+        self.parts: list[str] = []
+        self.secrets = _secret_env_values()
+
+    def esc(self, value: Any) -> str:
+        return html.escape(redact(str(value), self.secrets), quote=True)
+
+    def add(self, *parts: str) -> None:
+        self.parts.extend(parts)
+
+
+def _anchor(name: str) -> str:
+    return "".join(ch if ch.isalnum() else "-" for ch in name)
+
+
+def _short(text: str, width: int = 18) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _num(value: Any, default: float) -> float:
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+        return float(value)
+    return float(default)

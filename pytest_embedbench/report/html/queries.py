@@ -1,0 +1,134 @@
+"""The per-query drill-down: each model's queries worst first, retrieved against relevant."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ..tabular import metric_names
+from .page import _f, _num, _Page
+
+
+def _queries(page: _Page, report: Mapping[str, Any], dataset: str) -> None:
+    """Per test and model, its queries worst first (by nDCG@10 or the first metric), with
+    what was retrieved against what was relevant, inside ``<details>``."""
+    tests = sorted(
+        (
+            t
+            for t in report.get("tests") or []
+            # a stress point's queries are not the dataset's: they are in the stress section
+            if t.get("dataset") == dataset and t.get("result") and not t.get("workload")
+        ),
+        key=lambda t: str(t.get("nodeid")),
+    )
+    # one model's queries once, even when several tests ran it: the test with most metrics
+    by_model: dict[str, Mapping[str, Any]] = {}
+    for test in tests:
+        model = str(test.get("model"))
+        size = len(test["result"].get("per_query") or {})
+        if model not in by_model or size > len(by_model[model]["result"].get("per_query") or {}):
+            by_model[model] = test
+    shown = [by_model[m] for m in sorted(by_model)]
+    if not shown:
+        return
+    page.add("<h3>Per-query results</h3>\n")
+    for test in shown:
+        _query_table(page, test)
+
+
+def _query_table(page: _Page, test: Mapping[str, Any]) -> None:
+    result = test["result"]
+    per_query = result.get("per_query") or {}
+    names = [n for n in metric_names([result]) if n in per_query]
+    if not names:
+        return
+    main = "ndcg@10" if "ndcg@10" in names else names[0]
+    extra = [n for n in names if n.split("@")[0] in ("recall", "mrr") and n != main][:3]
+    scores = per_query[main]
+    texts = result.get("query_texts") or {}
+    retrieved = result.get("retrieved") or {}
+    relevant = result.get("relevant") or {}
+    chunks = result.get("winning_chunks") or {}
+    by_id = _latency_by_query(result, texts)
+    order = sorted(scores, key=lambda q: (_num(scores[q], 0.0), q))
+    page.add(
+        f"<details><summary>{page.esc(test.get('model'))}: {len(order)} queries, worst "
+        f'{page.esc(main)} first <span class="muted">({page.esc(test.get("nodeid"))})'
+        '</span></summary>\n<table><tr><th class="t">query</th>'
+        f"<th>{page.esc(main)}</th>"
+        + "".join(f"<th>{page.esc(n)}</th>" for n in extra)
+        + '<th>ms</th><th class="t">retrieved (relevant in green, with grade)</th>'
+        '<th class="t">relevant not retrieved</th></tr>\n'
+    )
+    for qid in order:
+        wanted = relevant.get(qid) or {}
+        got = retrieved.get(qid) or []
+        rows = chunks.get(qid)
+        # a chunked dataset: each retrieved document with the chunk that won it
+        won = (
+            {r.get("doc_id"): r for r in rows if isinstance(r, Mapping)}
+            if isinstance(rows, list)
+            else {}
+        )
+        items = _retrieved_items(page, got, wanted, won)
+        missing = ", ".join(page.esc(d) for d in sorted(wanted) if d not in got)
+        text = texts.get(qid)
+        chunk = None if won else chunks.get(qid)
+        chunk_html = (
+            f'<br><span class="iv">winning chunk: {page.esc(_chunk_text(chunk))}</span>'
+            if chunk
+            else ""
+        )
+        page.add(
+            f'<tr><td class="t"><code>{page.esc(qid)}</code>'
+            + (f"<br>{page.esc(text)}" if text else "")
+            + f"{chunk_html}</td><td>{_f(scores.get(qid))}</td>"
+            + "".join(f"<td>{_f((per_query.get(n) or {}).get(qid))}</td>" for n in extra)
+            + f"<td>{_f(by_id.get(qid), '{:.1f}')}</td>"
+            + f'<td class="t"><ol class="ids">{items}</ol></td>'
+            + f'<td class="t miss">{missing}</td></tr>\n'
+        )
+    page.add("</table></details>\n")
+
+
+def _latency_by_query(result: Mapping[str, Any], texts: Mapping[str, Any]) -> Mapping[str, Any]:
+    """Per-query latency by query id: stored by id, or as a list in the order of the texts."""
+    latency = (result.get("latency") or {}).get("per_query_ms")
+    by_id: Mapping[str, Any] = latency if isinstance(latency, Mapping) else {}
+    if isinstance(latency, list) and texts and len(latency) == len(texts):
+        by_id = dict(zip(texts, latency, strict=True))
+    return by_id
+
+
+def _retrieved_items(
+    page: _Page,
+    got: Sequence[Any],
+    wanted: Mapping[str, Any],
+    won: Mapping[Any, Mapping[str, Any]],
+) -> str:
+    """One query's retrieved ids as list items: relevant ones green with their grade, each
+    with the chunk that won it on a chunked dataset."""
+    return "".join(
+        (
+            f'<li class="hit">{page.esc(d)} ({page.esc(wanted[d])})'
+            if d in wanted
+            else f"<li>{page.esc(d)}"
+        )
+        + (_won_html(page, won[d]) if d in won else "")
+        + "</li>"
+        for d in got
+    )
+
+
+def _won_html(page: _Page, row: Mapping[str, Any]) -> str:
+    """The winning chunk of one retrieved document: its id, character span and PDF page."""
+    where = f"[{row.get('start')}:{row.get('end')}]"
+    if row.get("page") is not None:
+        where += f" p. {row.get('page')}"
+    return f' <span class="iv">{page.esc(row.get("chunk_id"))} {page.esc(where)}</span>'
+
+
+def _chunk_text(chunk: Any) -> str:
+    if isinstance(chunk, Mapping):
+        return ", ".join(f"{k}={chunk[k]}" for k in sorted(chunk))
+    return str(chunk)

@@ -18,9 +18,12 @@ import math
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .json_report import _secret_env_values, atomic_write_text, redact
+
+if TYPE_CHECKING:
+    from .summary import ModelRow
 
 __all__ = [
     "FIGURES",
@@ -253,21 +256,7 @@ def render_markdown(report: Mapping[str, Any], *, title: str | None = None) -> s
         first = next((r for r in results if r), None)
         size = f" ({first['queries']} queries, {first['documents']} documents)" if first else ""
         lines += [f"### Dataset `{_md(dataset)}`{size}", ""]
-        table = []
-        for row in rows:
-            cells = [row["model"]]
-            for name in metrics:
-                entry = _path(row["result"], "metrics", name)
-                cells.append(
-                    f"{entry['value']:.4f} [{entry['low']:.3f}, {entry['high']:.3f}]"
-                    if entry
-                    else "-"
-                )
-            cells += [f.text(f.get(row["result"])) for f in figures]
-            cells.append(row["status"])
-            table.append(cells)
-        headers = ["model", *metrics, *[f.header for f in figures], "status"]
-        lines += _md_table(headers, table) + [""]
+        lines += _md_models(rows, metrics, figures) + [""]
         rec = recs.get(dataset)
         if rec:
             pick = rec["picks"].get(priority) or next(iter(rec["picks"].values()))
@@ -280,24 +269,45 @@ def render_markdown(report: Mapping[str, Any], *, title: str | None = None) -> s
             lines.append("")
         versus = comparisons.get(dataset) or {}
         if versus:
-            rows_v = [
-                [
-                    model,
-                    e.get("reference", ""),
-                    f"{e['difference']:+.4f} [{e['low']:+.3f}, {e['high']:+.3f}]",
-                    _p(e.get("p_value")),
-                    _p(e.get("p_holm")),
-                ]
-                for model, e in sorted(versus.items())
-            ]
-            lines += _md_table(
-                ["model", "reference", "Δ nDCG@10 [95%]", "p", "p (Holm)"], rows_v
-            ) + [""]
+            lines += _md_comparisons(versus) + [""]
     lines.append(
         "Intervals: 95% bootstrap over queries; p: paired randomization test. "
         f"Report created {_md(report.get('created') or 'unknown')}."
     )
     return redact("\n".join(lines) + "\n", secrets)
+
+
+def _md_models(
+    rows: Sequence[ModelRow], metrics: Sequence[str], figures: Sequence[Figure]
+) -> list[str]:
+    """One dataset's model table: each metric with its interval, the figures, the status."""
+    table = []
+    for row in rows:
+        cells = [row["model"]]
+        for name in metrics:
+            entry = _path(row["result"], "metrics", name)
+            cells.append(
+                f"{entry['value']:.4f} [{entry['low']:.3f}, {entry['high']:.3f}]" if entry else "-"
+            )
+        cells += [f.text(f.get(row["result"])) for f in figures]
+        cells.append(row["status"])
+        table.append(cells)
+    return _md_table(["model", *metrics, *[f.header for f in figures], "status"], table)
+
+
+def _md_comparisons(versus: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """One dataset's paired comparisons against the reference model."""
+    rows = [
+        [
+            model,
+            e.get("reference", ""),
+            f"{e['difference']:+.4f} [{e['low']:+.3f}, {e['high']:+.3f}]",
+            _p(e.get("p_value")),
+            _p(e.get("p_holm")),
+        ]
+        for model, e in sorted(versus.items())
+    ]
+    return _md_table(["model", "reference", "Δ nDCG@10 [95%]", "p", "p (Holm)"], rows)
 
 
 def _markdown_metrics(results: Sequence[Mapping[str, Any] | None]) -> list[str]:

@@ -27,7 +27,7 @@ from .providers import ModelSpec, Provider
 from .stats import Estimate, bootstrap, paired_bootstrap
 
 if TYPE_CHECKING:
-    from .chunking import Chunk
+    from .chunking import Chunk, ChunkingSettings
     from .docscore import PooledRun
 
 __all__ = ["RETRIEVED_KEPT", "RetrievalResult"]
@@ -92,13 +92,7 @@ class RetrievalResult:
         self.latency = latency
         self.cold_query_ms = cold_query_ms
         self.documents_per_s = documents_per_s
-        self.peak_rss_mb = peak_rss_mb
-        #: this process's peak RSS when ``peak_rss_mb`` is a server's resident size
-        self.process_peak_rss_mb = peak_rss_mb
-        #: peak RSS during this evaluation minus the RSS at its start (what this model added)
-        self.added_rss_mb = added_rss_mb
-        #: this process's RSS when the evaluation started
-        self.start_rss_mb = start_rss_mb
+        self._set_memory(peak_rss_mb, added_rss_mb, start_rss_mb)
         #: thread settings and CPU load while the queries were timed (see measure.py)
         self.environment: dict[str, Any] = dict(environment or {})
         self.cache = cache
@@ -137,6 +131,16 @@ class RetrievalResult:
         judgements = [dict(dataset.qrels[qid]) for qid in self.query_ids]
         self._qrels = dict(zip(self.query_ids, judgements, strict=True))
         self._grades = grade_matrix(list(self.rankings.values()), judgements, self.depth)
+
+    def _set_memory(self, peak_rss_mb: float, added_rss_mb: float, start_rss_mb: float) -> None:
+        """The memory figures (see the class doc)."""
+        self.peak_rss_mb = peak_rss_mb
+        #: this process's peak RSS when ``peak_rss_mb`` is a server's resident size
+        self.process_peak_rss_mb = peak_rss_mb
+        #: peak RSS during this evaluation minus the RSS at its start (what this model added)
+        self.added_rss_mb = added_rss_mb
+        #: this process's RSS when the evaluation started
+        self.start_rss_mb = start_rss_mb
 
     def _set_chunks(self, dataset: RetrievalDataset, chunked: PooledRun | None) -> None:
         """On a chunked dataset: the chunks searched and each retrieved document's winning
@@ -400,14 +404,7 @@ class RetrievalResult:
             "seed": self.seed,
         }
         if self.chunking is not None:
-            depths = self.chunk_depths
-            out["chunking"] = {
-                **self.chunking.as_dict(),
-                "chunks": len(self.chunks),
-                "chunk_depth": {"max": max(depths), "mean": sum(depths) / len(depths)}
-                if depths
-                else None,
-            }
+            out["chunking"] = self._chunking_summary(self.chunking)
         if self._cutoffs is not None:
             out["cutoffs"] = self._cutoffs.to_dict()
         if per_query:
@@ -415,19 +412,37 @@ class RetrievalResult:
             out["latency"]["per_query_ms"] = (
                 dict(zip(self.query_ids, timed, strict=True)) if timed else {}
             )
-            out["per_query"] = {
+            out.update(self._per_query_detail())
+        return out
+
+    def _chunking_summary(self, chunking: ChunkingSettings) -> dict[str, Any]:
+        """The chunking settings with the number of chunks and the chunk depths searched."""
+        depths = self.chunk_depths
+        return {
+            **chunking.as_dict(),
+            "chunks": len(self.chunks),
+            "chunk_depth": {"max": max(depths), "mean": sum(depths) / len(depths)}
+            if depths
+            else None,
+        }
+
+    def _per_query_detail(self) -> dict[str, Any]:
+        """Each metric per query, and for the report's per-query drill-down what came back
+        against what was wanted (with the winning chunks on a chunked dataset)."""
+        out: dict[str, Any] = {
+            "per_query": {
                 name: dict(zip(self.query_ids, self.per_query(name).tolist(), strict=True))
                 for name in self.metrics()
-            }
-            # for the report's per-query drill-down: what came back against what was wanted
-            out["query_texts"] = dict(self.query_texts)
-            out["retrieved"] = {qid: ids[:RETRIEVED_KEPT] for qid, ids in self.rankings.items()}
-            out["relevant"] = {
+            },
+            "query_texts": dict(self.query_texts),
+            "retrieved": {qid: ids[:RETRIEVED_KEPT] for qid, ids in self.rankings.items()},
+            "relevant": {
                 qid: {doc: grade for doc, grade in sorted(j.items()) if grade > 0}
                 for qid, j in self._qrels.items()
-            }
-            if self.winning_chunks is not None:
-                out["winning_chunks"] = self.retrieved()
+            },
+        }
+        if self.winning_chunks is not None:
+            out["winning_chunks"] = self.retrieved()
         return out
 
     def retrieved(self) -> dict[str, list[dict[str, Any]]]:

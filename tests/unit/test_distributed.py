@@ -90,3 +90,39 @@ def test_a_killed_worker_is_restarted_and_the_run_completes(
     assert missing == []
     expected = create_provider("hashing:h").embed(TEXTS, kind="document")
     np.testing.assert_allclose(np.stack([found[k] for k in keys]), expected, atol=1e-6)
+
+
+def test_embedbench_embed_fills_the_cache_then_finds_everything_cached(
+    ray_cluster: Any, beir_folder: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from pytest_embedbench.cli import main
+    from pytest_embedbench.datasets import load_dataset
+
+    cache_dir = tmp_path / "cache"
+    argv = ["embed", "--ray", "local", "--model", "hashing:h", "--dataset", str(beir_folder)]
+    argv += ["--cache", str(cache_dir), "--quiet"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "4 documents, 0 already cached, 4 embedded through Ray" in out
+    texts = [d.embed_text for d in load_dataset(beir_folder).documents]
+    provider = create_provider("hashing:h")
+    provider.ensure_loaded()  # the dimension enters the namespace
+    namespace, keys = document_keys(provider, texts)
+    found, missing = EmbeddingCache(cache_dir).get_many(namespace, keys)
+    assert missing == []
+    expected = create_provider("hashing:h").embed(texts, kind="document")
+    np.testing.assert_allclose(np.stack([found[k] for k in keys]), expected, atol=1e-6)
+    assert main(argv) == 0
+    assert "4 documents, 4 already cached, 0 embedded through Ray" in capsys.readouterr().out
+
+
+def test_embedbench_embed_refuses_a_hosted_model_with_exit_2(
+    ray_cluster: Any, beir_folder: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from pytest_embedbench.cli import main
+
+    argv = ["embed", "--ray", "local", "--model", "openai:text-embedding-3-small"]
+    argv += ["--dataset", str(beir_folder), "--cache", str(tmp_path / "cache"), "--quiet"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "Ray gains little" in err and "openai:text-embedding-3-small" in err

@@ -126,3 +126,22 @@ def test_embedbench_embed_refuses_a_hosted_model_with_exit_2(
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert "Ray gains little" in err and "openai:text-embedding-3-small" in err
+
+
+@pytest.mark.slow
+def test_minilm_on_200_scifact_documents_equals_in_process(
+    ray_cluster: Any, scifact_path: Path, tmp_path: Path
+) -> None:
+    from pytest_embedbench.datasets import load_dataset
+
+    model = "hf:sentence-transformers/all-MiniLM-L6-v2"
+    texts = [d.embed_text for d in load_dataset(scifact_path).documents[:200]]
+    cache = EmbeddingCache(tmp_path)
+    provider = create_provider(model)
+    report = embed_documents(provider, texts, cache, RaySettings(address="local", workers=2))
+    assert report.embedded == len(set(texts)) and report.cached == 0
+    namespace, keys = document_keys(provider, texts)
+    found, missing = cache.get_many(namespace, keys)
+    assert missing == []
+    expected = create_provider(model).embed(texts, kind="document")
+    np.testing.assert_allclose(np.stack([found[k] for k in keys]), expected, atol=1e-6)

@@ -335,6 +335,10 @@ def embed_documents(
         }
         for s in range(0, len(order), batch_size)
     ]
+    # no more actors than batches: an idle actor would load the model for nothing (and Ray
+    # Data warns that the pool cannot be used in full)
+    pool = min(settings.workers, len(items))
+    report.workers = pool
     logging.getLogger("ray.data").setLevel(logging.WARNING)
     data = ray.data.from_items(items, override_num_blocks=min(len(items), 200))
     with warnings.catch_warnings():
@@ -350,7 +354,7 @@ def embed_documents(
             },
             batch_size=1,
             batch_format="numpy",
-            compute=ray.data.ActorPoolStrategy(size=settings.workers),
+            compute=ray.data.ActorPoolStrategy(size=pool),
             num_cpus=settings.cpus_per_worker,
             num_gpus=settings.gpus_per_worker or None,
             max_restarts=settings.max_restarts,

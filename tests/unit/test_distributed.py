@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -12,9 +14,10 @@ import pytest
 from pytest_embedbench import ModelSpec
 from pytest_embedbench.cache import EmbeddingCache
 from pytest_embedbench.exceptions import ProviderError
-from pytest_embedbench.providers import create_provider
+from pytest_embedbench.providers import create_provider, register_provider
 from pytest_embedbench.providers.dense import document_keys
 
+from ..helpers import HashingProvider
 from ..raycluster import SKIP_REASON, local_ray
 
 pytest.importorskip("ray", reason=SKIP_REASON)
@@ -22,6 +25,26 @@ pytest.importorskip("ray", reason=SKIP_REASON)
 from pytest_embedbench.distributed import RaySettings, embed_documents  # noqa: E402
 
 TEXTS = [f"document {i} about word{i % 7} and thing{i % 13}" for i in range(150)]
+
+
+class DyingProvider(HashingProvider):
+    """Embeds like "hashing", but the first batch any worker embeds SIGKILLs that worker's
+    process; the ``marker`` file (created just before) lets every later attempt live."""
+
+    name = "dying"
+    option_names = HashingProvider.option_names | {"marker"}
+
+    def embed_batch(self, texts: list[str], *, kind: str) -> np.ndarray:
+        marker = Path(str(self.options["marker"]))
+        try:
+            marker.touch(exist_ok=False)
+        except FileExistsError:
+            return super().embed_batch(texts, kind=kind)
+        os.kill(os.getpid(), signal.SIGKILL)
+        raise AssertionError("unreachable")
+
+
+register_provider(DyingProvider)
 
 
 @pytest.fixture(scope="module")
@@ -51,3 +74,74 @@ def test_a_provider_error_in_a_worker_surfaces_with_its_message(
     provider = create_provider(ModelSpec("hashing:bad", poison="rows"))
     with pytest.raises(ProviderError, match="expected 32 embeddings, got an array of shape"):
         embed_documents(provider, TEXTS, EmbeddingCache(tmp_path), RaySettings(address="local"))
+
+
+def test_a_killed_worker_is_restarted_and_the_run_completes(
+    ray_cluster: Any, tmp_path: Path
+) -> None:
+    marker = tmp_path / "killed-once"
+    cache = EmbeddingCache(tmp_path / "cache")
+    provider = create_provider(ModelSpec("dying:h", marker=str(marker)))
+    report = embed_documents(provider, TEXTS, cache, RaySettings(address="local", workers=2))
+    assert marker.exists(), "no worker was killed"
+    assert report.embedded == len(TEXTS)
+    namespace, keys = document_keys(provider, TEXTS)
+    found, missing = cache.get_many(namespace, keys)
+    assert missing == []
+    expected = create_provider("hashing:h").embed(TEXTS, kind="document")
+    np.testing.assert_allclose(np.stack([found[k] for k in keys]), expected, atol=1e-6)
+
+
+def test_embedbench_embed_fills_the_cache_then_finds_everything_cached(
+    ray_cluster: Any, beir_folder: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from pytest_embedbench.cli import main
+    from pytest_embedbench.datasets import load_dataset
+
+    cache_dir = tmp_path / "cache"
+    argv = ["embed", "--ray", "local", "--model", "hashing:h", "--dataset", str(beir_folder)]
+    argv += ["--cache", str(cache_dir), "--quiet"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "4 documents, 0 already cached, 4 embedded through Ray" in out
+    texts = [d.embed_text for d in load_dataset(beir_folder).documents]
+    provider = create_provider("hashing:h")
+    provider.ensure_loaded()  # the dimension enters the namespace
+    namespace, keys = document_keys(provider, texts)
+    found, missing = EmbeddingCache(cache_dir).get_many(namespace, keys)
+    assert missing == []
+    expected = create_provider("hashing:h").embed(texts, kind="document")
+    np.testing.assert_allclose(np.stack([found[k] for k in keys]), expected, atol=1e-6)
+    assert main(argv) == 0
+    assert "4 documents, 4 already cached, 0 embedded through Ray" in capsys.readouterr().out
+
+
+def test_embedbench_embed_refuses_a_hosted_model_with_exit_2(
+    ray_cluster: Any, beir_folder: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from pytest_embedbench.cli import main
+
+    argv = ["embed", "--ray", "local", "--model", "openai:text-embedding-3-small"]
+    argv += ["--dataset", str(beir_folder), "--cache", str(tmp_path / "cache"), "--quiet"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "Ray gains little" in err and "openai:text-embedding-3-small" in err
+
+
+@pytest.mark.slow
+def test_minilm_on_200_scifact_documents_equals_in_process(
+    ray_cluster: Any, scifact_path: Path, tmp_path: Path
+) -> None:
+    from pytest_embedbench.datasets import load_dataset
+
+    model = "hf:sentence-transformers/all-MiniLM-L6-v2"
+    texts = [d.embed_text for d in load_dataset(scifact_path).documents[:200]]
+    cache = EmbeddingCache(tmp_path)
+    provider = create_provider(model)
+    report = embed_documents(provider, texts, cache, RaySettings(address="local", workers=2))
+    assert report.embedded == len(set(texts)) and report.cached == 0
+    namespace, keys = document_keys(provider, texts)
+    found, missing = cache.get_many(namespace, keys)
+    assert missing == []
+    expected = create_provider(model).embed(texts, kind="document")
+    np.testing.assert_allclose(np.stack([found[k] for k in keys]), expected, atol=1e-6)

@@ -244,7 +244,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from .stress.cli import add_parser as add_stress
 
     add_stress(sub)  # embedbench stress needle|noise
-    from .distributed import add_parser as add_embed
+    from .distributed.cli import add_parser as add_embed
 
     add_embed(sub)  # embedbench embed --ray ADDRESS: fill the cache through Ray
     args = parser.parse_args(argv)

@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ..progressbar import StderrProgress
 from .evalset import evalset_fingerprint, write_evalset, write_sidecar
 from .run import ensure_generated_evalset, generate_evalset
 from .settings import GenerationSettings, dataset_generation
@@ -242,30 +243,11 @@ def _generate_for_dataset(args: argparse.Namespace, progress: _GenerationProgres
     return 0
 
 
-class _GenerationProgress:
-    """Chunks done, kept and rejected by reason on stderr: one line rewritten in place on a
-    terminal, a line every tenth of the way otherwise (CI logs)."""
-
-    def __init__(self, *, enabled: bool) -> None:
-        self.enabled = enabled
-        self.tty = sys.stderr.isatty()
-        self.shown = False
-        self.last_tenth = -1
+class _GenerationProgress(StderrProgress):
+    """Chunks done, kept and rejected by reason on stderr
+    (:class:`~pytest_embedbench.progressbar.StderrProgress`)."""
 
     def __call__(self, report: Any) -> None:
         if not self.enabled:
             return
-        line = report.progress_line()
-        if self.tty:
-            print(f"\r\033[K{line}", end="", file=sys.stderr, flush=True)
-            self.shown = True
-            return
-        tenth = 10 * report.chunks_done // max(report.sampled_chunks, 1)
-        if tenth != self.last_tenth:
-            self.last_tenth = tenth
-            print(line, file=sys.stderr, flush=True)
-
-    def done(self) -> None:
-        if self.shown:
-            print(file=sys.stderr)
-            self.shown = False
+        self.show(report.progress_line(), report.chunks_done, report.sampled_chunks)

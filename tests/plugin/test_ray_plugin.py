@@ -43,7 +43,7 @@ def close(a: Any, b: Any, path: str = "metrics") -> None:
         assert a == b, path
 
 
-@pytest.mark.slow  # 53-84 s on 2 cores: three pytest processes, a Ray start, four model loads
+@pytest.mark.slow  # 53-84 s on 2 cores: three pytest processes, a Ray start, five model loads
 def test_ray_local_fills_the_cache_and_equals_in_process(project: pytest.Pytester) -> None:
     pytest.importorskip("ray", reason=SKIP_REASON)
     pytest.importorskip("ray.data", reason=SKIP_REASON)

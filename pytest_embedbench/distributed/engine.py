@@ -153,14 +153,26 @@ class _Pending:
     todo: dict[bytes, int]
 
 
+#: keys looked up in the cache at a time (the found vectors of one slice are in memory at once)
+LOOKUP_SLICE = 10_000
+
+
 def _lookup(provider: EmbeddingProvider, texts: Sequence[str], cache: EmbeddingCache) -> _Pending:
     """Look the texts up in ``cache`` under the loaded provider's namespace."""
     from ..providers.dense import document_keys
 
     namespace, keys = document_keys(provider, texts)
-    _found, missing = cache.get_many(
-        namespace, keys, dim=provider.dimension, unit_norm=provider.normalize
-    )
+    missing: list[int] = []
+    # in slices: only the misses are kept, so a re-run over millions of cached vectors does
+    # not hold them all in the driver's memory (each slice's vectors are checked, then dropped)
+    for start in range(0, len(keys), LOOKUP_SLICE):
+        _found, gaps = cache.get_many(
+            namespace,
+            keys[start : start + LOOKUP_SLICE],
+            dim=provider.dimension,
+            unit_norm=provider.normalize,
+        )
+        missing.extend(start + i for i in gaps)
     todo: dict[bytes, int] = {}
     for i in missing:
         todo.setdefault(keys[i], i)  # a text that occurs twice is embedded once

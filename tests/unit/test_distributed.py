@@ -145,3 +145,35 @@ def test_minilm_on_200_scifact_documents_equals_in_process(
     assert missing == []
     expected = create_provider(model).embed(texts, kind="document")
     np.testing.assert_allclose(np.stack([found[k] for k in keys]), expected, atol=1e-6)
+
+
+def test_the_cache_lookup_goes_in_slices_and_keeps_only_the_misses(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No Ray needed: the driver's lookup reads the cache a slice at a time (a re-run over
+    millions of cached vectors must not hold them all) and still finds every miss, by row, with
+    a text that occurs twice embedded once."""
+    from pytest_embedbench.distributed import engine
+
+    reads: list[int] = []
+    real_get_many = EmbeddingCache.get_many
+
+    def counting_get_many(self: EmbeddingCache, namespace: str, keys: Any, **kw: Any) -> Any:
+        reads.append(len(keys))
+        return real_get_many(self, namespace, keys, **kw)
+
+    monkeypatch.setattr(EmbeddingCache, "get_many", counting_get_many)
+    monkeypatch.setattr(engine, "LOOKUP_SLICE", 4)
+    provider = create_provider("hashing:h")
+    provider.load()  # the driver loads it first: the namespace carries its dimension
+    texts = TEXTS[:10] + [TEXTS[3], TEXTS[11]]  # row 10 repeats a cached text, row 11 a new one
+    cached = [0, 1, 2, 3, 5, 8]
+    cache = EmbeddingCache(tmp_path)
+    namespace, keys = document_keys(provider, texts)
+    vectors = provider.embed([texts[i] for i in cached], kind="document")
+    cache.put_many(namespace, [keys[i] for i in cached], vectors)
+    pending = engine._lookup(provider, texts, cache)
+    assert reads == [4, 4, 4]
+    assert pending.missing == [4, 6, 7, 9, 11]
+    assert pending.todo == {keys[i]: i for i in (4, 6, 7, 9, 11)}
+    assert pending.namespace == namespace and pending.keys == keys

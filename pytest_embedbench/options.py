@@ -363,6 +363,18 @@ class Options:
             metavar="N",
         ),
     )
+    latency_sample: int = option(  # measure.DEFAULT_LATENCY_SAMPLE
+        50,
+        OptionSpec(
+            "--embedbench-latency-sample",
+            "queries timed for latency, a seeded sample in query order (default 50); 0 times "
+            "every query; the scored rankings come from one batched pass over every query",
+            ini="embedbench_latency_sample",
+            ini_help="queries timed for latency (default 50, a seeded sample; 0: every query)",
+            parse=parse_non_negative_int,
+            metavar="N",
+        ),
+    )
 
     @classmethod
     def resolve(

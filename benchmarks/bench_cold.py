@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -179,7 +180,12 @@ def summarise(name: str, anchors: list[float], ours: list[float], target: float)
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--row", choices=["cold", "incremental"], required=True)
-    parser.add_argument("--data", default=str(ROOT.parent / "shared" / "data" / "scifact"))
+    parser.add_argument(
+        "--data",
+        default=os.environ.get(
+            "EMBEDBENCH_SCIFACT", str(ROOT.parent / "shared" / "data" / "scifact")
+        ),
+    )
     parser.add_argument(
         "--documents", type=int, default=None, help="a SciFact slice of about this many documents"
     )

@@ -40,12 +40,12 @@ __all__ = [
     "thread_settings",
 ]
 
-#: timed passes over the queries; a query's latency is its median over the passes
+#: timed passes over the sampled queries; a query's latency is its median over the passes
 DEFAULT_LATENCY_PASSES = 3
 #: queries timed (a seeded sample, in query order); 0 times every query. 50 x 3 passes is 150
 #: single-query searches (about 2 s for MiniLM on a CPU), bounded whatever the query set's size.
 #: The rankings that are scored come from one batched pass over every query, not from these.
-#: A p95 interval needs more than about 72 timed queries for an upper bound; below that its
+#: A p95 interval needs at least 72 timed queries for a justified upper bound; below that its
 #: upper bound is the observed maximum (:func:`quantile_interval`)
 DEFAULT_LATENCY_SAMPLE = 50
 #: at most this many timed searches in all (passes x sampled queries): large samples get fewer

@@ -20,13 +20,18 @@ before and after it), which cancels most of the drift of a shared machine.
 Usage::
 
     python benchmarks/bench_cold.py --row cold [--documents 1000] [--rounds 3]
-    python benchmarks/bench_cold.py --row incremental [--latency-passes 1]
+    python benchmarks/bench_cold.py --row incremental [--latency-passes 1] [--latency-sample 0]
+
+Without ``--latency-passes`` / ``--latency-sample`` ours passes no latency setting: the
+Evaluator's defaults apply (3 timed passes over a seeded sample of 50 queries, scoring from one
+batched pass).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -112,9 +117,9 @@ if edits:
         for d in dataset.documents
     ]
     dataset = RetrievalDataset(documents, dataset.queries, dataset.qrels, name=dataset.name)
-result = Evaluator(cache=spec["cache"], latency_passes=spec["latency_passes"]).evaluate(
-    spec["model"], dataset
-)
+# only the latency settings asked for: the rest are the Evaluator's defaults
+latency = {k: spec[k] for k in ("latency_passes", "latency_sample") if spec.get(k) is not None}
+result = Evaluator(cache=spec["cache"], **latency).evaluate(spec["model"], dataset)
 t = result.timings
 print(json.dumps({
     "ndcg@10": float(result.ndcg10),
@@ -175,12 +180,20 @@ def summarise(name: str, anchors: list[float], ours: list[float], target: float)
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--row", choices=["cold", "incremental"], required=True)
-    parser.add_argument("--data", default=str(ROOT.parent / "shared" / "data" / "scifact"))
+    parser.add_argument(
+        "--data",
+        default=os.environ.get(
+            "EMBEDBENCH_SCIFACT", str(ROOT.parent / "shared" / "data" / "scifact")
+        ),
+    )
     parser.add_argument(
         "--documents", type=int, default=None, help="a SciFact slice of about this many documents"
     )
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--latency-passes", type=int, default=None, help="Evaluator default")
+    parser.add_argument(
+        "--latency-sample", type=int, default=None, help="queries timed (Evaluator default)"
+    )
     parser.add_argument("--edit-share", type=float, default=0.01)
     parser.add_argument("--json", help="also write the figures to this file")
     parser.add_argument(
@@ -190,7 +203,7 @@ def main() -> None:
     args = parser.parse_args()
 
     from pytest_embedbench import load_dataset
-    from pytest_embedbench.evaluate import DEFAULT_LATENCY_PASSES
+    from pytest_embedbench.measure import DEFAULT_LATENCY_PASSES, DEFAULT_LATENCY_SAMPLE
 
     dataset = load_dataset(args.data, split="test")
     n_distractors = None
@@ -199,14 +212,17 @@ def main() -> None:
         n_distractors = max(0, args.documents - len(judged))
         dataset = dataset.subset(n_distractors=n_distractors, seed=0)
     passes = DEFAULT_LATENCY_PASSES if args.latency_passes is None else args.latency_passes
-    print(f"{dataset}; latency passes {passes}; {args.rounds} rounds")
+    sample = DEFAULT_LATENCY_SAMPLE if args.latency_sample is None else args.latency_sample
+    print(f"{dataset}; latency passes {passes}, sample {sample}; {args.rounds} rounds")
     base = {
         "data": args.data,
         "documents": [d.id for d in dataset.documents],
         "queries": [q.id for q in dataset.queries],
         "n_distractors": n_distractors,
         "model": MODEL,
-        "latency_passes": passes,
+        # None: not passed, the Evaluator's default applies
+        "latency_passes": args.latency_passes,
+        "latency_sample": args.latency_sample,
     }
     anchors: list[float] = []
     ours: list[float] = []
@@ -266,6 +282,7 @@ def main() -> None:
             figures = summarise("incremental", anchors, ours, 1.2)
     figures.update(documents=len(dataset.documents), queries=len(dataset.queries))
     figures["latency_passes"] = passes
+    figures["latency_sample"] = sample
     if args.json:
         Path(args.json).write_text(json.dumps(figures, indent=2) + "\n", encoding="utf-8")
 

@@ -41,11 +41,13 @@ from .docscore import (
 from .exceptions import ConfigError
 from .measure import (
     DEFAULT_LATENCY_PASSES,
+    DEFAULT_LATENCY_SAMPLE,
     LatencyStats,
     LoadMonitor,
     RSSSampler,
     Timings,
     latency_passes,
+    latency_sample,
     thread_settings,
 )
 from .metrics import DEFAULT_K, parse_cutoffs
@@ -67,11 +69,17 @@ class Evaluator:
 
     ``cache`` is True (the default folder), False, a folder, or an EmbeddingCache.
     ``progress(stage, done, total)`` is called while documents are embedded and queries run.
-    ``latency_passes`` timed passes over the queries (after one untimed warm-up query) give
-    each query's latency as its median over the passes; only the first pass's rankings are
-    scored, and large query sets get fewer passes (see :func:`~.measure.latency_passes`).
-    ``latency_passes=0`` measures no latency: the queries are embedded in batches, as a bare
-    script would, and ``result.latency`` has no figures (``n == 0``).
+
+    The rankings that are scored come from one batched pass over every query
+    (``retriever.search_many``, as a bare script would embed them; a chunked dataset's pooled
+    retriever searches query by query for each document's winning chunk). Latency is timed
+    after it, on its own: one untimed warm-up query, then ``latency_passes`` timed passes, one
+    query at a time, over a sample of ``latency_sample`` queries (default
+    :data:`~.measure.DEFAULT_LATENCY_SAMPLE`, 50) drawn with ``seed`` and kept in query order;
+    each timed query's latency is its median over the passes, and passes x sample stays within
+    :data:`~.measure.MAX_TIMED_SEARCHES` (see :func:`~.measure.latency_passes`).
+    ``latency_sample=0`` times every query. ``latency_passes=0`` measures no latency
+    (``result.latency`` has no figures, ``n == 0``): the run costs no more than its rankings.
     """
 
     def __init__(
@@ -84,17 +92,20 @@ class Evaluator:
         level: float = 0.95,
         progress: Progress | None = None,
         latency_passes: int = DEFAULT_LATENCY_PASSES,
+        latency_sample: int = DEFAULT_LATENCY_SAMPLE,
     ) -> None:
-        if (
-            isinstance(latency_passes, bool)
-            or not isinstance(latency_passes, int)
-            or latency_passes < 0
-        ):
+        if not _is_count(latency_passes):
             raise ConfigError(
                 f"latency_passes={latency_passes!r}: give an integer >= 1, or 0 to measure no "
                 "latency and embed the queries in batches"
             )
+        if not _is_count(latency_sample):
+            raise ConfigError(
+                f"latency_sample={latency_sample!r}: give the number of queries to time, an "
+                f"integer >= 1 (default {DEFAULT_LATENCY_SAMPLE}), or 0 to time every query"
+            )
         self.latency_passes = latency_passes
+        self.latency_sample = latency_sample
         self.k = parse_cutoffs(k, "k")
         self.cache = EmbeddingCache.open(cache)
         self.seed = int(seed)
@@ -203,7 +214,9 @@ class Evaluator:
             scores=run.scores,
             k=ks,
             timings=timings,
-            latency=LatencyStats.from_seconds(run.latencies),
+            latency=LatencyStats.from_seconds(
+                run.latencies, run.timed_ids, queries=len(ds.queries)
+            ),
             cold_query_ms=run.cold_query_ms,
             documents_per_s=_documents_per_s(stats),
             peak_rss_mb=rss.peak_mb,
@@ -283,35 +296,21 @@ class Evaluator:
         timings: Timings,
         encode_before: float,
     ) -> _QueryRun:
-        """One untimed warm-up query, the scored pass, then passes that only re-time queries.
+        """The scored pass over every query in batches, then (unless ``latency_passes`` is 0)
+        the latency of a seeded sample of queries, timed one at a time (see the class doc).
 
         The query stage timings (set on ``timings``) are the scored pass's; ``encode_s`` counts
         the model's encode calls from ``encode_before`` (the documents') to the scored pass's end.
         """
-        if self.latency_passes == 0:
-            return self._batched_queries(
-                provider, retriever, queries, depth, timings, encode_before
-            )
-        cold_query_ms = math.nan
-        if queries:  # one untimed warm-up: lazy initialisation is not query latency
-            t0 = time.perf_counter()
-            retriever.search(queries[0].text, depth)
-            cold_query_ms = (time.perf_counter() - t0) * 1000.0
-        embed_before, search_before = retriever.query_embedding_s, retriever.search_s
-        passes = latency_passes(self.latency_passes, len(queries))
-        latencies = np.empty((passes, len(queries)))
         threads = thread_settings()  # after the load: torch's thread count is known
         with LoadMonitor() as load:
-            rankings, scores, winners = self._scored_pass(retriever, queries, depth, latencies[0])
-            timings.query_embedding_s = retriever.query_embedding_s - embed_before
-            timings.search_s = retriever.search_s - search_before
-            timings.encode_s = provider.encode_seconds() - encode_before
-            for p in range(1, passes):
-                for i, query in enumerate(queries):
-                    t0 = time.perf_counter()
-                    retriever.search(query.text, depth)
-                    latencies[p, i] = time.perf_counter() - t0
-        return _QueryRun(rankings, scores, latencies, cold_query_ms, threads, load, winners)
+            rankings, scores, winners = self._batched_queries(
+                provider, retriever, queries, depth, timings, encode_before
+            )
+            latencies, timed_ids, cold_query_ms = self._timed_sample(retriever, queries, depth)
+        return _QueryRun(
+            rankings, scores, latencies, cold_query_ms, threads, load, winners, timed_ids
+        )
 
     def _batched_queries(
         self,
@@ -321,26 +320,44 @@ class Evaluator:
         depth: int,
         timings: Timings,
         encode_before: float,
-    ) -> _QueryRun:
-        """``latency_passes=0``: no query is timed alone; the queries go in batches (what a bare
-        script does), so the run costs no more than its rankings."""
+    ) -> tuple[list[list[str]], list[list[float]], list[list[str]] | None]:
+        """The rankings and scores that count, every query once in batches (what a bare script
+        does), and on a chunked dataset each retrieved document's winning chunk."""
         embed_before, search_before = retriever.query_embedding_s, retriever.search_s
-        threads = thread_settings()
         winners: list[list[str]] | None = None
-        with LoadMonitor() as load:
-            if isinstance(retriever, PooledRetriever):
-                # its winning chunks come query by query: one scored pass, its timing unused
-                unused = np.empty(len(queries))
-                rankings, scores, winners = self._scored_pass(retriever, queries, depth, unused)
-            else:
-                rankings, scores = retriever.search_many([q.text for q in queries], depth)
-                if self.progress is not None and queries:
-                    self.progress("queries", len(queries), len(queries))
-            timings.query_embedding_s = retriever.query_embedding_s - embed_before
-            timings.search_s = retriever.search_s - search_before
-            timings.encode_s = provider.encode_seconds() - encode_before
-        latencies = np.empty((0, len(queries)))
-        return _QueryRun(rankings, scores, latencies, math.nan, threads, load, winners)
+        if isinstance(retriever, PooledRetriever):
+            # its winning chunks come query by query: one scored pass, its timing unused
+            unused = np.empty(len(queries))
+            rankings, scores, winners = self._scored_pass(retriever, queries, depth, unused)
+        else:
+            rankings, scores = retriever.search_many([q.text for q in queries], depth)
+            if self.progress is not None and queries:
+                self.progress("queries", len(queries), len(queries))
+        timings.query_embedding_s = retriever.query_embedding_s - embed_before
+        timings.search_s = retriever.search_s - search_before
+        timings.encode_s = provider.encode_seconds() - encode_before
+        return rankings, scores, winners
+
+    def _timed_sample(
+        self, retriever: Retriever, queries: Sequence[Query], depth: int
+    ) -> tuple[np.ndarray, tuple[str, ...], float]:
+        """One untimed warm-up query, then the timed passes over the sampled queries: the
+        seconds, shape ``(passes, sample)``, the sampled ids in query order, and the warm-up's
+        milliseconds. Nothing is timed when ``latency_passes`` is 0 or there is no query."""
+        if self.latency_passes == 0 or not queries:
+            return np.empty((0, 0)), (), math.nan
+        sample = [queries[i] for i in latency_sample(self.latency_sample, len(queries), self.seed)]
+        t0 = time.perf_counter()  # untimed warm-up: lazy initialisation is not query latency
+        retriever.search(sample[0].text, depth)
+        cold_query_ms = (time.perf_counter() - t0) * 1000.0
+        passes = latency_passes(self.latency_passes, len(sample))
+        latencies = np.empty((passes, len(sample)))
+        for p in range(passes):
+            for i, query in enumerate(sample):
+                t0 = time.perf_counter()
+                retriever.search(query.text, depth)  # only the text: never metadata
+                latencies[p, i] = time.perf_counter() - t0
+        return latencies, tuple(q.id for q in sample), cold_query_ms
 
     def _scored_pass(
         self, retriever: Retriever, queries: Sequence[Query], depth: int, latencies: np.ndarray
@@ -374,13 +391,20 @@ class _QueryRun:
 
     rankings: list[list[str]]
     scores: list[list[float]]
-    #: seconds, shape ``(passes, queries)``
+    #: seconds, shape ``(passes, timed queries)``
     latencies: np.ndarray
     cold_query_ms: float
     threads: dict[str, Any]
     load: LoadMonitor
     #: each retrieved document's winning chunk id (chunked datasets only)
     winners: list[list[str]] | None = None
+    #: the ids of the timed queries, aligned with ``latencies``' columns
+    timed_ids: tuple[str, ...] = ()
+
+
+def _is_count(value: Any) -> bool:
+    """Whether ``value`` is an integer >= 0 (not a bool)."""
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
 def _model_chunked(ds: RetrievalDataset) -> bool:
@@ -448,12 +472,14 @@ def evaluate(
     n_resamples: int = DEFAULT_RESAMPLES,
     progress: Progress | None = None,
     latency_passes: int = DEFAULT_LATENCY_PASSES,
+    latency_sample: int = DEFAULT_LATENCY_SAMPLE,
 ) -> RetrievalResult:
     """Evaluate one model on one dataset (see :class:`Evaluator` to reuse loaded models).
 
     ``model`` is a spec string or :class:`ModelSpec`; ``dataset`` a path (see
     :func:`~pytest_embedbench.load_dataset`) or a :class:`RetrievalDataset`; ``cache`` True
-    (default folder), False, or a folder.
+    (default folder), False, or a folder. ``latency_passes`` and ``latency_sample``: what is
+    timed (see :class:`Evaluator`; by default a seeded sample of 50 queries, median of 3 passes).
     """
     return Evaluator(
         k=k,
@@ -462,4 +488,5 @@ def evaluate(
         n_resamples=n_resamples,
         progress=progress,
         latency_passes=latency_passes,
+        latency_sample=latency_sample,
     ).evaluate(model, dataset, split=split)

@@ -18,6 +18,7 @@ import os
 import sys
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,21 +26,30 @@ import numpy as np
 
 __all__ = [
     "DEFAULT_LATENCY_PASSES",
+    "DEFAULT_LATENCY_SAMPLE",
     "MAX_TIMED_SEARCHES",
     "LatencyStats",
     "LoadMonitor",
     "RSSSampler",
     "Timings",
     "latency_passes",
+    "latency_sample",
     "load_average",
     "machine_info",
     "quantile_interval",
     "thread_settings",
 ]
 
-#: timed passes over the queries; a query's latency is its median over the passes
+#: timed passes over the sampled queries; a query's latency is its median over the passes
 DEFAULT_LATENCY_PASSES = 3
-#: at most this many timed searches in all: large query sets get fewer passes (at least one)
+#: queries timed (a seeded sample, in query order); 0 times every query. 50 x 3 passes is 150
+#: single-query searches (about 2 s for MiniLM on a CPU), bounded whatever the query set's size.
+#: The rankings that are scored come from one batched pass over every query, not from these.
+#: A p95 interval needs at least 72 timed queries for a justified upper bound; below that its
+#: upper bound is the observed maximum (:func:`quantile_interval`)
+DEFAULT_LATENCY_SAMPLE = 50
+#: at most this many timed searches in all (passes x sampled queries): large samples get fewer
+#: passes (at least one)
 MAX_TIMED_SEARCHES = 10_000
 #: environment variables that set the thread pools of torch, NumPy's BLAS and FAISS
 THREAD_ENV_VARS = (
@@ -59,6 +69,16 @@ def latency_passes(requested: int, n_queries: int) -> int:
     return max(1, min(requested, MAX_TIMED_SEARCHES // n_queries))
 
 
+def latency_sample(requested: int, n_queries: int, seed: int) -> np.ndarray:
+    """The indices of the queries to time, in query order: ``min(requested, n_queries)`` of
+    them drawn without replacement by ``np.random.default_rng(seed)`` (the same inputs give the
+    same sample); every query when ``requested`` is 0 or not smaller than ``n_queries``."""
+    if requested <= 0 or requested >= n_queries:
+        return np.arange(max(0, n_queries))
+    rng = np.random.default_rng(seed)
+    return np.sort(rng.choice(n_queries, size=requested, replace=False))
+
+
 def quantile_interval(values: Any, percentile: float, level: float = 0.95) -> tuple[float, float]:
     """Distribution-free confidence interval of the ``percentile``-th percentile of ``values``.
 
@@ -66,8 +86,10 @@ def quantile_interval(values: Any, percentile: float, level: float = 0.95) -> tu
     smallest rank with ``P(B <= l) >= (1 - level) / 2`` and ``u - 1`` the smallest with
     ``P(B <= u - 1) >= (1 + level) / 2``, so ``P(l <= B < u) >= level`` (Conover, *Practical
     Nonparametric Statistics*, 3.2). Deterministic: no resampling, no seed. Where the sample is
-    too small to bound the percentile (p95 needs about 60 queries for an upper bound), the
-    bound is the observed minimum or maximum.
+    too small to bound the percentile, the bound is the observed minimum or maximum: p95 needs at
+    least 72 values for a justified upper bound (it is the maximum up to about 110 values), so
+    with the default sample of 50 timed queries the p95 interval's upper bound is the observed
+    maximum.
     """
     from scipy.stats import binom
 
@@ -86,10 +108,12 @@ def quantile_interval(values: Any, percentile: float, level: float = 0.95) -> tu
 class LatencyStats:
     """Per-query latency (query embedding + search) in milliseconds, with percentiles.
 
-    ``per_query_ms`` holds one latency per query, in query order: the median over ``passes``
-    timed passes, so one slow pass (another process took the CPU) does not move it.
-    ``qps`` is queries per second of sequential work: ``n / sum(latency)``, a reciprocal mean
-    latency, not a load test.
+    ``per_query_ms`` holds one latency per timed query, in query order: the median over
+    ``passes`` timed passes, so one slow pass (another process took the CPU) does not move it.
+    ``query_ids`` names those queries (aligned with ``per_query_ms``): by default a seeded
+    sample of :data:`DEFAULT_LATENCY_SAMPLE` of the run's ``queries`` queries, so ``n`` (timed)
+    can be smaller than ``queries`` (in the run). ``qps`` is queries per second of sequential
+    work: ``n / sum(latency)``, a reciprocal mean latency, not a load test.
     """
 
     per_query_ms: np.ndarray = field(repr=False)
@@ -102,23 +126,41 @@ class LatencyStats:
     max_ms: float
     qps: float
     passes: int = 1
+    #: the ids of the timed queries, aligned with ``per_query_ms`` (empty when not known)
+    query_ids: tuple[str, ...] = ()
+    #: queries in the run (timed or not)
+    queries: int = 0
 
     @classmethod
-    def from_seconds(cls, seconds: Any) -> LatencyStats:
-        """From one latency per query, or a ``(passes, n_queries)`` array of timed passes."""
+    def from_seconds(
+        cls,
+        seconds: Any,
+        query_ids: Sequence[str] | None = None,
+        *,
+        queries: int | None = None,
+    ) -> LatencyStats:
+        """From one latency per timed query, or a ``(passes, timed queries)`` array of timed
+        passes; ``query_ids`` names the timed queries, ``queries`` counts the run's queries
+        (default: the timed ones)."""
         timed = np.asarray(seconds, dtype=np.float64) * 1000.0
         passes = 1
         if timed.ndim == 2:
             passes = timed.shape[0]
             timed = np.median(timed, axis=0) if timed.size else np.empty(0)
         ms = timed
-        if len(ms) == 0:  # no query, or no timed pass (latency_passes=0)
+        ids = tuple(query_ids) if query_ids is not None else ()
+        if ids and len(ids) != len(ms):
+            raise ValueError(f"{len(ids)} query ids for {len(ms)} timed queries")
+        in_run = len(ms) if queries is None else int(queries)
+        if len(ms) == 0 or passes == 0:  # no query, or no timed pass (latency_passes=0)
             nan = math.nan
-            return cls(ms, 0, nan, nan, nan, nan, nan, nan, nan, passes)
+            return cls(np.empty(0), 0, nan, nan, nan, nan, nan, nan, nan, passes, (), in_run)
         p50, p90, p95, p99 = np.percentile(ms, [50, 90, 95, 99])
         total_s = ms.sum() / 1000.0
         return cls(
             passes=passes,
+            query_ids=ids,
+            queries=in_run,
             per_query_ms=ms,
             n=len(ms),
             mean_ms=float(ms.mean()),
@@ -134,9 +176,19 @@ class LatencyStats:
         """The order-statistic interval of a latency percentile (:func:`quantile_interval`)."""
         return quantile_interval(self.per_query_ms, percentile, level)
 
+    def by_query(self, query_ids: Sequence[str] = ()) -> dict[str, float]:
+        """Each timed query's latency by id (``query_ids`` names them when the stats do not:
+        every query of the run, in order); empty when nothing was timed."""
+        ids = self.query_ids or tuple(query_ids)
+        values = self.per_query_ms.tolist()
+        if not values:
+            return {}
+        return dict(zip(ids, values, strict=True))
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "n": self.n,
+            "queries": self.queries,
             "passes": self.passes,
             "mean_ms": self.mean_ms,
             "p50_ms": self.p50_ms,

@@ -355,10 +355,22 @@ class Options:
         3,
         OptionSpec(
             "--embedbench-latency-passes",
-            "timed passes over the queries; a query's latency is its median (default 3); 0 "
-            "measures no latency and embeds the queries in batches, as a bare script does",
+            "timed passes over the sampled queries (--embedbench-latency-sample); a query's "
+            "latency is its median (default 3); 0 measures no latency",
             ini="embedbench_latency_passes",
-            ini_help="timed passes over the queries (default 3; 0: no latency, batched queries)",
+            ini_help="timed passes over the sampled queries (default 3; 0: no latency)",
+            parse=parse_non_negative_int,
+            metavar="N",
+        ),
+    )
+    latency_sample: int = option(  # measure.DEFAULT_LATENCY_SAMPLE
+        50,
+        OptionSpec(
+            "--embedbench-latency-sample",
+            "queries timed for latency, a seeded sample in query order (default 50); 0 times "
+            "every query; the scored rankings come from one batched pass over every query",
+            ini="embedbench_latency_sample",
+            ini_help="queries timed for latency (default 50, a seeded sample; 0: every query)",
             parse=parse_non_negative_int,
             metavar="N",
         ),

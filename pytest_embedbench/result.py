@@ -408,10 +408,8 @@ class RetrievalResult:
         if self._cutoffs is not None:
             out["cutoffs"] = self._cutoffs.to_dict()
         if per_query:
-            timed = self.latency.per_query_ms.tolist()  # empty when no pass was timed
-            out["latency"]["per_query_ms"] = (
-                dict(zip(self.query_ids, timed, strict=True)) if timed else {}
-            )
+            # the timed queries only (a seeded sample by default), by id; empty when none was
+            out["latency"]["per_query_ms"] = self.latency.by_query(self.query_ids)
             out.update(self._per_query_detail())
         return out
 

@@ -104,6 +104,7 @@ class EmbedBenchSession:
                 n_resamples=self.options.bootstrap,
                 progress=self.progress,
                 latency_passes=self.options.latency_passes,
+                latency_sample=self.options.latency_sample,
             )
             if self.options.ray:
                 from .distributed import RaySettings, prefill_hook

@@ -274,7 +274,8 @@ def _latency_gate(
     pct, floor = settings.latency_p95_pct or 0.0, settings.latency_floor_ms
     rise = cur_p95 - base_p95
     material = cur_p95 > base_p95 * (1 + pct / 100.0) and rise > floor
-    base_ms, cur_ms = base_lat.get("per_query_ms"), cur_lat.get("per_query_ms")
+    base_ms = _latency_values(base_lat.get("per_query_ms"))
+    cur_ms = _latency_values(cur_lat.get("per_query_ms"))
     p_value: float | None = None
     if base_ms and cur_ms:
         from scipy.stats import mannwhitneyu
@@ -305,3 +306,11 @@ def _latency_gate(
             f"latency.p95_ms regressed: baseline {base_p95:.2f} ms, current {cur_p95:.2f} ms, "
             f"more than {pct:g}% and {floor:g} ms slower ({test})"
         )
+
+
+def _latency_values(per_query_ms: Any) -> list[float]:
+    """The per-query latencies of a result or entry: by query id (the timed sample) or, as
+    older versions recorded them, a list in query order; empty when there are none."""
+    if isinstance(per_query_ms, Mapping):
+        return [float(v) for v in per_query_ms.values()]
+    return [float(v) for v in per_query_ms or ()]

@@ -100,7 +100,10 @@ def entry_problem(entry: Any) -> str | None:
         if key == "per_query_ms":  # the per-query latencies the distribution test reads
             values = list(value.values()) if isinstance(value, Mapping) else value
             if not isinstance(values, list) or not all(_is_number(v) for v in values):
-                return f"latency['per_query_ms'] is {value!r:.80}, not a list of numbers"
+                return (
+                    f"latency['per_query_ms'] is {value!r:.80}, not numbers by query id (or a "
+                    "list of numbers, as older versions recorded)"
+                )
         elif value is not None and not _is_number(value):
             return f"latency[{key!r}] is {value!r}, not a number"
     for metric, scores in (entry.get("per_query") or {}).items():

@@ -645,3 +645,45 @@ def test_zero_latency_passes_runs_untimed_and_says_so(project: pytest.Pytester) 
     bad = project.runpytest("--embedbench-latency-passes", "-1")
     assert bad.ret == pytest.ExitCode.USAGE_ERROR
     bad.stderr.fnmatch_lines(["*'-1' must be 0 or more*"])
+
+
+def test_latency_sample_times_that_many_queries_and_zero_times_every_one(
+    project: pytest.Pytester,
+) -> None:
+    """``--embedbench-latency-sample N`` (ini ``embedbench_latency_sample``): N seeded queries
+    timed, named in the JSON; 0 times every query; a bad value is a usage error."""
+    project.makepyfile(
+        test_sampled="""
+        import pytest
+
+        @pytest.mark.embedbench(dataset="tiny", models=["bm25"])
+        def test_search(retrieval):
+            assert retrieval.ndcg10 >= 0.2
+        """
+    )
+    result = project.runpytest("--embedbench-latency-sample", "1", "--embedbench-json=r.json")
+    result.assert_outcomes(passed=1)
+    report = json.loads((project.path / "r.json").read_text())
+    assert report["configuration"]["latency_sample"] == 1
+    (test,) = report["tests"]
+    latency = test["result"]["latency"]
+    assert latency["n"] == 1 and latency["queries"] == test["result"]["queries"] > 1
+    assert len(latency["per_query_ms"]) == 1
+    assert set(latency["per_query_ms"]) <= set(test["result"]["query_texts"])
+    project.makeini(
+        """
+        [pytest]
+        embedbench_cache_dir = .cache-embedbench
+        embedbench_bootstrap = 2000
+        embedbench_latency_sample = 0
+        """
+    )
+    every = project.runpytest("--embedbench-json=all.json")
+    every.assert_outcomes(passed=1)
+    (test,) = json.loads((project.path / "all.json").read_text())["tests"]
+    latency = test["result"]["latency"]
+    assert latency["n"] == latency["queries"] == test["result"]["queries"]
+    assert set(latency["per_query_ms"]) == set(test["result"]["query_texts"])
+    bad = project.runpytest("--embedbench-latency-sample", "-1")
+    assert bad.ret == pytest.ExitCode.USAGE_ERROR
+    bad.stderr.fnmatch_lines(["*'-1' must be 0 or more*"])

@@ -16,6 +16,7 @@ from pytest_embedbench.baseline import (
     entry_from_record,
     gate,
 )
+from pytest_embedbench.baseline.store import entry_problem
 from pytest_embedbench.report.recommend import recommend
 
 
@@ -24,15 +25,16 @@ def record(
     *,
     fingerprint: str = "fp",
     p95: float = 10.0,
-    latencies: list[float] | None = None,
+    latencies: list[float] | dict[str, float] | None = None,
     **extra,
 ) -> dict:
     per_query = {"ndcg@10": scores, "recall@100": {q: 1.0 for q in scores}}
     mean = float(np.mean(list(scores.values())))
     latency = {"p50_ms": p95 / 2, "p95_ms": p95, "p99_ms": p95}
-    if latencies is not None:
-        p50, p95 = np.percentile(latencies, [50, 95])
-        latency = {"p50_ms": p50, "p95_ms": p95, "p99_ms": max(latencies)}
+    if latencies is not None:  # by query id (the timed sample), or a list (older versions)
+        values = list(latencies.values()) if isinstance(latencies, dict) else latencies
+        p50, p95 = np.percentile(values, [50, 95])
+        latency = {"p50_ms": p50, "p95_ms": p95, "p99_ms": max(values)}
         latency["per_query_ms"] = latencies
     out = {
         "nodeid": "t.py::test_x[prod]",
@@ -218,6 +220,11 @@ def test_schema_versions_are_named_newer_or_unknown(tmp_path: Path, version: obj
         ({"per_query": {"ndcg@10": {"q1": "0.5"}}}, "per_query['ndcg@10']['q1'] is '0.5'"),
         ({"per_query": {"ndcg@10": {"q1": None}}}, "per_query['ndcg@10']['q1'] is None"),
         ({"latency": {"p95_ms": "fast"}}, "latency['p95_ms'] is 'fast', not a number"),
+        (
+            {"latency": {"per_query_ms": {"q1": "slow"}}},
+            "latency['per_query_ms'] is {'q1': 'slow'}, not numbers by query id",
+        ),
+        ({"latency": {"per_query_ms": "slow"}}, "latency['per_query_ms'] is 'slow', not numbers"),
     ],
 )
 def test_a_damaged_entry_is_named_and_kept_apart(tmp_path: Path, entry: object, said: str) -> None:
@@ -422,6 +429,36 @@ def test_latency_gate_compares_distributions_not_percentiles() -> None:
     (failure,) = outcome.failures
     assert failure.startswith("latency.p95_ms regressed: baseline ")
     assert "more than 20% and 2 ms slower (one-sided Mann-Whitney U p=" in failure
+
+
+def test_latency_gate_reads_latencies_by_query_id_and_old_lists() -> None:
+    """Runs keep the timed sample's latencies by query id; entries recorded by older versions
+    kept a list in query order: the gate compares the values of either."""
+    rng = np.random.default_rng(1)
+    base = [round(float(v), 3) for v in rng.normal(20.0, 1.0, 60)]
+
+    def by_id(values: list[float]) -> dict[str, float]:
+        return {f"q{i:03d}": v for i, v in enumerate(values)}
+
+    settings = GateSettings(latency_p95_pct=20)
+    old = entry_from_record(record(scores(60, 6), latencies=base))
+    new = entry_from_record(record(scores(60, 6), latencies=by_id(base)))
+    assert old["latency"]["per_query_ms"] == base
+    assert new["latency"]["per_query_ms"] == by_id(base)
+    assert entry_problem(old) is None and entry_problem(new) is None
+    for entry in (old, new):
+        same = gate(record(scores(60, 6), latencies=by_id(base)), entry, settings)
+        assert same.status == "passed", same.failures
+        assert same.deltas["latency.p95_ms"]["p_value"] is not None  # not the p95-only rule
+        slow = gate(
+            record(scores(60, 6), latencies=by_id([v * 1.5 for v in base])), entry, settings
+        )
+        assert slow.status == "regressed"
+        (failure,) = slow.failures
+        assert "Mann-Whitney U" in failure and "over 60 and 60 queries" in failure
+    # a current run recorded as a list (an older record) against a new entry works too
+    listed = gate(record(scores(60, 6), latencies=[v * 1.5 for v in base]), new, settings)
+    assert listed.status == "regressed"
 
 
 def test_latency_gate_falls_back_for_entries_without_per_query_latencies() -> None:

@@ -255,6 +255,9 @@ def test_an_untimed_chunked_run_keeps_rankings_and_winning_chunks(paragraphs: No
     )
     assert untimed.rankings == timed.rankings and untimed.scores == timed.scores
     assert untimed.winning_chunks == timed.winning_chunks and untimed.latency.n == 0
+    # the timed run times its sample (every query of so small a set) after the scored pass
+    assert timed.latency.query_ids == tuple(q.id for q in ds.queries)
+    assert timed.latency.n == timed.latency.queries == len(ds.queries)
 
 
 def test_bm25_and_hybrid_score_documents_on_a_chunked_dataset(paragraphs: None) -> None:

@@ -50,8 +50,10 @@ def test_second_run_embeds_no_document(beir_folder: Path, tmp_path: Path) -> Non
     warm = ev.evaluate("hashing:h", beir_folder)
     assert (warm.cache.hits, warm.cache.misses) == (4, 0)
     assert warm.cache.hit_rate == 1.0
-    # only the queries (two per timed pass, plus the untimed warm-up) reached the model
-    assert len(ev.provider("hashing:h").seen) == 1 + 2 * ev.latency_passes  # type: ignore[attr-defined]
+    # only the queries reached the model: the scored batch (two), the untimed warm-up, and the
+    # two sampled queries once per timed pass
+    seen = ev.provider("hashing:h").seen  # type: ignore[attr-defined]
+    assert len(seen) == 2 + 1 + 2 * ev.latency_passes
     assert warm.run == cold.run
     # another namespace (a prefix changes vectors) misses
     other = evaluate(ModelSpec("hashing:h", document_prefix="doc: "), beir_folder, cache=tmp_path)

@@ -213,6 +213,29 @@ def test_results_csv_round_trips_numbers(tmp_path: Path) -> None:
     assert len(list(query_rows(report))) == 6
 
 
+def test_a_sampled_latency_shows_by_query_id_and_a_dash_for_queries_not_timed(
+    tmp_path: Path,
+) -> None:
+    """A run times a seeded sample of its queries: per_query_ms is by id, the others blank."""
+    report = _report()
+    for test in report["tests"][:2]:
+        test["result"]["latency"]["per_query_ms"] = {"q3": 7.25, "q1": 1.5}  # q2 not timed
+    page = render_html(report)
+    details = page[page.index("bm25: 3 queries") :]
+    details = details[: details.index("</table>")]
+
+    def row(qid: str) -> str:
+        start = details.index(f"<code>{qid}</code>")
+        return details[start : details.index("</tr>", start)]
+
+    assert "<td>1.5</td>" in row("q1") and "<td>7.2</td>" in row("q3")
+    assert "<td>-</td>" in row("q2")
+    _, queries = write_csv(tmp_path, report)
+    rows = list(csv.DictReader(io.StringIO(queries.read_text())))
+    latency = {r["query_id"]: r["latency_ms"] for r in rows if r["model"] == "bm25"}
+    assert latency == {"q1": "1.5", "q2": "", "q3": "7.25"}
+
+
 def test_markdown_has_the_tables() -> None:
     text = render_markdown(_report(), title="Run")
     assert text.startswith("## Run\n")

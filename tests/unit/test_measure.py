@@ -19,16 +19,21 @@ from pytest_embedbench import (
 )
 from pytest_embedbench.baseline.thresholds import ThresholdSet, check_thresholds
 from pytest_embedbench.measure import (
+    DEFAULT_LATENCY_PASSES,
+    DEFAULT_LATENCY_SAMPLE,
     MAX_TIMED_SEARCHES,
     LatencyStats,
     LoadMonitor,
     latency_passes,
+    latency_sample,
     quantile_interval,
 )
+from pytest_embedbench.options import Options
 from pytest_embedbench.report.json_report import build_report
 from pytest_embedbench.report.recommend import recommend, speed_tiers
 from pytest_embedbench.report.terminal import busy_notes, render_tables
 
+from ..conftest import write_jsonl
 from ..helpers import HashingProvider
 
 # -- latency over passes --------------------------------------------------------------------
@@ -67,19 +72,22 @@ CLOCK = _Clock()
 
 
 class StallingProvider(HashingProvider):
-    """Stalls (on the fake clock) the second time it embeds a query: one pass is slow."""
+    """Stalls (on the fake clock) the second time it embeds a query alone: one pass is slow."""
 
     name = "stalling"
 
     def load(self) -> None:
         super().load()
         self.query_calls: dict[str, int] = {}
+        self.alone: dict[str, int] = {}
 
     def embed_batch(self, texts: list[str], *, kind: str) -> np.ndarray:
         if kind == "query":
             for text in texts:
                 self.query_calls[text] = self.query_calls.get(text, 0) + 1
-                if self.query_calls[text] == 2:  # the warm-up was the first: pass 1 stalls
+            if len(texts) == 1:  # a timed search (or the warm-up), not the scored batch
+                self.alone[texts[0]] = self.alone.get(texts[0], 0) + 1
+                if self.alone[texts[0]] == 2:  # q1's warm-up was the first: its pass 1 stalls
                     CLOCK.now += 1.0
         return super().embed_batch(texts, kind=kind)
 
@@ -95,10 +103,10 @@ def test_a_stalled_pass_does_not_reach_the_latency(
     ev = Evaluator(cache=False, latency_passes=passes)
     result = ev.evaluate("stalling:s", beir_folder)
     provider = ev.provider("stalling:s")
-    # a warm-up, then every query once per pass; rankings come from the first pass
+    # the scored batch, a warm-up, then every query once per pass (two queries: all sampled)
     assert provider.query_calls == {  # type: ignore[attr-defined]
-        "how to reset password": 1 + passes,
-        "download my data as csv": passes,
+        "how to reset password": 1 + 1 + passes,
+        "download my data as csv": 1 + passes,
     }
     assert result.latency.passes == passes
     assert result.rankings["q1"][0] == "d1"
@@ -151,6 +159,97 @@ def test_zero_latency_passes_embeds_the_queries_in_one_batch(beir_folder: Path) 
     (failure,) = check_thresholds(untimed, rules.for_test("t", "b"))
     assert "not measured" in failure and "--embedbench-latency-passes" in failure
     assert check_thresholds(timed, rules.for_test("t", "b")) == []
+
+
+# -- latency on a seeded sample, scoring from one batched pass ----------------------------------
+
+
+def test_the_sample_is_seeded_in_query_order_and_zero_means_every_query() -> None:
+    first = latency_sample(50, 300, seed=0)
+    assert first.tolist() == latency_sample(50, 300, seed=0).tolist()  # same seed, same sample
+    assert first.tolist() != latency_sample(50, 300, seed=1).tolist()  # another seed, another
+    assert len(set(first.tolist())) == 50 and first.tolist() == sorted(first.tolist())
+    assert 0 <= first.min() and first.max() < 300
+    assert latency_sample(0, 7, seed=0).tolist() == list(range(7))  # 0: every query
+    assert latency_sample(50, 7, seed=0).tolist() == list(range(7))  # fewer queries than 50
+    assert latency_sample(50, 0, seed=0).tolist() == []
+    # the plugin's default is the evaluator's, and 50 x 3 passes stays far under the cap
+    assert Options().latency_sample == DEFAULT_LATENCY_SAMPLE == Evaluator().latency_sample
+    assert latency_passes(DEFAULT_LATENCY_PASSES, DEFAULT_LATENCY_SAMPLE) == 3
+
+
+@pytest.fixture
+def many_queries(tmp_path: Path) -> Path:
+    """A BEIR folder of 12 documents and 30 judged queries (q00..q29), each naming a document."""
+    root = tmp_path / "many"
+    words = ["password", "invoice", "export", "billing", "login", "csv", "card", "team"]
+    words += ["delete", "profile", "email", "refund"]
+    docs = [{"_id": f"d{i:02d}", "title": w, "text": f"all about {w}"} for i, w in enumerate(words)]
+    write_jsonl(root / "corpus.jsonl", docs)
+    queries = [{"_id": f"q{i:02d}", "text": f"{words[i % 12]} question {i}"} for i in range(30)]
+    write_jsonl(root / "queries.jsonl", queries)
+    (root / "qrels").mkdir()
+    rows = "".join(f"q{i:02d}\td{i % 12:02d}\t1\n" for i in range(30))
+    (root / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\n" + rows)
+    return root
+
+
+def _timed(result_dict: dict) -> list[str]:
+    return list(result_dict["latency"]["per_query_ms"])
+
+
+def test_the_default_scores_one_batch_and_times_a_seeded_sample(many_queries: Path) -> None:
+    ev = Evaluator(cache=False, latency_sample=5)
+    result = ev.evaluate("batchrec:b", many_queries)
+    provider = ev.provider("batchrec:b")
+    texts = {q.id: q.text for q in load_dataset(many_queries).queries}
+    # the scored pass: every query in one batch; then a warm-up and 3 passes over 5 queries
+    scored, *alone = provider.query_batches  # type: ignore[attr-defined]
+    assert sorted(scored) == sorted(texts.values())
+    assert all(len(batch) == 1 for batch in alone)
+    assert len(alone) == 1 + DEFAULT_LATENCY_PASSES * 5
+    sample = [f"q{i:02d}" for i in latency_sample(5, 30, seed=0)]
+    assert result.latency.query_ids == tuple(sample) and result.latency.n == 5
+    assert [batch[0] for batch in alone[1:]] == [texts[q] for q in sample] * 3
+    summary = result.to_dict(per_query=True)
+    assert _timed(summary) == sample  # the timed ids, in query order
+    assert summary["latency"]["n"] == 5 and summary["latency"]["queries"] == 30
+    assert summary["latency"]["passes"] == DEFAULT_LATENCY_PASSES
+    assert result.to_dict()["latency"]["queries"] == 30
+    # the same seed times the same queries, byte for byte; another seed other queries
+    again = Evaluator(cache=False, latency_sample=5).evaluate("batchrec:b", many_queries)
+    assert _timed(again.to_dict(per_query=True)) == sample
+    other = Evaluator(cache=False, latency_sample=5, seed=1).evaluate("batchrec:b", many_queries)
+    assert _timed(other.to_dict(per_query=True)) != sample
+    # the rankings that count are those of the untimed, batched run
+    untimed = Evaluator(cache=False, latency_passes=0).evaluate("batchrec:b", many_queries)
+    assert result.rankings == untimed.rankings and result.scores == untimed.scores
+    assert result.per_query("ndcg@10").tolist() == untimed.per_query("ndcg@10").tolist()
+    assert float(result.ndcg10) == float(untimed.ndcg10)
+    assert untimed.to_dict(per_query=True)["latency"]["per_query_ms"] == {}
+    assert untimed.to_dict()["latency"]["queries"] == 30
+
+
+def test_latency_sample_zero_times_every_query(many_queries: Path) -> None:
+    ev = Evaluator(cache=False, latency_sample=0, latency_passes=2)
+    result = ev.evaluate("batchrec:b", many_queries)
+    _, *alone = ev.provider("batchrec:b").query_batches  # type: ignore[attr-defined]
+    assert len(alone) == 1 + 2 * 30
+    every = [f"q{i:02d}" for i in range(30)]
+    assert _timed(result.to_dict(per_query=True)) == every
+    assert result.latency.n == result.latency.queries == 30 and result.latency.passes == 2
+    # the default sample of 50 is every query of a smaller set
+    assert Evaluator(cache=False).evaluate("hashing:h", many_queries).latency.n == 30
+
+
+def test_latency_sample_is_validated() -> None:
+    for bad in (-1, 2.5, True, "50"):
+        with pytest.raises(
+            ConfigError,
+            match=r"latency_sample=.*: give the number of queries to time, an integer >= 1 "
+            r"\(default 50\), or 0 to time every query",
+        ):
+            Evaluator(cache=False, latency_sample=bad)  # type: ignore[arg-type]
 
 
 # -- intervals and ties in the recommendation --------------------------------------------------

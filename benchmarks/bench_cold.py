@@ -32,14 +32,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from sidebyside import ROOT, run_process, summarise, write
+
 MODEL = "hf:sentence-transformers/all-MiniLM-L6-v2"
 
 # The bare script: what a user would write without the plugin. It reads the same SciFact files,
@@ -132,51 +130,6 @@ print(json.dumps({
 """
 
 
-def run_process(code: str, spec_path: Path) -> tuple[float, dict]:
-    """Wall time of a fresh ``python -c code spec`` process, and the JSON it printed last."""
-    t0 = time.perf_counter()
-    done = subprocess.run(
-        [sys.executable, "-c", code, str(spec_path)],
-        capture_output=True,
-        text=True,
-        check=False,
-        cwd=ROOT,
-    )
-    wall = time.perf_counter() - t0
-    if done.returncode != 0:
-        sys.exit(f"benchmark process failed:\n{done.stderr[-4000:]}")
-    return wall, json.loads(done.stdout.strip().splitlines()[-1])
-
-
-def write(path: Path, obj: dict) -> Path:
-    path.write_text(json.dumps(obj), encoding="utf-8")
-    return path
-
-
-def summarise(name: str, anchors: list[float], ours: list[float], target: float) -> dict:
-    paired = []
-    for i, ours_s in enumerate(ours):
-        neighbours = anchors[i : i + 2]  # the anchor runs just before and after this one
-        paired.append(ours_s / statistics.mean(neighbours))
-    ratio = statistics.median(ours) / statistics.median(anchors)
-    figures = {
-        "row": name,
-        "anchor_s": anchors,
-        "ours_s": ours,
-        "anchor_median_s": statistics.median(anchors),
-        "ours_median_s": statistics.median(ours),
-        "ratio_of_medians": ratio,
-        "paired_ratio_median": statistics.median(paired),
-        "paired_ratios": paired,
-        "target": target,
-    }
-    print(
-        f"{name}: anchor {statistics.median(anchors):.1f} s, ours {statistics.median(ours):.1f} s"
-        f" -> {ratio:.3f}x (paired {statistics.median(paired):.3f}x; target <= {target}x)"
-    )
-    return figures
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--row", choices=["cold", "incremental"], required=True)
@@ -241,7 +194,10 @@ def main() -> None:
                 print(f"  round {r + 1}: ours   {wall:.1f} s (nDCG@10 {out['ndcg@10']:.5f})")
             wall, _ = run_process(BARE_COLD, anchor_spec)  # closes the last pair
             anchors.append(wall)
-            figures = summarise("cold", anchors, ours, 1.02)
+            figures = {
+                "row": "cold",
+                **summarise(anchors, ours, 1.02, anchor="anchor", mine="ours", row="cold"),
+            }
         else:
             cache = Path(args.cache) if args.cache else folder / "cache"
             warm = write(folder / "warm.json", {**base, "cache": str(cache)})
@@ -279,7 +235,10 @@ def main() -> None:
                 )
             wall, _ = run_process(BARE_INCREMENTAL, specs[args.rounds][0])
             anchors.append(wall)
-            figures = summarise("incremental", anchors, ours, 1.2)
+            figures = {
+                "row": "incremental",
+                **summarise(anchors, ours, 1.2, anchor="anchor", mine="ours", row="incremental"),
+            }
     figures.update(documents=len(dataset.documents), queries=len(dataset.queries))
     figures["latency_passes"] = passes
     figures["latency_sample"] = sample

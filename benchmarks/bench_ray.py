@@ -32,13 +32,11 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
-import sys
 import tempfile
-import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from sidebyside import ROOT, run_process, summarise, write
+
 MODEL = "hf:sentence-transformers/all-MiniLM-L6-v2"
 TARGET = 1.15
 
@@ -127,55 +125,11 @@ print(json.dumps({
 """
 
 
-def run_process(code: str, spec_path: Path) -> tuple[float, dict]:
-    """Wall time of a fresh ``python -c code spec`` process, and the JSON it printed last."""
-    t0 = time.perf_counter()
-    done = subprocess.run(
-        [sys.executable, "-c", code, str(spec_path)],
-        capture_output=True,
-        text=True,
-        check=False,
-        cwd=ROOT,
-    )
-    wall = time.perf_counter() - t0
-    if done.returncode != 0:
-        sys.exit(f"benchmark process failed:\n{done.stderr[-4000:]}")
-    return wall, json.loads(done.stdout.strip().splitlines()[-1])
-
-
-def write(path: Path, obj: dict) -> Path:
-    path.write_text(json.dumps(obj), encoding="utf-8")
-    return path
-
-
 def loadavg() -> str:
     try:
         return " ".join(Path("/proc/loadavg").read_text().split()[:3])
     except OSError:
         return "n/a"
-
-
-def summarise(anchors: list[float], ours: list[float], target: float) -> dict:
-    paired = []
-    for i, ours_s in enumerate(ours):
-        neighbours = anchors[i : i + 2]  # the anchor runs just before and after this one
-        paired.append(ours_s / statistics.mean(neighbours))
-    ratio = statistics.median(ours) / statistics.median(anchors)
-    print(
-        f"ray / in-process: in-process {statistics.median(anchors):.1f} s, "
-        f"ray {statistics.median(ours):.1f} s -> {ratio:.3f}x "
-        f"(paired {statistics.median(paired):.3f}x; target <= {target}x)"
-    )
-    return {
-        "anchor_s": anchors,
-        "ours_s": ours,
-        "anchor_median_s": statistics.median(anchors),
-        "ours_median_s": statistics.median(ours),
-        "ratio_of_medians": ratio,
-        "paired_ratio_median": statistics.median(paired),
-        "paired_ratios": paired,
-        "target": target,
-    }
 
 
 def main() -> None:
@@ -239,7 +193,9 @@ def main() -> None:
                 f"load {loadavg()})"
             )
         anchor("close")  # closes the last pair
-    figures = summarise(anchors, ours, TARGET)
+    figures = summarise(
+        anchors, ours, TARGET, anchor="in-process", mine="ray", row="ray / in-process"
+    )
 
     # per-worker throughput, from the Ray runs' own reports: over the whole Ray part (actor
     # start and model loads included), and after the first batch (the steady state, which is

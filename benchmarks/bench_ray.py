@@ -215,7 +215,8 @@ def main() -> None:
         f"the first batch; in-process: {in_rate:.2f} documents/s over the embedding "
         f"({anchor_out[0]['torch_threads']} threads)"
     )
-    print(f"load average before {load_before}, after {loadavg()}")
+    load_after = loadavg()
+    print(f"load average before {load_before}, after {load_after}")
     figures.update(
         model=MODEL,
         documents=args.documents,
@@ -228,7 +229,7 @@ def main() -> None:
         in_process_documents_per_s=in_rate,
         probe=probe,
         load_before=load_before,
-        load_after=loadavg(),
+        load_after=load_after,
     )
     if args.json:
         Path(args.json).write_text(json.dumps(figures, indent=2) + "\n", encoding="utf-8")

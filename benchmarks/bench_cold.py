@@ -179,24 +179,43 @@ def main() -> None:
     }
     anchors: list[float] = []
     ours: list[float] = []
+    anchors_cpu: list[float] = []  # the processes' user + system CPU seconds
+    ours_cpu: list[float] = []
     with tempfile.TemporaryDirectory(prefix="embedbench-bench-") as tmp:
         folder = Path(tmp)
         if args.row == "cold":
             anchor_spec = write(folder / "anchor.json", base)
-            for r in range(args.rounds):
+
+            def anchor_run(label: str) -> None:
                 wall, out = run_process(BARE_COLD, anchor_spec)
                 anchors.append(wall)
-                print(f"  round {r + 1}: anchor {wall:.1f} s (nDCG@10 {out['ndcg@10']:.5f})")
+                anchors_cpu.append(out["cpu_s"])
+                print(
+                    f"  {label}: anchor {wall:.1f} s, CPU {out['cpu_s']:.1f} s, load before"
+                    f" {out['load']:.2f} (nDCG@10 {out['ndcg@10']:.5f})"
+                )
+
+            for r in range(args.rounds):
+                anchor_run(f"round {r + 1}")
                 cache = folder / f"cache-{r}"  # empty: a cold run
                 spec = write(folder / f"ours-{r}.json", {**base, "cache": str(cache)})
                 wall, out = run_process(OURS, spec)
                 ours.append(wall)
-                print(f"  round {r + 1}: ours   {wall:.1f} s (nDCG@10 {out['ndcg@10']:.5f})")
-            wall, _ = run_process(BARE_COLD, anchor_spec)  # closes the last pair
-            anchors.append(wall)
+                ours_cpu.append(out["cpu_s"])
+                print(
+                    f"  round {r + 1}: ours   {wall:.1f} s, CPU {out['cpu_s']:.1f} s, load before"
+                    f" {out['load']:.2f} (nDCG@10 {out['ndcg@10']:.5f}; in evaluate"
+                    f" {out['total_s']:.1f} s: model load {out['model_load_s']:.1f} s,"
+                    f" documents {out['document_embedding_s']:.1f} s,"
+                    f" queries {out['query_embedding_s']:.1f} s)"
+                )
+            anchor_run("closing")  # closes the last pair
             figures = {
                 "row": "cold",
                 **summarise(anchors, ours, 1.02, anchor="anchor", mine="ours", row="cold"),
+                "cpu": summarise(
+                    anchors_cpu, ours_cpu, 1.02, anchor="anchor", mine="ours", row="cold, CPU s"
+                ),
             }
         else:
             cache = Path(args.cache) if args.cache else folder / "cache"

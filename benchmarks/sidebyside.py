@@ -6,6 +6,8 @@ runs just before and after it, which cancels most of the drift of a shared machi
 from __future__ import annotations
 
 import json
+import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -16,7 +18,12 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def run_process(code: str, spec_path: Path) -> tuple[float, dict]:
-    """Wall time of a fresh ``python -c code spec`` process, and the JSON it printed last."""
+    """Wall time of a fresh ``python -c code spec`` process, and the JSON it printed last, with
+    ``cpu_s`` (the process's user + system CPU seconds, all its threads: less moved by other
+    processes than the wall time, though not immune) and ``load`` (the 1-minute load average
+    just before it started) added."""
+    load = os.getloadavg()[0]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     done = subprocess.run(
         [sys.executable, "-c", code, str(spec_path)],
@@ -26,9 +33,13 @@ def run_process(code: str, spec_path: Path) -> tuple[float, dict]:
         cwd=ROOT,
     )
     wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode != 0:
         sys.exit(f"benchmark process failed:\n{done.stderr[-4000:]}")
-    return wall, json.loads(done.stdout.strip().splitlines()[-1])
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    out.update(cpu_s=cpu, load=load)
+    return wall, out
 
 
 def write(path: Path, obj: dict) -> Path:

@@ -27,6 +27,7 @@ __all__ = [
     "build_summary",
     "busy_notes",
     "comparisons",
+    "latency_basis",
     "model_rows",
     "orphaned_entries",
     "recommendations",
@@ -324,3 +325,38 @@ def busy_notes(records: Iterable[TestRecord | Mapping[str, Any]]) -> list[str]:
         "on an idle machine with OMP_NUM_THREADS set and one pytest worker (README: Stable "
         "timings)."
     ]
+
+
+def _timed(latency: Mapping[str, Any]) -> tuple[int, int, int] | None:
+    """``(timed queries, queries in the run, passes)`` of one latency block (None: nothing
+    timed). Older reports lack ``queries``: every query was timed then."""
+    n = latency.get("n")
+    if not isinstance(n, int) or isinstance(n, bool) or n <= 0:
+        return None
+    queries = latency.get("queries")
+    queries = queries if isinstance(queries, int) and queries >= n else n
+    passes = latency.get("passes")
+    return n, queries, passes if isinstance(passes, int) and passes > 0 else 1
+
+
+def latency_basis(rows: Iterable[ModelRow]) -> str | None:
+    """What the latency figures of ``rows`` were measured over, for a table's legend: e.g.
+    ``"median of 3 timed passes over a seeded sample of 50 of 300 queries"`` (None when no row
+    timed anything). Rows timed differently are named one by one, in table order."""
+    timed: dict[tuple[int, int, int], list[str]] = {}
+    for row in rows:
+        basis = _timed(((row.get("result") or {}).get("latency")) or {})
+        if basis is not None:
+            timed.setdefault(basis, []).append(row["model"])
+
+    def words(basis: tuple[int, int, int]) -> str:
+        n, queries, passes = basis
+        what = f"a seeded sample of {n} of {queries}" if n < queries else f"all {queries}"
+        how = "one timed pass" if passes == 1 else f"median of {passes} timed passes"
+        return f"{how} over {what} queries"
+
+    if not timed:
+        return None
+    if len(timed) == 1:
+        return words(next(iter(timed)))
+    return "; ".join(f"{', '.join(models)}: {words(basis)}" for basis, models in timed.items())

@@ -242,7 +242,7 @@ MARKDOWN_FIGURES = ("p50_ms", "p95_ms", "documents_per_s", "dimension", "index_m
 def render_markdown(report: Mapping[str, Any], *, title: str | None = None) -> str:
     """The run's tables as GitHub-flavoured Markdown: per dataset, accuracy with intervals,
     speed and footprint, the recommendation and the paired comparisons."""
-    from .summary import model_rows
+    from .summary import latency_basis, model_rows
 
     secrets = _secret_env_values()
     lines = [f"## {_md(title or 'Embedding retrieval benchmark')}", ""]
@@ -257,6 +257,9 @@ def render_markdown(report: Mapping[str, Any], *, title: str | None = None) -> s
         size = f" ({first['queries']} queries, {first['documents']} documents)" if first else ""
         lines += [f"### Dataset `{_md(dataset)}`{size}", ""]
         lines += _md_models(rows, metrics, figures) + [""]
+        basis = latency_basis(rows)
+        if basis:
+            lines += [f"Latency (query embedding + search): {_md(basis)}.", ""]
         rec = recs.get(dataset)
         if rec:
             pick = rec["picks"].get(priority) or next(iter(rec["picks"].values()))

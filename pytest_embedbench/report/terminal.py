@@ -20,7 +20,7 @@ from tabulate import tabulate
 
 from ..records import TestRecord
 from .stress import render_cutoffs, render_stress
-from .summary import ModelRow, Summary, busy_notes, model_rows
+from .summary import ModelRow, Summary, busy_notes, latency_basis, model_rows
 
 __all__ = [
     "ProgressLines",
@@ -74,6 +74,10 @@ _COLUMNS: list[Column] = [
     # what the model added to the process (its load included), not the process's peak
     Column("added_rss_mb", "+RSS MB", lambda r: _get(r, "added_rss_mb"), "{:.0f}", False, False),
 ]
+
+
+#: the columns whose figures come from the timed queries
+_LATENCY_KEYS = frozenset({"p50_ms", "p90_ms", "p95_ms", "p99_ms", "queries_per_s"})
 
 
 def _figure_columns() -> dict[str, Column]:
@@ -222,6 +226,9 @@ def _render(
     for dataset, rows in rows_by_dataset.items():
         versus = comparisons.get(dataset) or {}
         lines.extend(_table(dataset, rows, shown, versus, reference, quiet, legend))
+        basis = latency_basis(rows) if any(c.key in _LATENCY_KEYS for c in shown) else None
+        if basis:
+            lines.append(f"latency (query embedding + search): {basis}")
         if hidden:
             lines.append(f"(-q hides {', '.join(hidden)}; run without -q to see every column)")
         rec = recommendations.get(dataset)

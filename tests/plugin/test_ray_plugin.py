@@ -30,6 +30,7 @@ def _installed(package: str, submodule: str | None = None) -> bool:
     folders = spec.submodule_search_locations or []
     return submodule is None or any((Path(f) / submodule).is_dir() for f in folders)
 
+
 # batch_size 2: the six documents make three batches, so both Ray workers get work
 CONFIG = f"""
 datasets:

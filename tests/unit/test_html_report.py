@@ -249,3 +249,27 @@ def test_columns_option_names_a_bad_column() -> None:
     assert parse_columns("nDCG@10, p95_ms,index_mb") == ("nDCG@10", "p95_ms", "index_mb")
     with pytest.raises(argparse.ArgumentTypeError, match="unknown column 'speed'"):
         parse_columns("ndcg@10,speed")
+
+
+def test_every_report_says_which_queries_the_latency_was_timed_on() -> None:
+    """A sampled latency is named where the figures are shown: terminal, HTML and Markdown."""
+    report = _report()
+    for test in report["tests"][:2]:
+        test["result"]["latency"].update(n=2, queries=3, passes=3)
+    said = "median of 3 timed passes over a seeded sample of 2 of 3 queries"
+    lines = render_tables(report["tests"])
+    assert f"latency (query embedding + search): {said}" in lines
+    assert f"Latency covers query embedding plus search, {said};" in render_html(report)
+    assert f"Latency (query embedding + search): {said}." in render_markdown(report)
+    # timed differently: each model is named with what it was timed on, in table order
+    report["tests"][0]["result"]["latency"].update(n=3, passes=1)
+    lines = render_tables(report["tests"])
+    assert (
+        f"latency (query embedding + search): <b>MiniLM</b>: {said}; "
+        "bm25: one timed pass over all 3 queries"
+    ) in lines
+    # nothing timed (latency_passes=0): no latency line
+    for test in report["tests"][:2]:
+        test["result"]["latency"].update(n=0)
+    assert not any(line.startswith("latency") for line in render_tables(report["tests"]))
+    assert "Latency (query embedding" not in render_markdown(report)

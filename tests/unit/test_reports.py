@@ -176,3 +176,18 @@ def test_a_record_round_trips_through_its_dict() -> None:
         assert json.dumps(back.to_dict()) == json.dumps(rec.to_dict())
         assert back.status is rec.status
     assert Status.ERROR.rank > Status.FAILED.rank > Status.RUNNING.rank > Status.PASSED.rank
+
+
+def test_the_latency_line_follows_the_columns_shown() -> None:
+    timed = result(0.6, 1.0)
+    timed["latency"].update(n=4, queries=4, passes=3)
+    lines = render_tables([record("bm25", timed)])
+    assert "latency (query embedding + search): median of 3 timed passes over all 4 queries" in (
+        lines
+    )
+    # a table without a latency column says nothing about latency
+    chosen = render_tables([record("bm25", timed)], columns=["ndcg@10", "recall@100"])
+    assert not any(line.startswith("latency") for line in chosen)
+    # a report from before the sample existed (no "queries"): every query was timed
+    del timed["latency"]["queries"]
+    assert any("over all 4 queries" in line for line in render_tables([record("bm25", timed)]))

@@ -6,7 +6,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..summary import ModelRow
+from ..summary import ModelRow, latency_basis
 from ..tabular import FIGURES, Figure, metric_names
 from .assets import _BEST
 from .page import _f, _Page
@@ -118,9 +118,10 @@ def _figures_table(page: _Page, rows: Sequence[ModelRow]) -> None:
                     text += f'<br><span class="iv">[{low}, {high}]</span>'
             page.add(f"<td{_BEST if mark else ''}>{text}{' ★' if mark else ''}</td>")
         page.add("</tr>\n")
+    basis = latency_basis(rows) or "the median over timed passes"
     page.add(
-        '</table>\n<p class="muted">Latency covers query embedding plus search, the median '
-        "over timed passes; queries/s is a reciprocal mean latency, not a load test. docs/s "
+        '</table>\n<p class="muted">Latency covers query embedding plus search, '
+        f"{page.esc(basis)}; queries/s is a reciprocal mean latency, not a load test. docs/s "
         "counts only documents actually embedded. Cold batch: the first document batch after "
         "the model loaded; warm: the median of the others. VRAM: PyTorch's CUDA peak "
         "allocation, or Ollama's /api/ps resident size; n/a on CPU. Index MB: the in-memory "

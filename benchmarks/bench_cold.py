@@ -241,44 +241,32 @@ def main() -> None:
             anchor_run("closing")  # closes the last pair
             figures = {"row": "cold", "variants": {}}
             for name, _ in variants:
-                # each run against the anchor runs just before and after it
-                around = [(anchors[i], anchors[i + 1]) for _, _, i in runs[name]]
-                around_cpu = [(anchors_cpu[i], anchors_cpu[i + 1]) for _, _, i in runs[name]]
-                around_docs = [
+                # each figure of each run against the anchor runs just before and after it
+                summaries = {}
+                for key, label, anchor_figs, mine_figs in (
+                    ("wall", "cold", anchors, [w for w, _, _ in runs[name]]),
+                    ("cpu", "cold, CPU s", anchors_cpu, [o["cpu_s"] for _, o, _ in runs[name]]),
                     (
-                        anchor_outs[i]["document_embedding_s"],
-                        anchor_outs[i + 1]["document_embedding_s"],
-                    )
-                    for _, _, i in runs[name]
-                ]
-                figures["variants"][name] = {
-                    **summarise(
-                        anchors,
-                        [w for w, _, _ in runs[name]],
-                        1.02,
-                        anchor="anchor",
-                        mine=name,
-                        row="cold",
-                        neighbours=around,
-                    ),
-                    "cpu": summarise(
-                        anchors_cpu,
-                        [o["cpu_s"] for _, o, _ in runs[name]],
-                        1.02,
-                        anchor="anchor",
-                        mine=name,
-                        row="cold, CPU s",
-                        neighbours=around_cpu,
-                    ),
-                    "documents": summarise(
+                        "documents",
+                        "cold, document phase",
                         [o["document_embedding_s"] for o in anchor_outs],
                         [o["document_embedding_s"] for _, o, _ in runs[name]],
+                    ),
+                ):
+                    around = [(anchor_figs[i], anchor_figs[i + 1]) for _, _, i in runs[name]]
+                    summaries[key] = summarise(
+                        anchor_figs,
+                        mine_figs,
                         1.02,
                         anchor="anchor",
                         mine=name,
-                        row="cold, document phase",
-                        neighbours=around_docs,
-                    ),
+                        row=label,
+                        neighbours=around,
+                    )
+                figures["variants"][name] = {
+                    **summaries["wall"],
+                    "cpu": summaries["cpu"],
+                    "documents": summaries["documents"],
                 }
         else:
             cache = Path(args.cache) if args.cache else folder / "cache"

@@ -222,13 +222,13 @@ def main() -> None:
             for r in range(args.rounds):
                 for name, overrides in variants:
                     anchor_run(f"round {r + 1}")
-                    cache = folder / f"cache-{r}-{len(runs[name])}-{len(anchors)}"  # empty
+                    before = len(anchors) - 1  # the anchor run just before this one
+                    cache = folder / f"cache-{before}"  # empty: a cold run
                     spec = write(
-                        folder / f"ours-{len(anchors)}.json",
-                        {**base, **overrides, "cache": str(cache)},
+                        folder / f"ours-{before}.json", {**base, **overrides, "cache": str(cache)}
                     )
                     wall, out = run_process(OURS, spec)
-                    runs[name].append((wall, out, len(anchors) - 1))
+                    runs[name].append((wall, out, before))
                     print(
                         f"  round {r + 1}: {name} {wall:.1f} s, CPU {out['cpu_s']:.1f} s, minor"
                         f" faults {out['minor_faults'] / 1e6:.2f}M, load before"

@@ -20,6 +20,7 @@ before and after it), which cancels most of the drift of a shared machine.
 Usage::
 
     python benchmarks/bench_cold.py --row cold [--documents 1000] [--rounds 3] [--also-no-latency]
+    python benchmarks/bench_cold.py --row cold --concurrent [--rounds 2]
     python benchmarks/bench_cold.py --row incremental [--latency-passes 1] [--latency-sample 0]
 
 Without ``--latency-passes`` / ``--latency-sample`` ours passes no latency setting: the
@@ -28,6 +29,11 @@ batched pass). ``--also-no-latency`` (cold row) also runs ours with ``latency_pa
 script's work and nothing more; then every run of ours has an anchor run just before and just
 after it, and each variant is summarised against those. The cold row also compares the document
 phase alone (the anchor's ``encode`` of the corpus against ours' ``document_embedding_s``).
+
+``--concurrent`` (cold row) runs each anchor and its run of ours at the same time instead, each
+pinned to its own CPU with one thread (the CPUs swapped every round), and compares the two that
+ran side by side: on a shared machine whose speed drifts 5-10% between runs, this ratio is far
+steadier. It measures the work each does on one thread, not the default two-thread wall time.
 """
 
 from __future__ import annotations
@@ -39,7 +45,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from sidebyside import ROOT, run_process, summarise, write
+from sidebyside import ROOT, run_concurrent, run_process, summarise, write
 
 MODEL = "hf:sentence-transformers/all-MiniLM-L6-v2"
 
@@ -160,6 +166,12 @@ def main() -> None:
         action="store_true",
         help="cold row: also run ours with latency_passes=0, each run between two anchor runs",
     )
+    parser.add_argument(
+        "--concurrent",
+        action="store_true",
+        help="cold row: run each anchor and ours at the same time, each pinned to its own CPU"
+        " with one thread (CPUs swapped every round): a steadier ratio on a shared machine",
+    )
     parser.add_argument("--edit-share", type=float, default=0.01)
     parser.add_argument("--json", help="also write the figures to this file")
     parser.add_argument(
@@ -190,12 +202,13 @@ def main() -> None:
         "latency_passes": args.latency_passes,
         "latency_sample": args.latency_sample,
     }
-    anchors: list[float] = []
+    anchors: list[float] = []  # the incremental row's
     ours: list[float] = []  # the incremental row's
-    anchors_cpu: list[float] = []  # the processes' user + system CPU seconds
     with tempfile.TemporaryDirectory(prefix="embedbench-bench-") as tmp:
         folder = Path(tmp)
-        if args.row == "cold":
+        if args.row == "cold" and args.concurrent:
+            figures = cold_concurrent(args.rounds, base, folder, args.also_no_latency)
+        elif args.row == "cold":
             anchor_spec = write(folder / "anchor.json", base)
 
             # each variant of ours: (label, spec overrides); --also-no-latency adds ours with
@@ -203,16 +216,16 @@ def main() -> None:
             variants = [("ours", {})]
             if args.also_no_latency:
                 variants.append(("ours, latency_passes=0", {"latency_passes": 0}))
-            runs: dict[str, list[tuple[float, dict, int]]] = {name: [] for name, _ in variants}
-            anchor_outs: list[dict] = []
+            runs: dict[str, list[tuple[float, dict]]] = {name: [] for name, _ in variants}
+            before: dict[str, list[int]] = {name: [] for name, _ in variants}
+            anchor_runs: list[tuple[float, dict]] = []
 
             def anchor_run(label: str) -> None:
                 wall, out = run_process(BARE_COLD, anchor_spec)
-                anchors.append(wall)
-                anchors_cpu.append(out["cpu_s"])
-                anchor_outs.append(out)
+                anchor_runs.append((wall, out))
                 print(
-                    f"  {label}: anchor {wall:.1f} s, CPU {out['cpu_s']:.1f} s, minor faults"
+                    f"  {label}: anchor {wall:.1f} s, CPU {out['cpu_s']:.1f} s"
+                    f" (system {out['system_s']:.1f} s), minor faults"
                     f" {out['minor_faults'] / 1e6:.2f}M, load before {out['load']:.2f}"
                     f" (nDCG@10 {out['ndcg@10']:.5f}; documents"
                     f" {out['document_embedding_s']:.1f} s)",
@@ -222,17 +235,19 @@ def main() -> None:
             for r in range(args.rounds):
                 for name, overrides in variants:
                     anchor_run(f"round {r + 1}")
-                    before = len(anchors) - 1  # the anchor run just before this one
-                    cache = folder / f"cache-{before}"  # empty: a cold run
+                    i = len(anchor_runs) - 1  # the anchor run just before this one
+                    cache = folder / f"cache-{i}"  # empty: a cold run
                     spec = write(
-                        folder / f"ours-{before}.json", {**base, **overrides, "cache": str(cache)}
+                        folder / f"ours-{i}.json", {**base, **overrides, "cache": str(cache)}
                     )
                     wall, out = run_process(OURS, spec)
-                    runs[name].append((wall, out, before))
+                    runs[name].append((wall, out))
+                    before[name].append(i)
                     print(
-                        f"  round {r + 1}: {name} {wall:.1f} s, CPU {out['cpu_s']:.1f} s, minor"
-                        f" faults {out['minor_faults'] / 1e6:.2f}M, load before"
-                        f" {out['load']:.2f} (nDCG@10 {out['ndcg@10']:.5f}; in evaluate"
+                        f"  round {r + 1}: {name} {wall:.1f} s, CPU {out['cpu_s']:.1f} s"
+                        f" (system {out['system_s']:.1f} s), minor faults"
+                        f" {out['minor_faults'] / 1e6:.2f}M, load before {out['load']:.2f}"
+                        f" (nDCG@10 {out['ndcg@10']:.5f}; in evaluate"
                         f" {out['total_s']:.1f} s: model load {out['model_load_s']:.1f} s,"
                         f" documents {out['document_embedding_s']:.1f} s,"
                         f" queries {out['query_embedding_s']:.1f} s)",
@@ -241,33 +256,11 @@ def main() -> None:
             anchor_run("closing")  # closes the last pair
             figures = {"row": "cold", "variants": {}}
             for name, _ in variants:
-                # each figure of each run against the anchor runs just before and after it
-                summaries = {}
-                for key, label, anchor_figs, mine_figs in (
-                    ("wall", "cold", anchors, [w for w, _, _ in runs[name]]),
-                    ("cpu", "cold, CPU s", anchors_cpu, [o["cpu_s"] for _, o, _ in runs[name]]),
-                    (
-                        "documents",
-                        "cold, document phase",
-                        [o["document_embedding_s"] for o in anchor_outs],
-                        [o["document_embedding_s"] for _, o, _ in runs[name]],
-                    ),
-                ):
-                    around = [(anchor_figs[i], anchor_figs[i + 1]) for _, _, i in runs[name]]
-                    summaries[key] = summarise(
-                        anchor_figs,
-                        mine_figs,
-                        1.02,
-                        anchor="anchor",
-                        mine=name,
-                        row=label,
-                        neighbours=around,
-                    )
-                figures["variants"][name] = {
-                    **summaries["wall"],
-                    "cpu": summaries["cpu"],
-                    "documents": summaries["documents"],
-                }
+                # each run of ours against the anchor runs just before and after it
+                around = [(i, i + 1) for i in before[name]]
+                figures["variants"][name] = summarise_cold(
+                    "cold", name, anchor_runs, runs[name], around
+                )
         else:
             cache = Path(args.cache) if args.cache else folder / "cache"
             warm = write(folder / "warm.json", {**base, "cache": str(cache)})
@@ -314,6 +307,88 @@ def main() -> None:
     figures["latency_sample"] = sample
     if args.json:
         Path(args.json).write_text(json.dumps(figures, indent=2) + "\n", encoding="utf-8")
+
+
+#: the cold row's figures of one run ``(wall, out)``: key, label suffix, how to read it
+COLD_FIGURES = (
+    ("wall", "", lambda run: run[0]),
+    ("cpu", ", CPU s", lambda run: run[1]["cpu_s"]),
+    ("documents", ", document phase", lambda run: run[1]["document_embedding_s"]),
+)
+
+
+def summarise_cold(
+    label: str,
+    name: str,
+    anchor_runs: list[tuple[float, dict]],
+    mine_runs: list[tuple[float, dict]],
+    around: list[tuple[int, int]],
+) -> dict:
+    """The wall time, CPU seconds and document phase of one variant of ours against the anchor:
+    ``around[k]`` are the indices of the anchor runs compared with ``mine_runs[k]``. The wall
+    summary at the top level, the other two under ``cpu`` and ``documents``."""
+    summaries = {}
+    for key, suffix, pick in COLD_FIGURES:
+        anchor_figs = [pick(run) for run in anchor_runs]
+        summaries[key] = summarise(
+            anchor_figs,
+            [pick(run) for run in mine_runs],
+            1.02,
+            anchor="anchor",
+            mine=name,
+            row=label + suffix,
+            neighbours=[(anchor_figs[i], anchor_figs[j]) for i, j in around],
+        )
+    return {**summaries["wall"], "cpu": summaries["cpu"], "documents": summaries["documents"]}
+
+
+def cold_concurrent(rounds: int, base: dict, folder: Path, also_no_latency: bool) -> dict:
+    """The cold row with each anchor run and run of ours at the same time, pinned to CPUs 0 and
+    1 (swapped every round), one thread each: whatever else slows the machine slows both alike,
+    so each round's ratio is steady where runs one after the other drift by 5-10% on a shared
+    2-core machine. One thread each is not the default two, so the figure is the work each
+    does, not the two-thread wall time; ``--also-no-latency`` adds a pair with
+    ``latency_passes=0`` every round."""
+    variants = [("ours", {})] + (
+        [("ours, latency_passes=0", {"latency_passes": 0})] * also_no_latency
+    )
+    pairs: dict[str, list[tuple[tuple[float, dict], tuple[float, dict]]]] = {
+        name: [] for name, _ in variants
+    }
+    for r in range(rounds):
+        for v, (name, overrides) in enumerate(variants):
+            key = f"{r}-{v}"
+            spec = write(
+                folder / f"ours-{key}.json",
+                {**base, **overrides, "cache": str(folder / f"cache-{key}")},
+            )
+            cpus = (r % 2, 1 - r % 2)  # (anchor's, ours'): swapped every round
+            anchor, mine = run_concurrent(
+                [
+                    (BARE_COLD, write(folder / f"anchor-{key}.json", base), cpus[0]),
+                    (OURS, spec, cpus[1]),
+                ]
+            )
+            pairs[name].append((anchor, mine))
+            print(
+                f"  round {r + 1} ({name}; anchor on CPU {cpus[0]}): anchor {anchor[0]:.1f} s"
+                f" (CPU {anchor[1]['cpu_s']:.1f} s, system {anchor[1]['system_s']:.1f} s,"
+                f" documents {anchor[1]['document_embedding_s']:.1f} s), ours {mine[0]:.1f} s"
+                f" (CPU {mine[1]['cpu_s']:.1f} s, system {mine[1]['system_s']:.1f} s, documents"
+                f" {mine[1]['document_embedding_s']:.1f} s; nDCG@10 {anchor[1]['ndcg@10']:.5f}"
+                f" / {mine[1]['ndcg@10']:.5f}) -> {mine[0] / anchor[0]:.3f}x",
+                flush=True,
+            )
+    figures: dict = {"row": "cold", "concurrent": True, "variants": {}}
+    for name, _ in variants:
+        anchor_runs = [anchor for anchor, _ in pairs[name]]
+        # each of ours against the anchor that ran beside it
+        around = [(i, i) for i in range(len(anchor_runs))]
+        mine_runs = [mine for _, mine in pairs[name]]
+        figures["variants"][name] = summarise_cold(
+            "cold, concurrent", name, anchor_runs, mine_runs, around
+        )
+    return figures
 
 
 if __name__ == "__main__":

@@ -211,11 +211,7 @@ def main() -> None:
         elif args.row == "cold":
             anchor_spec = write(folder / "anchor.json", base)
 
-            # each variant of ours: (label, spec overrides); --also-no-latency adds ours with
-            # latency_passes=0 (the bare script's work) between the same anchors
-            variants = [("ours", {})]
-            if args.also_no_latency:
-                variants.append(("ours, latency_passes=0", {"latency_passes": 0}))
+            variants = cold_variants(args.also_no_latency)
             runs: dict[str, list[tuple[float, dict]]] = {name: [] for name, _ in variants}
             before: dict[str, list[int]] = {name: [] for name, _ in variants}
             anchor_runs: list[tuple[float, dict]] = []
@@ -309,6 +305,15 @@ def main() -> None:
         Path(args.json).write_text(json.dumps(figures, indent=2) + "\n", encoding="utf-8")
 
 
+def cold_variants(also_no_latency: bool) -> list[tuple[str, dict]]:
+    """The cold row's variants of ours, ``(label, spec overrides)``: the defaults, and with
+    ``--also-no-latency`` ours with ``latency_passes=0`` too (the bare script's work)."""
+    variants: list[tuple[str, dict]] = [("ours", {})]
+    if also_no_latency:
+        variants.append(("ours, latency_passes=0", {"latency_passes": 0}))
+    return variants
+
+
 #: the cold row's figures of one run ``(wall, out)``: key, label suffix, how to read it
 COLD_FIGURES = (
     ("wall", "", lambda run: run[0]),
@@ -349,9 +354,7 @@ def cold_concurrent(rounds: int, base: dict, folder: Path, also_no_latency: bool
     2-core machine. One thread each is not the default two, so the figure is the work each
     does, not the two-thread wall time; ``--also-no-latency`` adds a pair with
     ``latency_passes=0`` every round."""
-    variants = [("ours", {})] + (
-        [("ours, latency_passes=0", {"latency_passes": 0})] * also_no_latency
-    )
+    variants = cold_variants(also_no_latency)
     pairs: dict[str, list[tuple[tuple[float, dict], tuple[float, dict]]]] = {
         name: [] for name, _ in variants
     }

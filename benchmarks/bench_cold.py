@@ -172,13 +172,32 @@ def main() -> None:
         help="cold row: run each anchor and ours at the same time, each pinned to its own CPU"
         " with one thread (CPUs swapped every round): a steadier ratio on a shared machine",
     )
-    parser.add_argument("--edit-share", type=float, default=0.01)
+    parser.add_argument(
+        "--edit-share",
+        type=float,
+        default=None,
+        help="incremental row: the share of documents edited (default 0.01)",
+    )
     parser.add_argument("--json", help="also write the figures to this file")
     parser.add_argument(
         "--cache",
         help="incremental row: the cache folder to fill and keep (a second run reuses it)",
     )
     args = parser.parse_args()
+    # a switch the row does not use is an error, not silently ignored
+    unused = {
+        "cold": [
+            ("--cache", args.cache is not None),
+            ("--edit-share", args.edit_share is not None),
+        ],
+        "incremental": [
+            ("--concurrent", args.concurrent),
+            ("--also-no-latency", args.also_no_latency),
+        ],
+    }[args.row]
+    for switch, given in unused:
+        if given:
+            parser.error(f"{switch} has no effect with --row {args.row}: leave it out")
 
     from pytest_embedbench import load_dataset
     from pytest_embedbench.measure import DEFAULT_LATENCY_PASSES, DEFAULT_LATENCY_SAMPLE
@@ -263,7 +282,8 @@ def main() -> None:
             wall, out = run_process(OURS, warm)
             print(f"  filling the cache: {wall:.1f} s, {out['misses']} documents embedded")
             salt = f"{time.time_ns()}"  # edits never seen by a kept cache folder
-            n_edit = max(1, round(args.edit_share * len(dataset.documents)))
+            share = 0.01 if args.edit_share is None else args.edit_share
+            n_edit = max(1, round(share * len(dataset.documents)))
             query_texts = [q.text for q in dataset.queries]
 
             def round_spec(r: int) -> tuple[Path, Path]:

@@ -73,10 +73,7 @@ def parse_columns(value: str) -> tuple[str, ...]:
 
 
 def parse_positive_int(value: str) -> int:
-    try:
-        number = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{value!r} is not an integer") from None
+    number = parse_int(value)
     if number < 1:
         raise argparse.ArgumentTypeError(f"{value!r} must be at least 1")
     return number

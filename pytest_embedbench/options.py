@@ -4,8 +4,8 @@
 The table is :class:`Options` itself: each field made with :func:`option` carries its flag, ini
 key, help and parser, so adding an option is adding one field. The plugin registers the
 options from :func:`option_specs` and builds :class:`Options` with :meth:`Options.resolve`
-(command line over ini); the report shows :meth:`Options.configuration`. Usage without
-pytest::
+(command line over ini); the report shows :meth:`Options.configuration`. The spec type,
+:func:`option` and the value parsers are in :mod:`.optionspec`. Usage without pytest::
 
     options = Options.resolve(cli={"seed": 3}.get, ini={}.get, cwd=Path.cwd())
     options.configuration()["seed"]   # 3
@@ -13,13 +13,28 @@ pytest::
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Callable
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .exceptions import ConfigError
+from .optionspec import (
+    PRIORITIES,
+    OptionSpec,
+    option,
+    parse_columns,
+    parse_int,
+    parse_models_option,
+    parse_non_negative_float,
+    parse_non_negative_int,
+    parse_positive_int,
+    parse_priority,
+    parse_update_mode,
+)
+
+if TYPE_CHECKING:
+    from .distributed.settings import RaySettings
 
 __all__ = [
     "PRIORITIES",
@@ -29,126 +44,11 @@ __all__ = [
     "parse_columns",
     "parse_int",
     "parse_models_option",
+    "parse_non_negative_float",
     "parse_positive_int",
     "parse_priority",
     "parse_update_mode",
 ]
-
-PRIORITIES = ("accuracy", "speed", "balanced", "cost")
-
-
-def parse_update_mode(value: str) -> str:
-    """``--embedbench-update-baseline[=new]``: ``all`` replaces entries, ``new`` only adds."""
-    if value not in ("all", "new"):
-        raise argparse.ArgumentTypeError(
-            f"{value!r}: use --embedbench-update-baseline (all) or --embedbench-update-baseline=new"
-        )
-    return value
-
-
-def parse_priority(value: str) -> str:
-    if value not in PRIORITIES:
-        raise argparse.ArgumentTypeError(f"{value!r}: use one of {list(PRIORITIES)}")
-    return value
-
-
-def parse_models_option(value: str) -> tuple[str, ...]:
-    """``--embedbench-models a,b``: comma-separated specs (a hybrid's ``+`` is kept)."""
-    specs = tuple(part.strip() for part in value.split(",") if part.strip())
-    if not specs:
-        raise argparse.ArgumentTypeError(
-            f"--embedbench-models {value!r}: give comma-separated model specs, e.g. 'bm25,hf:MODEL'"
-        )
-    return specs
-
-
-def parse_columns(value: str) -> tuple[str, ...]:
-    """``--embedbench-columns nDCG@10,p95_ms,dimension``: the terminal table's columns, in
-    order (names as ``embedbench report --columns-help`` lists them; case-insensitive)."""
-    from .report.terminal import column_names, resolve_column
-
-    names = tuple(part.strip() for part in value.split(",") if part.strip())
-    if not names:
-        raise argparse.ArgumentTypeError(
-            f"--embedbench-columns {value!r}: give comma-separated column names, e.g. "
-            "'ndcg@10,p95_ms,dimension'"
-        )
-    for name in names:
-        if resolve_column(name) is None:
-            raise argparse.ArgumentTypeError(
-                f"unknown column {name!r}: use a metric such as 'ndcg@10' or one of "
-                f"{column_names()}"
-            ) from None
-    return names
-
-
-def parse_positive_int(value: str) -> int:
-    try:
-        number = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{value!r} is not an integer") from None
-    if number < 1:
-        raise argparse.ArgumentTypeError(f"{value!r} must be at least 1")
-    return number
-
-
-def parse_non_negative_int(value: str) -> int:
-    number = parse_int(value)
-    if number < 0:
-        raise argparse.ArgumentTypeError(f"{value!r} must be 0 or more")
-    return number
-
-
-def parse_int(value: str) -> int:
-    try:
-        return int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{value!r} is not an integer") from None
-
-
-@dataclass(frozen=True)
-class OptionSpec:
-    """One option of the table: its flag, ini key, help, parser and kind.
-
-    ``kind`` is ``"value"`` (parsed by ``parse``), ``"path"`` (relative to the folder it was
-    given in: the working directory on the command line, the ini file's folder in ini),
-    ``"flag"`` (a switch; a bool ini key) or ``"optional"`` (``--flag`` alone means ``const``;
-    command line only). ``ini`` is None for an option without an ini key; ``report`` is the
-    key of the report's configuration block (default: the field name).
-    """
-
-    flag: str
-    help: str
-    ini: str | None = None
-    ini_help: str | None = None
-    parse: Callable[[str], Any] = str
-    kind: str = "value"
-    metavar: str | None = None
-    const: str | None = None
-    must_exist: bool = False
-    report: str | None = None
-
-    @property
-    def dest(self) -> str:
-        """The argparse destination (``--embedbench-cache-dir`` -> ``embedbench_cache_dir``)."""
-        return self.flag.lstrip("-").replace("-", "_")
-
-    def addoption_kwargs(self) -> dict[str, Any]:
-        """Keyword arguments of ``parser.addoption`` for this option."""
-        if self.kind == "flag":
-            return {"action": "store_true", "default": None, "help": self.help}
-        kwargs: dict[str, Any] = {"metavar": self.metavar, "help": self.help}
-        if self.kind == "optional":
-            kwargs.update(nargs="?", const=self.const)
-        if self.parse is not str and self.kind != "path":
-            kwargs["type"] = self.parse
-        return kwargs
-
-
-def option(default: Any, spec: OptionSpec) -> Any:
-    """A field of :class:`Options` that is an option of the table."""
-    return field(default=default, metadata={"option": spec})
-
 
 _Lookup = Callable[[str], Any]
 
@@ -271,6 +171,52 @@ class Options:
             ini="embedbench_ray",
             ini_help="Ray address for document embedding: auto, ray://HOST:PORT or local",
             metavar="ADDRESS",
+        ),
+    )
+    ray_workers: int = option(  # distributed.RaySettings.workers
+        2,
+        OptionSpec(
+            "--embedbench-ray-workers",
+            "with --embedbench-ray: Ray actors embedding documents, each with its own copy of "
+            "the model (default 2)",
+            ini="embedbench_ray_workers",
+            ini_help="Ray actors embedding documents (default 2)",
+            parse=parse_positive_int,
+            metavar="N",
+        ),
+    )
+    ray_cpus_per_worker: float = option(
+        1.0,
+        OptionSpec(
+            "--embedbench-ray-cpus-per-worker",
+            "with --embedbench-ray: CPUs each Ray worker reserves (default 1)",
+            ini="embedbench_ray_cpus_per_worker",
+            ini_help="CPUs each Ray worker reserves (default 1)",
+            parse=parse_non_negative_float,
+            metavar="N",
+        ),
+    )
+    ray_gpus_per_worker: float = option(
+        0.0,
+        OptionSpec(
+            "--embedbench-ray-gpus-per-worker",
+            "with --embedbench-ray: GPUs each Ray worker reserves, e.g. 1 or 0.5 (default 0)",
+            ini="embedbench_ray_gpus_per_worker",
+            ini_help="GPUs each Ray worker reserves (default 0)",
+            parse=parse_non_negative_float,
+            metavar="N",
+        ),
+    )
+    ray_batch_size: int | None = option(
+        None,
+        OptionSpec(
+            "--embedbench-ray-batch-size",
+            "with --embedbench-ray: texts per batch sent to a Ray worker (default: the "
+            "model's batch_size)",
+            ini="embedbench_ray_batch_size",
+            ini_help="texts per batch sent to a Ray worker (default: the model's)",
+            parse=parse_positive_int,
+            metavar="N",
         ),
     )
     seed: int = option(
@@ -405,7 +351,29 @@ class Options:
                 "--embedbench-ray fills the embedding cache: it cannot go with "
                 "--embedbench-no-cache"
             )
+        for name in [n for n in _RAY_SETTINGS if n in values and not options.ray]:
+            spec = cls.spec(name)
+            where = spec.flag if cli(spec.dest) is not None else f"ini option {spec.ini}"
+            raise ConfigError(
+                f"{where} = {values[name]!r} has no effect without --embedbench-ray (ini "
+                "embedbench_ray): give the Ray address too, or leave it out"
+            )
         return options
+
+    def ray_settings(self) -> RaySettings:
+        """The :class:`~.distributed.RaySettings` of ``--embedbench-ray`` and its
+        ``--embedbench-ray-*`` options (only when :attr:`ray` is set)."""
+        from .distributed.settings import RaySettings
+
+        if not self.ray:
+            raise ConfigError("no Ray address: --embedbench-ray is not set")
+        return RaySettings(
+            address=self.ray,
+            workers=self.ray_workers,
+            cpus_per_worker=self.ray_cpus_per_worker,
+            gpus_per_worker=self.ray_gpus_per_worker,
+            batch_size=self.ray_batch_size,
+        )
 
     @staticmethod
     def spec(name: str) -> OptionSpec:
@@ -420,6 +388,10 @@ class Options:
             value = getattr(self, name)
             out[spec.report or name] = list(value) if isinstance(value, tuple) else value
         return out
+
+
+#: the options that shape a Ray embedding run: they need ``--embedbench-ray``
+_RAY_SETTINGS = ("ray_workers", "ray_cpus_per_worker", "ray_gpus_per_worker", "ray_batch_size")
 
 
 def option_specs() -> dict[str, OptionSpec]:

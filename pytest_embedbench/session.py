@@ -107,9 +107,9 @@ class EmbedBenchSession:
                 latency_sample=self.options.latency_sample,
             )
             if self.options.ray:
-                from .distributed import RaySettings, prefill_hook
+                from .distributed import prefill_hook
 
-                self._evaluator.prefill = prefill_hook(RaySettings(address=self.options.ray))
+                self._evaluator.prefill = prefill_hook(self.options.ray_settings())
         return self._evaluator
 
     # -- collection ------------------------------------------------------------------------

@@ -61,7 +61,7 @@ Modules: :mod:`.settings` (RaySettings, RayEmbedReport, connect, hosted_reason),
 from __future__ import annotations
 
 from .cli import add_parser, run
-from .engine import embed_dataset, embed_documents, prefill_hook
+from .engine import RayPrefill, embed_dataset, embed_documents, prefill_hook
 from .settings import (
     RAY_INSTALL,
     Progress,
@@ -76,6 +76,7 @@ __all__ = [
     "RAY_INSTALL",
     "Progress",
     "RayEmbedReport",
+    "RayPrefill",
     "RaySettings",
     "add_parser",
     "connect",

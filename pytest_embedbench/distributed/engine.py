@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 import time
 import warnings
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from ..providers import ModelSpec, Provider
     from ..providers.base import EmbeddingProvider
 
-__all__ = ["embed_dataset", "embed_documents", "prefill_hook"]
+__all__ = ["RayPrefill", "embed_dataset", "embed_documents", "prefill_hook"]
 
 
 class _Embedder:
@@ -319,16 +319,18 @@ def embed_dataset(
     return embed_documents(provider, texts, store, settings or RaySettings(), progress=progress)
 
 
-def prefill_hook(
-    settings: RaySettings,
-) -> Callable[[Provider, Sequence[Document], EmbeddingCache | None], None]:
-    """What ``--embedbench-ray`` runs before a provider builds its index over documents: the
-    uncached ones through Ray. Hosted providers are embedded in-process, with one warning
-    each; rankers are left alone."""
-    warned: set[str] = set()
+class RayPrefill:
+    """What ``--embedbench-ray`` runs before a provider builds its index over documents
+    (``prefill(provider, documents, cache)``): the uncached ones through Ray with
+    :attr:`settings`. Hosted providers are embedded in-process, with one warning each; rankers
+    are left alone."""
 
-    def prefill(
-        provider: Provider, documents: Sequence[Document], cache: EmbeddingCache | None
+    def __init__(self, settings: RaySettings) -> None:
+        self.settings = settings
+        self._warned: set[str] = set()
+
+    def __call__(
+        self, provider: Provider, documents: Sequence[Document], cache: EmbeddingCache | None
     ) -> None:
         from ..providers.base import EmbeddingProvider
 
@@ -339,8 +341,8 @@ def prefill_hook(
             )
         why = hosted_reason(provider)
         if why is not None:
-            if isinstance(provider, EmbeddingProvider) and why not in warned:
-                warned.add(why)
+            if isinstance(provider, EmbeddingProvider) and why not in self._warned:
+                self._warned.add(why)
                 warnings.warn(
                     f"--embedbench-ray: {why}; it is embedded in-process",
                     EmbedBenchWarning,
@@ -348,6 +350,9 @@ def prefill_hook(
                 )
             return
         assert isinstance(provider, EmbeddingProvider)
-        embed_documents(provider, [d.embed_text for d in documents], cache, settings)
+        embed_documents(provider, [d.embed_text for d in documents], cache, self.settings)
 
-    return prefill
+
+def prefill_hook(settings: RaySettings) -> RayPrefill:
+    """The ``--embedbench-ray`` prefill with ``settings`` (:class:`RayPrefill`)."""
+    return RayPrefill(settings)

@@ -63,6 +63,18 @@ def test_reference_typo_on_the_command_line(project: pytest.Pytester) -> None:
     ok.assert_outcomes(passed=2)
 
 
+def test_a_ray_setting_without_the_ray_address_is_a_usage_error(project: pytest.Pytester) -> None:
+    project.makepyfile(test_basic=BASIC)
+    result = project.runpytest("--embedbench-ray-workers=8")
+    _usage_error(
+        result,
+        "*--embedbench-ray-workers = 8 has no effect without --embedbench-ray (ini*",
+    )
+    project.makeini("[pytest]\nembedbench_ray_gpus_per_worker = 1\n")
+    result = project.runpytest()
+    _usage_error(result, "*ini option embedbench_ray_gpus_per_worker = 1.0 has no effect*")
+
+
 def test_provider_options_under_a_miscased_model_name(project: pytest.Pytester) -> None:
     _config(
         project,

@@ -1,5 +1,6 @@
 """``--embedbench-ray=local`` in a real pytest run: MiniLM's document vectors are embedded by a
-local Ray (two workers), the run passes, the cache it filled serves a later in-process run
+local Ray (one worker, batches of three, set with the ``--embedbench-ray-*`` options), the
+run passes, the cache it filled serves a later in-process run
 without embedding anything, and the metrics equal an in-process run's on a fresh cache."""
 
 from __future__ import annotations
@@ -76,7 +77,15 @@ def test_ray_local_fills_the_cache_and_equals_in_process(project: pytest.Pyteste
         result.assert_outcomes(passed=1)
         return json.loads((project.path / f"{name}.json").read_text())
 
-    ray = run("ray", "--embedbench-ray=local", "--embedbench-cache-dir", "ray-cache")
+    # one worker, batches of 3 (two batches): the --embedbench-ray-* options reach Ray
+    ray = run(
+        "ray",
+        "--embedbench-ray=local",
+        "--embedbench-ray-workers=1",
+        "--embedbench-ray-batch-size=3",
+        "--embedbench-cache-dir",
+        "ray-cache",
+    )
     # a fresh cache, and the index build found every document in it: Ray embedded them all
     assert ray["cache"] == {"hits": 6, "misses": 0, "hit_rate": 1.0}
     again = run("again", "--embedbench-cache-dir", "ray-cache")  # in-process, no Ray

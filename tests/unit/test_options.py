@@ -113,3 +113,54 @@ def test_argparse_arguments_parse_through_the_table() -> None:
     assert parser.parse_args(["--embedbench-update-baseline=new"]).embedbench_update_baseline == (
         "new"
     )
+
+
+def test_the_ray_options_make_the_ray_settings(tmp_path: Path) -> None:
+    from pytest_embedbench.distributed import RaySettings
+
+    options = _resolve(
+        tmp_path,
+        {"embedbench_ray_workers": 8, "embedbench_ray_gpus_per_worker": 0.5},
+        embedbench_ray="ray://head:10001",
+        embedbench_ray_cpus_per_worker="4",
+        embedbench_ray_batch_size="256",
+        embedbench_ray_workers="3",  # the command line's 8 wins
+    )
+    assert options.ray_settings() == RaySettings(
+        address="ray://head:10001",
+        workers=8,
+        cpus_per_worker=4.0,
+        gpus_per_worker=0.5,
+        batch_size=256,
+    )
+    # only the address: RaySettings' own defaults (2 workers, 1 CPU, no GPU, the model's batch)
+    assert _resolve(tmp_path, embedbench_ray="local").ray_settings() == RaySettings("local")
+    with pytest.raises(ConfigError, match="--embedbench-ray is not set"):
+        Options().ray_settings()
+
+
+def test_a_ray_setting_without_a_ray_address_is_an_error(tmp_path: Path) -> None:
+    with pytest.raises(
+        ConfigError,
+        match=r"--embedbench-ray-workers = 4 has no effect without --embedbench-ray \(ini "
+        r"embedbench_ray\)",
+    ):
+        _resolve(tmp_path, {"embedbench_ray_workers": 4})
+    with pytest.raises(
+        ConfigError, match=r"ini option embedbench_ray_gpus_per_worker = 1.0 has no effect"
+    ):
+        _resolve(tmp_path, embedbench_ray_gpus_per_worker="1")
+
+
+def test_bad_ray_values_name_the_key(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"embedbench_ray_workers = '0': .*at least 1"):
+        _resolve(tmp_path, embedbench_ray="auto", embedbench_ray_workers="0")
+    for bad in ("-1", "nan", "inf", "one"):
+        with pytest.raises(ConfigError, match=rf"embedbench_ray_cpus_per_worker = '{bad}'"):
+            _resolve(tmp_path, embedbench_ray="auto", embedbench_ray_cpus_per_worker=bad)
+    parser = argparse.ArgumentParser()
+    spec = Options.spec("ray_gpus_per_worker")
+    parser.add_argument(spec.flag, **spec.addoption_kwargs())
+    assert parser.parse_args([spec.flag, "0.25"]).embedbench_ray_gpus_per_worker == 0.25
+    with pytest.raises(SystemExit):
+        parser.parse_args([spec.flag, "-2"])

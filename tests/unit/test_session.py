@@ -116,3 +116,17 @@ def test_setup_failures_are_errors_and_keep_the_first_message(tmp_path: Path) ->
     assert record.error == "RuntimeError: no model"
     state.set_status("t.py::t[bm25]", "setup", "skipped", None)
     assert record.status is Status.SKIPPED
+
+
+def test_the_ray_options_reach_the_runs_prefill(tmp_path: Path) -> None:
+    """``--embedbench-ray`` and its ``--embedbench-ray-*`` options become the Evaluator's
+    prefill, with every setting; without an address there is none (no Ray import either)."""
+    from pytest_embedbench.distributed import RayPrefill, RaySettings
+
+    opts = Options(ray="local", ray_workers=3, ray_gpus_per_worker=0.5, ray_batch_size=16)
+    prefill = EmbedBenchSession(opts, tmp_path).evaluator.prefill
+    assert isinstance(prefill, RayPrefill)
+    assert prefill.settings == RaySettings(
+        "local", workers=3, cpus_per_worker=1.0, gpus_per_worker=0.5, batch_size=16
+    )
+    assert EmbedBenchSession(Options(), tmp_path).evaluator.prefill is None

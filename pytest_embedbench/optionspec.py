@@ -1,0 +1,147 @@
+"""The pieces of the options table (:mod:`.options`): :class:`OptionSpec` (one option's
+flag, ini key, help, parser and kind), :func:`option` (a field of the table) and the value
+parsers, which take the text of a flag or an ini key and raise ``argparse.ArgumentTypeError``
+with the reason (the table names the option or key around it)."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = [
+    "PRIORITIES",
+    "OptionSpec",
+    "option",
+    "parse_columns",
+    "parse_int",
+    "parse_models_option",
+    "parse_non_negative_float",
+    "parse_non_negative_int",
+    "parse_positive_int",
+    "parse_priority",
+    "parse_update_mode",
+]
+
+PRIORITIES = ("accuracy", "speed", "balanced", "cost")
+
+
+def parse_update_mode(value: str) -> str:
+    """``--embedbench-update-baseline[=new]``: ``all`` replaces entries, ``new`` only adds."""
+    if value not in ("all", "new"):
+        raise argparse.ArgumentTypeError(
+            f"{value!r}: use --embedbench-update-baseline (all) or --embedbench-update-baseline=new"
+        )
+    return value
+
+
+def parse_priority(value: str) -> str:
+    if value not in PRIORITIES:
+        raise argparse.ArgumentTypeError(f"{value!r}: use one of {list(PRIORITIES)}")
+    return value
+
+
+def parse_models_option(value: str) -> tuple[str, ...]:
+    """``--embedbench-models a,b``: comma-separated specs (a hybrid's ``+`` is kept)."""
+    specs = tuple(part.strip() for part in value.split(",") if part.strip())
+    if not specs:
+        raise argparse.ArgumentTypeError(
+            f"--embedbench-models {value!r}: give comma-separated model specs, e.g. 'bm25,hf:MODEL'"
+        )
+    return specs
+
+
+def parse_columns(value: str) -> tuple[str, ...]:
+    """``--embedbench-columns nDCG@10,p95_ms,dimension``: the terminal table's columns, in
+    order (names as ``embedbench report --columns-help`` lists them; case-insensitive)."""
+    from .report.terminal import column_names, resolve_column
+
+    names = tuple(part.strip() for part in value.split(",") if part.strip())
+    if not names:
+        raise argparse.ArgumentTypeError(
+            f"--embedbench-columns {value!r}: give comma-separated column names, e.g. "
+            "'ndcg@10,p95_ms,dimension'"
+        )
+    for name in names:
+        if resolve_column(name) is None:
+            raise argparse.ArgumentTypeError(
+                f"unknown column {name!r}: use a metric such as 'ndcg@10' or one of "
+                f"{column_names()}"
+            ) from None
+    return names
+
+
+def parse_positive_int(value: str) -> int:
+    number = parse_int(value)
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"{value!r} must be at least 1")
+    return number
+
+
+def parse_non_negative_int(value: str) -> int:
+    number = parse_int(value)
+    if number < 0:
+        raise argparse.ArgumentTypeError(f"{value!r} must be 0 or more")
+    return number
+
+
+def parse_non_negative_float(value: str) -> float:
+    try:
+        number = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a number") from None
+    if not number >= 0 or number == float("inf"):  # NaN fails ">= 0"
+        raise argparse.ArgumentTypeError(f"{value!r} must be a finite number, 0 or more")
+    return number
+
+
+def parse_int(value: str) -> int:
+    try:
+        return int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not an integer") from None
+
+
+@dataclass(frozen=True)
+class OptionSpec:
+    """One option of the table: its flag, ini key, help, parser and kind.
+
+    ``kind`` is ``"value"`` (parsed by ``parse``), ``"path"`` (relative to the folder it was
+    given in: the working directory on the command line, the ini file's folder in ini),
+    ``"flag"`` (a switch; a bool ini key) or ``"optional"`` (``--flag`` alone means ``const``;
+    command line only). ``ini`` is None for an option without an ini key; ``report`` is the
+    key of the report's configuration block (default: the field name).
+    """
+
+    flag: str
+    help: str
+    ini: str | None = None
+    ini_help: str | None = None
+    parse: Callable[[str], Any] = str
+    kind: str = "value"
+    metavar: str | None = None
+    const: str | None = None
+    must_exist: bool = False
+    report: str | None = None
+
+    @property
+    def dest(self) -> str:
+        """The argparse destination (``--embedbench-cache-dir`` -> ``embedbench_cache_dir``)."""
+        return self.flag.lstrip("-").replace("-", "_")
+
+    def addoption_kwargs(self) -> dict[str, Any]:
+        """Keyword arguments of ``parser.addoption`` for this option."""
+        if self.kind == "flag":
+            return {"action": "store_true", "default": None, "help": self.help}
+        kwargs: dict[str, Any] = {"metavar": self.metavar, "help": self.help}
+        if self.kind == "optional":
+            kwargs.update(nargs="?", const=self.const)
+        if self.parse is not str and self.kind != "path":
+            kwargs["type"] = self.parse
+        return kwargs
+
+
+def option(default: Any, spec: OptionSpec) -> Any:
+    """A field of :class:`Options` that is an option of the table."""
+    return field(default=default, metadata={"option": spec})

@@ -44,6 +44,9 @@ Faults:
   back as the same exception type, with the same message, that the in-process path raises
   (usually :class:`~pytest_embedbench.exceptions.ProviderError`), with Ray's wrapping removed;
 * an interrupted run (Ctrl-C, a failed batch) keeps what it wrote; the next run embeds the rest.
+* a worker that no node can host (more CPUs or GPUs than any node has), for which Ray Data
+  would wait for ever, is a ConfigError on a ``local`` Ray and a warning on a cluster (an
+  autoscaler may add the node).
 
 Which providers: local models (``hf:``, and any provider whose class is not ``hosted``) are
 the case Ray is for: the model is loaded once per worker, on CPU or GPU. Hosted providers

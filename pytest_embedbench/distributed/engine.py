@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from ..providers import ModelSpec, Provider
     from ..providers.base import EmbeddingProvider
 
-__all__ = ["RayPrefill", "embed_dataset", "embed_documents", "prefill_hook"]
+__all__ = ["RayPrefill", "embed_dataset", "embed_documents", "prefill_hook", "worker_misfit"]
 
 
 class _Embedder:
@@ -121,6 +121,7 @@ def embed_documents(
         return report
     ray = require_ray()
     connect(settings.address, num_cpus=settings.local_cpus)
+    _check_fits(ray, settings)
     items = _batches(provider, texts, pending.todo.values(), settings.batch_size)
     # no more actors than batches: an idle actor would load the model for nothing (and Ray
     # Data warns that the pool cannot be used in full)
@@ -128,6 +129,42 @@ def embed_documents(
     out = _map_on_ray(ray, provider, pending.namespace, items, settings, report.workers)
     _write_back(out, cache, provider.dimension, pending, report, progress)
     return report
+
+
+def _check_fits(ray: Any, settings: RaySettings) -> None:
+    """A worker that no node can host would wait for ever (Ray Data only logs "the job may
+    hang forever"): on a ``local`` Ray that is a ConfigError, on a cluster a warning (an
+    autoscaler may still add such a node)."""
+    alive = [node.get("Resources", {}) for node in ray.nodes() if node.get("Alive")]
+    why = worker_misfit(alive, settings.cpus_per_worker, settings.gpus_per_worker)
+    if why is None:
+        return
+    if settings.address == "local":
+        raise ConfigError(
+            f"{why}, so no worker could ever start on this machine's Ray: ask for less "
+            "(--embedbench-ray-gpus-per-worker / --embedbench-ray-cpus-per-worker in a test "
+            "run, --gpus-per-worker / --cpus-per-worker with embedbench embed) or use a "
+            "cluster that has such nodes"
+        )
+    warnings.warn(
+        f"{why}: the workers wait until the cluster adds such a node (an autoscaler), and "
+        "the run hangs if it never does",
+        EmbedBenchWarning,
+        stacklevel=3,
+    )
+
+
+def worker_misfit(nodes: Sequence[dict[str, float]], cpus: float, gpus: float) -> str | None:
+    """Why no node of ``nodes`` (each node's Ray resources, ``{"CPU": 8.0, "GPU": 1.0}``) can
+    host a worker that reserves ``cpus`` CPUs and ``gpus`` GPUs; None when one can."""
+    if any(n.get("CPU", 0.0) >= cpus and n.get("GPU", 0.0) >= gpus for n in nodes):
+        return None
+    largest = max(nodes, key=lambda n: (n.get("GPU", 0.0), n.get("CPU", 0.0)), default={})
+    return (
+        f"each Ray worker reserves CPU {cpus:g} and GPU {gpus:g}, but no node of the Ray "
+        f"cluster ({len(nodes)} alive) has that much (the largest has CPU "
+        f"{largest.get('CPU', 0.0):g}, GPU {largest.get('GPU', 0.0):g})"
+    )
 
 
 def _check_embeddable(provider: EmbeddingProvider, cache: EmbeddingCache) -> None:

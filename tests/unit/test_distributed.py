@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -13,7 +14,7 @@ import pytest
 
 from pytest_embedbench import ModelSpec
 from pytest_embedbench.cache import EmbeddingCache
-from pytest_embedbench.exceptions import ProviderError
+from pytest_embedbench.exceptions import ConfigError, ProviderError
 from pytest_embedbench.providers import create_provider, register_provider
 from pytest_embedbench.providers.dense import document_keys
 
@@ -177,3 +178,42 @@ def test_the_cache_lookup_goes_in_slices_and_keeps_only_the_misses(
     assert pending.missing == [4, 6, 7, 9, 11]
     assert pending.todo == {keys[i]: i for i in (4, 6, 7, 9, 11)}
     assert pending.namespace == namespace and pending.keys == keys
+
+
+def test_a_worker_no_node_can_host_is_named() -> None:
+    from pytest_embedbench.distributed.engine import worker_misfit
+
+    nodes = [{"CPU": 2.0, "memory": 1e9}, {"CPU": 16.0, "GPU": 1.0}]
+    assert worker_misfit(nodes, 1.0, 0.0) is None
+    assert worker_misfit(nodes, 8.0, 1.0) is None  # the second node
+    assert worker_misfit(nodes, 1.0, 2.0) == (
+        "each Ray worker reserves CPU 1 and GPU 2, but no node of the Ray cluster (2 alive) "
+        "has that much (the largest has CPU 16, GPU 1)"
+    )
+    # the CPUs and the GPU must be on one node: 16 CPUs there, a GPU, but not both at 32
+    assert worker_misfit(nodes, 32.0, 1.0) is not None
+    assert "(0 alive)" in str(worker_misfit([], 1.0, 0.0))
+
+
+def test_a_gpu_worker_on_a_cpu_only_local_ray_is_an_error_not_a_hang(
+    ray_cluster: Any, tmp_path: Path
+) -> None:
+    """Ray Data would wait for ever for a GPU the local Ray lacks; the error comes first,
+    before any actor starts, and names the settings to change."""
+    settings = RaySettings(address="local", workers=1, gpus_per_worker=1.0)
+    with pytest.raises(ConfigError, match=r"reserves CPU 1 and GPU 1, .*has CPU 2, GPU 0\), so"):
+        embed_documents(create_provider("hashing:h"), TEXTS, EmbeddingCache(tmp_path), settings)
+    too_wide = RaySettings(address="local", workers=1, cpus_per_worker=3.0)
+    with pytest.raises(ConfigError, match="--embedbench-ray-cpus-per-worker"):
+        embed_documents(create_provider("hashing:h"), TEXTS, EmbeddingCache(tmp_path), too_wide)
+
+
+def test_on_a_cluster_such_a_worker_is_a_warning(ray_cluster: Any) -> None:
+    from pytest_embedbench.distributed.engine import _check_fits
+    from pytest_embedbench.exceptions import EmbedBenchWarning
+
+    with pytest.warns(EmbedBenchWarning, match="until the cluster adds such a node"):
+        _check_fits(ray_cluster, RaySettings(address="auto", gpus_per_worker=1.0))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # one that fits: nothing said
+        _check_fits(ray_cluster, RaySettings(address="auto"))

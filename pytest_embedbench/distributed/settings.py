@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..exceptions import ConfigError
+from ..netprobe import tcp_unreachable
 
 if TYPE_CHECKING:
     from ..providers import Provider
@@ -17,6 +18,7 @@ __all__ = [
     "Progress",
     "RayEmbedReport",
     "RaySettings",
+    "address_unreachable",
     "connect",
     "hosted_reason",
     "require_ray",
@@ -119,9 +121,16 @@ def connect(address: str, *, num_cpus: int | None = None) -> bool:
                 f"Ray address {address!r}: use 'auto', 'local', 'ray://HOST:PORT' or HOST:PORT"
             )
         kwargs = {"address": address, "logging_level": "WARNING"}
+        why = address_unreachable(address)
+        if why is not None:
+            raise ConfigError(
+                f"cannot reach a Ray cluster at {address!r}: {why}. Check the address (Ray "
+                "Client listens on port 10001, the GCS of ray start --head on 6379), or use "
+                "'local' to start a Ray on this machine"
+            )
     try:
         ray.init(**kwargs)
-    except ConnectionError as exc:
+    except (ConnectionError, ValueError) as exc:  # ValueError: ray:// without ray[client]
         raise ConfigError(
             f"cannot reach a Ray cluster at {address!r}: {exc}. Start one (ray start --head), "
             "or use --ray local to start one on this machine"
@@ -130,6 +139,27 @@ def connect(address: str, *, num_cpus: int | None = None) -> bool:
     ctx.enable_progress_bars = False  # the caller's progress is fed by the batches themselves
     ctx.print_on_execution_start = False
     return True
+
+
+#: seconds to wait for a TCP connection to a Ray address before calling it unreachable
+RAY_PROBE_TIMEOUT = 3.0
+
+
+def address_unreachable(address: str) -> str | None:
+    """Why nothing answers at a ``ray://HOST:PORT`` or ``HOST:PORT`` address (None when a TCP
+    connection opens, and for ``auto``, which Ray looks up on this machine at once): Ray itself
+    retries an address nobody listens on for minutes."""
+    if address in ("auto", "local"):
+        return None
+    rest = address.removeprefix("ray://")
+    host, colon, port = rest.rpartition(":")
+    if not colon and rest != address:  # ray://HOST: Ray Client's default port
+        host, port = rest, "10001"
+    host = host.strip("[]")  # [::1]:10001
+    if not host or not port.isdigit():
+        return f"{address!r} names no HOST:PORT"
+    why = tcp_unreachable(host, int(port), RAY_PROBE_TIMEOUT)
+    return why if why is None or why.startswith("no connection") else f"{host}:{port}: {why}"
 
 
 def hosted_reason(provider: Provider) -> str | None:

@@ -22,8 +22,6 @@ import importlib
 import importlib.util
 import logging
 import os
-import socket
-import threading
 from collections.abc import Callable, Sequence
 from importlib import metadata
 from pathlib import Path
@@ -33,6 +31,7 @@ from urllib.parse import urlsplit
 import numpy as np
 
 from ..exceptions import ConfigError, ProviderError
+from ..netprobe import tcp_unreachable
 from .base import EmbeddingProvider, Kind, require_extra
 from .registry import register_provider
 
@@ -94,21 +93,10 @@ def _hub_unreachable() -> str | None:
     parts = urlsplit(endpoint)
     host = parts.hostname or "huggingface.co"
     port = parts.port or (80 if parts.scheme == "http" else 443)
-    found: list[str | None] = []
-
-    def probe() -> None:
-        try:
-            socket.create_connection((host, port), timeout=HUB_PROBE_TIMEOUT).close()
-            found.append(None)
-        except OSError as exc:
-            found.append(f"{type(exc).__name__}: {exc}")
-
-    worker = threading.Thread(target=probe, daemon=True)
-    worker.start()
-    worker.join(HUB_PROBE_TIMEOUT + 0.5)
-    if not found:
-        return f"no connection to {host}:{port} within {HUB_PROBE_TIMEOUT:g} s"
-    return None if found[0] is None else f"{endpoint}: {found[0]}"
+    why = tcp_unreachable(host, port, HUB_PROBE_TIMEOUT)
+    if why is None or why.startswith("no connection"):
+        return why
+    return f"{endpoint}: {why}"
 
 
 @register_provider

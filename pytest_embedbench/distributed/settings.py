@@ -133,7 +133,7 @@ def connect(address: str, *, num_cpus: int | None = None) -> bool:
     except (ConnectionError, ValueError) as exc:  # ValueError: ray:// without ray[client]
         raise ConfigError(
             f"cannot reach a Ray cluster at {address!r}: {exc}. Start one (ray start --head), "
-            "or use --ray local to start one on this machine"
+            "or use the address 'local' to start one on this machine"
         ) from None
     ctx = ray.data.DataContext.get_current()
     ctx.enable_progress_bars = False  # the caller's progress is fed by the batches themselves

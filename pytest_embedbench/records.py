@@ -16,6 +16,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any
 
+from .redaction import redact
+
 if TYPE_CHECKING:
     from .cases import Case
     from .datasets import RetrievalDataset
@@ -128,9 +130,11 @@ class TestRecord:
             dataset=case.dataset.name,
             k=list(case.k),
             status=Status.ERROR if error is not None else Status.RUNNING,
-            error=f"{type(error).__name__}: {error}" if error is not None else None,
+            # what a report or a baseline keeps: no key, password or URL secret (the
+            # fingerprint still sees them, so changing one is a changed setting)
+            error=redact(f"{type(error).__name__}: {error}") if error is not None else None,
             settings_fingerprint=settings_fingerprint(case.model, case.k, result),
-            settings=settings_of(case.model, case.k, result),
+            settings=redact(settings_of(case.model, case.k, result)),
             dataset_parts=dataset_parts,
             machine_fingerprint=machine_fingerprint,
             reference=case.reference,
@@ -140,6 +144,8 @@ class TestRecord:
             # per_query_ms stays by query id (the timed sample): the latency gate compares the
             # distributions of its values, the reports show each timed query's latency
             record.result = result.to_dict(per_query=True)
+            # the provider's settings as applied (a base_url with a password, say)
+            record.result["model_info"] = redact(record.result["model_info"])
         return record
 
 

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..measure import machine_info
+from ..redaction import redact
 
 if TYPE_CHECKING:
     from .summary import Summary
@@ -64,14 +65,6 @@ _PACKAGES = (
     "PyStemmer",
     "pytest-xdist",
 )
-_SECRET_WORDS = ("key", "token", "secret", "password", "credential")
-#: keys that contain a secret word but name no secret (chunking's tokenizer)
-_NOT_SECRET = frozenset({"tokenizer"})
-
-
-def _secret_key(key: Any) -> bool:
-    name = str(key).lower()
-    return name not in _NOT_SECRET and any(w in name for w in _SECRET_WORDS)
 
 
 def commit_info(folder: Path) -> dict[str, Any] | None:
@@ -111,33 +104,6 @@ def package_versions() -> dict[str, str | None]:
         except metadata.PackageNotFoundError:
             out[name] = None
     return out
-
-
-def _secret_env_values() -> list[str]:
-    """Values of environment variables named like secrets (OPENAI_API_KEY, HF_TOKEN ...),
-    longest first, so a key pasted anywhere else is found too."""
-    values = {
-        v
-        for k, v in os.environ.items()
-        if any(w in k.lower() for w in _SECRET_WORDS) and len(v.strip()) >= 8
-    }
-    return sorted(values, key=len, reverse=True)
-
-
-def redact(value: Any, _secrets: list[str] | None = None) -> Any:
-    """A copy of ``value`` with every secret-looking key's value replaced, and every value
-    of a secret-named environment variable masked wherever it appears."""
-    secrets = _secret_env_values() if _secrets is None else _secrets
-    if isinstance(value, Mapping):
-        return {str(k): "***" if _secret_key(k) else redact(v, secrets) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [redact(v, secrets) for v in value]
-    if isinstance(value, Path):
-        value = str(value)
-    if isinstance(value, str):
-        for secret in secrets:
-            value = value.replace(secret, "***")
-    return value
 
 
 def finite(value: Any) -> Any:

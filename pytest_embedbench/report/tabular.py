@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .json_report import _secret_env_values, atomic_write_text, redact
+from ..redaction import _secret_env_values, redact
+from .json_report import atomic_write_text
 
 if TYPE_CHECKING:
     from .summary import ModelRow

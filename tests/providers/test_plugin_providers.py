@@ -141,3 +141,37 @@ def test_examples_with_an_openai_compatible_server(tmp_path: Path) -> None:
         assert "0." in row  # metrics were computed from the server's vectors
         assert openai.embed_calls > 0  # type: ignore[attr-defined]
         assert KEYS["OPENAI_API_KEY"] not in out
+
+
+def test_a_password_in_a_base_url_is_in_no_report_or_baseline(tmp_path: Path) -> None:
+    """A base_url with user info (``http://admin:PW@host/v1``) works, and the password is
+    masked in the JSON, HTML, CSV and Markdown reports and in the baseline file."""
+    with OpenAIServer(dim=32) as openai:
+        write_project(tmp_path, openai, openai)  # type: ignore[arg-type]
+        with_password = openai.url.replace("http://", "http://admin:hunter2pw@")
+        yaml = (tmp_path / "embedbench.yaml").read_text()
+        yaml = yaml.replace(f'base_url: "{openai.url}/v1"', f'base_url: "{with_password}/v1"')
+        yaml = yaml.replace(
+            "models:\n", 'models:\n  - {spec: "openai:text-embedding-3-small", name: only}\n', 1
+        )
+        (tmp_path / "embedbench.yaml").write_text(yaml)
+        env = {**os.environ, "OPENAI_API_KEY": KEYS["OPENAI_API_KEY"]}
+        env["EMBEDBENCH_CACHE_DIR"] = str(tmp_path / "cache")
+        outputs = ["--embedbench-json", "r.json", "--embedbench-html", "r.html"]
+        outputs += ["--embedbench-csv", "csv", "--embedbench-md", "r.md"]
+        proc = run(tmp_path, "-k", "only", "--embedbench-update-baseline", *outputs, env=env)
+        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+        assert openai.requests, "the server was never called"
+    report = json.loads((tmp_path / "r.json").read_text())
+    (test,) = report["tests"]
+    assert test["settings"]["options"]["base_url"] == (
+        with_password.replace("admin:hunter2pw", "***") + "/v1"
+    )
+    written = [tmp_path / "r.json", tmp_path / "r.html", tmp_path / "r.md"]
+    written += sorted((tmp_path / "csv").glob("*.csv"))
+    written += sorted((tmp_path / ".embedbench").glob("*.json"))
+    assert len(written) == 6, written  # results.csv, queries.csv, the baseline
+    for path in written:
+        text = path.read_text()
+        assert "hunter2pw" not in text, path
+    assert "hunter2pw" not in proc.stdout + proc.stderr

@@ -7,7 +7,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..json_report import redact
+from ...redaction import redact
 from ..summary import ModelRow
 from .assets import _PALETTE
 from .charts import _cost_bars, _latency_bars, _legend, _metric_bars, _scatter

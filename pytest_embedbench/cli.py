@@ -154,6 +154,10 @@ def _write_files(args: argparse.Namespace, report: dict[str, Any]) -> int:
     from .report.html import render_html
     from .report.tabular import render_markdown, write_csv
 
+    clash = _clashing_output(args)
+    if clash is not None:
+        print(f"embedbench report: {clash}; choose another path", file=sys.stderr)
+        return 2
     status = 0
     jobs: list[tuple[str, Path, Any]] = []
     if args.output:
@@ -174,6 +178,23 @@ def _write_files(args: argparse.Namespace, report: dict[str, Any]) -> int:
         for done in written:  # like the end of a run: every file written, by path
             print(f"{label}: {done}")
     return status
+
+
+def _clashing_output(args: argparse.Namespace) -> str | None:
+    """Why an output of ``embedbench report`` would overwrite the report it reads, or another
+    of its outputs (None when each has its own file)."""
+    targets = [("-o", args.output), ("--md", args.md)]
+    if args.csv:
+        targets += [("--csv", str(Path(args.csv) / f)) for f in ("results.csv", "queries.csv")]
+    seen: dict[Path, str] = {Path(args.path).resolve(): f"the report it reads ({args.path})"}
+    for flag, target in targets:
+        if target is None:
+            continue
+        mine = f"{flag} {target}"
+        other = seen.setdefault(Path(target).resolve(), mine)
+        if other != mine:
+            return f"{mine} is also {other}: writing it would overwrite that file"
+    return None
 
 
 def _write(path: Path, text: str) -> list[Path]:

@@ -351,6 +351,7 @@ class Options:
                 "--embedbench-ray fills the embedding cache: it cannot go with "
                 "--embedbench-no-cache"
             )
+        _check_outputs_distinct(options)
         for name in [n for n in _RAY_SETTINGS if n in values and not options.ray]:
             spec = cls.spec(name)
             where = spec.flag if cli(spec.dest) is not None else f"ini option {spec.ini}"
@@ -392,6 +393,24 @@ class Options:
 
 #: the options that shape a Ray embedding run: they need ``--embedbench-ray``
 _RAY_SETTINGS = ("ray_workers", "ray_cpus_per_worker", "ray_gpus_per_worker", "ray_batch_size")
+
+
+def _check_outputs_distinct(options: Options) -> None:
+    """Two reports given one file would leave only the last one written: a ConfigError."""
+    files: dict[Path, str] = {}
+    written = [(name, getattr(options, name)) for name in ("json_path", "html_path", "md_path")]
+    if options.csv_dir is not None:
+        written += [("csv_dir", options.csv_dir / f) for f in ("results.csv", "queries.csv")]
+    for name, path in written:
+        if path is None:
+            continue
+        flag = Options.spec(name).flag
+        other = files.setdefault(path, flag)
+        if other != flag:
+            raise ConfigError(
+                f"{other} and {flag} both write {path}: one would overwrite the other; give "
+                "each report its own file"
+            )
 
 
 def option_specs() -> dict[str, OptionSpec]:

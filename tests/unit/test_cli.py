@@ -110,3 +110,17 @@ def test_report_renders_html_csv_and_markdown(tmp_path, capsys) -> None:
     blocked.write_text("")
     assert main(["report", str(path), "-o", str(blocked / "x.html")]) == 1
     assert "the HTML report" in capsys.readouterr().err
+
+
+def test_report_never_writes_over_the_report_it_reads(tmp_path, capsys) -> None:
+    path = _saved_report(tmp_path)
+    before = path.read_bytes()
+    for extra in (["-o", str(path)], ["--md", str(tmp_path / "." / "r.json")]):
+        assert main(["report", str(path), *extra]) == 2
+        err = capsys.readouterr().err
+        assert f"is also the report it reads ({path}): writing it would overwrite" in err
+        assert path.read_bytes() == before
+    same = str(tmp_path / "out.txt")
+    assert main(["report", str(path), "-o", same, "--md", same]) == 2
+    assert f"--md {same} is also -o {same}" in capsys.readouterr().err
+    assert not (tmp_path / "out.txt").exists()

@@ -164,3 +164,21 @@ def test_bad_ray_values_name_the_key(tmp_path: Path) -> None:
     assert parser.parse_args([spec.flag, "0.25"]).embedbench_ray_gpus_per_worker == 0.25
     with pytest.raises(SystemExit):
         parser.parse_args([spec.flag, "-2"])
+
+
+def test_two_reports_given_one_file_are_an_error(tmp_path: Path) -> None:
+    with pytest.raises(
+        ConfigError,
+        match=r"--embedbench-json and --embedbench-md both write .*same\.json: one would "
+        r"overwrite the other",
+    ):
+        _resolve(tmp_path, {"embedbench_json": "same.json", "embedbench_md": "same.json"})
+    # from ini and the command line alike: the ini's path is relative to the ini file's folder
+    with pytest.raises(ConfigError, match=r"--embedbench-html and --embedbench-csv both write"):
+        _resolve(
+            tmp_path,
+            {"embedbench_html": str(tmp_path / "ini" / "out" / "results.csv")},
+            embedbench_csv="out",
+        )
+    ok = _resolve(tmp_path, {"embedbench_json": "r.json", "embedbench_md": "r.md"})
+    assert ok.json_path != ok.md_path

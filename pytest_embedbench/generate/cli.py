@@ -49,7 +49,8 @@ def add_parser(sub: Any) -> None:
     gen.add_argument(
         "--regenerate",
         action="store_true",
-        help="with --config: replace a set whose documents or settings changed",
+        help="replace a set: with --config one whose documents or settings changed, with "
+        "--output an existing file (without it, an existing --output is left alone)",
     )
     gen.add_argument(
         "--progress",
@@ -138,6 +139,13 @@ def _generate(args: argparse.Namespace) -> int:
         if not args.docs or not args.output:
             print(
                 f"{name}: give --docs DIR and --output FILE (or --config and --dataset)",
+                file=sys.stderr,
+            )
+            return 2
+        if Path(args.output).exists() and not args.regenerate:
+            print(
+                f"{name}: {args.output} exists (a set you may have reviewed or edited); pass "
+                "--regenerate to replace it, or choose another --output",
                 file=sys.stderr,
             )
             return 2

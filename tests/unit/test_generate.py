@@ -436,6 +436,16 @@ def test_cli_writes_the_set_with_progress_and_summary(
         "q0005",
     ]
     assert sidecar_path(out).is_file()
+    # an existing set (one the user reviewed and edited) is left alone without --regenerate
+    out.write_text('{"query_id": "mine", "query": "kept?", "relevant": ["d1"]}\n')
+    reviewed = out.read_bytes()
+    assert main([*argv, "--request-timeout-s", "5"]) == 2
+    assert f"{out} exists (a set you may have reviewed or edited); pass --regenerate" in (
+        capsys.readouterr().err
+    )
+    assert out.read_bytes() == reviewed
+    assert main([*argv, "--request-timeout-s", "5", "--regenerate"]) == 0
+    assert out.read_bytes() != reviewed and out.read_text().count("\n") == 5
 
 
 def test_cli_exit_1_names_the_fix(

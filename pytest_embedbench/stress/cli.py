@@ -67,6 +67,15 @@ def _specs(args: argparse.Namespace) -> list[str]:
     return [f"noise:{kind.strip()}{star}" for kind in args.noise.split(",") if kind.strip()]
 
 
+def _cutoff_list(value: str) -> list[int]:
+    """``--k 1,10,100``: the cut-offs, or a ValueError naming the flag and the bad part."""
+    parts = [part.strip() for part in str(value).split(",")]
+    bad = [part for part in parts if not part.lstrip("-").isdigit()]
+    if bad:
+        raise ValueError(f"--k {value!r}: {bad[0]!r} is not a whole number; give e.g. --k 1,10,100")
+    return [int(part) for part in parts]
+
+
 def run(args: argparse.Namespace) -> int:
     """Evaluate every model on every point; write the JSON and Markdown; exit 1 when every
     model failed (a failed point is recorded with its error)."""
@@ -77,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         points = parse_workloads(_specs(args), seed=args.seed)
-        k = parse_cutoffs([int(x) for x in str(args.k).split(",")], "--k")
+        k = parse_cutoffs(_cutoff_list(args.k), "--k")
         dataset = (
             load_dataset(args.dataset, split=args.split) if args.workload != "needle" else None
         )
@@ -112,5 +121,7 @@ def run(args: argparse.Namespace) -> int:
     md_path.write_text("\n".join(md) + "\n")
     print("\n".join(render_stress({name: rows})))
     print(f"wrote {json_path} and {md_path}")
+    if errors:  # why, not only in the files
+        print("errors:\n" + "\n".join(errors), file=sys.stderr)
     failed = {r["model"] for r in rows if r["status"] == "error"}
     return 1 if models and failed >= set(models) else 0

@@ -39,6 +39,27 @@ def test_bad_arguments_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     assert "depth '2' must be a fraction" in capsys.readouterr().err
 
 
+def test_a_bad_k_names_the_flag(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    args = ["stress", "needle", "-m", "bm25", "-o", str(tmp_path), "--k", "1,x"]
+    assert main(args) == 2
+    assert "--k '1,x': 'x' is not a whole number; give e.g. --k 1,10,100" in (
+        capsys.readouterr().err
+    )
+
+
+def test_every_model_failing_exits_1_and_says_why(
+    beir_folder: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = ["stress", "noise", "-m", "bm-25", "--dataset", str(beir_folder), "--noise", "typo"]
+    assert main([*args, "-o", str(tmp_path), "--no-cache"]) == 1
+    err = capsys.readouterr().err
+    assert (
+        "- bm-25 typo: UnknownProviderError: unknown provider 'bm-25'; did you mean 'bm25'?" in err
+    )
+    (point,) = json.loads((tmp_path / "noise.json").read_text())["points"]
+    assert point["status"] == "error"
+
+
 def test_report_command_prints_the_stress_section(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

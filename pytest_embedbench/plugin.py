@@ -55,10 +55,20 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def build_options(config: pytest.Config) -> Options:
     """Command line over ini, parsed once into the frozen Options."""
+
+    def ini(key: str) -> Any:
+        try:
+            return config.getini(key)
+        except (ValueError, pytest.UsageError) as exc:  # a bool key: "invalid truth value"
+            where = f" in {config.inipath}" if config.inipath else ""
+            raise ConfigError(
+                f"ini option {key}{where}: {exc}; use true or false (1/0, yes/no, on/off)"
+            ) from None
+
     try:
         return Options.resolve(
             cli=config.getoption,
-            ini=config.getini,
+            ini=ini,
             cwd=config.invocation_params.dir,
             ini_base=config.inipath.parent if config.inipath else config.rootpath,
             verbosity=config.get_verbosity(),

@@ -75,6 +75,16 @@ def test_a_ray_setting_without_the_ray_address_is_a_usage_error(project: pytest.
     _usage_error(result, "*ini option embedbench_ray_gpus_per_worker = 1.0 has no effect*")
 
 
+def test_a_bad_boolean_ini_value_names_the_key_and_the_file(project: pytest.Pytester) -> None:
+    project.makepyfile(test_basic=BASIC)
+    ini = project.makeini("[pytest]\nembedbench_no_cache = maybe\n")
+    _usage_error(
+        project.runpytest(),
+        f"*ini option embedbench_no_cache in {ini}: invalid truth value 'maybe'; use true or "
+        "false (1/0, yes/no, on/off)",
+    )
+
+
 def test_provider_options_under_a_miscased_model_name(project: pytest.Pytester) -> None:
     _config(
         project,

@@ -24,7 +24,7 @@ from .config import (
     parse_chunking,
 )
 from .datasets import RetrievalDataset
-from .exceptions import ConfigError, EmbedBenchWarning, did_you_mean
+from .exceptions import ConfigError, EmbedBenchWarning, did_you_mean, unknown_hint
 from .metrics import parse_metric
 from .providers import ModelSpec, spec_fingerprint
 from .stress.workloads import Workload
@@ -125,7 +125,8 @@ class CaseBuilder:
         unknown = sorted(set(marker_kwargs) - MARKER_KEYS)
         if unknown:
             raise ConfigError(
-                f"@pytest.mark.embedbench got unknown keyword(s) {unknown}; "
+                f"@pytest.mark.embedbench got unknown keyword(s) {unknown}"
+                f"{unknown_hint(unknown, MARKER_KEYS)}; "
                 f"it accepts {sorted(MARKER_KEYS)}"
             )
 

@@ -55,7 +55,7 @@ import yaml
 
 from .chunking import ChunkingSettings
 from .datasets import DOCUMENT_SUFFIXES
-from .exceptions import ConfigError, MetricError, UnknownProviderError, did_you_mean
+from .exceptions import ConfigError, MetricError, UnknownProviderError, did_you_mean, unknown_hint
 from .metrics import parse_cutoffs, parse_metric
 from .options import PRIORITIES, Options
 from .providers.spec import ModelSpec
@@ -167,7 +167,10 @@ def load_config(path: Path) -> ProjectConfig:
         raise ConfigError(f"{path}: expected a mapping at the top, got {type(raw).__name__}")
     unknown = sorted(set(raw) - _TOP_KEYS)
     if unknown:
-        raise ConfigError(f"{path}: unknown key(s) {unknown}; allowed: {sorted(_TOP_KEYS)}")
+        raise ConfigError(
+            f"{path}: unknown key(s) {unknown}{unknown_hint(unknown, _TOP_KEYS)}; allowed: "
+            f"{sorted(_TOP_KEYS)}"
+        )
     base = path.parent
     load_plugins(path, raw.get("plugins") or [])
     datasets = _parse_datasets(path, base, _generated_evalsets(path, base, raw.get("datasets")))
@@ -276,7 +279,10 @@ def _parse_datasets(path: Path, base: Path, raw: Any) -> dict[str, DatasetEntry]
             raise _fail(path, where, f"expected a path or a mapping, got {entry!r}")
         unknown = sorted(set(entry) - _DATASET_KEYS)
         if unknown:
-            raise _fail(path, where, f"unknown key(s) {unknown}; allowed: {sorted(_DATASET_KEYS)}")
+            hint = unknown_hint(unknown, _DATASET_KEYS)
+            raise _fail(
+                path, where, f"unknown key(s) {unknown}{hint}; allowed: {sorted(_DATASET_KEYS)}"
+            )
         if not isinstance(entry.get("path"), str):
             raise _fail(
                 path,
@@ -285,13 +291,7 @@ def _parse_datasets(path: Path, base: Path, raw: Any) -> dict[str, DatasetEntry]
                 "documents folder",
             )
         subset = entry.get("subset")
-        if subset is not None:
-            if not isinstance(subset, Mapping) or set(subset) - _SUBSET_KEYS:
-                raise _fail(
-                    path, f"{where}.subset", f"{subset!r}: allowed keys {sorted(_SUBSET_KEYS)}"
-                )
-            if not all(isinstance(v, int) and not isinstance(v, bool) for v in subset.values()):
-                raise _fail(path, f"{where}.subset", f"{subset!r}: values must be integers")
+        _check_subset(path, f"{where}.subset", subset)
         docs = entry.get("docs")
         target = (base / entry["path"]).resolve()
         evalset = entry.get("evalset")
@@ -322,6 +322,18 @@ def _parse_datasets(path: Path, base: Path, raw: Any) -> dict[str, DatasetEntry]
             extensions=extensions,
         )
     return out
+
+
+def _check_subset(path: Path, where: str, subset: Any) -> None:
+    """``subset: {n_queries: 50, n_distractors: 1000, seed: 0}``, or a ConfigError."""
+    if subset is None:
+        return
+    bad = set(subset) - _SUBSET_KEYS if isinstance(subset, Mapping) else {"?"}
+    if bad:
+        hint = unknown_hint(sorted(bad), _SUBSET_KEYS)
+        raise _fail(path, where, f"{subset!r}{hint}: allowed keys {sorted(_SUBSET_KEYS)}")
+    if not all(isinstance(v, int) and not isinstance(v, bool) for v in subset.values()):
+        raise _fail(path, where, f"{subset!r}: values must be integers")
 
 
 def parse_chunking(
@@ -473,9 +485,9 @@ def _parse_models(path: Path, raw: Any) -> tuple[ModelSpec, ...]:
             options = dict(item.get("options") or {})
             extra = sorted(set(item) - {"spec", "name", "options"})
             if extra:
-                raise _fail(
-                    path, f"models[{i}]", f"unknown key(s) {extra}; use spec, name and options"
-                )
+                hint = unknown_hint(extra, ("spec", "name", "options"))
+                message = f"unknown key(s) {extra}{hint}; use spec, name and options"
+                raise _fail(path, f"models[{i}]", message)
             specs.append(ModelSpec(item["spec"], item.get("name"), **options))
         else:
             raise _fail(

@@ -78,6 +78,20 @@ class EmbedBenchWarning(pytest.PytestWarning):
     """A soft problem: the run goes on, but the user should know."""
 
 
+def unknown_hint(unknown: Iterable[object], allowed: Iterable[str]) -> str:
+    """``" (did you mean 'models'?)"`` after a list of unknown keys, for those close to an
+    allowed one (``" ('modles': did you mean 'models'?)"`` when several are unknown), or "".
+
+    Usage::
+
+        raise ConfigError(f"unknown key(s) {bad}{unknown_hint(bad, KEYS)}; allowed: {KEYS}")
+    """
+    keys, names = list(unknown), sorted(str(a) for a in allowed)
+    hints = [(key, did_you_mean(key, names).removeprefix("; ")) for key in keys]
+    found = [hint if len(keys) == 1 else f"{str(key)!r}: {hint}" for key, hint in hints if hint]
+    return f" ({'; '.join(found)})" if found else ""
+
+
 def did_you_mean(value: object, choices: Iterable[str]) -> str:
     """``"; did you mean 'x'?"`` for the closest of ``choices`` (a different case first), or "".
 

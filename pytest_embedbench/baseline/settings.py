@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..exceptions import ConfigError
+from ..exceptions import ConfigError, unknown_hint
 from ..metrics import parse_metric
 from .store import KEPT_METRICS
 
@@ -98,7 +98,10 @@ def _parse_tolerance(tol: Any, origin: str) -> tuple[float, bool]:
 def _parse_gate_block(block: Mapping[str, Any], base: GateSettings, origin: str) -> GateSettings:
     unknown = sorted(set(block) - _GATE_KEYS)
     if unknown:
-        raise ConfigError(f"{origin}: unknown gate key(s) {unknown}; use {sorted(_GATE_KEYS)}")
+        raise ConfigError(
+            f"{origin}: unknown gate key(s) {unknown}{unknown_hint(unknown, _GATE_KEYS)}; use "
+            f"{sorted(_GATE_KEYS)}"
+        )
     values: dict[str, Any] = {
         "metrics": base.metrics,
         "tolerance": base.tolerance,

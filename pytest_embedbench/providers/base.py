@@ -98,8 +98,11 @@ class Provider(ABC):
         allowed = self.all_option_names()
         unknown = sorted(set(options) - allowed)
         if unknown:
+            from ..exceptions import unknown_hint
+
+            hint = unknown_hint(unknown, allowed)
             raise ConfigError(
-                f"provider {self.name!r} got unknown option(s) {unknown}; "
+                f"provider {self.name!r} got unknown option(s) {unknown}{hint}; "
                 f"it accepts {sorted(allowed)}"
             )
         if self.needs_model and not model:

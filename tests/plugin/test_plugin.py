@@ -182,7 +182,10 @@ def test_unknown_marker_keyword_is_a_collection_error(
     assert outcomes.get("errors", outcomes.get("error")) == 1
     assert not {"passed", "failed"} & set(outcomes)
     result.stdout.fnmatch_lines(
-        ["*ERROR collecting*", "*embedbench got unknown keyword(s) ??modles'?; it accepts*"]
+        [
+            "*ERROR collecting*",
+            "*embedbench got unknown keyword(s) ??modles'? (did you mean 'models'?); it accepts*",
+        ]
     )
 
 
@@ -210,7 +213,9 @@ def test_bad_config_key_names_it(project: pytest.Pytester, mode: list[str]) -> N
     project.makepyfile(test_basic=BASIC)
     result = project.runpytest(*mode)
     assert result.ret != 0
-    result.stdout.fnmatch_lines(["*embedbench.yaml: unknown key(s) ?'model'?; allowed:*"])
+    result.stdout.fnmatch_lines(
+        ["*embedbench.yaml: unknown key(s) ?'model'? (did you mean 'models'?); allowed:*"]
+    )
 
 
 @pytest.mark.parametrize("mode", MODES)

@@ -165,7 +165,9 @@ def test_gate_settings_resolve_and_reject_typos() -> None:
     assert config.for_test("test_y", "bm25").tolerance == 0.02
     resolved = config.for_test("test_x", "bm25", {"latency_p95_pct": 10})
     assert resolved.relative and resolved.latency_p95_pct == 10
-    with pytest.raises(ConfigError, match=r"unknown gate key\(s\) \['tolerence'\]"):
+    with pytest.raises(
+        ConfigError, match=r"unknown gate key\(s\) \['tolerence'\] \(did you mean 'tolerance'\?\)"
+    ):
         GateConfig.parse({"tolerence": 0.1}, "gate")
     with pytest.raises(ConfigError, match="'ndcg@5' cannot be gated"):
         GateConfig.parse({"metrics": ["ndcg@5"]}, "gate")

@@ -87,9 +87,20 @@ def test_find_config_walks_up_to_the_rootdir(tmp_path: Path) -> None:
     ("text", "message"),
     [
         ("- a\n- b\n", "expected a mapping at the top, got list"),
-        ("datasets: {}\nmodel: [bm25]\n", "unknown key(s) ['model']; allowed: "),
+        (
+            "datasets: {}\nmodel: [bm25]\n",
+            "unknown key(s) ['model'] (did you mean 'models'?); allowed: ",
+        ),
+        (
+            "datasets: {s: {path: s, subset: {n_querys: 5}}}\n",
+            "datasets.s.subset: {'n_querys': 5} (did you mean 'n_queries'?): allowed keys",
+        ),
+        (
+            "models: [{spec: bm25, option: {}}]\n",
+            "models[0]: unknown key(s) ['option'] (did you mean 'options'?); use spec",
+        ),
         ("datasets: [a]\n", "datasets: expected a mapping of name to {path: ...}"),
-        ("datasets: {s: {path: s, splt: dev}}\n", "datasets.s: unknown key(s) ['splt']"),
+        ("datasets: {s: {path: s, splt: dev}}\n", "datasets.s: unknown key(s) ['splt'] (did you"),
         ("datasets: {s: 3}\n", "datasets.s: expected a path or a mapping, got 3"),
         ("datasets: {s: {split: dev}}\n", "datasets.s: needs 'path'"),
         ("datasets: {s: {path: s, subset: {n: 1}}}\n", "datasets.s.subset: {'n': 1}: allowed"),
@@ -223,3 +234,14 @@ def test_a_chunked_dataset_of_documents_and_an_evalset(tmp_path: Path) -> None:
     assert entry.extensions == (".pdf", ".docx", ".html")
     assert cfg.datasets["plain"].chunking == ChunkingSettings()
     assert cfg.datasets["plain"].extensions is None
+
+
+def test_the_hint_names_each_close_key_when_several_are_unknown() -> None:
+    from pytest_embedbench.exceptions import unknown_hint
+
+    keys = ["datasets", "models", "thresholds"]
+    assert unknown_hint(["modles"], keys) == " (did you mean 'models'?)"
+    assert unknown_hint(["modles", "zzz", "tresholds"], keys) == (
+        " ('modles': did you mean 'models'?; 'tresholds': did you mean 'thresholds'?)"
+    )
+    assert unknown_hint(["zzz"], keys) == ""

@@ -53,6 +53,8 @@ def test_unknown_provider_lists_known() -> None:
 def test_unknown_option_and_missing_model() -> None:
     with pytest.raises(ConfigError, match=r"unknown option\(s\) \['k3'\]; it accepts"):
         create_provider(ModelSpec("bm25", k3=1))
+    with pytest.raises(ConfigError, match=r"\['k_1'\] \(did you mean 'k1'\?\); it accepts"):
+        create_provider(ModelSpec("bm25", k_1=1.2))
     with pytest.raises(ConfigError, match=r"needs a model: 'hf:MODEL'"):
         create_provider("hf")
     with pytest.raises(ConfigError, match="two models joined by"):

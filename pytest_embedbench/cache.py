@@ -158,7 +158,8 @@ class EmbeddingCache:
             if exc.errno != errno.ENOSPC:
                 raise CacheError(
                     f"cannot create the embedding cache folder {str(self.folder)!r}: {exc}; "
-                    "pass cache=False or another folder"
+                    "give another folder (--embedbench-cache-dir in a test run, cache= in "
+                    "Python) or run without the cache (--embedbench-no-cache, cache=False)"
                 ) from None
             self._turn_off(f"cannot create its folder: {exc.strerror}")
             return

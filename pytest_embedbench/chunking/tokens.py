@@ -132,7 +132,8 @@ def load_tokenizer(spec: str | Path) -> Any:
         packaged = _packaged_tokenizer(str(spec))
         if packaged is None:
             raise ConfigError(
-                f"tokenizer {str(spec)!r} is not a file or folder here, and model hubs are not "
+                f"tokenizer {str(spec)!r} is no file or folder (looked for {path.resolve()}), "
+                "and model hubs are not "
                 "reached for tokenizers: download the model's tokenizer.json and pass its local "
                 "path (or a folder holding it)"
             )

@@ -219,7 +219,7 @@ def _settings_from_flags(args: argparse.Namespace, name: str) -> GenerationSetti
         for key, value in vars(args).items()
         if key in _GENERATION_FLAGS and value is not None
     }
-    return GenerationSettings.from_mapping({**values, "chunking": chunking}, f"{name} options")
+    return GenerationSettings.from_mapping({**values, "chunking": chunking}, "flags")
 
 
 def _generate_for_dataset(args: argparse.Namespace, progress: _GenerationProgress) -> int:

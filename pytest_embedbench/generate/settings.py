@@ -170,6 +170,8 @@ class GenerationSettings:
             settings = cls(**values)
         except TypeError as exc:  # a value of a type the checks do not reach
             raise ConfigError(f"{where}: {exc}") from None
+        except ConfigError as exc:  # the checks of __post_init__, named by the class
+            raise ConfigError(str(exc).replace("GenerationSettings:", f"{where}:", 1)) from None
         settings.check(where)
         return settings
 

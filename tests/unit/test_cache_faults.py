@@ -399,3 +399,15 @@ def test_a_cache_whose_writes_the_kernel_refuses_is_kept(tmp_path: Path) -> None
     assert _aside(tmp_path) == [] and (tmp_path / FILENAME).stat().st_size == stored
     warm = Evaluator(cache=tmp_path).evaluate("hashing:h", ds)
     assert (warm.cache.hits, warm.cache.misses) == (48, 0)
+
+
+def test_a_cache_folder_that_is_a_file_names_both_ways_out(tmp_path: Path) -> None:
+    from pytest_embedbench.exceptions import CacheError
+
+    blocked = tmp_path / "cache"
+    blocked.write_text("a file, not a folder")
+    with pytest.raises(CacheError, match=r"cannot create the embedding cache folder") as info:
+        EmbeddingCache(blocked)
+    assert "--embedbench-cache-dir" in str(info.value)
+    assert "--embedbench-no-cache" in str(info.value) and "cache=False" in str(info.value)
+    assert blocked.read_text() == "a file, not a folder"

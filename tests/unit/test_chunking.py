@@ -207,6 +207,8 @@ def test_tokenizer_forms(minilm, tmp_path: Path) -> None:  # type: ignore[no-unt
     assert padded.padding is not None
     with pytest.raises(ConfigError, match="model hubs are not reached.*local path"):
         chunk_documents([doc], unit="tokens", tokenizer="BAAI/bge-small-en-v1.5")
+    with pytest.raises(ConfigError, match=r"'nope-tok' is no file or folder \(looked for /"):
+        chunk_documents([doc], unit="tokens", tokenizer="nope-tok")
     with pytest.raises(ConfigError, match="needs a tokenizer"):
         chunk_documents([doc], unit="tokens")
     with pytest.raises(ConfigError, match="no tokenizer.json"):

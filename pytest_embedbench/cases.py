@@ -44,6 +44,31 @@ MARKER_KEYS = frozenset(
 )
 
 
+def check_provider_options(spec: ModelSpec, cfg: ProjectConfig, where: str) -> None:
+    """An option ``spec``'s provider does not take, from the providers block of
+    embedbench.yaml (by provider or by short name) or from the spec itself (``where``): a
+    ConfigError at collection naming the file and key, with a did-you-mean, where the
+    provider would have raised it only when the test ran."""
+    from .exceptions import UnknownProviderError
+    from .providers import provider_class
+
+    try:
+        allowed = provider_class(spec.provider).all_option_names()
+    except UnknownProviderError:
+        return  # a near miss is check_provider_names'; the rest fail in their own tests
+    sources = [
+        (f"{cfg.path}: providers.{key}", cfg.providers.get(key, {}))
+        for key in dict.fromkeys((spec.provider, spec.short_name))
+    ]
+    for origin, options in [*sources, (f"{where}: {spec.spec!r}", spec.options)]:
+        unknown = sorted(set(options) - allowed)
+        if unknown:
+            raise ConfigError(
+                f"{origin}: provider {spec.provider!r} takes no option(s) {unknown}"
+                f"{unknown_hint(unknown, allowed)}; it accepts {sorted(allowed)}"
+            )
+
+
 @dataclass(frozen=True)
 class Case:
     """What one parametrised test evaluates: a model on a dataset at cut-offs k."""
@@ -201,6 +226,7 @@ class CaseBuilder:
                 else f"{cfg.path}: models"
             )
             check_provider_names(spec, where)
+            check_provider_options(spec, cfg, where)
             specs.append(cfg.apply_provider_options(spec))
         if not specs:
             where = f"{cfg.path}" if cfg.path else "an embedbench.yaml"

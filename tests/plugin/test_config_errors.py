@@ -85,6 +85,27 @@ def test_a_bad_boolean_ini_value_names_the_key_and_the_file(project: pytest.Pyte
     )
 
 
+@pytest.mark.parametrize(
+    ("providers", "where"),
+    [
+        pytest.param("bm25: {k_1: 1.2}", "providers.bm25", id="by-provider"),
+        pytest.param("h: {dimm: 8}", "providers.h", id="by-short-name"),
+    ],
+)
+def test_an_unknown_provider_option_is_a_collection_error_naming_file_and_key(
+    project: pytest.Pytester, providers: str, where: str
+) -> None:
+    _config(project, f"models: [hashing:h, bm25]\nproviders:\n  {providers}\n")
+    project.makepyfile(test_basic=BASIC)
+    result = project.runpytest()
+    assert result.ret == pytest.ExitCode.INTERRUPTED  # before any test ran
+    result.assert_outcomes(errors=1)
+    hint = "'k_1'] (did you mean 'k1'?)" if "bm25" in where else "'dimm'] (did you mean 'dim'?)"
+    result.stdout.fnmatch_lines(
+        [f"*embedbench.yaml: {where}: provider * takes no option(s) [[]{hint}*"]
+    )
+
+
 def test_provider_options_under_a_miscased_model_name(project: pytest.Pytester) -> None:
     _config(
         project,

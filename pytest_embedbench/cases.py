@@ -23,8 +23,14 @@ from .config import (
     load_config,
     parse_chunking,
 )
-from .datasets import RetrievalDataset
-from .exceptions import ConfigError, EmbedBenchWarning, did_you_mean, unknown_hint
+from .datasets import RetrievalDataset, load_dataset
+from .exceptions import (
+    ConfigError,
+    DatasetError,
+    EmbedBenchWarning,
+    did_you_mean,
+    unknown_hint,
+)
 from .metrics import parse_metric
 from .providers import ModelSpec, spec_fingerprint
 from .stress.workloads import Workload
@@ -112,6 +118,29 @@ def dataset_key(entry: DatasetEntry) -> str:
         f"{entry.path}|{entry.split}|{entry.docs}|{sorted((entry.subset or {}).items())}"
         f"|{entry.extensions}|{entry.chunking}"
     )
+
+
+def load_entry(entry: DatasetEntry) -> RetrievalDataset:
+    """The dataset of ``entry``: loaded, subset and chunked as it says. A DatasetError names
+    the entry's place in embedbench.yaml (``datasets.NAME``) when it has one."""
+    try:
+        ds = load_dataset(
+            entry.path,
+            split=entry.split,
+            docs=entry.docs,
+            name=entry.name,
+            extensions=entry.extensions,
+        )
+    except DatasetError as exc:
+        if entry.origin is None:
+            raise
+        raise DatasetError(f"{entry.origin}: {exc}") from None
+    if entry.subset:
+        ds = ds.subset(**entry.subset)
+        ds.name = entry.name
+    if entry.chunking is not None:
+        ds = ds.with_chunking(entry.chunking)
+    return ds
 
 
 class CaseBuilder:

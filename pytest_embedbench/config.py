@@ -100,6 +100,8 @@ class DatasetEntry:
     chunking: ChunkingSettings | None = None
     #: the document types read from the documents folder (None: every supported type)
     extensions: tuple[str, ...] | None = None
+    #: where it is configured (``embedbench.yaml: datasets.NAME``); None for a marker's path
+    origin: str | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
@@ -320,6 +322,7 @@ def _parse_datasets(path: Path, base: Path, raw: Any) -> dict[str, DatasetEntry]
             subset=dict(subset) if subset else None,
             chunking=chunking,
             extensions=extensions,
+            origin=f"{path}: {where}",
         )
     return out
 

@@ -24,9 +24,10 @@ from .cases import (
     check_chunk_tokenizer,
     check_thresholds_computed,
     dataset_key,
+    load_entry,
 )
 from .config import DatasetEntry, Options
-from .datasets import RetrievalDataset, load_dataset
+from .datasets import RetrievalDataset
 from .evaluate import Evaluator, RetrievalResult
 from .exceptions import ConfigError
 from .gatekeeper import Gatekeeper
@@ -179,18 +180,7 @@ class EmbedBenchSession:
             return self.builder.objects[key]
         case_key = dataset_key(entry)
         if case_key not in self._datasets:
-            ds = load_dataset(
-                entry.path,
-                split=entry.split,
-                docs=entry.docs,
-                name=entry.name,
-                extensions=entry.extensions,
-            )
-            if entry.subset:
-                ds = ds.subset(**entry.subset)
-                ds.name = entry.name
-            if entry.chunking is not None:
-                ds = ds.with_chunking(entry.chunking)
+            ds = load_entry(entry)
             self._datasets[case_key] = ds
         return self._datasets[case_key]
 

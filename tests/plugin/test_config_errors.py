@@ -106,6 +106,16 @@ def test_an_unknown_provider_option_is_a_collection_error_naming_file_and_key(
     )
 
 
+def test_a_misspelt_dataset_path_names_the_yaml_entry(project: pytest.Pytester) -> None:
+    project.makefile(".yaml", embedbench="datasets:\n  tiny: {path: data/tiyn}\nmodels: [bm25]\n")
+    project.makepyfile(test_basic=BASIC)
+    result = project.runpytest()
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(
+        ["*embedbench.yaml: datasets.tiny: *data/tiyn: no such dataset folder or .jsonl eval set*"]
+    )
+
+
 def test_provider_options_under_a_miscased_model_name(project: pytest.Pytester) -> None:
     _config(
         project,

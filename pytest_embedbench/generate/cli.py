@@ -75,7 +75,8 @@ def _add_generation_flags(gen: argparse.ArgumentParser) -> None:
     gen.add_argument(
         "--min-chunk-chars",
         type=int,
-        help="chunks shorter than this get no questions (default 120)",
+        help="chunks shorter than this get no questions (default 120; --chunk-min-chars is "
+        "the chunker's own merge floor)",
     )
     gen.add_argument("--min-question-words", type=int, help="default 5")
     gen.add_argument("--max-question-words", type=int, help="default 40")
@@ -105,7 +106,8 @@ def _add_chunking_flags(gen: argparse.ArgumentParser) -> None:
         "--chunk-min-chars",
         dest="min_chunk_chars_in_chunking",
         type=int,
-        help="shorter chunks merge into a neighbour (default 80)",
+        help="chunking: shorter chunks merge into a neighbour (default 80; --min-chunk-chars "
+        "decides which chunks get questions)",
     )
 
 

@@ -22,6 +22,7 @@ thread settings and the CPU load while its queries were timed (``load.busy``), a
 from __future__ import annotations
 
 import datetime as dt
+import errno
 import json
 import math
 import os
@@ -235,6 +236,8 @@ def atomic_write_text(path: Path, text: str) -> None:
     failure (a full disk, a read-only folder) this write's own temporary file is removed and
     the ``OSError`` raised.
     """
+    if path.is_dir():  # else os.replace would fail naming the temporary file, not the path
+        raise IsADirectoryError(errno.EISDIR, "it is a folder; give a file path", str(path))
     path.parent.mkdir(parents=True, exist_ok=True)
     remove_stale_temps(path)
     fd, tmp = tempfile.mkstemp(prefix=_temp_prefix(path), suffix=".tmp", dir=path.parent)

@@ -227,6 +227,23 @@ def test_a_json_report_into_a_read_only_folder_is_a_clear_failure(
     assert list(folder.iterdir()) == []
 
 
+def test_a_report_path_that_is_a_folder_names_the_path_not_a_temporary_file(
+    project: pytest.Pytester,
+) -> None:
+    write_models_test(project, "test_one.py", "one", 1)
+    folder = project.mkdir("out")
+    result = project.runpytest("--embedbench-html", str(folder))
+    result.assert_outcomes(passed=1)
+    assert result.ret == EXIT_ARTIFACT_FAILED
+    result.stdout.fnmatch_lines(
+        [
+            f"embedbench: the HTML report {folder} was NOT written: it is a folder; give a file"
+            " path. Fix: *"
+        ]
+    )
+    assert ".tmp" not in result.stdout.str() and list(folder.iterdir()) == []
+
+
 def test_a_full_disk_fails_the_report_and_the_baseline_and_leaves_no_temp_file(
     project: pytest.Pytester, mount_point: Any
 ) -> None:

@@ -183,18 +183,18 @@ def _write_files(args: argparse.Namespace, report: dict[str, Any]) -> int:
 def _clashing_output(args: argparse.Namespace) -> str | None:
     """Why an output of ``embedbench report`` would overwrite the report it reads, or another
     of its outputs (None when each has its own file)."""
+    from .options import CSV_FILES, shared_output_file
+
     targets = [("-o", args.output), ("--md", args.md)]
     if args.csv:
-        targets += [("--csv", str(Path(args.csv) / f)) for f in ("results.csv", "queries.csv")]
-    seen: dict[Path, str] = {Path(args.path).resolve(): f"the report it reads ({args.path})"}
-    for flag, target in targets:
-        if target is None:
-            continue
-        mine = f"{flag} {target}"
-        other = seen.setdefault(Path(target).resolve(), mine)
-        if other != mine:
-            return f"{mine} is also {other}: writing it would overwrite that file"
-    return None
+        targets += [("--csv", str(Path(args.csv) / f)) for f in CSV_FILES]
+    outputs = [(f"the report it reads ({args.path})", Path(args.path))]
+    outputs += [(f"{flag} {target}", Path(target)) for flag, target in targets if target]
+    clash = shared_output_file(outputs)
+    if clash is None:
+        return None
+    first, second, _ = clash
+    return f"{second} is also {first}: writing it would overwrite that file"
 
 
 def _write(path: Path, text: str) -> list[Path]:

@@ -13,7 +13,7 @@ options from :func:`option_specs` and builds :class:`Options` with :meth:`Option
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -40,6 +40,7 @@ __all__ = [
     "PRIORITIES",
     "OptionSpec",
     "Options",
+    "CSV_FILES",
     "option_specs",
     "parse_columns",
     "parse_int",
@@ -48,6 +49,7 @@ __all__ = [
     "parse_positive_int",
     "parse_priority",
     "parse_update_mode",
+    "shared_output_file",
 ]
 
 _Lookup = Callable[[str], Any]
@@ -395,22 +397,39 @@ class Options:
 _RAY_SETTINGS = ("ray_workers", "ray_cpus_per_worker", "ray_gpus_per_worker", "ray_batch_size")
 
 
-def _check_outputs_distinct(options: Options) -> None:
-    """Two reports given one file would leave only the last one written: a ConfigError."""
-    files: dict[Path, str] = {}
-    written = [(name, getattr(options, name)) for name in ("json_path", "html_path", "md_path")]
-    if options.csv_dir is not None:
-        written += [("csv_dir", options.csv_dir / f) for f in ("results.csv", "queries.csv")]
-    for name, path in written:
+#: the files ``--embedbench-csv`` (and ``embedbench report --csv``) write into their folder
+CSV_FILES = ("results.csv", "queries.csv")
+
+
+def shared_output_file(
+    outputs: Iterable[tuple[str, Path | None]],
+) -> tuple[str, str, Path] | None:
+    """The first two of ``outputs`` (``(label, path)``; None paths skipped) that are one file:
+    ``(the earlier label, the later label, the file)``; None when each has its own."""
+    seen: dict[Path, str] = {}
+    for label, path in outputs:
         if path is None:
             continue
-        flag = Options.spec(name).flag
-        other = files.setdefault(path, flag)
-        if other != flag:
-            raise ConfigError(
-                f"{other} and {flag} both write {path}: one would overwrite the other; give "
-                "each report its own file"
-            )
+        file = path.resolve()
+        first = seen.setdefault(file, label)
+        if first != label:
+            return first, label, file
+    return None
+
+
+def _check_outputs_distinct(options: Options) -> None:
+    """Two reports given one file would leave only the last one written: a ConfigError."""
+    flag = {name: Options.spec(name).flag for name in ("json_path", "html_path", "md_path")}
+    written = [(flag[name], getattr(options, name)) for name in flag]
+    if options.csv_dir is not None:
+        written += [("--embedbench-csv", options.csv_dir / f) for f in CSV_FILES]
+    clash = shared_output_file(written)
+    if clash is not None:
+        first, second, path = clash
+        raise ConfigError(
+            f"{first} and {second} both write {path}: one would overwrite the other; give "
+            "each report its own file"
+        )
 
 
 def option_specs() -> dict[str, OptionSpec]:

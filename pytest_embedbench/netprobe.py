@@ -11,8 +11,9 @@ __all__ = ["tcp_unreachable"]
 
 
 def tcp_unreachable(host: str, port: int, timeout: float) -> str | None:
-    """Why no TCP connection to ``host:port`` opens within ``timeout`` seconds (None when one
-    does). The attempt runs in a daemon thread, so a name lookup that hangs is cut off too."""
+    """Why no TCP connection to ``host:port`` opens within ``timeout`` seconds, naming the
+    address (None when one opens). The attempt runs in a daemon thread, so a name lookup that
+    hangs is cut off too."""
     found: list[str | None] = []
 
     def probe() -> None:
@@ -20,7 +21,7 @@ def tcp_unreachable(host: str, port: int, timeout: float) -> str | None:
             socket.create_connection((host, port), timeout=timeout).close()
             found.append(None)
         except OSError as exc:
-            found.append(f"{type(exc).__name__}: {exc}")
+            found.append(f"{host}:{port}: {type(exc).__name__}: {exc}")
 
     worker = threading.Thread(target=probe, daemon=True)
     worker.start()

@@ -158,8 +158,7 @@ def address_unreachable(address: str) -> str | None:
     host = host.strip("[]")  # [::1]:10001
     if not host or not port.isdigit():
         return f"{address!r} names no HOST:PORT"
-    why = tcp_unreachable(host, int(port), RAY_PROBE_TIMEOUT)
-    return why if why is None or why.startswith("no connection") else f"{host}:{port}: {why}"
+    return tcp_unreachable(host, int(port), RAY_PROBE_TIMEOUT)
 
 
 def hosted_reason(provider: Provider) -> str | None:

@@ -93,10 +93,7 @@ def _hub_unreachable() -> str | None:
     parts = urlsplit(endpoint)
     host = parts.hostname or "huggingface.co"
     port = parts.port or (80 if parts.scheme == "http" else 443)
-    why = tcp_unreachable(host, port, HUB_PROBE_TIMEOUT)
-    if why is None or why.startswith("no connection"):
-        return why
-    return f"{endpoint}: {why}"
+    return tcp_unreachable(host, port, HUB_PROBE_TIMEOUT)
 
 
 @register_provider

@@ -36,7 +36,7 @@ def test_a_listening_port_is_reachable(listening: int) -> None:
 
 def test_a_closed_port_says_why(closed_port: int) -> None:
     assert tcp_unreachable("127.0.0.1", closed_port, 3.0) == (
-        "ConnectionRefusedError: [Errno 111] Connection refused"
+        f"127.0.0.1:{closed_port}: ConnectionRefusedError: [Errno 111] Connection refused"
     )
 
 

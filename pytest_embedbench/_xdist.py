@@ -1,27 +1,151 @@
-"""pytest-xdist's loadgroup scheduling with its crash handling fixed.
+"""pytest-xdist: one model's tests on one worker, and a killed worker that cannot hang the run.
 
-The plugin sends one model's tests to one worker (``xdist_group`` marks, ``--dist loadgroup``),
-so each model loads once. xdist's loadscope/loadgroup scheduler puts the test that was running
-when a worker died back into the queue with the rest of its group: a replacement worker runs
-it again (and dies again, for a test that kills its process), and the run can then wait
-forever for a test no worker will finish. ``--dist load`` does not re-run a crashed test; this
-scheduler does the same for loadgroup: the crashed test is reported failed once (by xdist) and
-marked done, the rest of its group goes back to the queue, and a group with nothing left is
-dropped. It is installed through xdist's own ``pytest_xdist_make_scheduler`` hook.
+The plugin marks each retrieval test with ``xdist_group(<model>)`` and picks ``--dist
+loadgroup`` so each model loads once. Two things in xdist 3.8 stand in the way, and this
+module's scheduler (installed through xdist's ``pytest_xdist_make_scheduler`` hook) mends both:
+
+- **The groups never reach the controller.** xdist tells the controller a test's group by
+  appending ``@group`` to the node id a worker sends, which it does by assigning
+  ``item._nodeid``. Since pytest 9.2 a node id is ``item._id`` (a structured ``NodeId``), so
+  the assignment changes nothing and every test is distributed on its own (pytest-xdist issue
+  1386, open). A worker is also started from the command line alone, so it never learns that the
+  plugin chose loadgroup and would not append the suffix anyway. Here each worker writes its
+  tests' groups (from the ``xdist_group`` marks, named the way xdist names them) to a JSON file
+  in a folder the controller made and sent it in ``workerinput``; the scheduler reads it before
+  it splits the tests into work units. Node ids stay as pytest makes them, so records,
+  baselines and reports key the same tests alike serially and under xdist.
+- **A crashed test is re-run for ever.** xdist's loadscope/loadgroup scheduler puts the test
+  that was running when a worker died back into the queue with the rest of its group: a
+  replacement worker runs it again (and dies again, for a test that kills its process), and the
+  run can then wait forever for a test no worker will finish. ``--dist load`` does not re-run a
+  crashed test; neither does this scheduler: the crashed test is reported failed once (by
+  xdist) and marked done, the rest of its group goes back to the queue, and a group with
+  nothing left is dropped.
+
+A worker on another machine (``--tx ssh=...``) writes its file there: the scheduler then warns
+and distributes test by test, as xdist does.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import json
+import shutil
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["crash_safe_loadgroup"]
+import pytest
+
+from .exceptions import EmbedBenchWarning
+from .report.json_report import atomic_write_json
+
+if TYPE_CHECKING:
+    from .session import EmbedBenchSession
+
+__all__ = ["GROUPS_DIR_KEY", "XDistHooks", "crash_safe_loadgroup", "read_groups", "item_groups"]
+
+#: the ``workerinput`` key naming the folder where workers leave their tests' groups
+GROUPS_DIR_KEY = "embedbench_groups_dir"
 
 
-def crash_safe_loadgroup(config: Any, log: Any) -> Any:
-    """A LoadGroupScheduling whose ``remove_node`` never re-queues the crashed test."""
+def item_groups(items: Iterable[pytest.Item]) -> dict[str, str]:
+    """Node id -> group of each item with an ``xdist_group`` mark, named as xdist names it
+    (several marks: their names sorted and joined with ``_``)."""
+    groups: dict[str, str] = {}
+    for item in items:
+        names = {
+            str(mark.args[0] if mark.args else mark.kwargs.get("name", "default"))
+            for mark in item.iter_markers("xdist_group")
+        }
+        if names:
+            groups[item.nodeid] = "_".join(sorted(names))
+    return groups
+
+
+def _groups_file(directory: Path, worker: str) -> Path:
+    return directory / f"groups-{worker}.json"
+
+
+def read_groups(directory: Path, worker: str) -> dict[str, str] | None:
+    """The groups worker ``worker`` wrote, or None when its file is not there (or unreadable)."""
+    try:
+        data = json.loads(_groups_file(directory, worker).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return {str(k): str(v) for k, v in data.items()} if isinstance(data, dict) else None
+
+
+class XDistHooks:
+    """Registered only when pytest-xdist is present. On the controller: merges what workers
+    collected, hands each worker the groups folder and installs the scheduler; on a worker:
+    writes its tests' groups."""
+
+    def __init__(self, session: EmbedBenchSession) -> None:
+        self.session = session
+        self.groups_dir: Path | None = None
+
+    def pytest_configure_node(self, node: Any) -> None:
+        if node.config.getvalue("dist") != "loadgroup":
+            return
+        if self.groups_dir is None:
+            self.groups_dir = Path(tempfile.mkdtemp(prefix="embedbench-xdist-"))
+        node.workerinput[GROUPS_DIR_KEY] = str(self.groups_dir)
+
+    @pytest.hookimpl(tryfirst=True)  # before xdist's own, which sends the collected ids
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        workerinput = getattr(session.config, "workerinput", {})
+        if GROUPS_DIR_KEY in workerinput:
+            path = _groups_file(Path(workerinput[GROUPS_DIR_KEY]), workerinput["workerid"])
+            atomic_write_json(path, item_groups(session.items))
+
+    def pytest_testnodedown(self, node: Any, error: Any) -> None:
+        raw = getattr(node, "workeroutput", {}).get("embedbench")
+        if raw:
+            self.session.collected.update(json.loads(raw)["collected"])
+
+    def pytest_xdist_make_scheduler(self, config: pytest.Config, log: Any) -> Any:
+        if config.getvalue("dist") != "loadgroup":
+            return None
+        return crash_safe_loadgroup(config, log, self.groups_dir)
+
+    def pytest_unconfigure(self, config: pytest.Config) -> None:
+        if self.groups_dir is not None:
+            shutil.rmtree(self.groups_dir, ignore_errors=True)
+            self.groups_dir = None
+
+
+def crash_safe_loadgroup(config: Any, log: Any, groups_dir: Path | None = None) -> Any:
+    """A LoadGroupScheduling that takes each test's group from the file its worker wrote in
+    ``groups_dir`` (not from a node id suffix) and whose ``remove_node`` never re-queues the
+    crashed test."""
     from xdist.scheduler import LoadGroupScheduling
 
     class CrashSafeLoadGroupScheduling(LoadGroupScheduling):
+        def __init__(self, config: Any, log: Any) -> None:
+            super().__init__(config, log)
+            self.groups: dict[str, str] = {}
+            self.warned = False
+
+        def add_node_collection(self, node: Any, collection: Any) -> None:
+            found = None if groups_dir is None else read_groups(groups_dir, node.gateway.id)
+            if found is None and groups_dir is not None and not self.warned:
+                self.warned = True
+                config.issue_config_time_warning(
+                    EmbedBenchWarning(
+                        f"pytest-embedbench: worker {node.gateway.id} left no test groups in "
+                        f"{groups_dir} (a worker on another machine?): its tests are "
+                        "distributed one by one, so a model may load on several workers"
+                    ),
+                    stacklevel=2,
+                )
+            self.groups.update(found or {})
+            super().add_node_collection(node, collection)
+
+        def _split_scope(self, nodeid: str) -> str:
+            group = self.groups.get(nodeid)
+            return group if group is not None else super()._split_scope(nodeid)
+
         def remove_node(self, node: Any) -> str | None:
             workload = self.assigned_work.get(node)
             if workload is None:

@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 import pytest
 
 from . import hookspec
+from ._xdist import XDistHooks
 from .assertrepr import explain_comparison
 from .config import find_config
 from .datasets import Document, EvalSet, RetrievalDataset
@@ -466,27 +467,6 @@ class SessionHooks:
             message = getattr(crash, "message", None) or str(report.longrepr).strip()
             message = message.removeprefix("Failed: ")
         self.session.set_status(report.nodeid, report.when, report.outcome, message)
-
-
-class XDistHooks:
-    """Registered only when pytest-xdist is present: the controller merges worker records."""
-
-    def __init__(self, session: EmbedBenchSession) -> None:
-        self.session = session
-
-    def pytest_testnodedown(self, node: Any, error: Any) -> None:
-        raw = getattr(node, "workeroutput", {}).get("embedbench")
-        if raw:
-            self.session.collected.update(json.loads(raw)["collected"])
-
-    def pytest_xdist_make_scheduler(self, config: pytest.Config, log: Any) -> Any:
-        """loadgroup with xdist's crash handling fixed (see ``_xdist``), so a killed worker
-        cannot hang the run."""
-        if config.getvalue("dist") != "loadgroup":
-            return None
-        from ._xdist import crash_safe_loadgroup
-
-        return crash_safe_loadgroup(config, log)
 
 
 __all__ = ["EmbedBenchHandle", "ProgressLines", "SessionHooks", "XDistHooks"]

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import re
+from pathlib import Path
 
 import pytest
 
@@ -260,6 +262,18 @@ def test_fixtures(project: pytest.Pytester, mode: list[str]) -> None:
         import pytest
         from pytest_embedbench import ModelSpec, holm
 
+        # first in the file: under xdist, tests of no group are one work unit each and the
+        # first two units go to different workers, so without the group (the model) these
+        # two rounds would always run apart
+        SEEN = []
+
+        @pytest.mark.embedbench(dataset="tiny", models=["hashing:h"])
+        @pytest.mark.parametrize("round", [1, 2])
+        def test_computed_once(retrieval, model, round):
+            SEEN.append((retrieval, model))
+            if round == 2:  # the same result and the same loaded model for both tests
+                assert SEEN[0][0] is SEEN[1][0] and SEEN[0][1] is SEEN[1][1]
+
         @pytest.mark.embedbench(dataset="tiny", models=["hashing:h"])
         def test_model_fixture(model):
             assert model.embed(["hello"], kind="query").shape == (1, 64)
@@ -285,21 +299,69 @@ def test_fixtures(project: pytest.Pytester, mode: list[str]) -> None:
 
         def test_retrieval_needs_the_marker(retrieval):
             pass
-
-        SEEN = []
-
-        @pytest.mark.embedbench(dataset="tiny", models=["hashing:h"])
-        @pytest.mark.parametrize("round", [1, 2])
-        def test_computed_once(retrieval, model, round):
-            SEEN.append((retrieval, model))
-            if round == 2:  # the same result and the same loaded model for both tests
-                assert SEEN[0][0] is SEEN[1][0] and SEEN[0][1] is SEEN[1][1]
         """
     )
     # under xdist both rounds share a group (the model), so they run on one worker in order
     result = project.runpytest(*mode)
     result.assert_outcomes(passed=5, errors=1)
     result.stdout.fnmatch_lines(["*retrieval and model fixtures need @pytest.mark.embedbench*"])
+
+
+GROUPED = """
+import pytest
+
+@pytest.mark.embedbench(dataset="tiny", models=["hashing:h"])
+@pytest.mark.parametrize("n", range(4))
+def test_h(retrieval, n):
+    pass
+
+@pytest.mark.xdist_group("mine")  # a user's own group is kept too
+@pytest.mark.parametrize("n", range(2))
+def test_own_group(n):
+    pass
+
+def test_plain():
+    pass
+"""
+
+
+def workers_of(out: str) -> dict[str, set[str]]:
+    """Test name (without parameters) -> the xdist workers that ran it, from ``-v`` output."""
+    found: dict[str, set[str]] = {}
+    for worker, name in re.findall(r"^\[(gw\d+)\] \[ *\d+%\] PASSED ([^\[\s]+)", out, re.M):
+        found.setdefault(name, set()).add(worker)
+    return found
+
+
+def test_xdist_runs_a_models_tests_on_one_worker(project: pytest.Pytester) -> None:
+    project.makepyfile(test_grouped=GROUPED)
+    result = project.runpytest("-n", "2", "-v")
+    result.assert_outcomes(passed=7)
+    workers = workers_of(result.stdout.str())
+    assert len(workers["test_grouped.py::test_h"]) == 1, workers
+    assert len(workers["test_grouped.py::test_own_group"]) == 1, workers
+    # node ids as pytest makes them: no '@group' suffix in the output or the records
+    assert "@h" not in result.stdout.str() and "@mine" not in result.stdout.str()
+
+
+def test_xdist_without_the_groups_file_warns_and_runs(
+    project: pytest.Pytester, tmp_path: Path
+) -> None:
+    # a worker that writes its groups where the controller does not look (as one on another
+    # machine would): a warning, and the tests still run
+    project.makeconftest(
+        project.path.joinpath("conftest.py").read_text()
+        + "\ndef pytest_configure(config):\n"
+        + "    if hasattr(config, 'workerinput'):\n"
+        + f"        config.workerinput['embedbench_groups_dir'] = {str(tmp_path / 'elsewhere')!r}\n"
+    )
+    project.makepyfile(test_grouped=GROUPED)
+    result = project.runpytest("-n", "2")
+    result.assert_outcomes(passed=7)
+    result.stdout.fnmatch_lines(
+        ["*worker gw* left no test groups in *embedbench-xdist-* (a worker on another machine?)*"]
+    )
+    assert (tmp_path / "elsewhere").is_dir()  # the worker did write, elsewhere
 
 
 def json_of(project: pytest.Pytester, name: str) -> dict:

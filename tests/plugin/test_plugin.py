@@ -359,7 +359,7 @@ def test_xdist_without_the_groups_file_warns_and_runs(
     result = project.runpytest("-n", "2")
     result.assert_outcomes(passed=7)
     result.stdout.fnmatch_lines(
-        ["*worker gw* left no test groups in *embedbench-xdist-* (a worker on another machine?)*"]
+        ["*worker gw* left no test groups in *embedbench-xdist-* (a worker on another machine, or*"]
     )
     assert (tmp_path / "elsewhere").is_dir()  # the worker did write, elsewhere
 

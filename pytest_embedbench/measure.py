@@ -9,6 +9,7 @@ Usage::
     stats = LatencyStats.from_seconds(seconds)   # (n,) or (passes, n): median over passes
     stats.p95_ms, stats.interval(95)     # p95 and its order-statistic 95% interval
     thread_settings()                    # torch threads, OMP/MKL/OPENBLAS, CPUs, affinity
+    share_cores(workers)                 # an xdist worker's share of the CPUs for its pools
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ __all__ = [
     "load_average",
     "machine_info",
     "quantile_interval",
+    "share_cores",
     "thread_settings",
 ]
 
@@ -285,6 +287,33 @@ def _usable_cpus() -> int:
         return len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
         return os.cpu_count() or 1
+
+
+def share_cores(workers: int) -> int | None:
+    """Cap this process's thread pools at its share of the usable CPUs, one of ``workers``
+    processes (pytest-xdist workers) that run at the same time; the share, or None when any of
+    :data:`THREAD_ENV_VARS` is set (the user chose) and nothing was changed.
+
+    Each of N processes otherwise starts one torch/OpenMP thread per CPU, N x CPUs threads in
+    all, and OpenMP threads that wait by spinning make the run far slower than one process: on
+    a 2-core machine ``pytest examples -n 2`` took 73.8 s where one process took 28.5 s, and
+    30.7 s with this cap (medians of 3, ``benchmarks/bench_xdist.py``). The environment
+    variables cover the pools
+    started later (torch, FAISS, OpenBLAS and MKL read them when they load); torch and FAISS
+    already imported are capped directly, never raised.
+    """
+    if any(os.environ.get(name) for name in THREAD_ENV_VARS):
+        return None
+    share = max(1, _usable_cpus() // max(1, workers))
+    for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        os.environ[name] = str(share)
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.get_num_threads() > share:
+        torch.set_num_threads(share)
+    faiss = sys.modules.get("faiss")
+    if faiss is not None and faiss.omp_get_max_threads() > share:
+        faiss.omp_set_num_threads(share)
+    return share
 
 
 def thread_settings() -> dict[str, Any]:

@@ -21,6 +21,7 @@ from .datasets import Document, EvalSet, RetrievalDataset
 from .evaluate import RetrievalResult
 from .exceptions import ConfigError, EmbedBenchError, MissingKeyError, StressUnavailableError
 from .handle import EmbedBenchHandle
+from .measure import share_cores
 from .options import Options, option_specs
 from .providers.base import Provider
 from .records import Status
@@ -131,6 +132,8 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     if config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(XDistHooks(session), "embedbench-xdist")
+        if _is_worker(config):  # the workers run at once: each takes its share of the CPUs
+            share_cores(int(getattr(config, "workerinput", {}).get("workercount", 1)))
         # one model's tests on one worker, so each model loads once: loadgroup, unless the
         # user chose a distribution mode
         explicit = any(arg.startswith("--dist") for arg in config.invocation_params.args)

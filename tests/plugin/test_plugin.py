@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 
 import pytest
+
+from pytest_embedbench.measure import THREAD_ENV_VARS
 
 from .conftest import MODES, QUERIES
 
@@ -362,6 +365,27 @@ def test_xdist_without_the_groups_file_warns_and_runs(
         ["*worker gw* left no test groups in *embedbench-xdist-* (a worker on another machine, or*"]
     )
     assert (tmp_path / "elsewhere").is_dir()  # the worker did write, elsewhere
+
+
+@pytest.mark.parametrize("user_choice", [None, "2"], ids=["default", "user-set"])
+def test_xdist_workers_share_the_cores(
+    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, user_choice: str | None
+) -> None:
+    for name in THREAD_ENV_VARS:  # an outer xdist worker has them set
+        monkeypatch.delenv(name, raising=False)
+    if user_choice is not None:
+        monkeypatch.setenv("OMP_NUM_THREADS", user_choice)
+    project.makepyfile(test_basic=BASIC)
+    result = project.runpytest("-n", "2", "--embedbench-json", "r.json")
+    result.assert_outcomes(passed=2)
+    share = str(max(1, len(os.sched_getaffinity(0)) // 2))
+    expected = user_choice or share
+    tests = json_of(project, "r.json")["tests"]
+    assert [t["result"]["environment"]["threads"]["env"]["OMP_NUM_THREADS"] for t in tests] == [
+        expected,
+        expected,
+    ]
+    assert "OMP_NUM_THREADS" not in os.environ or user_choice  # the controller is left alone
 
 
 def json_of(project: pytest.Pytester, name: str) -> dict:

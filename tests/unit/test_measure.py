@@ -4,7 +4,9 @@ recommendation, the conditions of a measurement, and what each model adds to mem
 from __future__ import annotations
 
 import math
+import os
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -22,11 +24,13 @@ from pytest_embedbench.measure import (
     DEFAULT_LATENCY_PASSES,
     DEFAULT_LATENCY_SAMPLE,
     MAX_TIMED_SEARCHES,
+    THREAD_ENV_VARS,
     LatencyStats,
     LoadMonitor,
     latency_passes,
     latency_sample,
     quantile_interval,
+    share_cores,
 )
 from pytest_embedbench.options import Options
 from pytest_embedbench.report.json_report import build_report
@@ -352,6 +356,45 @@ def test_thread_settings_and_load_are_recorded(
     report = build_report([], configuration={}, rootdir=beir_folder)
     assert report["machine"]["threads"]["env"]["OMP_NUM_THREADS"] == "1"
     assert "load_average" in report["machine"]
+
+
+@pytest.fixture
+def no_thread_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[pytest.MonkeyPatch]:
+    """No thread-pool variable set (an outer xdist worker sets them), torch's count restored."""
+    import torch
+
+    for name in THREAD_ENV_VARS:
+        monkeypatch.delenv(name, raising=False)
+    before = torch.get_num_threads()
+    yield monkeypatch
+    torch.set_num_threads(before)
+
+
+def test_share_cores_caps_each_workers_pools(no_thread_env: pytest.MonkeyPatch) -> None:
+    import torch
+
+    cpus = len(os.sched_getaffinity(0))
+    torch.set_num_threads(cpus)
+    share = share_cores(2)
+    assert share == max(1, cpus // 2)
+    assert os.environ["OMP_NUM_THREADS"] == os.environ["OPENBLAS_NUM_THREADS"] == str(share)
+    assert torch.get_num_threads() == share  # torch is imported already: capped directly
+    assert share_cores(1) is None  # now the variables are set: left as they are
+
+
+def test_share_cores_never_raises_and_leaves_a_users_choice(
+    no_thread_env: pytest.MonkeyPatch,
+) -> None:
+    import torch
+
+    torch.set_num_threads(1)
+    assert share_cores(1) == len(os.sched_getaffinity(0))
+    assert torch.get_num_threads() == 1  # a conftest's smaller choice stays
+    for name in THREAD_ENV_VARS:
+        no_thread_env.delenv(name, raising=False)
+    no_thread_env.setenv("MKL_NUM_THREADS", "3")
+    assert share_cores(4) is None
+    assert "OMP_NUM_THREADS" not in os.environ
 
 
 def test_busy_rule_and_note() -> None:

@@ -12,8 +12,9 @@ module's scheduler (installed through xdist's ``pytest_xdist_make_scheduler`` ho
   plugin chose loadgroup and would not append the suffix anyway. Here each worker writes its
   tests' groups (from the ``xdist_group`` marks, named the way xdist names them) to a JSON file
   in a folder the controller made and sent it in ``workerinput``; the scheduler reads it before
-  it splits the tests into work units. Node ids stay as pytest makes them, so records,
-  baselines and reports key the same tests alike serially and under xdist.
+  it splits the tests into work units. Node ids stay as pytest makes them (on a pytest before
+  9.2 the plugin turns xdist's suffix off on the workers), so records, baselines and reports key
+  the same tests alike serially and under xdist.
 - **A crashed test is re-run for ever.** xdist's loadscope/loadgroup scheduler puts the test
   that was running when a worker died back into the queue with the rest of its group: a
   replacement worker runs it again (and dies again, for a test that kills its process), and the

@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 import pytest
 
 from . import hookspec
-from ._xdist import XDistHooks
+from ._xdist import GROUPS_DIR_KEY, XDistHooks
 from .assertrepr import explain_comparison
 from .config import find_config
 from .datasets import Document, EvalSet, RetrievalDataset
@@ -132,8 +132,14 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     if config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(XDistHooks(session), "embedbench-xdist")
-        if _is_worker(config):  # the workers run at once: each takes its share of the CPUs
-            share_cores(int(getattr(config, "workerinput", {}).get("workercount", 1)))
+        workerinput = getattr(config, "workerinput", None)
+        if workerinput is not None:  # the workers run at once: each takes its share of the CPUs
+            share_cores(int(workerinput.get("workercount", 1)))
+            if GROUPS_DIR_KEY in workerinput:
+                # the plugin's scheduler reads the groups from the worker's file: keep xdist
+                # (on a pytest before 9.2) from appending '@group' to the node ids, so records
+                # and baselines key the tests as a serial run does
+                config.option.loadgroup = False
         # one model's tests on one worker, so each model loads once: loadgroup, unless the
         # user chose a distribution mode
         explicit = any(arg.startswith("--dist") for arg in config.invocation_params.args)

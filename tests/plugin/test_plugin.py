@@ -336,9 +336,10 @@ def workers_of(out: str) -> dict[str, set[str]]:
     return found
 
 
-def test_xdist_runs_a_models_tests_on_one_worker(project: pytest.Pytester) -> None:
+@pytest.mark.parametrize("dist", [[], ["--dist", "loadgroup"]], ids=["default", "explicit"])
+def test_xdist_runs_a_models_tests_on_one_worker(project: pytest.Pytester, dist: list[str]) -> None:
     project.makepyfile(test_grouped=GROUPED)
-    result = project.runpytest("-n", "2", "-v")
+    result = project.runpytest("-n", "2", "-v", *dist)
     result.assert_outcomes(passed=7)
     workers = workers_of(result.stdout.str())
     assert len(workers["test_grouped.py::test_h"]) == 1, workers

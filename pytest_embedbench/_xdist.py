@@ -39,15 +39,35 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from .exceptions import EmbedBenchWarning
+from .measure import share_cores
 from .report.json_report import atomic_write_json
 
 if TYPE_CHECKING:
     from .session import EmbedBenchSession
 
-__all__ = ["GROUPS_DIR_KEY", "XDistHooks", "crash_safe_loadgroup", "read_groups", "item_groups"]
+__all__ = [
+    "GROUPS_DIR_KEY",
+    "XDistHooks",
+    "configure_worker",
+    "crash_safe_loadgroup",
+    "item_groups",
+    "read_groups",
+]
 
 #: the ``workerinput`` key naming the folder where workers leave their tests' groups
 GROUPS_DIR_KEY = "embedbench_groups_dir"
+
+
+def configure_worker(config: pytest.Config) -> None:
+    """On an xdist worker, at configure: take this worker's share of the CPUs (the workers run
+    at once, see :func:`~.measure.share_cores`) and, when the controller sent a groups folder,
+    keep xdist (on a pytest before 9.2) from appending ``@group`` to the node ids: the
+    scheduler reads the groups from the worker's file, and records and baselines key the tests
+    as a serial run does."""
+    workerinput = getattr(config, "workerinput", {})
+    share_cores(int(workerinput.get("workercount", 1)))
+    if GROUPS_DIR_KEY in workerinput:
+        config.option.loadgroup = False
 
 
 def item_groups(items: Iterable[pytest.Item]) -> dict[str, str]:

@@ -14,14 +14,13 @@ from typing import Any, TypeVar
 import pytest
 
 from . import hookspec
-from ._xdist import GROUPS_DIR_KEY, XDistHooks
+from ._xdist import XDistHooks, configure_worker
 from .assertrepr import explain_comparison
 from .config import find_config
 from .datasets import Document, EvalSet, RetrievalDataset
 from .evaluate import RetrievalResult
 from .exceptions import ConfigError, EmbedBenchError, MissingKeyError, StressUnavailableError
 from .handle import EmbedBenchHandle
-from .measure import share_cores
 from .options import Options, option_specs
 from .providers.base import Provider
 from .records import Status
@@ -132,14 +131,8 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     if config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(XDistHooks(session), "embedbench-xdist")
-        workerinput = getattr(config, "workerinput", None)
-        if workerinput is not None:  # the workers run at once: each takes its share of the CPUs
-            share_cores(int(workerinput.get("workercount", 1)))
-            if GROUPS_DIR_KEY in workerinput:
-                # the plugin's scheduler reads the groups from the worker's file: keep xdist
-                # (on a pytest before 9.2) from appending '@group' to the node ids, so records
-                # and baselines key the tests as a serial run does
-                config.option.loadgroup = False
+        if _is_worker(config):
+            configure_worker(config)
         # one model's tests on one worker, so each model loads once: loadgroup, unless the
         # user chose a distribution mode
         explicit = any(arg.startswith("--dist") for arg in config.invocation_params.args)

@@ -31,16 +31,18 @@ from pathlib import Path
 
 from sidebyside import ROOT, summarise
 
+from pytest_embedbench.measure import POOL_ENV_VARS, THREAD_ENV_VARS
+
 TARGET = 1.5
 COMMAND = [sys.executable, "-m", "pytest", "examples", "-q", "-p", "no:cacheprovider"]
-THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 
 
 def run(extra: list[str], threads: int | None) -> float:
     """Wall seconds of one pytest process; ``threads``: set the pools to that many per process."""
-    env = {k: v for k, v in os.environ.items() if k not in THREAD_VARS}
+    # none of the variables set, else the workers would leave their pools alone (share_cores)
+    env = {k: v for k, v in os.environ.items() if k not in THREAD_ENV_VARS}
     if threads is not None:
-        env.update({name: str(threads) for name in THREAD_VARS})
+        env.update(dict.fromkeys(POOL_ENV_VARS, str(threads)))
     t0 = time.perf_counter()
     done = subprocess.run(
         [*COMMAND, *extra], cwd=ROOT, env=env, capture_output=True, text=True, check=False

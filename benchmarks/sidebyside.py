@@ -14,6 +14,8 @@ import sys
 import time
 from pathlib import Path
 
+from pytest_embedbench.measure import POOL_ENV_VARS
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -56,7 +58,7 @@ def _figures(stdout: str, load: float, user: float, system: float, faults: int) 
 
 
 #: the thread pools a concurrent run limits to one thread per process
-ONE_THREAD = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
+ONE_THREAD = dict.fromkeys(POOL_ENV_VARS, "1")
 
 
 def run_concurrent(jobs: list[tuple[str, Path, int]]) -> list[tuple[float, dict]]:

@@ -29,6 +29,8 @@ __all__ = [
     "DEFAULT_LATENCY_PASSES",
     "DEFAULT_LATENCY_SAMPLE",
     "MAX_TIMED_SEARCHES",
+    "POOL_ENV_VARS",
+    "THREAD_ENV_VARS",
     "LatencyStats",
     "LoadMonitor",
     "RSSSampler",
@@ -61,6 +63,8 @@ THREAD_ENV_VARS = (
     "VECLIB_MAXIMUM_THREADS",
     "NUMEXPR_NUM_THREADS",
 )
+#: the ones :func:`share_cores` sets for an xdist worker: torch's and FAISS's OpenMP, MKL, OpenBLAS
+POOL_ENV_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 
 
 def latency_passes(requested: int, n_queries: int) -> int:
@@ -298,14 +302,14 @@ def share_cores(workers: int) -> int | None:
     all, and OpenMP threads that wait by spinning make the run far slower than one process: on
     a 2-core machine ``pytest examples -n 2`` took 73.8 s where one process took 28.5 s, and
     30.7 s with this cap (medians of 3, ``benchmarks/bench_xdist.py``). The environment
-    variables cover the pools
-    started later (torch, FAISS, OpenBLAS and MKL read them when they load); torch and FAISS
-    already imported are capped directly, never raised.
+    variables (:data:`POOL_ENV_VARS`) cover the pools started later (torch, FAISS, OpenBLAS and
+    MKL read them when they load); torch and FAISS already imported are capped directly, never
+    raised.
     """
     if any(os.environ.get(name) for name in THREAD_ENV_VARS):
         return None
     share = max(1, _usable_cpus() // max(1, workers))
-    for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+    for name in POOL_ENV_VARS:
         os.environ[name] = str(share)
     torch = sys.modules.get("torch")
     if torch is not None and torch.get_num_threads() > share:

@@ -22,6 +22,7 @@ Usage::
     python benchmarks/bench_cold.py --row cold [--documents 1000] [--rounds 3] [--also-no-latency]
     python benchmarks/bench_cold.py --row cold --concurrent [--rounds 2]
     python benchmarks/bench_cold.py --row incremental [--latency-passes 1] [--latency-sample 0]
+    python benchmarks/bench_cold.py --row incremental --via pytest [--exit-gc]
 
 Without ``--latency-passes`` / ``--latency-sample`` ours passes no latency setting: the
 Evaluator's defaults apply (3 timed passes over a seeded sample of 50 queries, scoring from one
@@ -29,6 +30,11 @@ batched pass). ``--also-no-latency`` (cold row) also runs ours with ``latency_pa
 script's work and nothing more; then every run of ours has an anchor run just before and just
 after it, and each variant is summarised against those. The cold row also compares the document
 phase alone (the anchor's ``encode`` of the corpus against ours' ``document_embedding_s``).
+
+``--via pytest`` (incremental row) runs ours as a CI job does: a pytest process (only this
+plugin loaded) whose one test evaluates the edited dataset through the ``embedbench`` fixture,
+with the plugin's defaults, so the process's exit skips Python's final garbage collection as
+the plugin does; ``--exit-gc`` passes ``--embedbench-exit-gc`` to keep it.
 
 ``--concurrent`` (cold row) runs each anchor and its run of ours at the same time instead, each
 pinned to its own CPU with one thread (the CPUs swapped every round), and compares the two that
@@ -144,6 +150,68 @@ print(json.dumps({
 """
 
 
+# ours as a CI job runs it: a pytest process whose one test evaluates the edited dataset through
+# the `embedbench` fixture (the session's cache and latency settings); ``pytest_args`` from the
+# spec (e.g. --embedbench-exit-gc). The figures come back through a file, pytest captures output.
+OURS_PYTEST_TEST = r"""
+import json
+
+from pytest_embedbench import load_dataset
+from pytest_embedbench.datasets.core import Document, RetrievalDataset
+
+SPEC = json.load(open(%r))
+
+
+def test_rerun(embedbench):
+    dataset = load_dataset(SPEC["data"], split="test")
+    if len(SPEC["documents"]) < len(dataset.documents):
+        dataset = dataset.subset(n_distractors=SPEC["n_distractors"], seed=0)
+    edits = SPEC["edits"]
+    documents = [
+        Document(d.id, d.text + edits[d.id], d.title) if d.id in edits else d
+        for d in dataset.documents
+    ]
+    dataset = RetrievalDataset(documents, dataset.queries, dataset.qrels, name=dataset.name)
+    result = embedbench.evaluate(SPEC["model"], dataset)
+    t = result.timings
+    with open(SPEC["out"], "w") as fh:
+        json.dump({
+            "ndcg@10": float(result.ndcg10),
+            "misses": result.cache.misses,
+            "model_load_s": t.model_load_s,
+            "document_embedding_s": t.document_embedding_s,
+            "query_embedding_s": t.query_embedding_s,
+            "total_s": t.total_s,
+        }, fh)
+"""
+
+OURS_PYTEST = r"""
+import json, os, sys
+from pathlib import Path
+import pytest
+
+# only this plugin: the other pytest plugins of a development environment (hypothesis, ...)
+# would add their imports to ours
+os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
+
+spec_path = sys.argv[1]
+spec = json.load(open(spec_path))
+folder = Path(spec["folder"])
+folder.mkdir(parents=True, exist_ok=True)
+(folder / "pytest.ini").write_text("[pytest]\n")
+(folder / "test_rerun.py").write_text(TEST %% spec_path)
+code = pytest.main([
+    str(folder / "test_rerun.py"), "-c", str(folder / "pytest.ini"), "--rootdir", str(folder),
+    "-q", "-p", "no:cacheprovider", "-p", "pytest_embedbench.plugin",
+    "--embedbench-cache-dir", spec["cache"],
+    *spec["pytest_args"],
+])
+if code:
+    sys.exit(int(code))
+print(Path(spec["out"]).read_text())
+""".replace("TEST %% spec_path", f"{OURS_PYTEST_TEST!r} %% spec_path").replace("%%", "%")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--row", choices=["cold", "incremental"], required=True)
@@ -178,6 +246,18 @@ def main() -> None:
         default=None,
         help="incremental row: the share of documents edited (default 0.01)",
     )
+    parser.add_argument(
+        "--via",
+        choices=["evaluate", "pytest"],
+        default="evaluate",
+        help="incremental row: ours as Evaluator.evaluate in a script (default), or as a pytest"
+        " run of one test using the embedbench fixture",
+    )
+    parser.add_argument(
+        "--exit-gc",
+        action="store_true",
+        help="with --via pytest: pass --embedbench-exit-gc (keep Python's final collection)",
+    )
     parser.add_argument("--json", help="also write the figures to this file")
     parser.add_argument(
         "--cache",
@@ -189,12 +269,16 @@ def main() -> None:
         "cold": [
             ("--cache", args.cache is not None),
             ("--edit-share", args.edit_share is not None),
+            ("--via", args.via != "evaluate"),
+            ("--exit-gc", args.exit_gc),
         ],
         "incremental": [
             ("--concurrent", args.concurrent),
             ("--also-no-latency", args.also_no_latency),
         ],
     }[args.row]
+    if args.exit_gc and args.via != "pytest":
+        parser.error("--exit-gc is a pytest option: use it with --via pytest")
     for switch, given in unused:
         if given:
             parser.error(f"{switch} has no effect with --row {args.row}: leave it out")
@@ -295,9 +379,14 @@ def main() -> None:
                     folder / f"anchor-{r}.json",
                     {"edited_texts": edited, "query_texts": query_texts},
                 )
-                mine = write(
-                    folder / f"ours-{r}.json", {**base, "cache": str(cache), "edits": edits}
-                )
+                mine_spec = {**base, "cache": str(cache), "edits": edits}
+                if args.via == "pytest":
+                    mine_spec.update(
+                        folder=str(folder / f"project-{r}"),
+                        out=str(folder / f"out-{r}.json"),
+                        pytest_args=pytest_latency_args(args),
+                    )
+                mine = write(folder / f"ours-{r}.json", mine_spec)
                 return anchor, mine
 
             specs = [round_spec(r) for r in range(args.rounds + 1)]
@@ -305,7 +394,9 @@ def main() -> None:
                 wall, _ = run_process(BARE_INCREMENTAL, specs[r][0])
                 anchors.append(wall)
                 print(f"  round {r + 1}: anchor {wall:.1f} s ({n_edit} documents + queries)")
-                wall, out = run_process(OURS, specs[r][1])
+                wall, out = run_process(
+                    OURS if args.via == "evaluate" else OURS_PYTEST, specs[r][1]
+                )
                 ours.append(wall)
                 print(
                     f"  round {r + 1}: ours   {wall:.1f} s ({out['misses']} embedded; model load"
@@ -319,10 +410,23 @@ def main() -> None:
                 **summarise(anchors, ours, 1.2, anchor="anchor", mine="ours", row="incremental"),
             }
     figures.update(documents=len(dataset.documents), queries=len(dataset.queries))
+    if args.row == "incremental":
+        figures.update(via=args.via, exit_gc=args.exit_gc)
     figures["latency_passes"] = passes
     figures["latency_sample"] = sample
     if args.json:
         Path(args.json).write_text(json.dumps(figures, indent=2) + "\n", encoding="utf-8")
+
+
+def pytest_latency_args(args: argparse.Namespace) -> list[str]:
+    """The pytest options of ours with ``--via pytest``: the latency settings asked for (none:
+    the plugin's defaults) and ``--embedbench-exit-gc`` with ``--exit-gc``."""
+    out = ["--embedbench-exit-gc"] if args.exit_gc else []
+    if args.latency_passes is not None:
+        out.append(f"--embedbench-latency-passes={args.latency_passes}")
+    if args.latency_sample is not None:
+        out.append(f"--embedbench-latency-sample={args.latency_sample}")
+    return out
 
 
 def cold_variants(also_no_latency: bool) -> list[tuple[str, dict]]:

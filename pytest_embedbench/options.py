@@ -164,6 +164,17 @@ class Options:
             kind="flag",
         ),
     )
+    exit_gc: bool = option(
+        False,
+        OptionSpec(
+            "--embedbench-exit-gc",
+            "let Python collect every live object at exit, as without the plugin (skipped by "
+            "default: 1.5-2 s once torch is loaded; see the README's 'Stable timings')",
+            ini="embedbench_exit_gc",
+            ini_help="run Python's final garbage collection at exit (skipped by default)",
+            kind="flag",
+        ),
+    )
     ray: str | None = option(
         None,
         OptionSpec(

@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 import pytest
 
 from . import hookspec
+from ._exit import skip_final_collection
 from ._xdist import XDistHooks, configure_worker
 from .assertrepr import explain_comparison
 from .config import find_config
@@ -113,6 +114,7 @@ def pytest_configure(config: pytest.Config) -> None:
         "point) (pytest-embedbench)",
     )
     options = build_options(config)
+    skip_final_collection(not options.exit_gc)
     progress = None
     if options.verbosity >= 0 and not _is_worker(config):
         lines = ProgressLines(config)

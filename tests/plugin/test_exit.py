@@ -1,0 +1,61 @@
+"""A pytest process exits without Python's final garbage collection, unless asked to keep it."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from .conftest import CONFTEST
+
+TEST = """
+import pytest
+
+@pytest.mark.embedbench(dataset="tiny")
+def test_search(retrieval):
+    assert retrieval.ndcg10 >= 0.2
+"""
+
+# registered at conftest import, before the plugin's pytest_configure: it runs after the
+# plugin's hook (atexit is last in, first out) and records what the process does at exit
+AT_EXIT = """
+import atexit, gc, json, pathlib
+
+def _record():
+    pathlib.Path("exit.json").write_text(json.dumps({"frozen": gc.get_freeze_count()}))
+
+atexit.register(_record)
+"""
+
+
+@pytest.mark.parametrize(
+    ("args", "skipped"), [([], True), (["--embedbench-exit-gc"], False)], ids=["default", "kept"]
+)
+def test_the_final_collection_is_skipped_unless_kept(
+    project: pytest.Pytester, args: list[str], skipped: bool
+) -> None:
+    project.makeconftest(CONFTEST + AT_EXIT)
+    project.makepyfile(test_exit=TEST)
+    result = project.runpytest_subprocess("--embedbench-json", "r.json", *args)
+    result.assert_outcomes(passed=2)
+    # a user's atexit hook still runs, after the plugin's; the report was written before it
+    frozen = json.loads((project.path / "exit.json").read_text())["frozen"]
+    assert (frozen > 0) is skipped, frozen
+    report = json.loads((project.path / "r.json").read_text())
+    assert len(report["tests"]) == 2
+    assert report["configuration"]["exit_gc"] is not skipped
+
+
+def test_the_ini_key_keeps_the_final_collection(project: pytest.Pytester) -> None:
+    project.makeconftest(CONFTEST + AT_EXIT)
+    project.makepyfile(test_exit=TEST)
+    project.makeini(
+        """
+        [pytest]
+        embedbench_cache_dir = .cache-embedbench
+        embedbench_bootstrap = 2000
+        embedbench_exit_gc = true
+        """
+    )
+    project.runpytest_subprocess().assert_outcomes(passed=2)
+    assert json.loads((project.path / "exit.json").read_text())["frozen"] == 0

@@ -118,72 +118,69 @@ model.encode(spec["query_texts"], batch_size=32, normalize_embeddings=True)
 print(json.dumps({"edited": len(spec["edited_texts"])}))
 """
 
-OURS = r"""
-import json, sys
-from pytest_embedbench import Evaluator, load_dataset
+# ours' two scripts share these: the dataset a spec names, with its edits; a result's figures
+OURS_HELPERS = r"""
+from pytest_embedbench import load_dataset
+from pytest_embedbench.datasets.core import Document, RetrievalDataset
 
-spec = json.load(open(sys.argv[1]))
-dataset = load_dataset(spec["data"], split="test")
-keep = set(spec["documents"])
-if len(keep) < len(dataset.documents):
-    dataset = dataset.subset(n_distractors=spec["n_distractors"], seed=0)
-edits = spec.get("edits") or {}
-if edits:
-    from pytest_embedbench.datasets.core import Document, RetrievalDataset
+
+def spec_dataset(spec):
+    dataset = load_dataset(spec["data"], split="test")
+    if len(set(spec["documents"])) < len(dataset.documents):
+        dataset = dataset.subset(n_distractors=spec["n_distractors"], seed=0)
+    edits = spec.get("edits") or {}
+    if not edits:
+        return dataset
     documents = [
         Document(d.id, d.text + edits[d.id], d.title) if d.id in edits else d
         for d in dataset.documents
     ]
-    dataset = RetrievalDataset(documents, dataset.queries, dataset.qrels, name=dataset.name)
-# only the latency settings asked for: the rest are the Evaluator's defaults
-latency = {k: spec[k] for k in ("latency_passes", "latency_sample") if spec.get(k) is not None}
-result = Evaluator(cache=spec["cache"], **latency).evaluate(spec["model"], dataset)
-t = result.timings
-print(json.dumps({
-    "ndcg@10": float(result.ndcg10),
-    "misses": result.cache.misses,
-    "model_load_s": t.model_load_s,
-    "document_embedding_s": t.document_embedding_s,
-    "query_embedding_s": t.query_embedding_s,
-    "total_s": t.total_s,
-}))
+    return RetrievalDataset(documents, dataset.queries, dataset.qrels, name=dataset.name)
+
+
+def figures(result):
+    t = result.timings
+    return {
+        "ndcg@10": float(result.ndcg10),
+        "misses": result.cache.misses,
+        "model_load_s": t.model_load_s,
+        "document_embedding_s": t.document_embedding_s,
+        "query_embedding_s": t.query_embedding_s,
+        "total_s": t.total_s,
+    }
 """
 
+OURS = (
+    r"""
+import json, sys
+from pytest_embedbench import Evaluator
+"""
+    + OURS_HELPERS
+    + r"""
+spec = json.load(open(sys.argv[1]))
+# only the latency settings asked for: the rest are the Evaluator's defaults
+latency = {k: spec[k] for k in ("latency_passes", "latency_sample") if spec.get(k) is not None}
+result = Evaluator(cache=spec["cache"], **latency).evaluate(spec["model"], spec_dataset(spec))
+print(json.dumps(figures(result)))
+"""
+)
 
 # ours as a CI job runs it: a pytest process whose one test evaluates the edited dataset through
 # the `embedbench` fixture (the session's cache and latency settings); ``pytest_args`` from the
 # spec (e.g. --embedbench-exit-gc). The figures come back through a file, pytest captures output.
-OURS_PYTEST_TEST = r"""
-import json
-
-from pytest_embedbench import load_dataset
-from pytest_embedbench.datasets.core import Document, RetrievalDataset
-
+OURS_PYTEST_TEST = (
+    "import json\n"
+    + OURS_HELPERS
+    + r"""
 SPEC = json.load(open(%r))
 
 
 def test_rerun(embedbench):
-    dataset = load_dataset(SPEC["data"], split="test")
-    if len(SPEC["documents"]) < len(dataset.documents):
-        dataset = dataset.subset(n_distractors=SPEC["n_distractors"], seed=0)
-    edits = SPEC["edits"]
-    documents = [
-        Document(d.id, d.text + edits[d.id], d.title) if d.id in edits else d
-        for d in dataset.documents
-    ]
-    dataset = RetrievalDataset(documents, dataset.queries, dataset.qrels, name=dataset.name)
-    result = embedbench.evaluate(SPEC["model"], dataset)
-    t = result.timings
+    result = embedbench.evaluate(SPEC["model"], spec_dataset(SPEC))
     with open(SPEC["out"], "w") as fh:
-        json.dump({
-            "ndcg@10": float(result.ndcg10),
-            "misses": result.cache.misses,
-            "model_load_s": t.model_load_s,
-            "document_embedding_s": t.document_embedding_s,
-            "query_embedding_s": t.query_embedding_s,
-            "total_s": t.total_s,
-        }, fh)
+        json.dump(figures(result), fh)
 """
+)
 
 OURS_PYTEST = r"""
 import json, os, sys

@@ -10,11 +10,12 @@ measured against pays it too; a CI job gains nothing from it.
 :func:`skip_final_collection` registers an :mod:`atexit` hook that calls :func:`gc.freeze`:
 the objects alive at exit move to the permanent generation, which no collection visits, and
 the process ends. Everything else of the shutdown is unchanged: the other ``atexit`` hooks run
-(those registered before this one run after it), files are flushed and closed, objects freed
-by reference counting are freed. What is skipped is only the collection of reference cycles at
-exit, whose finalizers Python does not promise to run ("It is not guaranteed that ``__del__()``
-methods are called for objects that still exist when the interpreter exits", the data model
-reference); the plugin writes its reports, baselines and cache before that point.
+(those registered before this one run after it), objects freed by reference counting are
+freed (an open file among them is flushed and closed). What is skipped is only the
+collection of reference cycles at exit, whose finalizers Python does not promise to run ("It
+is not guaranteed that ``__del__()`` methods are called for objects that still exist when the
+interpreter exits", the data model reference); the plugin writes its reports, baselines and
+cache before that point.
 ``--embedbench-exit-gc`` (ini ``embedbench_exit_gc``) keeps the final collection.
 """
 

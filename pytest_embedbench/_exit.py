@@ -8,15 +8,15 @@ objects, and the collections take 1.5-2 s after the last test (measured on the 2
 measured against pays it too; a CI job gains nothing from it.
 
 :func:`skip_final_collection` registers an :mod:`atexit` hook that flushes every open buffered
-file, then calls :func:`gc.freeze`: the objects alive at exit move to the permanent
-generation, which no collection visits, and the process ends. Everything else of the shutdown is unchanged: the other ``atexit`` hooks run
-(those registered before this one run after it), objects freed by reference counting are
-freed (an open file among them is flushed and closed). What is skipped is only the
-collection of reference cycles at exit, whose finalizers Python does not promise to run ("It
-is not guaranteed that ``__del__()`` methods are called for objects that still exist when the
-interpreter exits", the data model reference). A file caught in such a cycle would lose what
-it buffered, so the hook flushes every open file first (the operating system closes them);
-the plugin writes its reports, baselines and cache before that point.
+file, then calls :func:`gc.freeze`: the objects alive at exit move to the permanent generation,
+which no collection visits, and the process ends. Everything else of the shutdown is unchanged:
+the other ``atexit`` hooks run (those registered before this one run after it), objects freed by
+reference counting are freed (an open file among them is flushed and closed). What is skipped is
+only the collection of reference cycles at exit, whose finalizers Python does not promise to run
+("It is not guaranteed that ``__del__()`` methods are called for objects that still exist when
+the interpreter exits", the data model reference). A file caught in such a cycle would lose what
+it buffered, so the hook flushes every open file first (the operating system closes them); the
+plugin writes its reports, baselines and cache before that point.
 ``--embedbench-exit-gc`` (ini ``embedbench_exit_gc``) keeps the final collection.
 """
 

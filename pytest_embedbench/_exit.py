@@ -4,7 +4,7 @@ garbage collection.
 When the interpreter shuts down, CPython runs full collections over every object still alive.
 Once torch, transformers and sentence-transformers are imported that is about 450,000
 objects, and the collections take 1.5-2 s after the last test (measured on the 2-core machine:
-``pytest examples`` exits in 1.7-2.2 s, 0.24-0.28 s with this). The bare script the plugin is
+``pytest examples`` exits in 1.7-2.2 s, about 0.4 s with this). The bare script the plugin is
 measured against pays it too; a CI job gains nothing from it.
 
 :func:`skip_final_collection` registers an :mod:`atexit` hook that flushes every open buffered

@@ -29,22 +29,19 @@ import io
 
 __all__ = ["skip_final_collection"]
 
-#: the first call has decided, and what
+#: whether a call has decided what this process does at exit
 _decided = False
-_skipping = False
 
 
-def skip_final_collection(skip: bool) -> bool:
-    """Whether this process skips its final collection: the first call decides (the outermost
-    pytest session is configured first; one run inside it through ``pytester`` does not change
-    what the process does at exit). ``skip``: register the hook."""
-    global _decided, _skipping
+def skip_final_collection(skip: bool) -> None:
+    """Register the hook when ``skip``; the first call decides (the outermost pytest session is
+    configured first; one run inside it through ``pytester`` does not change what the process
+    does at exit)."""
+    global _decided
     if not _decided:
         _decided = True
-        _skipping = skip
         if skip:
             atexit.register(_flush_and_freeze)
-    return _skipping
 
 
 #: buffered file objects: the ones whose data a skipped finalizer could leave unwritten

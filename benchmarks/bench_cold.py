@@ -191,12 +191,8 @@ import pytest
 # would add their imports to ours
 os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
 
-spec_path = sys.argv[1]
-spec = json.load(open(spec_path))
-folder = Path(spec["folder"])
-folder.mkdir(parents=True, exist_ok=True)
-(folder / "pytest.ini").write_text("[pytest]\n")
-(folder / "test_rerun.py").write_text(TEST %% spec_path)
+spec = json.load(open(sys.argv[1]))
+folder = Path(spec["folder"])  # its pytest.ini and test file written by the benchmark
 code = pytest.main([
     str(folder / "test_rerun.py"), "-c", str(folder / "pytest.ini"), "--rootdir", str(folder),
     "-q", "-p", "no:cacheprovider", "-p", "pytest_embedbench.plugin",
@@ -206,7 +202,7 @@ code = pytest.main([
 if code:
     sys.exit(int(code))
 print(Path(spec["out"]).read_text())
-""".replace("TEST %% spec_path", f"{OURS_PYTEST_TEST!r} %% spec_path").replace("%%", "%")
+"""
 
 
 def main() -> None:
@@ -377,13 +373,20 @@ def main() -> None:
                     {"edited_texts": edited, "query_texts": query_texts},
                 )
                 mine_spec = {**base, "cache": str(cache), "edits": edits}
+                mine = folder / f"ours-{r}.json"
                 if args.via == "pytest":
+                    project = folder / f"project-{r}"
+                    project.mkdir()
+                    (project / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")
+                    (project / "test_rerun.py").write_text(
+                        OURS_PYTEST_TEST % str(mine), encoding="utf-8"
+                    )
                     mine_spec.update(
-                        folder=str(folder / f"project-{r}"),
+                        folder=str(project),
                         out=str(folder / f"out-{r}.json"),
                         pytest_args=pytest_latency_args(args),
                     )
-                mine = write(folder / f"ours-{r}.json", mine_spec)
+                write(mine, mine_spec)
                 return anchor, mine
 
             specs = [round_spec(r) for r in range(args.rounds + 1)]

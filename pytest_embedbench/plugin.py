@@ -114,7 +114,9 @@ def pytest_configure(config: pytest.Config) -> None:
         "point) (pytest-embedbench)",
     )
     options = build_options(config)
-    skip_final_collection(not options.exit_gc)
+    # not on an xdist worker: execnet's channels close from finalizers at its exit, and a
+    # worker left without them hung the controller after a crashed worker was replaced
+    skip_final_collection(not options.exit_gc and not _is_worker(config))
     progress = None
     if options.verbosity >= 0 and not _is_worker(config):
         lines = ProgressLines(config)

@@ -1,4 +1,5 @@
-"""Persistent document-embedding cache, safe when several processes share it.
+"""Persistent embedding cache (documents, and the queries of a scored pass), safe when several
+processes share it.
 
 Vectors live in one SQLite file (WAL journal, busy timeout) keyed by the model's namespace and
 the SHA-256 of the text that was embedded; no raw text is stored. Each write is one
@@ -130,7 +131,7 @@ def text_key(text: str) -> bytes:
 
 @dataclass
 class CacheStats:
-    """Hits and misses of one evaluation's document lookups."""
+    """Hits and misses of one evaluation's lookups (its documents, or its scored queries)."""
 
     hits: int = 0
     misses: int = 0

@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -224,6 +224,7 @@ class Evaluator:
             start_rss_mb=rss.start_mb,
             environment={"threads": run.threads, "load": run.load.to_dict()},
             cache=CacheStats(stats.cache_hits, stats.cache_misses),
+            query_cache=run.query_cache,
             model_info=info,
             seed=self.seed,
             n_resamples=self.n_resamples,
@@ -303,13 +304,25 @@ class Evaluator:
         the model's encode calls from ``encode_before`` (the documents') to the scored pass's end.
         """
         threads = thread_settings()  # after the load: torch's thread count is known
+        hits, misses = retriever.query_cache_hits, retriever.query_cache_misses
         with LoadMonitor() as load:
             rankings, scores, winners = self._batched_queries(
                 provider, retriever, queries, depth, timings, encode_before
             )
+            query_cache = CacheStats(
+                retriever.query_cache_hits - hits, retriever.query_cache_misses - misses
+            )
             latencies, timed_ids, cold_query_ms = self._timed_sample(retriever, queries, depth)
         return _QueryRun(
-            rankings, scores, latencies, cold_query_ms, threads, load, winners, timed_ids
+            rankings,
+            scores,
+            latencies,
+            cold_query_ms,
+            threads,
+            load,
+            winners,
+            timed_ids,
+            query_cache,
         )
 
     def _batched_queries(
@@ -400,6 +413,8 @@ class _QueryRun:
     winners: list[list[str]] | None = None
     #: the ids of the timed queries, aligned with ``latencies``' columns
     timed_ids: tuple[str, ...] = ()
+    #: the scored pass's query vectors found in the embedding cache, and embedded
+    query_cache: CacheStats = field(default_factory=CacheStats)
 
 
 def _is_count(value: Any) -> bool:

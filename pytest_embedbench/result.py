@@ -79,6 +79,7 @@ class RetrievalResult:
         provider: Provider | None = None,
         resources: Mapping[str, Any] | None = None,
         chunked: PooledRun | None = None,
+        query_cache: CacheStats | None = None,
     ) -> None:
         self.model = model
         self.name = model.short_name
@@ -96,6 +97,8 @@ class RetrievalResult:
         #: thread settings and CPU load while the queries were timed (see measure.py)
         self.environment: dict[str, Any] = dict(environment or {})
         self.cache = cache
+        #: the scored pass's query vectors: read from the embedding cache, or embedded
+        self.query_cache = query_cache if query_cache is not None else CacheStats()
         self.model_info = dict(model_info)
         #: what the evaluator measured besides time: dimension, index bytes, batch times, VRAM
         self.measured: dict[str, Any] = dict(resources or {})
@@ -396,6 +399,11 @@ class RetrievalResult:
                 "hits": self.cache.hits,
                 "misses": self.cache.misses,
                 "hit_rate": self.cache.hit_rate,
+            },
+            "query_cache": {
+                "hits": self.query_cache.hits,
+                "misses": self.query_cache.misses,
+                "hit_rate": self.query_cache.hit_rate,
             },
             "tokens": self.tokens,
             "cost": self.cost,

@@ -1,6 +1,11 @@
 """The dense path of an embedding provider: embed a corpus (through the embedding cache when
 there is one), build the exact index over it, and answer queries by embedding them.
 
+The scored pass over a dataset's queries (:meth:`DenseRetriever.search_many`) goes through the
+cache too, in a namespace of its own, so a re-run embeds no query text it embedded before. A
+single-query :meth:`DenseRetriever.search`, what the evaluator times for latency, never reads
+the cache: latency always measures the provider.
+
 :meth:`EmbeddingProvider.build <pytest_embedbench.providers.EmbeddingProvider.build>` calls
 :func:`build_dense`; a provider with its own index would override ``build`` instead::
 
@@ -22,20 +27,36 @@ from .retriever import BuildStats, Retriever
 if TYPE_CHECKING:
     from ..cache import EmbeddingCache
     from ..datasets import Document
-    from .base import EmbeddingProvider
+    from .base import EmbeddingProvider, Kind
 
-__all__ = ["DenseRetriever", "build_dense", "document_keys", "embed_cached"]
+__all__ = [
+    "QUERY_NAMESPACE_SUFFIX",
+    "DenseRetriever",
+    "build_dense",
+    "cache_keys",
+    "document_keys",
+    "embed_cached",
+]
 
 Progress = Callable[[int, int], None]
+
+#: appended to a model's namespace for its query vectors: a provider may embed one text
+#: differently as a query and as a document (an input type, not only a prefix), so the two kinds
+#: never share an entry
+QUERY_NAMESPACE_SUFFIX = "/query"
 
 
 class DenseRetriever(Retriever):
     """An embedding provider's exact index: embeds each query, then searches."""
 
-    def __init__(self, provider: EmbeddingProvider, index: Any) -> None:
+    def __init__(
+        self, provider: EmbeddingProvider, index: Any, cache: EmbeddingCache | None = None
+    ) -> None:
         self.provider = provider
         self.index = index
         self.ids = index.ids
+        #: where :meth:`search_many` finds and stores query vectors (None: always embeds)
+        self.cache = cache
 
     def search(self, text: str, k: int) -> tuple[list[str], list[float]]:
         return self.search_encoded(self.encode(text), k)
@@ -56,11 +77,17 @@ class DenseRetriever(Retriever):
     def search_many(
         self, texts: Sequence[str], k: int
     ) -> tuple[list[list[str]], list[list[float]]]:
-        """All queries embedded in the provider's batches, then one index search for all."""
+        """All queries embedded in the provider's batches (those the cache holds read from it),
+        then one index search for all."""
         if not texts:
             return [], []
         t0 = time.perf_counter()
-        vectors = self.provider.embed(list(texts), kind="query")
+        if self.cache is None:
+            vectors, embedded = self.provider.embed(list(texts), kind="query"), len(texts)
+        else:
+            vectors, embedded = embed_cached(self.provider, list(texts), self.cache, kind="query")
+        self.query_cache_hits += len(texts) - embedded
+        self.query_cache_misses += embedded
         t1 = time.perf_counter()
         positions, scores = self.index.search(vectors, k)
         self.search_s += time.perf_counter() - t1
@@ -95,10 +122,11 @@ def build_dense(
         progress(0, len(texts))
     t0 = time.perf_counter()
     if cache is None:
-        vectors = provider.embed(texts, kind="document", progress=progress)
-        stats.cache_misses += len(texts)
+        vectors, embedded = provider.embed(texts, kind="document", progress=progress), len(texts)
     else:
-        vectors = embed_cached(provider, texts, cache, stats, progress)
+        vectors, embedded = embed_cached(provider, texts, cache, kind="document", progress=progress)
+    stats.cache_hits += len(texts) - embedded
+    stats.cache_misses += embedded
     t1 = time.perf_counter()
     index = ExactIndex(
         vectors,
@@ -110,38 +138,48 @@ def build_dense(
     stats.index_build_s += t2 - t1
     stats.documents += len(texts)
     provider.info["index_backend"] = index.backend
-    return DenseRetriever(provider, index)
+    return DenseRetriever(provider, index, cache)
+
+
+def cache_keys(
+    provider: EmbeddingProvider, texts: Sequence[str], kind: Kind
+) -> tuple[str, list[bytes]]:
+    """The cache namespace of ``provider`` (loaded: its dimension and revision count) for
+    ``kind``, and the key of each text as the model is sent it (its prefix, then the text).
+    Query vectors live in the namespace suffixed :data:`QUERY_NAMESPACE_SUFFIX`."""
+    from ..cache import text_key
+
+    namespace = provider.namespace_key()
+    if kind == "query":
+        namespace += QUERY_NAMESPACE_SUFFIX
+    return namespace, [text_key(provider.prepare(t, kind)) for t in texts]
 
 
 def document_keys(provider: EmbeddingProvider, texts: Sequence[str]) -> tuple[str, list[bytes]]:
-    """The cache namespace of ``provider`` (loaded: its dimension and revision count) and the
-    key of each document text as the model is sent it (its prefix, then the text).
-
-    The one rule for document keys: :func:`embed_cached` and the Ray path
-    (:mod:`pytest_embedbench.distributed`) both read and write through it."""
-    from ..cache import text_key
-
-    return provider.namespace_key(), [text_key(provider.prepare(t, "document")) for t in texts]
+    """:func:`cache_keys` of documents: the one rule for document keys, which
+    :func:`embed_cached` and the Ray path (:mod:`pytest_embedbench.distributed`) both read and
+    write through."""
+    return cache_keys(provider, texts, "document")
 
 
 def embed_cached(
     provider: EmbeddingProvider,
     texts: list[str],
     cache: EmbeddingCache,
-    stats: BuildStats,
-    progress: Progress | None,
-) -> np.ndarray:
-    """Document vectors for ``texts``: stored ones from ``cache``, the rest embedded and
-    stored one provider batch at a time (so a run killed at any point keeps what it paid for)."""
-    namespace, keys = document_keys(provider, texts)
+    *,
+    kind: Kind,
+    progress: Progress | None = None,
+) -> tuple[np.ndarray, int]:
+    """Vectors of ``texts`` embedded as ``kind``: stored ones from ``cache``, the rest embedded
+    and stored one provider batch at a time (so a run killed at any point keeps what it paid
+    for). Returns the vectors and how many texts were embedded (the cache's misses)."""
+    namespace, keys = cache_keys(provider, texts, kind)
     # a stored row is checked like a response: finite, this dimension, the promised norm
     found, missing = cache.get_many(
         namespace, keys, dim=provider.dimension, unit_norm=provider.normalize
     )
     if found and provider.dimension is None:
         provider.dimension = len(next(iter(found.values())))
-    stats.cache_hits += len(texts) - len(missing)
-    stats.cache_misses += len(missing)
     if missing:
 
         def sub_progress(done: int, _total: int) -> None:
@@ -153,18 +191,18 @@ def embed_cached(
             cache.put_many(namespace, [keys[missing[p]] for p in positions], vecs)
 
         vecs = provider.embed(
-            [texts[i] for i in missing], kind="document", progress=sub_progress, on_batch=store
+            [texts[i] for i in missing], kind=kind, progress=sub_progress, on_batch=store
         )
         for i, vec in zip(missing, vecs, strict=True):
             found[keys[i]] = vec
-    out = _stack(found, keys, provider.dimension or 0, cache)
+    out = _stack(found, keys, provider.dimension or 0, cache, kind)
     if progress is not None and not missing:
         progress(len(texts), len(texts))
-    return out
+    return out, len(missing)
 
 
 def _stack(
-    found: dict[bytes, np.ndarray], keys: list[bytes], dim: int, cache: EmbeddingCache
+    found: dict[bytes, np.ndarray], keys: list[bytes], dim: int, cache: EmbeddingCache, kind: Kind
 ) -> np.ndarray:
     """The vectors of ``keys`` in order, as one ``(n, dim)`` float32 matrix."""
     out = np.empty((len(keys), dim), dtype=np.float32)
@@ -172,7 +210,7 @@ def _stack(
         vec = found[key]
         if len(vec) != dim:
             raise ProviderError(
-                f"cached embedding for document {i} has dimension {len(vec)}, the model "
+                f"cached embedding for {kind} {i} has dimension {len(vec)}, the model "
                 f"gives {dim}; clear the cache folder {str(cache.folder)!r}"
             )
         out[i] = vec

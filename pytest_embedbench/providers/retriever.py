@@ -27,6 +27,10 @@ class Retriever(ABC):
     query_embedding_s: float = 0.0
     #: seconds spent searching the index, all calls
     search_s: float = 0.0
+    #: query texts :meth:`search_many` found in the embedding cache / had to embed (a retriever
+    #: that caches no query vectors counts neither)
+    query_cache_hits: int = 0
+    query_cache_misses: int = 0
 
     @abstractmethod
     def search(self, text: str, k: int) -> tuple[list[str], list[float]]:

@@ -2,7 +2,7 @@
 with a fresh run (bm25 only, so no model weights load and it takes seconds).
 
 Everything that varies from run to run or machine to machine is dropped before comparing:
-timings, latencies, memory, load and environment, cache counts, the creation time, machine,
+timings, latencies, memory, load and environment, cache counts (documents and queries), the creation time, machine,
 commit and package versions, and the paths of this checkout. Every number a model's ranking
 decides (metrics, intervals, per-query scores, recommendations, baseline notes) must match.
 To record the copy again after an intended change::
@@ -35,6 +35,7 @@ _VOLATILE_RESULT = (
     "latency",
     "peak_rss_mb",
     "process_peak_rss_mb",
+    "query_cache",
     "resources",
     "start_rss_mb",
     "timings",

@@ -8,16 +8,24 @@ import numpy as np
 import pytest
 
 from pytest_embedbench import (
+    Document,
+    EmbeddingCache,
     Estimate,
     Evaluator,
     MetricError,
     ModelSpec,
     ProviderError,
+    Query,
+    RetrievalDataset,
     RetrievalResult,
     evaluate,
     load_dataset,
     score_run,
 )
+from pytest_embedbench.providers import register_provider
+from pytest_embedbench.providers.dense import QUERY_NAMESPACE_SUFFIX
+
+from ..helpers import HashingProvider
 
 
 def test_result_metrics_equal_score_run_on_the_same_run(beir_folder: Path, tmp_path: Path) -> None:
@@ -43,21 +51,85 @@ def test_query_metadata_is_never_shown(beir_folder: Path) -> None:
     assert not any("answer" in text or "metadata" in text for text in seen)
 
 
-def test_second_run_embeds_no_document(beir_folder: Path, tmp_path: Path) -> None:
+def test_second_run_embeds_no_document_and_no_scored_query(
+    beir_folder: Path, tmp_path: Path
+) -> None:
     cold = evaluate("hashing:h", beir_folder, cache=tmp_path)
     assert (cold.cache.hits, cold.cache.misses) == (0, 4)
+    assert (cold.query_cache.hits, cold.query_cache.misses) == (0, 2)
     ev = Evaluator(cache=tmp_path)
     warm = ev.evaluate("hashing:h", beir_folder)
     assert (warm.cache.hits, warm.cache.misses) == (4, 0)
     assert warm.cache.hit_rate == 1.0
-    # only the queries reached the model: the scored batch (two), the untimed warm-up, and the
+    assert (warm.query_cache.hits, warm.query_cache.misses) == (2, 0)
+    assert warm.to_dict()["query_cache"] == {"hits": 2, "misses": 0, "hit_rate": 1.0}
+    # only the latency sample reached the model, never the cache: the untimed warm-up and the
     # two sampled queries once per timed pass
     seen = ev.provider("hashing:h").seen  # type: ignore[attr-defined]
-    assert len(seen) == 2 + 1 + 2 * ev.latency_passes
-    assert warm.run == cold.run
+    assert len(seen) == 1 + 2 * ev.latency_passes
+    assert set(seen) == {"how to reset password", "download my data as csv"}
+    assert warm.latency.n == 2
+    assert warm.run == cold.run and warm.scores == cold.scores
     # another namespace (a prefix changes vectors) misses
     other = evaluate(ModelSpec("hashing:h", document_prefix="doc: "), beir_folder, cache=tmp_path)
-    assert other.cache.misses == 4
+    assert other.cache.misses == 4 and other.query_cache.misses == 2
+
+
+def test_a_rerun_without_latency_embeds_nothing(beir_folder: Path, tmp_path: Path) -> None:
+    evaluate("hashing:h", beir_folder, cache=tmp_path)
+    ev = Evaluator(cache=tmp_path, latency_passes=0)
+    warm = ev.evaluate("hashing:h", beir_folder)
+    assert ev.provider("hashing:h").seen == []  # type: ignore[attr-defined]
+    assert (warm.cache.misses, warm.query_cache.misses) == (0, 0)
+
+
+def test_only_changed_query_texts_are_embedded(beir_folder: Path, tmp_path: Path) -> None:
+    evaluate("hashing:h", beir_folder, cache=tmp_path, latency_passes=0)
+    ds = load_dataset(beir_folder)
+    queries = [ds.queries[0], Query(ds.queries[1].id, "export csv data")]
+    edited = RetrievalDataset(ds.documents, queries, ds.qrels, name=ds.name)
+    ev = Evaluator(cache=tmp_path, latency_passes=0)
+    warm = ev.evaluate("hashing:h", edited)
+    assert ev.provider("hashing:h").seen == ["export csv data"]  # type: ignore[attr-defined]
+    assert (warm.query_cache.hits, warm.query_cache.misses) == (1, 1)
+    # a query prefix is part of the text sent: every query misses, no document does
+    prefixed = evaluate(ModelSpec("hashing:h", query_prefix="query: "), beir_folder, cache=tmp_path)
+    assert (prefixed.query_cache.misses, prefixed.cache.misses) == (2, 4)
+
+
+class KindHashing(HashingProvider):
+    """Embeds one text differently as a query and as a document (like an API's input type,
+    with no prefix), so a cache that let the two kinds share an entry would change scores."""
+
+    name = "kind-hashing"
+
+    def embed_batch(self, texts: list[str], *, kind: str) -> np.ndarray:
+        out = super().embed_batch(texts, kind=kind)
+        if kind == "query":
+            out[:, 0] += 5.0
+        return out
+
+
+register_provider(KindHashing)
+
+
+def test_query_and_document_vectors_of_one_text_never_share_an_entry(
+    beir_folder: Path, tmp_path: Path
+) -> None:
+    ds = load_dataset(beir_folder)
+    # each query's text is also a document's: the same cache key within a namespace
+    documents = [*ds.documents, *(Document(f"t{q.id}", q.text) for q in ds.queries)]
+    twins = RetrievalDataset(documents, ds.queries, ds.qrels, name=ds.name)
+    fresh = evaluate("kind-hashing:h", twins, cache=False, latency_passes=0)
+    evaluate("kind-hashing:h", twins, cache=tmp_path, latency_passes=0)
+    warm = evaluate("kind-hashing:h", twins, cache=tmp_path, latency_passes=0)
+    assert (warm.cache.misses, warm.query_cache.misses) == (0, 0)
+    assert warm.scores == fresh.scores and warm.run == fresh.run
+    cache = EmbeddingCache.open(tmp_path)
+    assert cache is not None
+    namespace = Evaluator(cache=False).provider("kind-hashing:h").namespace_key()
+    assert cache.count(namespace) == len(twins.documents)
+    assert cache.count(namespace + QUERY_NAMESPACE_SUFFIX) == len(twins.queries)
 
 
 def test_timings_latency_and_memory(beir_folder: Path) -> None:

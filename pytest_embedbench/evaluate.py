@@ -304,26 +304,13 @@ class Evaluator:
         the model's encode calls from ``encode_before`` (the documents') to the scored pass's end.
         """
         threads = thread_settings()  # after the load: torch's thread count is known
-        hits, misses = retriever.query_cache_hits, retriever.query_cache_misses
         with LoadMonitor() as load:
-            rankings, scores, winners = self._batched_queries(
-                provider, retriever, queries, depth, timings, encode_before
+            run = self._batched_queries(provider, retriever, queries, depth, timings, encode_before)
+            run.latencies, run.timed_ids, run.cold_query_ms = self._timed_sample(
+                retriever, queries, depth
             )
-            query_cache = CacheStats(
-                retriever.query_cache_hits - hits, retriever.query_cache_misses - misses
-            )
-            latencies, timed_ids, cold_query_ms = self._timed_sample(retriever, queries, depth)
-        return _QueryRun(
-            rankings,
-            scores,
-            latencies,
-            cold_query_ms,
-            threads,
-            load,
-            winners,
-            timed_ids,
-            query_cache,
-        )
+        run.threads, run.load = threads, load
+        return run
 
     def _batched_queries(
         self,
@@ -333,10 +320,12 @@ class Evaluator:
         depth: int,
         timings: Timings,
         encode_before: float,
-    ) -> tuple[list[list[str]], list[list[float]], list[list[str]] | None]:
+    ) -> _QueryRun:
         """The rankings and scores that count, every query once in batches (what a bare script
-        does), and on a chunked dataset each retrieved document's winning chunk."""
+        does; the query vectors the cache holds read from it), on a chunked dataset each
+        retrieved document's winning chunk, and the query cache's hits and misses."""
         embed_before, search_before = retriever.query_embedding_s, retriever.search_s
+        hits, misses = retriever.query_cache_hits, retriever.query_cache_misses
         winners: list[list[str]] | None = None
         if isinstance(retriever, PooledRetriever):
             # its winning chunks come query by query: one scored pass, its timing unused
@@ -349,7 +338,8 @@ class Evaluator:
         timings.query_embedding_s = retriever.query_embedding_s - embed_before
         timings.search_s = retriever.search_s - search_before
         timings.encode_s = provider.encode_seconds() - encode_before
-        return rankings, scores, winners
+        found = CacheStats(retriever.query_cache_hits - hits, retriever.query_cache_misses - misses)
+        return _QueryRun(rankings, scores, winners=winners, query_cache=found)
 
     def _timed_sample(
         self, retriever: Retriever, queries: Sequence[Query], depth: int
@@ -400,21 +390,22 @@ class Evaluator:
 
 @dataclass
 class _QueryRun:
-    """What :meth:`Evaluator._run_queries` measured."""
+    """What :meth:`Evaluator._run_queries` measured: the scored pass's rankings, then the
+    latency sample and the conditions it ran in."""
 
     rankings: list[list[str]]
     scores: list[list[float]]
-    #: seconds, shape ``(passes, timed queries)``
-    latencies: np.ndarray
-    cold_query_ms: float
-    threads: dict[str, Any]
-    load: LoadMonitor
     #: each retrieved document's winning chunk id (chunked datasets only)
     winners: list[list[str]] | None = None
-    #: the ids of the timed queries, aligned with ``latencies``' columns
-    timed_ids: tuple[str, ...] = ()
     #: the scored pass's query vectors found in the embedding cache, and embedded
     query_cache: CacheStats = field(default_factory=CacheStats)
+    #: seconds, shape ``(passes, timed queries)``
+    latencies: np.ndarray = field(default_factory=lambda: np.empty((0, 0)))
+    #: the ids of the timed queries, aligned with ``latencies``' columns
+    timed_ids: tuple[str, ...] = ()
+    cold_query_ms: float = math.nan
+    threads: dict[str, Any] = field(default_factory=dict)
+    load: LoadMonitor = field(default_factory=LoadMonitor)
 
 
 def _is_count(value: Any) -> bool:

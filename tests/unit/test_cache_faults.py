@@ -203,9 +203,12 @@ def test_a_write_onto_a_full_disk_stops_writes_but_keeps_reads(small_disk: Path)
     assert len(caught) == 1, [str(w.message) for w in caught]
     assert "disk is full" in str(caught[0].message)
     assert (result.cache.hits, result.cache.misses) == (24, 24)  # the 24 stored still read
+    n_queries = len(ds.queries)
+    assert (result.query_cache.hits, result.query_cache.misses) == (8, n_queries - 8)
     assert result.run == clean.run
     assert _aside(small_disk) == []
-    assert holder.cache.count() == 24  # type: ignore[union-attr]
+    # the first run's 24 documents and 8 queries, nothing of this one
+    assert holder.cache.count() == 24 + 8  # type: ignore[union-attr]
 
 
 # -- damaged rows ------------------------------------------------------------------------------

@@ -9,9 +9,11 @@ pays it (imports, model load, dataset load, embedding, search, scoring).
   Target: within 1.02x.
 * ``--row incremental``: a cache filled by one full run, then in each round 1% of the documents
   edited (a different 1% and a different edit per round, so every round has fresh misses). The
-  anchor is a bare script doing only that work: load the model, embed the edited documents and
-  the queries. Ours is ``evaluate`` on the edited dataset with the filled cache. Target: within
-  1.2x.
+  anchor is a bare script doing the work the issue names: load the model, embed the edited
+  documents and the queries. Ours is ``evaluate`` on the edited dataset with the filled cache;
+  since the cache also holds the scored pass's query vectors (filled by the same full run), ours
+  embeds the edited documents and, with the default latency settings, the latency sample's
+  single-query searches, which never read the cache. Target: within 1.2x.
 
 Anchor and ours alternate, a round is (anchor, ours), and the figure is the median over rounds
 of both the ratio of medians and the paired ratio (ours against the mean of the anchor runs just
@@ -143,6 +145,7 @@ def figures(result):
     return {
         "ndcg@10": float(result.ndcg10),
         "misses": result.cache.misses,
+        "query_misses": result.query_cache.misses,
         "model_load_s": t.model_load_s,
         "document_embedding_s": t.document_embedding_s,
         "query_embedding_s": t.query_embedding_s,
@@ -357,7 +360,10 @@ def main() -> None:
             cache = Path(args.cache) if args.cache else folder / "cache"
             warm = write(folder / "warm.json", {**base, "cache": str(cache)})
             wall, out = run_process(OURS, warm)
-            print(f"  filling the cache: {wall:.1f} s, {out['misses']} documents embedded")
+            print(
+                f"  filling the cache: {wall:.1f} s, {out['misses']} documents and"
+                f" {out['query_misses']} queries embedded"
+            )
             salt = f"{time.time_ns()}"  # edits never seen by a kept cache folder
             share = 0.01 if args.edit_share is None else args.edit_share
             n_edit = max(1, round(share * len(dataset.documents)))
@@ -399,7 +405,8 @@ def main() -> None:
                 )
                 ours.append(wall)
                 print(
-                    f"  round {r + 1}: ours   {wall:.1f} s ({out['misses']} embedded; model load"
+                    f"  round {r + 1}: ours   {wall:.1f} s ({out['misses']} documents and"
+                    f" {out['query_misses']} scored queries embedded; model load"
                     f" {out['model_load_s']:.1f} s, documents {out['document_embedding_s']:.1f} s,"
                     f" queries {out['query_embedding_s']:.1f} s)"
                 )

@@ -1,8 +1,8 @@
 """pytest-xdist: one model's tests on one worker, and a killed worker that cannot hang the run.
 
 The plugin marks each retrieval test with ``xdist_group(<model>)`` and picks ``--dist
-loadgroup`` so each model loads once. Two things in xdist 3.8 stand in the way, and this
-module's scheduler (installed through xdist's ``pytest_xdist_make_scheduler`` hook) mends both:
+loadgroup`` so each model loads once. Three things in xdist 3.8 stand in the way, and this
+module's scheduler (installed through xdist's ``pytest_xdist_make_scheduler`` hook) mends them:
 
 - **The groups never reach the controller.** xdist tells the controller a test's group by
   appending ``@group`` to the node id a worker sends, which it does by assigning
@@ -22,6 +22,13 @@ module's scheduler (installed through xdist's ``pytest_xdist_make_scheduler`` ho
   crashed test; neither does this scheduler: the crashed test is reported failed once (by
   xdist) and marked done, the rest of its group goes back to the queue, and a group with
   nothing left is dropped.
+- **A replacement worker can wait forever.** A worker runs a test only once it holds the next
+  one (pytest's ``nextitem``) or the order to shut down. xdist tops a worker up, one work unit
+  at a time, when one of its tests completes, but gives a worker that joins late (the
+  replacement of a crashed one) a single unit: when that unit is one test (often what is left
+  of the crashed test's group) the worker holds it and waits, no test completes, the other
+  groups stay queued and nothing is ever sent to it (pytest-xdist issue 1327). This scheduler
+  tops a worker up until it holds two tests, or shuts it down when the queue is empty.
 
 A worker on another machine (``--tx ssh=...``) writes its file there: the scheduler then warns
 and distributes test by test, as xdist does.
@@ -139,13 +146,42 @@ class XDistHooks:
             self.groups_dir = None
 
 
+class _NeverLeftWaiting:
+    """Scheduling of xdist's load schedulers (mixed in before one) that never leaves a worker
+    holding a single test, and that outlives a worker dying while it is sent more work."""
+
+    def _reschedule(self, node: Any) -> None:
+        # xdist's own gives at most one unit per call: a worker left holding one test would wait
+        # for ever (see the module docstring). Each call either assigns a unit (the queue
+        # shrinks) or, the queue empty, shuts the worker down, so this ends
+        scheduler: Any = super()
+        scheduler._reschedule(node)
+        while not node.shutting_down and self._holds(node) < 2:
+            scheduler._reschedule(node)
+
+    def _holds(self, node: Any) -> int:
+        """The tests sent to ``node`` that it has not finished."""
+        scheduler: Any = self
+        return int(scheduler._pending_of(scheduler.assigned_work[node]))
+
+    def _assign_work_unit(self, node: Any) -> None:
+        scheduler: Any = super()
+        try:
+            scheduler._assign_work_unit(node)
+        except OSError:
+            # the worker died after the report that freed room for this unit (its channel is
+            # closed): the unit is already in its workload, and xdist's report of the death,
+            # queued behind this one, re-queues it through remove_node
+            pass
+
+
 def crash_safe_loadgroup(config: Any, log: Any, groups_dir: Path | None = None) -> Any:
     """A LoadGroupScheduling that takes each test's group from the file its worker wrote in
-    ``groups_dir`` (not from a node id suffix) and whose ``remove_node`` never re-queues the
-    crashed test."""
+    ``groups_dir`` (not from a node id suffix), whose ``remove_node`` never re-queues the
+    crashed test and which never leaves a worker holding a single test."""
     from xdist.scheduler import LoadGroupScheduling
 
-    class CrashSafeLoadGroupScheduling(LoadGroupScheduling):
+    class CrashSafeLoadGroupScheduling(_NeverLeftWaiting, LoadGroupScheduling):
         def __init__(self, config: Any, log: Any) -> None:
             super().__init__(config, log)
             self.groups: dict[str, str] = {}

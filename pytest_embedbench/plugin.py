@@ -114,8 +114,8 @@ def pytest_configure(config: pytest.Config) -> None:
         "point) (pytest-embedbench)",
     )
     options = build_options(config)
-    # not on an xdist worker: execnet's channels close from finalizers at its exit, and a
-    # worker left without them hung the controller after a crashed worker was replaced
+    # not on an xdist worker: execnet's channels close from finalizers at its exit (the hang
+    # once put down to skipping them was the scheduler's, see _xdist; workers keep it anyway)
     skip_final_collection(not options.exit_gc and not _is_worker(config))
     progress = None
     if options.verbosity >= 0 and not _is_worker(config):

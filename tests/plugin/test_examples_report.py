@@ -2,9 +2,10 @@
 with a fresh run (bm25 only, so no model weights load and it takes seconds).
 
 Everything that varies from run to run or machine to machine is dropped before comparing:
-timings, latencies, memory, load and environment, cache counts (documents and queries), the creation time, machine,
-commit and package versions, and the paths of this checkout. Every number a model's ranking
-decides (metrics, intervals, per-query scores, recommendations, baseline notes) must match.
+timings, latencies, memory, load and environment, cache counts (documents and queries), the
+creation time, machine, commit and package versions, and the paths of this checkout. Every
+number a model's ranking decides (metrics, intervals, per-query scores, recommendations,
+baseline notes) must match.
 To record the copy again after an intended change::
 
     EMBEDBENCH_RECORD_EXAMPLES=1 python -m pytest tests/plugin/test_examples_report.py

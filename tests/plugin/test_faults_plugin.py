@@ -11,10 +11,14 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
+from unittest.mock import Mock
 
 import pytest
 from filelock import FileLock
+
+from pytest_embedbench._xdist import crash_safe_loadgroup
 
 from .conftest import CONFTEST
 from .test_baseline_plugin import make_dataset
@@ -377,3 +381,119 @@ def test_a_killed_worker_neither_hangs_nor_claims_a_record(
     report = json.loads((project.path / "r.json").read_text())
     assert report["baseline"]["not_recorded"] == [killed]
     assert len([t for t in report["tests"] if t["status"] == "passed"]) == 15
+
+
+#: the order of events that hung, forced through files: k[2] starts once its worker took a second
+#: group, a[0] waits for that, and k[2] kills its worker once the other was told to shut down (it
+#: takes nothing back). The replacement then finds k[3] and a whole group queued
+FORCED = """
+import os, time
+from pathlib import Path
+import pytest
+HERE = Path(__file__).parent
+
+def wait_for(name):
+    deadline = time.monotonic() + 60
+    while not (HERE / name).exists():
+        assert time.monotonic() < deadline, f"{name} never appeared"
+        time.sleep(0.01)
+
+@pytest.mark.parametrize(
+    "group, n",
+    [pytest.param(g, n, marks=pytest.mark.xdist_group(g)) for g in "kabc" for n in range(4)],
+)
+def test_step(group, n):
+    if (group, n) == ("k", 2):
+        (HERE / "k2-started").touch()
+        wait_for("told-to-shut-down")
+        os.kill(os.getpid(), 9)
+    if (group, n) == ("a", 0):
+        wait_for("k2-started")
+"""
+
+#: on a worker, a test run with no next one: the worker was told to shut down
+SHUTDOWN_SEEN = """
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_protocol(item, nextitem):
+    if nextitem is None and hasattr(item.config, "workerinput"):
+        (item.config.rootpath / "told-to-shut-down").touch()
+"""
+
+
+def test_a_replacement_worker_left_one_test_of_a_group_is_not_left_waiting(
+    project: pytest.Pytester,
+) -> None:
+    # xdist gives a worker that joins late one group, here k[3]: it held it, waiting for a next
+    # test or the order to shut down, and the run hung
+    project.makeconftest(project.path.joinpath("conftest.py").read_text() + SHUTDOWN_SEEN)
+    project.makepyfile(test_forced=FORCED)
+    code, out = finish(spawn(project, "-n", "2"), timeout=120)
+    assert "replacing crashed worker" in out and "15 passed" in out and "1 failed" in out, out
+    assert "crashed while running 'test_forced.py::test_step[k-2]'" in out, out
+    assert code == pytest.ExitCode.TESTS_FAILED, out
+
+
+#: groups k, a, b, c of four tests each, in that order
+IDS = [f"test_x.py::test_step[{g}-{n}]" for g in "kabc" for n in range(4)]
+
+
+def fake_worker(name: str) -> Mock:
+    """What the scheduler uses of xdist's WorkerController."""
+    worker = Mock(gateway=SimpleNamespace(id=name), shutting_down=False)
+    worker.shutdown.side_effect = lambda: setattr(worker, "shutting_down", True)
+    return worker
+
+
+def scheduler_with(tmp_path: Path, *workers: Mock) -> Any:
+    """The plugin's scheduler for two workers (``--tx 2*popen``), ``workers`` joined."""
+    option = SimpleNamespace(loadscopereorder=True)
+    config = SimpleNamespace(getvalue=lambda name: ["2*popen"], option=option)
+    sched = crash_safe_loadgroup(config, Mock(), tmp_path)
+    for worker in workers:
+        join(sched, worker, tmp_path)
+    return sched
+
+
+def join(sched: Any, worker: Mock, tmp_path: Path) -> None:
+    """As xdist's controller adds a worker, with the groups file the worker writes."""
+    groups = {nodeid: nodeid.split("[")[1][0] for nodeid in IDS}
+    (tmp_path / f"groups-{worker.gateway.id}.json").write_text(json.dumps(groups))
+    sched.add_node(worker)
+    sched.add_node_collection(worker, IDS)
+    if sched.collection_is_completed:
+        sched.schedule()
+
+
+def complete(sched: Any, worker: Mock, *nodeids: str) -> None:
+    for nodeid in nodeids:
+        sched.mark_test_complete(worker, IDS.index(nodeid))
+
+
+def test_a_replacement_worker_is_given_two_tests_or_told_to_shut_down(tmp_path: Path) -> None:
+    # the events of the hang, as xdist's controller logged them: gw0 is told to shut down
+    # while gw1 holds k[2] (running), k[3] and group b; gw1 dies in k[2]
+    gw0, gw1 = fake_worker("gw0"), fake_worker("gw1")
+    sched = scheduler_with(tmp_path, gw1, gw0)
+    complete(sched, gw1, *IDS[0:2])  # k[0], k[1]: gw1 takes group b
+    complete(sched, gw0, *IDS[4:7])  # a[0]..a[2]: gw0 takes group c, then the queue is empty
+    assert gw0.shutting_down and not sched.workqueue
+    assert sched.remove_node(gw1) == "test_x.py::test_step[k-2]"
+    gw2 = fake_worker("gw2")
+    join(sched, gw2, tmp_path)
+    sent = [IDS[i] for call in gw2.send_runtest_some.call_args_list for i in call.args[0]]
+    assert sent == [IDS[3], *IDS[8:12]] and not sched.workqueue  # xdist's: k[3] alone, held
+
+
+def test_a_worker_that_died_before_it_was_sent_more_work_does_not_end_the_run(
+    tmp_path: Path,
+) -> None:
+    # gw1 dies in k[2] before the controller sends it group b: the send fails (INTERNALERROR
+    # before the fix), then xdist reports the death and what gw1 was given is queued again
+    gw0, gw1 = fake_worker("gw0"), fake_worker("gw1")
+    sched = scheduler_with(tmp_path, gw1, gw0)
+    complete(sched, gw1, IDS[0])
+    gw1.send_runtest_some.side_effect = OSError("cannot send (already closed?)")
+    complete(sched, gw1, IDS[1])
+    assert sched.remove_node(gw1) == "test_x.py::test_step[k-2]"
+    queued = {g: [i for i, done in unit.items() if not done] for g, unit in sched.workqueue.items()}
+    assert queued == {"c": IDS[12:16], "k": [IDS[3]], "b": IDS[8:12]}

@@ -141,6 +141,10 @@ class CacheStats:
         total = self.hits + self.misses
         return self.hits / total if total else 0.0
 
+    def to_dict(self) -> dict[str, float]:
+        """``hits``, ``misses`` and ``hit_rate``, as a result's JSON record keeps them."""
+        return {"hits": self.hits, "misses": self.misses, "hit_rate": self.hit_rate}
+
 
 class EmbeddingCache:
     """Embedding vectors stored by (namespace, SHA-256 of text) in ``folder``."""

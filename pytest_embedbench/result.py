@@ -395,16 +395,8 @@ class RetrievalResult:
             "process_peak_rss_mb": self.process_peak_rss_mb,
             "start_rss_mb": self.start_rss_mb,
             "environment": self.environment,
-            "cache": {
-                "hits": self.cache.hits,
-                "misses": self.cache.misses,
-                "hit_rate": self.cache.hit_rate,
-            },
-            "query_cache": {
-                "hits": self.query_cache.hits,
-                "misses": self.query_cache.misses,
-                "hit_rate": self.query_cache.hit_rate,
-            },
+            "cache": self.cache.to_dict(),
+            "query_cache": self.query_cache.to_dict(),
             "tokens": self.tokens,
             "cost": self.cost,
             "model_info": {k: v for k, v in self.model_info.items() if _jsonable(v)},

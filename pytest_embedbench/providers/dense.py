@@ -82,10 +82,7 @@ class DenseRetriever(Retriever):
         if not texts:
             return [], []
         t0 = time.perf_counter()
-        if self.cache is None:
-            vectors, embedded = self.provider.embed(list(texts), kind="query"), len(texts)
-        else:
-            vectors, embedded = embed_cached(self.provider, list(texts), self.cache, kind="query")
+        vectors, embedded = embed_cached(self.provider, list(texts), self.cache, kind="query")
         self.query_cache_hits += len(texts) - embedded
         self.query_cache_misses += embedded
         t1 = time.perf_counter()
@@ -121,10 +118,7 @@ def build_dense(
     if progress is not None:
         progress(0, len(texts))
     t0 = time.perf_counter()
-    if cache is None:
-        vectors, embedded = provider.embed(texts, kind="document", progress=progress), len(texts)
-    else:
-        vectors, embedded = embed_cached(provider, texts, cache, kind="document", progress=progress)
+    vectors, embedded = embed_cached(provider, texts, cache, kind="document", progress=progress)
     stats.cache_hits += len(texts) - embedded
     stats.cache_misses += embedded
     t1 = time.perf_counter()
@@ -165,14 +159,17 @@ def document_keys(provider: EmbeddingProvider, texts: Sequence[str]) -> tuple[st
 def embed_cached(
     provider: EmbeddingProvider,
     texts: list[str],
-    cache: EmbeddingCache,
+    cache: EmbeddingCache | None,
     *,
     kind: Kind,
     progress: Progress | None = None,
 ) -> tuple[np.ndarray, int]:
     """Vectors of ``texts`` embedded as ``kind``: stored ones from ``cache``, the rest embedded
     and stored one provider batch at a time (so a run killed at any point keeps what it paid
-    for). Returns the vectors and how many texts were embedded (the cache's misses)."""
+    for); without a cache, every text embedded. Returns the vectors and how many texts were
+    embedded (the cache's misses)."""
+    if cache is None:
+        return provider.embed(texts, kind=kind, progress=progress), len(texts)
     namespace, keys = cache_keys(provider, texts, kind)
     # a stored row is checked like a response: finite, this dimension, the promised norm
     found, missing = cache.get_many(

@@ -15,7 +15,7 @@ from .evalset import _check_fresh, evalset_fingerprint, evalset_rows, write_eval
 from .filters import _Deduper, _filter, _Judge
 from .report import GenerationReport, GenerationResult
 from .sampling import sample_chunks
-from .settings import GenerationError, GenerationSettings
+from .settings import GenerationError, GenerationSettings, inside, plain_name
 
 Progress = Callable[[GenerationReport], None]
 
@@ -96,7 +96,9 @@ def ensure_generated_evalset(
     once into ``config_dir`` (``settings.output``, default ``<name>.generated.jsonl``) with a
     ``.meta.json`` sidecar holding the fingerprint of the documents and settings, then reused
     while they are unchanged. A changed corpus or setting raises :class:`StaleEvalsetError`
-    naming what changed and how to regenerate: a reviewed set is never replaced silently.
+    naming what changed and how to regenerate: a reviewed set is never replaced silently. An
+    ``output`` that leaves ``config_dir``, or a ``name`` that is not a plain file name (see
+    :func:`~.settings.plain_name`), is a ConfigError: nothing is written outside it.
 
     Usage::
 
@@ -105,7 +107,10 @@ def ensure_generated_evalset(
     from ..ingest import load_documents
 
     config_dir = Path(config_dir)
-    target = (config_dir / (settings.output or f"{name}.generated.jsonl")).resolve()
+    if settings.output is None:  # the name becomes the file's name
+        plain_name(name, "ensure_generated_evalset", fix=", or set GenerationSettings.output")
+    output = settings.output or f"{name}.generated.jsonl"
+    target = inside(config_dir, output, "ensure_generated_evalset: output")
     documents = load_documents(docs_folder)
     fingerprint = evalset_fingerprint(documents, settings)
     if target.exists() and not regenerate:

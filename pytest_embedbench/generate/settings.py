@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -118,6 +119,11 @@ class GenerationSettings:
             )
         if isinstance(self.seed, bool) or not isinstance(self.seed, int):
             raise ConfigError(f"{where}: seed {self.seed!r} must be a whole number")
+        if self.output is not None and (not isinstance(self.output, str) or not self.output):
+            raise ConfigError(
+                f"{where}: output {self.output!r} must be a file path relative to the "
+                "configuration's folder, e.g. handbook-evalset.jsonl"
+            )
 
     @property
     def provider(self) -> str:
@@ -216,11 +222,56 @@ def dataset_generation(
         )
     if not isinstance(entry.get("path"), str):
         raise ConfigError(f"{where}: needs 'path': the documents folder the questions come from")
+    generate = evalset["generate"]
+    output = generate.get("output") if isinstance(generate, Mapping) else None
+    if output is None:  # the name becomes the file's name: '<name>.generated.jsonl'
+        fix = ", or name the file with evalset.generate.output"
+        plain_name(name, where.removesuffix(f".{name}"), fix=fix)
     defaults: dict[str, Any] = {"output": f"{name}.generated.jsonl"}
     chunking = entry.get("chunking")
     if isinstance(chunking, Mapping):
         defaults["chunking"] = ChunkingSettings.from_mapping(chunking, f"{where}.chunking")
-    settings = GenerationSettings.from_mapping(
-        evalset["generate"], f"{where}.evalset.generate", **defaults
-    )
+    settings = GenerationSettings.from_mapping(generate, f"{where}.evalset.generate", **defaults)
+    inside(base, str(settings.output), f"{where}.evalset.generate.output")
     return settings, (base / entry["path"]).resolve()
+
+
+#: a name from the configuration that may become a file name as it is
+_PLAIN_NAME = re.compile(r"(?!\.)[\w.-]+")
+
+
+def plain_name(name: str, where: str, *, fix: str = "") -> str:
+    """``name``, when it can name a file as it is: letters, digits, ``-``, ``_`` and ``.``,
+    not first (no folder separator, no ``..``, no hidden file). Else a ConfigError naming
+    ``where`` (the file and key), the name and the fix (``fix`` adds another). Every
+    configured name that becomes part of a path (a dataset's generated eval set) passes here,
+    so none chooses the folder it is written in.
+
+    Usage::
+
+        plain_name("handbook", "embedbench.yaml: datasets")  # 'handbook'
+    """
+    if not isinstance(name, str) or not _PLAIN_NAME.fullmatch(name):
+        raise ConfigError(
+            f"{where}: name {name!r} would choose a path, not name a file; use a plain name "
+            f"of letters, digits, '-', '_' and '.' (not first){fix}"
+        )
+    return name
+
+
+def inside(folder: Path, relative: str, where: str) -> Path:
+    """``folder / relative`` resolved, when it lies inside ``folder`` (links followed); else a
+    ConfigError naming ``where`` and the folder: what a configuration writes stays beside it.
+
+    Usage::
+
+        inside(Path("proj"), "sets/handbook.jsonl", "embedbench.yaml: ...output")
+    """
+    root = Path(folder).resolve()
+    target = (root / relative).resolve()
+    if target == root or not target.is_relative_to(root):
+        raise ConfigError(
+            f"{where}: {relative!r} resolves to {target}, outside {root}, the configuration's "
+            "folder; give a file name or a path inside it"
+        )
+    return target

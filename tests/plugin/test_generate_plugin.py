@@ -62,3 +62,43 @@ def test_generated_once_reused_then_stale(
         ]
     )
     assert len(chat.chat_requests) == calls  # never regenerated behind the user's back
+
+
+@pytest.mark.parametrize(
+    ("dataset", "generate", "key", "escaped"),
+    [
+        ("../escaped", "{}", "datasets: name '../escaped' would choose a path", "escaped"),
+        ("handbook", "{output: ../out.jsonl}", "datasets.handbook.evalset.generate.output", "out"),
+    ],
+    ids=["name", "output"],
+)
+def test_a_configured_name_never_writes_outside_the_config_folder(
+    project: pytest.Pytester,
+    chat: OllamaChatServer,
+    monkeypatch: pytest.MonkeyPatch,
+    dataset: str,
+    generate: str,
+    key: str,
+    escaped: str,
+) -> None:
+    """Issue 28 item 3: a dataset named ``../../../x`` with ``evalset: {generate: ...}`` wrote
+    ``x.generated.jsonl`` and its ``.meta.json`` three folders above embedbench.yaml. Names
+    from the configuration (and ``output``) stay in the configuration's folder."""
+    monkeypatch.delenv("OLLAMA_HOST", raising=False)
+    sub = project.path / "sub"
+    docs = sub / "handbook"
+    docs.mkdir(parents=True)
+    for name, text in DOCS.items():
+        (docs / name).write_text(text + "\n", encoding="utf-8")
+    settings = generate.replace("{", f"{{host: '{chat.url}', request_timeout_s: 5, ", 1)
+    (sub / "embedbench.yaml").write_text(
+        f"datasets:\n  {dataset!r}:\n    path: handbook\n    evalset: {{generate: {settings}}}\n"
+    )
+    (sub / "test_handbook.py").write_text(TEST.replace('"handbook"', repr(dataset)))
+    result = project.runpytest("sub", "-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.INTERRUPTED, result.stdout.str()  # a collection error
+    result.stdout.fnmatch_lines([f"*sub/embedbench.yaml: {key}*"])
+    assert "outside" in result.stdout.str() or "plain name" in result.stdout.str()
+    written = sorted(p.name for p in project.path.rglob(f"{escaped}*"))
+    assert written == [], written  # nothing above sub/, not even the lock
+    assert not chat.chat_requests  # refused before a question was asked

@@ -270,8 +270,8 @@ class Options:
         None,
         OptionSpec(
             "--embedbench-baseline",
-            "baseline file (default: .embedbench/baseline.json in the folder of the ini file, "
-            "else of embedbench.yaml, else the rootdir)",
+            "baseline file (default: .embedbench/baseline.json in the rootdir given by "
+            "--rootdir or the ini file, else in the folder of embedbench.yaml, else the rootdir)",
             ini="embedbench_baseline",
             ini_help="baseline file, relative to the ini file's folder",
             kind="path",

@@ -81,15 +81,21 @@ def build_options(config: pytest.Config) -> Options:
 
 def project_dir(config: pytest.Config, options: Options) -> Path:
     """The folder the default baseline (``.embedbench/baseline.json``) lives in and its entry
-    keys are relative to: the ini file's folder, else the folder of embedbench.yaml (the one
-    ``--embedbench-config`` names, or the nearest to the first path given), else the rootdir.
+    keys are relative to: pytest's rootdir where it is a project's (given by ``--rootdir``, or
+    the folder of the ini file), else the folder of embedbench.yaml (the one
+    ``--embedbench-config`` names, or the nearest to the first path given), else the rootdir,
+    never a system folder.
 
     Without an ini file pytest's rootdir follows the folder it starts in, so ``pytest myproj``
-    from the parent folder must not look for the baseline in the parent. The ini file comes
-    first because, when there is one, it is already the rootdir that baselines were keyed by.
+    from the parent folder must not look for the baseline in the parent. An ini path that is not
+    a regular file (``-c /dev/null``, the usual way to run without ini files) holds no project:
+    its folder (``/dev``) is never the project's, even where an older pytest roots there.
     """
-    if config.inipath is not None:
-        return config.inipath.parent.resolve()
+    ini = config.inipath
+    if config.getoption("rootdir", None):  # the user said where the project is
+        return config.rootpath.resolve()
+    if ini is not None and ini.is_file():  # pytest roots at the ini file's folder
+        return ini.parent.resolve()
     if options.config is not None:
         return options.config.parent.resolve()
     for arg in config.args:
@@ -97,6 +103,8 @@ def project_dir(config: pytest.Config, options: Options) -> Path:
         found = find_config(path if path.is_dir() else path.parent, config.rootpath)
         if found is not None:
             return found.parent.resolve()
+    if ini is not None and config.rootpath == ini.parent:  # pytest < 9 roots -c /dev/null at /dev
+        return config.invocation_params.dir
     return config.rootpath
 
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+from pathlib import Path
 
 import pytest
 
@@ -432,3 +434,22 @@ def test_deselected_or_filtered_tests_are_not_orphans(gated: pytest.Pytester) ->
     result.stdout.fnmatch_lines(
         ["1 baseline entry belongs to tests that no longer exist: test_two.py::test_more?bm25?"]
     )
+
+
+def test_without_an_ini_file_the_baseline_stays_in_the_project(gated: pytest.Pytester) -> None:
+    """Issue 28 item 4: with ``-c /dev/null --rootdir DIR`` (pytest without ini files) the
+    baseline was written to ``/dev/.embedbench/baseline.json``, shared by every project run
+    that way. It lives under the rootdir, as pytest's own cache does."""
+    write_test(gated, "bm25")
+    where = gated.path / ".embedbench" / "baseline.json"
+    flags = ["-c", os.devnull, "--embedbench-no-cache", "-p", "no:cacheprovider"]
+    recorded = gated.runpytest(*flags, "--rootdir", str(gated.path), "--embedbench-update-baseline")
+    recorded.assert_outcomes(passed=1)
+    recorded.stdout.fnmatch_lines([f"baseline {where}: 1 entry added, 0 replaced*"])
+    assert list(json.loads(where.read_text())["entries"]) == ["test_gate.py::test_search[prod]"]
+    assert not (Path(os.devnull).parent / ".embedbench").exists()
+    # without --rootdir too (pytest roots where it starts): the same file is found
+    again = gated.runpytest(*flags)
+    again.assert_outcomes(passed=1)
+    assert "no baseline" not in again.stdout.str()
+    assert not (Path(os.devnull).parent / ".embedbench").exists()

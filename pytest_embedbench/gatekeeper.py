@@ -79,11 +79,15 @@ class Gatekeeper:
         }
         done = self.baseline.update(entries, replace=mode != "new")
         added, replaced = done.added, done.replaced
-        return [
-            f"baseline {self.baseline.path}: {added} entr{'y' if added == 1 else 'ies'} added, "
-            f"{replaced} replaced (mode {mode!r})",
-            *done.notes,
-        ]
+        if added or replaced:
+            counts = f"{added} entr{'y' if added == 1 else 'ies'} added, {replaced} replaced"
+        elif done.notes:  # only repaired: the notes say what was written
+            return done.notes
+        elif entries:
+            counts = "unchanged, every test of this run already has an entry"
+        else:
+            counts = "not written, no test of this run recorded a result"
+        return [f"baseline {self.baseline.path}: {counts} (mode {mode!r})", *done.notes]
 
     def key(self, nodeid: str) -> str:
         """The baseline entry key of a node id: its file relative to :attr:`project_dir`, so

@@ -25,7 +25,13 @@ from .handle import EmbedBenchHandle
 from .options import Options, option_specs
 from .providers.base import Provider
 from .records import Status
-from .report.artifacts import EXIT_ARTIFACT_FAILED, update_baseline, write_json, write_reports
+from .report.artifacts import (
+    EXIT_ARTIFACT_FAILED,
+    nothing_ran,
+    update_baseline,
+    write_json,
+    write_reports,
+)
 from .report.json_report import build_report, finite, machine_info, summary_sections
 from .report.summary import Summary, build_summary
 from .report.terminal import ProgressLines, ProgressPrinter, render_summary
@@ -414,9 +420,14 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
             {"collected": sorted(state.collected)}
         )
         return
+    options = state.options
+    if not state.records and not state.expected:
+        # no benchmark test ran (a collection error, all deselected, --co): a report of nothing
+        # would replace the last good one, and the baseline has nothing to take
+        state.summary = build_summary(state, nothing_ran(options))
+        return
     notes, failures = update_baseline(state)
     state.summary = build_summary(state, notes)  # computed once; the reports only read it
-    options = state.options
     wanted = (options.json_path, options.html_path, options.csv_dir, options.md_path)
     if any(path is not None for path in wanted):
         # one report dict: the HTML, CSV and Markdown render what the JSON keeps, so a saved

@@ -16,10 +16,12 @@ from ..exceptions import EmbedBenchError
 from .json_report import atomic_write_json, atomic_write_text
 
 if TYPE_CHECKING:
+    from ..options import Options
     from ..session import EmbedBenchSession
 
 __all__ = [
     "EXIT_ARTIFACT_FAILED",
+    "nothing_ran",
     "update_baseline",
     "write_failure",
     "write_json",
@@ -45,6 +47,30 @@ def write_failure(what: str, path: Path, exc: BaseException, fix: str) -> str:
     else:
         reason = str(exc)
     return f"embedbench: the {what} {path} was NOT written: {reason}. Fix: {fix}"
+
+
+def nothing_ran(options: Options) -> list[str]:
+    """The line of a run in which no benchmark test ran (a collection error, every test
+    deselected, ``--collect-only``): it writes nothing, since a report of no test would replace
+    the last good one; no line when no file was asked for."""
+    asked = [
+        name
+        for name, path in (
+            ("JSON report", options.json_path),
+            ("HTML report", options.html_path),
+            ("CSV files", options.csv_dir),
+            ("Markdown file", options.md_path),
+            ("baseline", True if options.update_baseline is not None else None),
+        )
+        if path is not None
+    ]
+    if not asked:
+        return []
+    what = asked[0] if len(asked) == 1 else ", ".join(asked[:-1]) + " and " + asked[-1]
+    return [
+        f"embedbench: no benchmark test ran; the {what} {'was' if len(asked) == 1 else 'were'} "
+        "not written, existing files left as they were"
+    ]
 
 
 def update_baseline(state: EmbedBenchSession) -> tuple[list[str], list[str]]:

@@ -303,10 +303,16 @@ def _function(nodeid: str) -> str:
 
 
 def busy_notes(records: Iterable[TestRecord | Mapping[str, Any]]) -> list[str]:
-    """A warning when other processes kept the CPUs busy while queries were timed."""
+    """A warning when other processes kept the CPUs busy while queries were timed; none for a
+    result that timed no query (``--embedbench-latency-passes 0``: it has no latency to doubt,
+    its load covers the scored pass only)."""
     busy: dict[str, Mapping[str, Any]] = {}
     for record in sorted((as_record(r) for r in records), key=lambda r: r.nodeid):
-        load = ((record.result or {}).get("environment") or {}).get("load") or {}
+        result = record.result or {}
+        latency = result.get("latency")
+        if isinstance(latency, Mapping) and _timed(latency) is None:
+            continue  # nothing was timed
+        load = (result.get("environment") or {}).get("load") or {}
         if load.get("busy"):
             busy.setdefault(record.model, load)
     if not busy:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import csv
 import io
 import math
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -29,9 +29,12 @@ if TYPE_CHECKING:
 __all__ = [
     "FIGURES",
     "Figure",
+    "csv_cell",
     "metric_names",
+    "query_columns",
     "query_rows",
     "render_markdown",
+    "result_columns",
     "result_rows",
     "write_csv",
 ]
@@ -122,6 +125,26 @@ def _tests(report: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     return sorted(report.get("tests") or [], key=lambda t: (str(t.get("nodeid")),))
 
 
+def result_columns(metrics: Sequence[str]) -> list[str]:
+    """The columns of ``results.csv`` for a run with ``metrics`` (its header, rows or none)."""
+    per_metric = [f"{name}{end}" for name in metrics for end in ("", "_low", "_high")]
+    return [
+        *("test", "dataset", "model", "spec", "status", "queries", "documents"),
+        *per_metric,
+        *(figure.key for figure in FIGURES),
+        *("vram_source", "tokens_estimated", "baseline_status", "error"),
+    ]
+
+
+def query_columns(metrics: Sequence[str]) -> list[str]:
+    """The columns of ``queries.csv`` for a run with ``metrics`` (its header, rows or none)."""
+    return [
+        *("test", "dataset", "model", "query_id", "query"),
+        *metrics,
+        *("latency_ms", "retrieved", "relevant"),
+    ]
+
+
 def result_rows(report: Mapping[str, Any]) -> list[dict[str, Any]]:
     """``results.csv``: one row per test (and so per model), every summary figure."""
     tests = _tests(report)
@@ -188,36 +211,36 @@ def query_rows(report: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
             yield row
 
 
-def _cell(value: Any) -> str:
-    """A CSV cell: floats as ``repr`` (they read back bit for bit), None as empty."""
+def csv_cell(value: Any, secrets: list[str] | None = None) -> str:
+    """One CSV cell: None empty, floats as ``repr`` (they read back bit for bit), secrets
+    redacted (``secrets``: the values to mask, default the environment's)."""
     if value is None:
         return ""
-    if isinstance(value, float):
-        return repr(value)
-    return str(value)
+    return redact(repr(value) if isinstance(value, float) else str(value), secrets)
 
 
-def _csv_text(rows: Sequence[Mapping[str, Any]] | Iterator[dict[str, Any]]) -> str:
+def _csv_text(columns: Sequence[str], rows: Iterable[Mapping[str, Any]]) -> str:
+    """The CSV file: the header row (always, even with no rows), then one line per row."""
     secrets = _secret_env_values()
     out = io.StringIO()
-    writer: csv.DictWriter[str] | None = None
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow([csv_cell(name, secrets) for name in columns])
     for row in rows:
-        if writer is None:
-            writer = csv.DictWriter(out, fieldnames=list(row), lineterminator="\n")
-            writer.writeheader()
-        writer.writerow({k: redact(_cell(v), secrets) for k, v in row.items()})
+        writer.writerow([csv_cell(row.get(name), secrets) for name in columns])
     return out.getvalue()
 
 
 def write_csv(folder: Path, report: Mapping[str, Any]) -> list[Path]:
     """Write ``results.csv`` and ``queries.csv`` into ``folder`` (atomically); their paths."""
+    tests = _tests(report)
+    metrics = metric_names([t.get("result") for t in tests])
     written = []
-    for name, rows in (
-        ("results.csv", result_rows(report)),
-        ("queries.csv", list(query_rows(report))),
+    for name, columns, rows in (
+        ("results.csv", result_columns(metrics), result_rows(report)),
+        ("queries.csv", query_columns(metrics), list(query_rows(report))),
     ):
         path = folder / name
-        atomic_write_text(path, _csv_text(rows))
+        atomic_write_text(path, _csv_text(columns, rows))
         written.append(path)
     return written
 

@@ -118,10 +118,15 @@ def _figures_table(page: _Page, rows: Sequence[ModelRow]) -> None:
                     text += f'<br><span class="iv">[{low}, {high}]</span>'
             page.add(f"<td{_BEST if mark else ''}>{text}{' ★' if mark else ''}</td>")
         page.add("</tr>\n")
-    basis = latency_basis(rows) or "the median over timed passes"
+    basis = latency_basis(rows)
+    latency = (
+        f"Latency covers query embedding plus search, {page.esc(basis)}; queries/s is a "
+        "reciprocal mean latency, not a load test."
+        if basis
+        else "No query was timed in this run: the latency figures are empty."
+    )
     page.add(
-        '</table>\n<p class="muted">Latency covers query embedding plus search, '
-        f"{page.esc(basis)}; queries/s is a reciprocal mean latency, not a load test. docs/s "
+        f'</table>\n<p class="muted">{latency} docs/s '
         "counts only documents actually embedded. Cold batch: the first document batch after "
         "the model loaded; warm: the median of the others. VRAM: PyTorch's CUDA peak "
         "allocation, or Ollama's /api/ps resident size; n/a on CPU. Index MB: the in-memory "

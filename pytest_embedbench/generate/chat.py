@@ -191,11 +191,26 @@ class _Generator:
         self.policy = RetryPolicy(
             max_retries=settings.max_retries, backoff=settings.retry_backoff_s, seed=settings.seed
         )
+        #: whether the server has answered once: until it has, a timeout that outlasts the
+        #: retries stops the generation (every chunk would wait as long) instead of losing a chunk
+        self.answered = False
 
     def scrub(self, text: str) -> str:
         for secret in self.secrets:
             text = text.replace(secret, "***")
         return text
+
+    def _timed_out(self, exc: BaseException, tries: int) -> GenerationError:
+        """A server that never answered within ``request_timeout_s``: the setting to raise."""
+        s = self.settings
+        times = f" ({tries} tries)" if tries > 1 else ""
+        return GenerationError(
+            f"the {s.provider} server at {self.backend.host} did not answer within "
+            f"{s.request_timeout_s:g} s{times}: {type(exc).__name__}. Fix: raise the timeout "
+            "(--request-timeout-s SECONDS, or request_timeout_s in evalset: {generate: ...}; a "
+            "model that loads or a slow machine can take minutes), or check that the server is "
+            "up and not overloaded"
+        )
 
     def _fatal(self, exc: BaseException) -> GenerationError | None:
         s = self.settings
@@ -225,6 +240,8 @@ class _Generator:
             fatal = self._fatal(exc)
             if fatal is not None:
                 raise fatal from None
+            if _is_timeout(exc):
+                raise self._timed_out(exc, 1) from None
             raise GenerationError(
                 f"{self.settings.provider} server at {self.backend.host}: "
                 f"{self.scrub(f'{type(exc).__name__}: {exc}')}"
@@ -237,7 +254,9 @@ class _Generator:
         while True:
             report.requests += 1
             try:
-                return self.backend.complete(messages, seed=seed)
+                content = self.backend.complete(messages, seed=seed)
+                self.answered = True
+                return content
             except Exception as exc:
                 decision = default_retry_decision(exc)  # timeouts, 429, 5xx, connections
                 if decision is not None and not self.policy.gives_up(decision, attempt):
@@ -248,6 +267,8 @@ class _Generator:
                 fatal = self._fatal(exc)
                 if fatal is not None:
                     raise fatal from None
+                if _is_timeout(exc) and not self.answered:
+                    raise self._timed_out(exc, attempt + 1) from None
                 if status_of(exc) in (401, 403):  # every later request would fail the same
                     raise GenerationError(
                         f"{self.settings.provider} server at {self.backend.host} refused the "

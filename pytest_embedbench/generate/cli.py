@@ -11,12 +11,13 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from pathlib import Path
 from typing import Any
 
 from ..progressbar import StderrProgress
-from .evalset import evalset_fingerprint, write_evalset, write_sidecar
+from .evalset import evalset_fingerprint, sidecar_path, write_evalset, write_sidecar
 from .run import ensure_generated_evalset, generate_evalset
 from .settings import GenerationSettings, dataset_generation
 
@@ -130,57 +131,125 @@ def _add_judge_flags(gen: argparse.ArgumentParser) -> None:
 
 def _generate(args: argparse.Namespace) -> int:
     """``embedbench generate-evalset``: exit 0 with the set written, 1 when the server, the
-    model or the documents stop it (one line saying how to fix it), 2 for bad options."""
+    model or the documents stop it (one line saying how to fix it), 2 for bad options, and
+    :data:`~pytest_embedbench.report.artifacts.EXIT_ARTIFACT_FAILED` (6) when the set cannot be
+    written (a read-only or full folder: the one "NOT written ... Fix:" line of a run's files)."""
     from ..exceptions import ConfigError, EmbedBenchError
 
-    name = "embedbench generate-evalset"
     progress = _GenerationProgress(enabled=args.progress)
     try:
         if args.config:
             return _generate_for_dataset(args, progress)
-        if not args.docs or not args.output:
-            print(
-                f"{name}: give --docs DIR and --output FILE (or --config and --dataset)",
-                file=sys.stderr,
-            )
-            return 2
-        if Path(args.output).exists() and not args.regenerate:
-            print(
-                f"{name}: {args.output} exists (a set you may have reviewed or edited); pass "
-                "--regenerate to replace it, or choose another --output",
-                file=sys.stderr,
-            )
-            return 2
-        settings = _settings_from_flags(args, name)
-        from ..ingest import load_documents
-
-        documents = load_documents(args.docs)
-        result = generate_evalset(documents, settings, progress=progress)
-        progress.done()
-        for line in result.report.summary_lines():
-            print(line, file=sys.stderr)
-        if not result.rows:
-            print(
-                f"{name}: no question was kept, so {args.output} was not written; see "
-                "'Generated questions are rejected' in the README",
-                file=sys.stderr,
-            )
-            return 1
-        path = write_evalset(args.output, result.rows)
-        write_sidecar(path, evalset_fingerprint(documents, settings), result.report)
+        return _generate_from_docs(args, progress)
     except ConfigError as exc:
         progress.done()
-        print(f"{name}: {exc}", file=sys.stderr)
+        print(f"{_NAME}: {exc}", file=sys.stderr)
         return 2
     except EmbedBenchError as exc:
         progress.done()
-        print(f"{name}: {exc}", file=sys.stderr)
+        print(f"{_NAME}: {exc}", file=sys.stderr)
         return 1
+
+
+_NAME = "embedbench generate-evalset"
+
+
+def _generate_from_docs(args: argparse.Namespace, progress: _GenerationProgress) -> int:
+    """``--docs DIR --output FILE``: the set generated from a folder, written to a file."""
+    if not args.docs or not args.output:
+        print(
+            f"{_NAME}: give --docs DIR and --output FILE (or --config and --dataset)",
+            file=sys.stderr,
+        )
+        return 2
+    output = Path(args.output)
+    problem = _path_problem(Path(args.docs), output)
+    if problem is not None:
+        print(f"{_NAME}: {problem}", file=sys.stderr)
+        return 2
+    if output.exists() and not args.regenerate:
+        print(
+            f"{_NAME}: {args.output} exists (a set you may have reviewed or edited); pass "
+            "--regenerate to replace it, or choose another --output",
+            file=sys.stderr,
+        )
+        return 2
+    settings = _settings_from_flags(args)
+    fix = "choose another --output"
+    refused = _unwritable(output)  # before the chat model spends minutes on questions
+    if refused is not None:
+        return _not_written("eval set", output, refused, fix)
+    from ..ingest import load_documents
+
+    documents = load_documents(args.docs)
+    result = generate_evalset(documents, settings, progress=progress)
+    progress.done()
+    for line in result.report.summary_lines():
+        print(line, file=sys.stderr)
+    if result.report.failed_chunks.get("request_failed"):
+        print(
+            f"  (a chunk whose requests timed out may need a longer --request-timeout-s than "
+            f"{settings.request_timeout_s:g} s)",
+            file=sys.stderr,
+        )
+    if not result.rows:
+        print(
+            f"{_NAME}: no question was kept, so {args.output} was not written; see "
+            "'Generated questions are rejected' in the README",
+            file=sys.stderr,
+        )
+        return 1
+    try:
+        path = write_evalset(output, result.rows)
+    except OSError as exc:
+        return _not_written("eval set", output, exc, fix)
+    try:
+        write_sidecar(path, evalset_fingerprint(documents, settings), result.report)
+    except OSError as exc:
+        print(f"wrote {len(result.rows)} question(s) to {path}", file=sys.stderr)
+        return _not_written("fingerprint file", sidecar_path(path), exc, fix)
     print(
         f"wrote {len(result.rows)} question(s) to {path}: review them before you trust them",
         file=sys.stderr,
     )
     return 0
+
+
+def _path_problem(docs: Path, output: Path) -> str | None:
+    """Why ``--docs`` or ``--output`` cannot be used as given (a bad option), or None."""
+    if not docs.exists():
+        return f"--docs {docs}: no such folder; give the folder that holds the documents"
+    if not docs.is_dir():
+        return f"--docs {docs}: is a file, not a folder; give the folder that holds it"
+    if output.is_dir():
+        return f"--output {output}: is a folder; give a file path (e.g. {output / 'evalset.jsonl'})"
+    return None
+
+
+def _unwritable(path: Path) -> OSError | None:
+    """Why no file can be made where ``path`` goes (its nearest existing folder), or None.
+    Nothing is left behind: the probe is an unnamed temporary file."""
+    import tempfile
+
+    folder = path.parent
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    try:
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as exc:  # its own filename would name the probe, not the set
+        return OSError(exc.errno, exc.strerror)
+    return None
+
+
+def _not_written(what: str, path: Path, exc: OSError, fix: str) -> int:
+    """The one line of a file a run could not write (its OS reason and the fix); exit 6."""
+    from ..report.artifacts import EXIT_ARTIFACT_FAILED, write_failure
+
+    if exc.filename is not None and Path(str(exc.filename)).parent == path.parent:
+        exc = OSError(exc.errno, exc.strerror)  # a temporary file beside it: name the path
+    print(write_failure(what, path, exc, fix), file=sys.stderr)
+    return EXIT_ARTIFACT_FAILED
 
 
 #: generate-evalset flags that are GenerationSettings fields of the same name
@@ -204,8 +273,11 @@ _GENERATION_FLAGS = frozenset(
 )
 
 
-def _settings_from_flags(args: argparse.Namespace, name: str) -> GenerationSettings:
-    """The GenerationSettings the generate-evalset flags give (a ConfigError names the bad one)."""
+def _settings_from_flags(args: argparse.Namespace) -> GenerationSettings:
+    """The GenerationSettings the generate-evalset flags give; a ConfigError names the flag
+    the user typed (``--chunk-size 0 must be ...``), not the settings key behind it."""
+    from ..exceptions import ConfigError
+
     chunking = {
         key: value
         for key, value in (
@@ -221,12 +293,52 @@ def _settings_from_flags(args: argparse.Namespace, name: str) -> GenerationSetti
         for key, value in vars(args).items()
         if key in _GENERATION_FLAGS and value is not None
     }
-    return GenerationSettings.from_mapping({**values, "chunking": chunking}, "flags")
+    try:
+        return GenerationSettings.from_mapping({**values, "chunking": chunking}, _WHERE)
+    except ConfigError as exc:
+        raise ConfigError(_as_flags(str(exc))) from None
+
+
+_WHERE = "<flags>"  # starts every message of the settings' checks; replaced by the flag
+
+#: the flags of the chunking keys, as their messages name them (``chunking.size``, ``size``)
+_CHUNKING_FLAGS = {
+    "strategy": "--chunking",
+    "size": "--chunk-size",
+    "overlap": "--chunk-overlap",
+    "min_chunk_chars": "--chunk-min-chars",
+}
+
+
+def _as_flags(message: str) -> str:
+    """A settings message in the words of the command line: each key the flag that sets it.
+
+    ``<flags>: questions_per_chunk 9 must be ...`` -> ``--questions-per-chunk 9 must be ...``;
+    ``<flags>: chunking.size: 0 must be ..., e.g. size: 800`` -> ``--chunk-size 0 must be ...,
+    e.g. --chunk-size 800``.
+    """
+    text = message.removeprefix(f"{_WHERE}: ")
+    if text.startswith("chunking."):  # a chunking key, maybe named again bare in the message
+        text = text.removeprefix("chunking.")
+        for key, flag in _CHUNKING_FLAGS.items():
+            text = re.sub(rf"(?<![\w-]){key}\b:?", flag, text)
+        return text
+    for key in _GENERATION_FLAGS:  # every key with an underscore is a key, wherever it is
+        flag = "--" + key.replace("_", "-")
+        if "_" in key:
+            text = re.sub(rf"(?<![\w-]){key}\b", flag, text)
+        elif text.startswith(f"{key} "):  # model, host, seed: only as the subject
+            text = flag + text[len(key) :]
+    text = re.sub(r"between (\S+) and inf\b", r"at least \1", text)
+    text = text.replace("with host set to the server's base_url", "with --host its base URL")
+    return text.replace(
+        ", or null for every eligible chunk", " (leave it out for every eligible chunk)"
+    )
 
 
 def _generate_for_dataset(args: argparse.Namespace, progress: _GenerationProgress) -> int:
     from ..config import read_yaml
-    from ..exceptions import ConfigError
+    from ..exceptions import ConfigError, EmbedBenchError
 
     config = Path(args.config)
     raw = read_yaml(config, "config file")
@@ -240,14 +352,29 @@ def _generate_for_dataset(args: argparse.Namespace, progress: _GenerationProgres
         where=f"{config}: datasets.{args.dataset}",
         base=config.parent,
     )
-    path = ensure_generated_evalset(
-        settings,
-        docs,
-        config.parent,
-        name=args.dataset,
-        progress=progress,
-        regenerate=args.regenerate,
+    target = config.parent / (settings.output or f"{args.dataset}.generated.jsonl")
+    fix = (
+        f"give datasets.{args.dataset}.evalset.generate in {config} an output: in a folder "
+        "you can write to"
     )
+    if args.regenerate or not target.exists():
+        refused = _unwritable(target)  # before the chat model spends minutes on questions
+        if refused is not None:
+            return _not_written("eval set", target, refused, fix)
+    try:
+        path = ensure_generated_evalset(
+            settings,
+            docs,
+            config.parent,
+            name=args.dataset,
+            progress=progress,
+            regenerate=args.regenerate,
+        )
+    except EmbedBenchError:
+        raise  # a CacheError is an OSError too: the judge's, not the set's
+    except OSError as exc:
+        progress.done()
+        return _not_written("eval set", target, exc, fix)
     progress.done()
     print(f"{path}: up to date; review the questions before you trust them", file=sys.stderr)
     return 0

@@ -462,7 +462,7 @@ def test_cli_exit_1_names_the_fix(
     assert main([*argv, "--no-progress"]) == 1
     assert "cannot reach the ollama server" in capsys.readouterr().err
     assert main([*argv, "--questions-per-chunk", "9"]) == 2
-    assert "generate-evalset: flags: questions_per_chunk 9 must be" in capsys.readouterr().err
+    assert "generate-evalset: --questions-per-chunk 9 must be" in capsys.readouterr().err
     assert not out.exists()
 
 

@@ -12,8 +12,6 @@ a figure touches one place. Usage::
 
 from __future__ import annotations
 
-import csv
-import io
 import math
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -211,23 +209,44 @@ def query_rows(report: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
             yield row
 
 
+#: what a spreadsheet reads as the start of a formula (OWASP, "CSV Injection")
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
 def csv_cell(value: Any, secrets: list[str] | None = None) -> str:
-    """One CSV cell: None empty, floats as ``repr`` (they read back bit for bit), secrets
-    redacted (``secrets``: the values to mask, default the environment's)."""
+    """One CSV cell, the one way this project writes a cell: None empty, floats as ``repr``
+    (they read back bit for bit), ints as digits, secrets redacted (``secrets``: the values to
+    mask, default the environment's), and a text cell beginning with ``=``, ``+``, ``-``,
+    ``@``, tab or CR prefixed with ``'`` (OWASP's rule against formula injection: a spreadsheet
+    shows it as text and runs nothing). Numbers stay numbers, negative ones unprefixed."""
     if value is None:
         return ""
-    return redact(repr(value) if isinstance(value, float) else str(value), secrets)
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    text = redact(repr(value) if isinstance(value, float) else str(value), secrets)
+    if not number and text.startswith(_FORMULA_START):
+        return "'" + text
+    return text
+
+
+def _csv_line(cells: Sequence[str]) -> str:
+    """One CSV line (RFC 4180 quoting, ``\n`` line end): a cell holding a comma, a quote, a CR
+    or a LF is quoted. The csv module quotes only the line end's characters, so with ``\n`` it
+    writes a CR bare, and a reader (Excel, csv.reader) breaks the row there."""
+    return (
+        ",".join(
+            '"' + cell.replace('"', '""') + '"' if any(c in cell for c in ',"\r\n') else cell
+            for cell in cells
+        )
+        + "\n"
+    )
 
 
 def _csv_text(columns: Sequence[str], rows: Iterable[Mapping[str, Any]]) -> str:
     """The CSV file: the header row (always, even with no rows), then one line per row."""
     secrets = _secret_env_values()
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow([csv_cell(name, secrets) for name in columns])
-    for row in rows:
-        writer.writerow([csv_cell(row.get(name), secrets) for name in columns])
-    return out.getvalue()
+    lines = [_csv_line([csv_cell(name, secrets) for name in columns])]
+    lines += [_csv_line([csv_cell(row.get(name), secrets) for name in columns]) for row in rows]
+    return "".join(lines)
 
 
 def write_csv(folder: Path, report: Mapping[str, Any]) -> list[Path]:

@@ -3,6 +3,7 @@ disk, a killed xdist worker. Real processes, real files, real mounts (issue 9)."
 
 from __future__ import annotations
 
+import csv
 import errno
 import json
 import os
@@ -497,3 +498,66 @@ def test_a_worker_that_died_before_it_was_sent_more_work_does_not_end_the_run(
     assert sched.remove_node(gw1) == "test_x.py::test_step[k-2]"
     queued = {g: [i for i, done in unit.items() if not done] for g, unit in sched.workqueue.items()}
     assert queued == {"c": IDS[12:16], "k": [IDS[3]], "b": IDS[8:12]}
+
+
+# -- issue 28: what names from the data and the configuration can do to the files ----------
+
+#: ids and texts a spreadsheet would run as formulas (each begins with = + - @ or a tab)
+EVIL_CORPUS = [
+    {"_id": "=d1", "title": "", "text": "reset your password from the login page"},
+    {"_id": "+d2", "title": "", "text": "invoices are emailed every month as pdf"},
+    {"_id": "-d3", "title": "", "text": "export workspace data as csv"},
+    {"_id": "@d4", "title": "", "text": "the api allows 600 requests per minute"},
+]
+EVIL_QUERIES = [
+    {"_id": "-q1", "text": '=HYPERLINK("http://127.0.0.1:9/x","reset password")'},
+    {"_id": "@q2", "text": "@SUM(A1) monthly invoices pdf"},
+    {"_id": "+q3", "text": "+export data csv"},
+    {"_id": "q4", "text": "-1+1 api requests per minute"},
+]
+EVIL_QRELS = "query-id\tcorpus-id\tscore\n-q1\t=d1\t1\n@q2\t+d2\t1\n+q3\t-d3\t1\nq4\t@d4\t1\n"
+
+
+def test_csv_cells_a_spreadsheet_would_run_are_neutralised(project: pytest.Pytester) -> None:
+    """OWASP's rule in every CSV cell of text: a leading = + - @ tab or CR gets a ``'``;
+    numbers stay numbers. Names, query ids, query texts and document ids all flow in."""
+    data = project.path / "data" / "evil"
+    (data / "qrels").mkdir(parents=True)
+    (data / "corpus.jsonl").write_text("\n".join(json.dumps(r) for r in EVIL_CORPUS) + "\n")
+    (data / "queries.jsonl").write_text("\n".join(json.dumps(r) for r in EVIL_QUERIES) + "\n")
+    (data / "qrels" / "test.tsv").write_text(EVIL_QRELS)
+    project.makefile(".yaml", embedbench="datasets:\n  evil: {path: data/evil}\n")
+    project.makepyfile(
+        test_evil="""
+        import pytest
+        from pytest_embedbench import ModelSpec
+
+        @pytest.mark.embedbench(dataset="evil", models=[ModelSpec("hashing:h", name="=cmd")])
+        def test_search(retrieval):
+            pass
+        """
+    )
+    project.runpytest("--embedbench-csv=csv", "--embedbench-json=r.json").assert_outcomes(passed=1)
+
+    def read(name: str) -> list[dict[str, str]]:
+        with (project.path / "csv" / name).open(newline="") as fh:
+            return list(csv.DictReader(fh))
+
+    (result,) = read("results.csv")
+    assert result["model"] == "'=cmd" and result["status"] == "passed"
+    assert float(result["ndcg@10"]) > 0 and int(result["queries"]) == 4  # numbers, unprefixed
+    queries = {row["query_id"]: row for row in read("queries.csv")}
+    assert sorted(queries) == ["'+q3", "'-q1", "'@q2", "q4"]
+    assert queries["'-q1"]["query"] == "'" + EVIL_QUERIES[0]["text"]
+    assert queries["'@q2"]["query"] == "'@SUM(A1) monthly invoices pdf"
+    assert queries["q4"]["query"] == "'-1+1 api requests per minute"
+    assert queries["'-q1"]["retrieved"].startswith("'=d1|")  # the top document, first
+    assert queries["'-q1"]["relevant"] == "'=d1"
+    assert queries["q4"]["model"] == "'=cmd"
+    float(queries["q4"]["ndcg@10"])  # a number as written
+    for row in [result, *queries.values()]:
+        for cell in row.values():
+            assert not cell.startswith(("=", "+", "-", "@", "\t", "\r")), (cell, row)
+    # only the CSV is neutralised: the JSON keeps the names as they are
+    report = json.loads((project.path / "r.json").read_text())
+    assert report["tests"][0]["model"] == "=cmd"

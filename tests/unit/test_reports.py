@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import json
 import math
 from pathlib import Path
@@ -10,6 +11,7 @@ from typing import Any
 from pytest_embedbench.records import Status, TestRecord
 from pytest_embedbench.report.json_report import atomic_write_json, build_report, summary_sections
 from pytest_embedbench.report.summary import Summary, model_rows
+from pytest_embedbench.report.tabular import csv_cell, result_columns, write_csv
 from pytest_embedbench.report.terminal import render_summary, render_tables
 
 
@@ -191,3 +193,53 @@ def test_the_latency_line_follows_the_columns_shown() -> None:
     # a report from before the sample existed (no "queries"): every query was timed
     del timed["latency"]["queries"]
     assert any("over all 4 queries" in line for line in render_tables([record("bm25", timed)]))
+
+
+def test_every_csv_text_cell_is_neutralised_and_numbers_stay_numbers(tmp_path: Path) -> None:
+    """OWASP's rule against formula injection, in the one function that writes a CSV cell."""
+    res = result(0.6, 1.0)
+    res["metrics"]["ndcg@10"]["low"] = -0.25  # a negative number is a number
+    res["per_query"]["ndcg@10"] = {"-q1": 0.5}
+    res["query_texts"] = {"-q1": "\rcarriage", "q2": "\ttab"}
+    res["retrieved"] = {"-q1": ["@d1", "d2"]}
+    res["relevant"] = {"-q1": {"+d9": 1}}
+    rec = record("=cmd", res, error="=1+1")
+    report = json.loads(
+        json.dumps(build_report([rec.to_dict()], configuration={}, rootdir=tmp_path))
+    )
+    results_csv, queries_csv = write_csv(tmp_path, report)
+    with results_csv.open(newline="") as fh:
+        header, row = list(csv.reader(fh))
+    cells = dict(zip(header, row, strict=True))
+    assert cells["model"] == "'=cmd" and cells["spec"] == "'=cmd"
+    assert cells["test"] == "t.py::test_search[=cmd]"  # a formula only at the start
+    assert cells["error"] == "'=1+1"
+    assert cells["ndcg@10_low"] == "-0.25" and float(cells["ndcg@10_low"]) == -0.25
+    assert cells["queries"] == "4" and cells["ndcg@10"] == "0.6"
+    with queries_csv.open(newline="") as fh:
+        header, row = list(csv.reader(fh))
+    cells = dict(zip(header, row, strict=True))
+    assert cells["query_id"] == "'-q1" and cells["query"] == "'\rcarriage"
+    assert cells["retrieved"] == "'@d1|d2" and cells["relevant"] == "'+d9"
+    assert cells["ndcg@10"] == "0.5"
+    assert [csv_cell(v) for v in ("\ttab", "-", "+1", "@", -1, -1.5, 0.0, True, None)] == [
+        "'\ttab",
+        "'-",
+        "'+1",
+        "'@",
+        "-1",
+        "-1.5",
+        "0.0",
+        "True",
+        "",
+    ]
+
+
+def test_a_csv_without_rows_has_its_header(tmp_path: Path) -> None:
+    report = json.loads(json.dumps(build_report([], configuration={}, rootdir=tmp_path)))
+    results_csv, queries_csv = write_csv(tmp_path, report)
+    assert results_csv.read_text().splitlines() == [",".join(result_columns([]))]
+    assert (
+        queries_csv.read_text()
+        == "test,dataset,model,query_id,query,latency_ms,retrieved,relevant\n"
+    )

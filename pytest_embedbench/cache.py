@@ -393,9 +393,20 @@ class EmbeddingCache:
         """The rows that hold sound vectors; one warning counts the others by fault."""
         if not rows:
             return {}
-        if dim is None:  # the provider does not know yet: trust the dimension most rows have
-            dims = [d for _, d, blob in rows if d > 0 and len(blob) == 4 * d]
-            dim = max(set(dims), key=dims.count) if dims else 0
+        if dim is None:  # the provider learns its dimension from its first answer
+            dims = {d for _, d, blob in rows if d > 0 and len(blob) == 4 * d}
+            if len(dims) > 1:
+                # the rows disagree and nothing says which dimension is the model's: guessing
+                # (the most rows) fails the run with the model blamed when the damaged rows are
+                # the most, so none is used and the model's own answers replace them all
+                self._warn(
+                    f"embedding cache {str(self.path)!r}: the {len(rows)} vector(s) found in "
+                    f"namespace {namespace!r} have {len(dims)} dimensions "
+                    f"({', '.join(map(str, sorted(dims)))}) and the model has not told its own "
+                    "yet; none is used: they are embedded again and overwritten"
+                )
+                return {}
+            dim = dims.pop() if dims else 0
         good: dict[bytes, np.ndarray] = {}
         faults: dict[str, int] = {}
         for key, stored_dim, blob in rows:

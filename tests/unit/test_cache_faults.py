@@ -5,8 +5,9 @@
   allowed, a file-size limit set with ``setrlimit(RLIMIT_FSIZE)`` in a subprocess makes the
   kernel refuse the writes instead): kept, the run completes with the clean results and one
   warning;
-* damaged rows written into a real cache file (NaN, zeros, a wrong byte length, random bytes):
-  dropped, embedded again, overwritten, with the clean results;
+* damaged rows written into a real cache file (NaN, +-inf, zeros, a wrong byte length, another
+  dimension, random bytes): dropped, embedded again, overwritten, with the clean results, also
+  where the model has not told its dimension yet;
 * a cold run killed with SIGKILL in the middle of embedding keeps every batch it finished.
 """
 
@@ -278,6 +279,121 @@ def test_a_non_normalising_namespace_keeps_vectors_of_any_norm(tmp_path: Path) -
     assert missing == [0, 1]
     with pytest.warns(EmbedBenchWarning, match=r"2 with a dimension other than 3"):
         assert cache.get_many("raw", keys, dim=3)[1] == [0, 1]
+
+
+def _spoil(path: Path) -> dict[str, list[str]]:
+    """In every namespace of the real cache file, one row each of: a NaN, +inf, -inf, a zero
+    vector, and a sound unit vector of another dimension (its dim column and byte length
+    agree, so only the dimension tells). The hex keys spoiled, by namespace and kind."""
+    conn = sqlite3.connect(path)
+    rows = conn.execute("SELECT ns, key, dim, vec FROM vectors ORDER BY ns, key").fetchall()
+    spoiled: dict[str, list[str]] = {}
+    with conn:
+        for ns in sorted({r[0] for r in rows}):
+            mine = [r for r in rows if r[0] == ns]
+            kinds = ("nan", "+inf", "-inf", "zero", "dim")
+            for (_, key, dim, blob), kind in zip(mine, kinds, strict=False):
+                vec = np.frombuffer(blob, dtype=np.float32).copy()
+                if kind == "dim":
+                    vec = vec[:-3] / np.linalg.norm(vec[:-3])
+                    dim -= 3
+                elif kind == "zero":
+                    vec[:] = 0.0
+                else:
+                    vec[1] = {"nan": np.nan, "+inf": np.inf, "-inf": -np.inf}[kind]
+                conn.execute(
+                    "UPDATE vectors SET dim = ?, vec = ? WHERE ns = ? AND key = ?",
+                    (dim, vec.astype(np.float32).tobytes(), ns, key),
+                )
+                spoiled.setdefault(ns, []).append(bytes(key).hex())
+    conn.close()
+    return spoiled
+
+
+def _stored(path: Path) -> dict[tuple[str, bytes], tuple[int, bytes]]:
+    conn = sqlite3.connect(path)
+    rows = {(ns, bytes(k)): (d, bytes(v)) for ns, k, d, v in conn.execute("SELECT * FROM vectors")}
+    conn.close()
+    return rows
+
+
+def test_inf_zero_and_wrong_dimension_rows_beside_nan_are_embedded_again(tmp_path: Path) -> None:
+    """Issue 28: every kind of damaged row, in the documents' and the queries' namespaces of a
+    normalising model, is dropped, embedded again and overwritten like a NaN row."""
+    ds = _dataset()
+    clean = Evaluator(cache=False).evaluate("hashing:h", ds)
+    first = Evaluator(cache=tmp_path)
+    first.evaluate("hashing:h", ds)
+    first.cache.close()  # type: ignore[union-attr]
+    sound = _stored(tmp_path / FILENAME)
+    spoiled = _spoil(tmp_path / FILENAME)
+    assert len(spoiled) == 2 and all(len(keys) == 5 for keys in spoiled.values())
+
+    with pytest.warns(EmbedBenchWarning) as caught:
+        result = Evaluator(cache=tmp_path).evaluate("hashing:h", ds)
+    messages = sorted(str(w.message) for w in caught)
+    assert len(messages) == 2, messages  # one for the documents, one for the queries
+    for message, namespace in zip(messages, sorted(spoiled), strict=True):
+        assert f"5 damaged vector(s) in namespace {namespace!r}" in message, message
+        assert "3 with NaN or infinite values" in message
+        assert "1 with a dimension other than 64" in message
+        assert "1 with a norm other than 1" in message
+    assert (result.cache.hits, result.cache.misses) == (43, 5)
+    assert (result.query_cache.hits, result.query_cache.misses) == (11, 5)
+    assert result.run == clean.run and float(result.ndcg10) == float(clean.ndcg10)
+    assert _stored(tmp_path / FILENAME) == sound  # every spoiled row overwritten as it was
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        warm = Evaluator(cache=tmp_path).evaluate("hashing:h", ds)
+    assert (warm.cache.misses, warm.query_cache.misses) == (0, 0) and warm.run == clean.run
+
+
+def _wrong_dimension(path: Path, share: float) -> None:
+    """Give ``share`` of every namespace's rows a sound vector of 3 dimensions fewer."""
+    conn = sqlite3.connect(path)
+    rows = conn.execute("SELECT ns, key, dim, vec FROM vectors ORDER BY ns, key").fetchall()
+    with conn:
+        for ns in {r[0] for r in rows}:
+            mine = [r for r in rows if r[0] == ns]
+            for _, key, dim, blob in mine[: int(len(mine) * share)]:
+                vec = np.frombuffer(blob, dtype=np.float32)[:-3]
+                vec = (vec / np.linalg.norm(vec)).astype(np.float32)
+                conn.execute(
+                    "UPDATE vectors SET dim = ?, vec = ? WHERE ns = ? AND key = ?",
+                    (dim - 3, vec.tobytes(), ns, key),
+                )
+    conn.close()
+
+
+@pytest.mark.parametrize("share", [0.1, 0.6])
+def test_wrong_dimension_rows_of_a_model_that_has_not_told_its_dimension(
+    tmp_path: Path, share: float
+) -> None:
+    """An API model learns its dimension from its first answer, so the cache cannot check the
+    rows against it: when they disagree, guessing the dimension most rows have failed the run
+    ("embedding dimension 16 differs from the model's 13") once the damaged rows were the most.
+    A real Ollama client against a loopback server."""
+    from pytest_embedbench import ModelSpec
+
+    from ..providers.servers import OllamaServer
+
+    ds = _dataset()
+    with OllamaServer(dim=16) as server:
+        spec = ModelSpec("ollama:all-minilm", host=server.url)
+        clean = Evaluator(cache=False).evaluate(spec, ds)
+        first = Evaluator(cache=tmp_path)
+        first.evaluate(spec, ds)
+        first.cache.close()  # type: ignore[union-attr]
+        _wrong_dimension(tmp_path / FILENAME, share)
+        with pytest.warns(EmbedBenchWarning) as caught:
+            result = Evaluator(cache=tmp_path).evaluate(spec, ds)
+        messages = [str(w.message) for w in caught]
+        assert result.run == clean.run, messages
+        documents = next(m for m in messages if "/query" not in m)
+        assert "have 2 dimensions (13, 16) and the model has not told its own yet" in documents
+        assert result.cache.misses == 48  # none could be trusted: all embedded again
+        warm = Evaluator(cache=tmp_path).evaluate(spec, ds)
+        assert (warm.cache.misses, warm.query_cache.misses) == (0, 0) and warm.run == clean.run
 
 
 # -- a cold run killed in the middle of embedding ---------------------------------------------

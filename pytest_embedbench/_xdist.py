@@ -106,8 +106,8 @@ def read_groups(directory: Path, worker: str) -> dict[str, str] | None:
 
 class XDistHooks:
     """Registered only when pytest-xdist is present. On the controller: merges what workers
-    collected, hands each worker the groups folder and installs the scheduler; on a worker:
-    writes its tests' groups."""
+    collected and the embedbench.yaml files they read, hands each worker the groups folder and
+    installs the scheduler; on a worker: writes its tests' groups."""
 
     def __init__(self, session: EmbedBenchSession) -> None:
         self.session = session
@@ -133,7 +133,9 @@ class XDistHooks:
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
         raw = getattr(node, "workeroutput", {}).get("embedbench")
         if raw:
-            self.session.collected.update(json.loads(raw)["collected"])
+            sent = json.loads(raw)
+            self.session.collected.update(sent["collected"])
+            self.session.merge_configs(sent.get("configs") or [])
 
     def pytest_xdist_make_scheduler(self, config: pytest.Config, log: Any) -> Any:
         if config.getvalue("dist") != "loadgroup":

@@ -416,8 +416,10 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     state = _session(config)
     if _is_worker(config):
         # records travel with each test's report (they survive a worker that dies later)
+        # and the embedbench.yaml files it read: the controller collects none (JSON report)
         config.workeroutput["embedbench"] = json.dumps(  # type: ignore[attr-defined]
-            {"collected": sorted(state.collected)}
+            {"collected": sorted(state.collected), "configs": state.effective_configs()},
+            default=str,
         )
         return
     options = state.options

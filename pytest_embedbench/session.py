@@ -64,7 +64,8 @@ class EmbedBenchSession:
         self.project_config = self.builder.project_config
         self.dataset_entry = self.builder.dataset_entry
         self.check_names = self.builder.check_names
-        self.effective_configs = self.builder.effective_configs
+        #: path -> what an xdist worker read of that embedbench.yaml (see effective_configs)
+        self._worker_configs: dict[str, dict[str, Any]] = {}
         self._datasets: dict[str, RetrievalDataset] = {}
         self._results: dict[tuple[Any, ...], RetrievalResult | BaseException] = {}
         self._searchers: dict[tuple[Any, ...], Searcher | BaseException] = {}
@@ -112,6 +113,19 @@ class EmbedBenchSession:
 
                 self._evaluator.prefill = prefill_hook(self.options.ray_settings())
         return self._evaluator
+
+    def effective_configs(self) -> list[dict[str, Any]]:
+        """Each embedbench.yaml this run read (``path``, ``content``), for the JSON report:
+        this process's, and under xdist the ones its workers read (the controller collects
+        nothing, so it reads none itself), by path."""
+        found = {**self._worker_configs}
+        found.update((c["path"], c) for c in self.builder.effective_configs())
+        return [found[path] for path in sorted(found)]
+
+    def merge_configs(self, configs: Iterable[Mapping[str, Any]]) -> None:
+        """Add the configurations an xdist worker read (its :meth:`effective_configs`)."""
+        for config in configs:
+            self._worker_configs[str(config["path"])] = dict(config)
 
     # -- collection ------------------------------------------------------------------------
 

@@ -561,3 +561,44 @@ def test_csv_cells_a_spreadsheet_would_run_are_neutralised(project: pytest.Pytes
     # only the CSV is neutralised: the JSON keeps the names as they are
     report = json.loads((project.path / "r.json").read_text())
     assert report["tests"][0]["model"] == "=cmd"
+
+
+def test_the_json_report_keeps_embedbench_yaml_under_xdist_as_serially(
+    project: pytest.Pytester,
+) -> None:
+    """The controller of ``-n 2`` collects nothing, so it read no embedbench.yaml: its workers
+    send the ones they read, and the report records them as a serial run does."""
+    project.makefile(
+        ".yaml",
+        embedbench="datasets:\n  topics: {path: data/topics}\nmodels: [hashing:h, bm25]\n"
+        "providers:\n  hashing: {dim: 48}\nk: [1, 10]\n",
+    )
+    project.makepyfile(
+        test_yaml="""
+        import pytest
+
+        @pytest.mark.embedbench(dataset="topics")
+        def test_search(retrieval):
+            pass
+        """
+    )
+    project.runpytest("--embedbench-json=serial.json").assert_outcomes(passed=2)
+    project.runpytest("-n", "2", "--embedbench-json=xdist.json").assert_outcomes(passed=2)
+
+    def yaml_of(name: str) -> list[dict[str, Any]]:
+        report = json.loads((project.path / name).read_text())
+        return list(report["configuration"]["embedbench_yaml"])
+
+    serial = yaml_of("serial.json")
+    assert serial == [
+        {
+            "path": str(project.path / "embedbench.yaml"),
+            "content": {
+                "datasets": {"topics": {"path": "data/topics"}},
+                "models": ["hashing:h", "bm25"],
+                "providers": {"hashing": {"dim": 48}},
+                "k": [1, 10],
+            },
+        }
+    ]
+    assert yaml_of("xdist.json") == serial

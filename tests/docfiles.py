@@ -7,11 +7,16 @@ section header (DOCX), nav/script/style/footer (HTML).
 
 from __future__ import annotations
 
+import contextlib
 import html
+import os
 import random
 import re
+import shutil
+import tempfile
+import warnings
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 _WORDS = (
@@ -172,3 +177,72 @@ def make_html(
         encoding="utf-8",
     )
     return path
+
+
+def random_bytes(n: int, seed: int = 0) -> bytes:
+    """``n`` reproducible random bytes: a binary file that any text parser would still take."""
+    return random.Random(seed).randbytes(n)
+
+
+#: the user a root test process becomes to meet a permission (uid and gid of ``nobody``)
+NOBODY = 65534
+
+
+def error_while_unreadable(file: Path, call: Callable[[], object]) -> str:
+    """What ``call()`` raises, as ``"TypeName: message"`` ("" when nothing), while ``file``
+    cannot be opened (mode 000).
+
+    Root opens any file whatever its mode, so as root ``call`` runs in a forked child that
+    has become ``nobody``: the file's folders must then be open to all (see
+    :func:`world_readable_folder`). Returns ``"skip: ..."`` when the child may not switch user.
+    """
+    file.chmod(0)
+    try:
+        if os.geteuid() != 0:
+            return _error_of(call)
+        read_end, write_end = os.pipe()
+        with warnings.catch_warnings():  # 3.12+ warns of fork in a threaded process
+            warnings.simplefilter("ignore", DeprecationWarning)
+            pid = os.fork()
+        if pid == 0:  # pragma: no cover - the child reports through the pipe
+            try:
+                os.close(read_end)
+                try:
+                    os.setgroups([])
+                    os.setgid(NOBODY)
+                    os.setuid(NOBODY)
+                except OSError as exc:
+                    answer = f"skip: cannot become nobody ({exc})"
+                else:
+                    answer = _error_of(call)
+                os.write(write_end, answer.encode())
+            finally:
+                os._exit(0)
+        os.close(write_end)
+        chunks = []
+        while chunk := os.read(read_end, 65536):
+            chunks.append(chunk)
+        os.close(read_end)
+        os.waitpid(pid, 0)
+        return b"".join(chunks).decode()
+    finally:
+        file.chmod(0o644)
+
+
+def _error_of(call: Callable[[], object]) -> str:
+    try:
+        call()
+    except BaseException as exc:  # what escapes is the answer, whatever it is
+        return f"{type(exc).__name__}: {exc}"
+    return ""
+
+
+@contextlib.contextmanager
+def world_readable_folder() -> Iterator[Path]:
+    """A fresh folder that every user may enter (pytest's tmp_path is root's alone)."""
+    folder = Path(tempfile.mkdtemp(prefix="embedbench-"))
+    folder.chmod(0o755)
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)

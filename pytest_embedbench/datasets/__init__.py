@@ -23,12 +23,11 @@ from pathlib import Path
 from ..exceptions import DatasetError
 from .beir import load_beir
 from .core import Document, EvalSet, Query, RetrievalDataset
-from .evalset import DOCUMENT_SUFFIXES, QUERY_ID_PREFIX, TEXT_SUFFIXES, load_evalset
+from .evalset import DOCUMENT_SUFFIXES, QUERY_ID_PREFIX, load_evalset
 
 __all__ = [
     "DOCUMENT_SUFFIXES",
     "QUERY_ID_PREFIX",
-    "TEXT_SUFFIXES",
     "Document",
     "EvalSet",
     "Query",

@@ -1,30 +1,27 @@
 """The eval-set loader: a JSONL eval set over a folder of documents, with query ids derived
 from the query text when a line has none.
 
-A folder of ``.txt``/``.md`` files only is read here as it always was; a folder holding PDF,
-DOCX, HTML or ``.markdown`` files, or any folder when ``extensions`` are named, is read by
-:func:`pytest_embedbench.ingest.load_documents` (same ids: the path relative to the folder).
+The documents folder, whatever its file types, is read by the one documents-folder reader,
+:func:`pytest_embedbench.ingest.read_documents_folder` (ids: the path relative to the folder).
 """
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import unicodedata
 import warnings
 from collections.abc import Container, Mapping, Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from ..exceptions import DatasetError, EmbedBenchWarning
-from ..ingest import SUPPORTED_EXTENSIONS
-from .core import Document, Query, RetrievalDataset
+from ..ingest import SUPPORTED_EXTENSIONS, DocumentsFolder, read_documents_folder
+from .core import Query, RetrievalDataset
 from .files import as_id, closest, read_jsonl
 
-__all__ = ["DOCUMENT_SUFFIXES", "QUERY_ID_PREFIX", "TEXT_SUFFIXES", "load_evalset"]
+__all__ = ["DOCUMENT_SUFFIXES", "QUERY_ID_PREFIX", "load_evalset"]
 
-#: Documents of a plain-text folder, read without the ingest module.
-TEXT_SUFFIXES = (".txt", ".md")
 #: Every document type a documents folder may hold: the ones ``ingest.load_documents`` reads
 DOCUMENT_SUFFIXES = SUPPORTED_EXTENSIONS
 #: Prefix of the query ids derived from query texts (eval-set lines without ``query_id``).
@@ -38,121 +35,36 @@ def _normalise_doc_id(raw: str) -> str:
     return doc_id
 
 
-def _read_documents_folder(
-    folder: Path, *, skip: Sequence[Path] = ()
-) -> tuple[list[Document], dict[str, str]]:
-    """The documents of ``folder``, and why each other file in it is not one (by document id).
-
-    Files of types the loader does not read are counted by extension in one warning, so a
-    folder of PDFs is not silently an empty corpus.
+def _read_documents(
+    folder: Path, extensions: Sequence[str] | None, *, evalset: Path
+) -> DocumentsFolder:
+    """The documents of ``folder``, read by :func:`pytest_embedbench.ingest.read_documents_folder`
+    (the one reader of a documents folder, whatever its file types), with files of types no
+    reader reads counted by extension in one warning, so a folder of spreadsheets is not
+    silently an empty corpus. The eval set itself, when it lies in the folder, is not counted.
     """
-    skipped = {p.resolve() for p in skip}
-    documents = []
-    left_out: dict[str, str] = {}
+    read = read_documents_folder(folder, extensions=extensions or DOCUMENT_SUFFIXES)
+    try:
+        own = unicodedata.normalize(
+            "NFC", evalset.resolve().relative_to(folder.resolve()).as_posix()
+        )
+    except ValueError:  # the eval set lies outside the folder
+        own = None
     other_types: dict[str, int] = {}
-    supported = ", ".join(DOCUMENT_SUFFIXES)  # the types a folder may hold (see load_evalset)
-    for file in sorted(folder.rglob("*")):
-        if not file.is_file() or (skipped and file.resolve() in skipped):
-            continue
-        # NFC: macOS writes names decomposed (NFD); eval sets are typed composed (NFC)
-        doc_id = unicodedata.normalize("NFC", file.relative_to(folder).as_posix())
-        if file.name.startswith("."):
-            left_out[doc_id] = "is a hidden file (its name starts with '.'), which is not read"
-            continue
-        suffix = file.suffix.lower()
-        if suffix not in TEXT_SUFFIXES:
-            left_out[doc_id] = (
-                f"is not read: only {supported} documents are loaded; convert it to one of "
-                "those or drop it from this line"
-            )
-            # files under hidden folders (.git, .obsidian) are not worth a word
-            if not any(part.startswith(".") for part in Path(doc_id).parts):
-                ext = suffix or "(no extension)"
-                other_types[ext] = other_types.get(ext, 0) + 1
-            continue
-        try:
-            text = file.read_text(encoding="utf-8-sig")
-        except UnicodeDecodeError as exc:
-            raise DatasetError(
-                f"{file}: not UTF-8 text ({exc.reason} at byte {exc.start}); "
-                "convert it to UTF-8 or remove it"
-            ) from None
-        if not text.strip():
-            warnings.warn(f"{file}: empty document skipped", EmbedBenchWarning, stacklevel=3)
-            left_out[doc_id] = "is empty, so it is not a document; give it text"
-            continue
-        documents.append(Document(doc_id, text.replace("\r\n", "\n"), origin=str(file)))
+    for doc_id, ext in read.unsupported.items():
+        if doc_id != own:
+            other_types[ext] = other_types.get(ext, 0) + 1
     if other_types:
         counts = ", ".join(f"{ext} {n}" for ext, n in sorted(other_types.items()))
         total = sum(other_types.values())
         warnings.warn(
             f"{folder}: {total} file(s) skipped, of types the loader does not read ({counts}); "
-            f"only {supported} documents are loaded: convert the files to include them",
+            f"only {', '.join(DOCUMENT_SUFFIXES)} documents are loaded: convert the files to "
+            "include them",
             EmbedBenchWarning,
             stacklevel=3,
         )
-    return documents, left_out
-
-
-def _needs_ingest(folder: Path) -> bool:
-    """Whether ``folder`` holds a document type beyond .txt/.md (outside hidden folders)."""
-    for file in folder.rglob("*"):
-        relative = file.relative_to(folder).parts
-        if any(part.startswith(".") for part in relative):
-            continue
-        if file.suffix.lower() in DOCUMENT_SUFFIXES and file.suffix.lower() not in TEXT_SUFFIXES:
-            return True
-    return False
-
-
-def _ingest_documents_folder(
-    folder: Path, extensions: Sequence[str] | None, *, skip: Sequence[Path] = ()
-) -> tuple[list[Document], dict[str, str]]:
-    """The documents of ``folder`` read by ``ingest.load_documents``, and why each other file
-    is not one (by document id), as :func:`_read_documents_folder` says it."""
-    from ..ingest import load_documents
-
-    kinds = tuple(extensions) if extensions else DOCUMENT_SUFFIXES
-    documents = [
-        replace(
-            doc, id=unicodedata.normalize("NFC", doc.id), origin=doc.origin or str(folder / doc.id)
-        )
-        for doc in load_documents(folder, extensions=kinds)
-    ]
-    read = {doc.id for doc in documents}
-    skipped = {p.resolve() for p in skip}
-    left_out: dict[str, str] = {}
-    other_types: dict[str, int] = {}
-    listed = ", ".join(kinds)
-    for file in sorted(folder.rglob("*")):
-        doc_id = unicodedata.normalize("NFC", file.relative_to(folder).as_posix())
-        if not file.is_file() or doc_id in read or file.resolve() in skipped:
-            continue
-        hidden = any(part.startswith(".") for part in Path(doc_id).parts)
-        if hidden:
-            left_out[doc_id] = "is a hidden file (its name starts with '.'), which is not read"
-        elif file.suffix.lower() not in kinds:
-            left_out[doc_id] = (
-                f"is not read: only {listed} documents are loaded; convert it to one of "
-                "those or drop it from this line"
-            )
-            if file.suffix.lower() not in DOCUMENT_SUFFIXES:
-                ext = file.suffix.lower() or "(no extension)"
-                other_types[ext] = other_types.get(ext, 0) + 1
-        else:
-            left_out[doc_id] = (
-                "gave no text (empty, or a PDF without extractable text: see the warnings); "
-                "give it text or drop it from this line"
-            )
-    if other_types:
-        counts = ", ".join(f"{ext} {n}" for ext, n in sorted(other_types.items()))
-        warnings.warn(
-            f"{folder}: {sum(other_types.values())} file(s) skipped, of types the loader does "
-            f"not read ({counts}); the documents read are {', '.join(DOCUMENT_SUFFIXES)}",
-            EmbedBenchWarning,
-            stacklevel=3,
-        )
-    return documents, left_out
+    return read
 
 
 def load_evalset(
@@ -164,9 +76,10 @@ def load_evalset(
 ) -> RetrievalDataset:
     """Load a JSONL eval set over a folder of documents.
 
-    A folder of .txt/.md files only is read directly; one holding PDF, DOCX, HTML or
-    .markdown files, or any folder when ``extensions`` (suffixes such as ``".pdf"``) limit
-    the types read, goes through :func:`pytest_embedbench.ingest.load_documents`.
+    The folder is read by :func:`pytest_embedbench.ingest.load_documents`, whatever its file
+    types (``extensions``, suffixes such as ``".pdf"``, limit the types read), with its rules:
+    hidden files and symlinks leaving the folder left out, binary files and ids that differ
+    only by case refused.
 
     One JSON object a line::
 
@@ -175,12 +88,14 @@ def load_evalset(
 
     ``relevant_doc_ids`` are paths relative to the folder (``./`` and backslashes are
     normalised) and count as grade 1; ``relevance`` (``{"api.md": 2}``) gives graded judgements
-    and wins over ``relevant_doc_ids`` for the documents it names. Document ids and query ids
+    instead (a line with both is an error). Document ids and query ids
     are Unicode NFC, like the file names they are matched with. ``query_id`` is optional: a line
     without one gets ``q-`` and the first 12 hex digits of the SHA-256 of its text (NFKC,
     case-folded, whitespace collapsed), so inserting, removing or reordering lines never changes
     another query's id; a repeated text adds ``-2``, ``-3``... by occurrence. ``answer``,
-    ``source_chunk_id`` and unknown fields are kept under the query's metadata. A duplicate
+    ``source_chunk_id`` and other fields are kept under the query's metadata, except a key so
+    close to one read (``relevent_doc_ids``) that it is taken for a typo: an error naming the
+    file, the line, the key and the one it resembles. A duplicate
     query id is an error; a duplicate query text is a warning (it double-weights that query).
     """
     evalset_path, folder = Path(evalset), Path(docs)
@@ -190,12 +105,10 @@ def load_evalset(
             "folder as docs= (the 'docs' key of a dataset in embedbench.yaml) or put the "
             "documents in a docs/ folder beside the eval set"
         )
-    if extensions is not None or _needs_ingest(folder):
-        documents, left_out = _ingest_documents_folder(folder, extensions, skip=[evalset_path])
-    else:
-        documents, left_out = _read_documents_folder(folder, skip=[evalset_path])
+    read = _read_documents(folder, extensions, evalset=evalset_path)
+    documents = read.documents
     rows = list(read_jsonl(evalset_path))
-    reader = _QueryReader(evalset_path, folder, {d.id for d in documents}, left_out, rows)
+    reader = _QueryReader(evalset_path, folder, {d.id for d in documents}, read.left_out, rows)
     for number, obj in rows:
         reader.add(number, obj)
     if not reader.queries:
@@ -211,7 +124,34 @@ def load_evalset(
 
 
 #: the keys of an eval-set line that are not kept under the query's metadata
-_QUERY_KEYS = frozenset({"query_id", "query", "relevant_doc_ids", "relevance"})
+_QUERY_KEYS = ("query_id", "query", "relevant_doc_ids", "relevance")
+#: how close (difflib's ratio) an unread key must be to a read one to be taken for its typo:
+#: ``relevent_doc_ids``, ``queryId`` and ``relevances`` are; ``category``, ``answer``,
+#: ``source_chunk_id`` and ``query_type`` (metadata) are not
+_TYPO_CUTOFF = 0.8
+
+
+def _check_keys(obj: Mapping[str, Any], at: str) -> None:
+    """Refuse a line whose keys say something other than what would be read: an unread key
+    that is a typo of a read one (it would be kept as metadata while the line lost its
+    judgements or its id), and both judgement keys on one line (which one would count?)."""
+    for key in obj:
+        if key in _QUERY_KEYS:
+            continue
+        folded = str(key).casefold().replace("-", "_").replace(" ", "_")
+        match = difflib.get_close_matches(folded, _QUERY_KEYS, n=1, cutoff=_TYPO_CUTOFF)
+        if match:
+            raise DatasetError(
+                f"{at}: unknown key {key!r}; did you mean {match[0]!r}? The keys read are "
+                f"{', '.join(map(repr, _QUERY_KEYS))}; other keys are kept as the query's "
+                "metadata, but one this close to a key read is taken for a typo: rename it"
+            )
+    if "relevant_doc_ids" in obj and "relevance" in obj:
+        raise DatasetError(
+            f"{at}: has both 'relevant_doc_ids' and 'relevance'; use one: 'relevant_doc_ids' "
+            "lists documents of grade 1, 'relevance' maps each document to its grade "
+            '({"api.md": 2, "faq.md": 1})'
+        )
 
 
 class _QueryReader:
@@ -242,6 +182,7 @@ class _QueryReader:
 
     def add(self, number: int, obj: Mapping[str, Any]) -> None:
         at = f"{self.path} line {number}"
+        _check_keys(obj, at)
         text = obj.get("query")
         if not isinstance(text, str) or not text.strip():
             raise DatasetError(f"{at}: 'query' is missing or empty; every line needs a question")
@@ -285,8 +226,17 @@ class _QueryReader:
             return
         if did in self.left_out:
             raise DatasetError(
-                f"{at}: document {did!r} is in {self.folder} but {self.left_out[did]}"
+                f"{at}: document {did!r} is in {self.folder} but {self.left_out[did]} "
+                "(or drop it from this line)"
             )
+        parts = did.split("/")
+        for n in range(1, len(parts)):  # under a folder left out whole (hidden, a link out)
+            above = "/".join(parts[:n])
+            if above in self.left_out:
+                raise DatasetError(
+                    f"{at}: document {did!r} is under {above!r} in {self.folder}, which "
+                    f"{self.left_out[above]} (or drop it from this line)"
+                )
         hint = closest(did, self.known)
         raise DatasetError(
             f"{at}: document {did!r} is not in {self.folder}"
@@ -325,7 +275,7 @@ def _parse_judgements(obj: Mapping[str, Any], at: str) -> dict[str, int]:
     if ids is None and graded is None:
         raise DatasetError(
             f"{at}: needs 'relevant_doc_ids' (a list of document paths) or 'relevance' "
-            "(a mapping of document path to grade)"
+            f"(a mapping of document path to grade){_other_keys(obj)}"
         )
     if ids is not None:
         if not isinstance(ids, list) or not ids:
@@ -349,3 +299,16 @@ def _parse_judgements(obj: Mapping[str, Any], at: str) -> dict[str, int]:
     if not any(g > 0 for g in judged.values()):
         raise DatasetError(f"{at}: no document has a grade above 0; the query cannot be scored")
     return judged
+
+
+def _other_keys(obj: Mapping[str, Any]) -> str:
+    """What a line without judgements holds instead: a did-you-mean for the key nearest a
+    judgement key (looser than a typo), else the keys kept as metadata; "" when none."""
+    others = [str(key) for key in obj if key not in _QUERY_KEYS]
+    for key in others:
+        match = difflib.get_close_matches(key.casefold(), _QUERY_KEYS[2:], n=1)
+        if match:
+            return f"; did you mean {match[0]!r} for {key!r}?"
+    if others:
+        return f"; its other keys ({', '.join(map(repr, others))}) are kept as metadata"
+    return ""

@@ -91,3 +91,16 @@ def test_a_split_on_an_eval_set_fails_naming_it(
     result.stdout.fnmatch_lines(
         ["*evalset.jsonl: split='dev' does not apply to an eval set, which has one split*"]
     )
+
+
+def test_a_typo_of_a_key_fails_collection_naming_file_line_and_key(
+    pytester: pytest.Pytester, support: list[dict]
+) -> None:
+    rows = [dict(row) for row in support]
+    rows[2]["relevent_doc_ids"] = rows[2].pop("relevant_doc_ids")
+    write_evalset(pytester, rows)
+    result = pytester.runpytest()
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(
+        ["*evalset.jsonl line 3: unknown key 'relevent_doc_ids'; did you mean 'relevant_doc_ids'?*"]
+    )

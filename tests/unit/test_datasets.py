@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import hashlib
-import importlib
 import json
+import os
 import unicodedata
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ from pytest_embedbench import (
 )
 
 from ..conftest import write_jsonl
+from ..docfiles import error_while_unreadable, world_readable_folder
 
 
 def test_beir_folder_with_crlf_and_header(beir_folder: Path) -> None:
@@ -457,77 +459,56 @@ def test_evalset_naming_an_unread_file_says_so(tmp_path: Path) -> None:
     assert str(info.value) == (
         f"{path} line 1: document 'manual.xlsx' is in {docs} but is not read: only .txt, .md, "
         ".markdown, .pdf, .docx, .html, .htm documents are loaded; convert it to one of those "
-        "or drop it from this line"
+        "(or drop it from this line)"
     )
     write_jsonl(path, [{"query": "x", "relevant_doc_ids": [".hidden.md"]}])
     with pytest.raises(DatasetError, match=r"'.hidden.md' is in .* but is a hidden file"):
         with pytest.warns(EmbedBenchWarning):
             load_evalset(path, docs)
     write_jsonl(path, [{"query": "x", "relevant_doc_ids": ["empty.md"]}])
-    with pytest.raises(DatasetError, match=r"'empty.md' is in .* but is empty"):
+    with pytest.raises(DatasetError, match=r"'empty.md' is in .* but gave no text \(an empty md"):
         with pytest.warns(EmbedBenchWarning):
             load_evalset(path, docs)
 
 
-def fake_load_documents(calls: list) -> Any:
-    """ingest.load_documents stood in for: every file of the asked types, its bytes as text
-    (the real reader is tested in tests/unit/test_ingest.py)."""
-
-    def load(path: Any, *, extensions: Any = None, on_error: str = "raise") -> list[Document]:
-        folder = Path(path)
-        calls.append(tuple(extensions))
-        return [
-            Document(f.relative_to(folder).as_posix(), f.read_bytes().decode(), origin=str(f))
-            for f in sorted(folder.rglob("*"))
-            if f.is_file()
-            and f.suffix in extensions
-            and not any(p.startswith(".") for p in f.relative_to(folder).parts)
-        ]
-
-    return load
+HTML_PAGE = (
+    "<html><head><title>Manual</title></head><body><p>The manual, as its text.</p></body></html>"
+)
 
 
-def test_a_folder_with_pdf_docx_or_html_is_read_by_ingest(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from pytest_embedbench.datasets import DOCUMENT_SUFFIXES
-
-    ingest = importlib.import_module("pytest_embedbench.ingest")  # the one the loaders import
-    calls: list = []
-    monkeypatch.setattr(ingest, "load_documents", fake_load_documents(calls))
+def test_a_folder_with_pdf_docx_or_html_is_read_like_any_other(tmp_path: Path) -> None:
+    pytest.importorskip("bs4")
     docs = make_docs(tmp_path)
-    (docs / "manual.pdf").write_text("The manual, as its text.")
+    (docs / "manual.html").write_text(HTML_PAGE)
     path = write_jsonl(
         tmp_path / "evalset.jsonl",
-        [{"query": "x", "relevant_doc_ids": ["manual.pdf", "guides/install.txt"]}],
+        [{"query": "x", "relevant_doc_ids": ["manual.html", "guides/install.txt"]}],
     )
     ds = load_evalset(path, docs)
-    assert calls == [DOCUMENT_SUFFIXES]
     assert [d.id for d in ds.documents] == [
         "api.md",
         "guides/install.txt",
-        "manual.pdf",
+        "manual.html",
         "security.md",
     ]
-    assert dict(ds.qrels[ds.queries[0].id]) == {"manual.pdf": 1, "guides/install.txt": 1}
+    assert ds.document("manual.html").text == "The manual, as its text."
+    assert dict(ds.qrels[ds.queries[0].id]) == {"manual.html": 1, "guides/install.txt": 1}
 
 
-def test_extensions_limit_the_types_read_and_name_the_rest(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    ingest = importlib.import_module("pytest_embedbench.ingest")  # the one the loaders import
-    calls: list = []
-    monkeypatch.setattr(ingest, "load_documents", fake_load_documents(calls))
+def test_extensions_limit_the_types_read_and_name_the_rest(tmp_path: Path) -> None:
+    pytest.importorskip("bs4")
     docs = make_docs(tmp_path)
-    (docs / "manual.pdf").write_text("The manual, as its text.")
+    (docs / "manual.html").write_text(HTML_PAGE)
     path = write_jsonl(tmp_path / "evalset.jsonl", [{"query": "x", "relevant_doc_ids": ["api.md"]}])
     with pytest.raises(DatasetError) as info:
-        load_dataset(path, docs=docs, extensions=(".pdf",))
-    assert calls == [(".pdf",)]
+        load_dataset(path, docs=docs, extensions=(".html",))
     assert str(info.value) == (
-        f"{path} line 1: document 'api.md' is in {docs} but is not read: only .pdf documents "
-        "are loaded; convert it to one of those or drop it from this line"
+        f"{path} line 1: document 'api.md' is in {docs} but is not read: only .html documents "
+        "are loaded; convert it to one of those (or drop it from this line)"
     )
+    write_jsonl(path, [{"query": "x", "relevant_doc_ids": ["manual.html"]}])
+    ds = load_dataset(path, docs=docs, extensions=(".html",))
+    assert [d.id for d in ds.documents] == ["manual.html"]
 
 
 def test_split_on_an_evalset_is_an_error_naming_it(tmp_path: Path) -> None:
@@ -572,3 +553,202 @@ def test_dataset_not_found_states_the_location_rules(tmp_path: Path) -> None:
     # a .jsonl eval set without a docs/ folder beside it
     with pytest.raises(DatasetError, match=r"documents folder not found .* docs/ folder beside"):
         load_dataset(other / "eval-v2.jsonl")
+
+
+# -- eval-set lines with conflicting or unknown keys (issue 28 item 7) ------------------------
+
+
+def test_a_line_with_both_judgement_keys_is_an_error_naming_file_line_and_keys(
+    tmp_path: Path,
+) -> None:
+    docs = make_docs(tmp_path)
+    path = write_jsonl(
+        tmp_path / "evalset.jsonl",
+        [
+            {"query": "max payload?", "relevant_doc_ids": ["api.md"]},
+            {"query": "retention", "relevant_doc_ids": ["api.md"], "relevance": {"security.md": 2}},
+        ],
+    )
+    with pytest.raises(DatasetError) as info:
+        load_evalset(path, docs)
+    assert str(info.value) == (
+        f"{path} line 2: has both 'relevant_doc_ids' and 'relevance'; use one: "
+        "'relevant_doc_ids' lists documents of grade 1, 'relevance' maps each document to its "
+        'grade ({"api.md": 2, "faq.md": 1})'
+    )
+
+
+@pytest.mark.parametrize(
+    ("typo", "meant"),
+    [
+        ("relevent_doc_ids", "relevant_doc_ids"),
+        ("relevant_docs", "relevant_doc_ids"),
+        ("relevances", "relevance"),
+        ("queryId", "query_id"),
+        ("Query", "query"),
+    ],
+)
+def test_a_typo_of_a_key_is_an_error_naming_it_and_the_key_meant(
+    tmp_path: Path, typo: str, meant: str
+) -> None:
+    docs = make_docs(tmp_path)
+    line = {"query_id": "q1", "query": "max payload?", "relevant_doc_ids": ["api.md"]}
+    line = {(typo if key == meant else key): value for key, value in line.items()}
+    line.setdefault(typo, {"api.md": 1})  # a key not on the line: added under its typo
+    path = write_jsonl(
+        tmp_path / "evalset.jsonl",
+        [{"query": "retention", "relevant_doc_ids": ["security.md"]}, line],
+    )
+    with pytest.raises(DatasetError) as info:
+        load_evalset(path, docs)
+    assert str(info.value) == (
+        f"{path} line 2: unknown key {typo!r}; did you mean {meant!r}? The keys read are "
+        "'query_id', 'query', 'relevant_doc_ids', 'relevance'; other keys are kept as the "
+        "query's metadata, but one this close to a key read is taken for a typo: rename it"
+    )
+
+
+def test_other_keys_stay_the_querys_metadata(tmp_path: Path) -> None:
+    docs = make_docs(tmp_path)
+    extra = {
+        "answer": "5 MB",
+        "source_chunk_id": "api.md#0",
+        "generator": {"model": "llama3.2"},
+        "category": "limits",
+        "query_type": "factoid",
+        "notes": "",
+    }
+    row = {"query": "max payload?", "relevant_doc_ids": ["api.md"], **extra}
+    path = write_jsonl(tmp_path / "evalset.jsonl", [row])
+    assert load_evalset(path, docs).queries[0].metadata == extra
+
+
+def test_a_line_without_judgements_names_the_key_that_looks_like_one(tmp_path: Path) -> None:
+    docs = make_docs(tmp_path)
+    path = write_jsonl(tmp_path / "evalset.jsonl", [{"query": "x", "doc_ids": ["api.md"]}])
+    with pytest.raises(DatasetError) as info:
+        load_evalset(path, docs)
+    assert str(info.value) == (
+        f"{path} line 1: needs 'relevant_doc_ids' (a list of document paths) or 'relevance' "
+        "(a mapping of document path to grade); did you mean 'relevant_doc_ids' for 'doc_ids'?"
+    )
+    write_jsonl(path, [{"query": "x", "category": "setup"}])
+    with pytest.raises(DatasetError, match=r"line 1: needs .*; its other keys \('category'\) are"):
+        load_evalset(path, docs)
+
+
+# -- one reader for every documents folder (issue 29 step 3) ---------------------------------
+#
+# A folder of .md/.txt files only was read by a second, older reader that followed a symlink
+# out of the folder, took Backup.md and backup.md as two documents, took a binary .txt and let a
+# bare PermissionError out. Each case below is run on a .md/.txt-only folder and on the same
+# folder with an HTML page added, and both must answer alike (the page aside).
+
+
+def _docs_folder(root: Path, *, mixed: bool) -> Path:
+    docs = root / "docs"
+    (docs / "guides").mkdir(parents=True)
+    (docs / "api.md").write_text("The maximum payload size is 5 MB.\n")
+    (docs / "guides" / "install.txt").write_text("Install with pip.\n")
+    if mixed:
+        (docs / "manual.html").write_text(HTML_PAGE)
+    return docs
+
+
+def _outcome(root: Path, names: list[str], call: Any = None) -> tuple[str, list[str], list[str]]:
+    """What loading ``root``'s eval set (one line naming ``names``) over its docs/ gives: the
+    error ("" when none), the warnings and the document ids, with ``root`` written ROOT."""
+    docs = root / "docs"
+    path = write_jsonl(root / "evalset.jsonl", [{"query": "x", "relevant_doc_ids": names}])
+    ids: list[str] = []
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        if call is not None:
+            error = call(lambda: load_evalset(path, docs))
+        else:
+            try:
+                ids = [d.id for d in load_evalset(path, docs).documents if d.id != "manual.html"]
+                error = ""
+            except Exception as exc:  # the comparison is the test: any error is compared
+                error = f"{type(exc).__name__}: {exc}"
+    said = [str(w.message) for w in caught]
+    clean = [s.replace(str(root.resolve()), "ROOT").replace(str(root), "ROOT") for s in said]
+    return error.replace(str(root), "ROOT"), clean, ids
+
+
+def test_a_symlink_out_of_the_folder_is_skipped_with_a_warning(tmp_path: Path) -> None:
+    outside = tmp_path / "secret.md"
+    outside.write_text("a file from elsewhere")
+    pytest.importorskip("bs4")
+    results = []
+    for kind in (False, True):
+        root = tmp_path / f"mixed-{kind}"
+        docs = _docs_folder(root, mixed=kind)
+        (docs / "leak.md").symlink_to(outside)
+        results.append((_outcome(root, ["api.md"]), _outcome(root, ["leak.md"])))
+    assert results[0] == results[1]
+    (_, said, ids), (error, _, _) = results[0]
+    leak = f"ROOT/docs/leak.md: skipped, a symlink to {outside.resolve()}, outside ROOT/docs"
+    assert said == [f"{leak}; copy the file into the folder to include it"]
+    assert ids == ["api.md", "guides/install.txt"]
+    assert error == (
+        "DatasetError: ROOT/evalset.jsonl line 1: document 'leak.md' is in ROOT/docs but is a "
+        f"symlink to {outside.resolve()}, outside ROOT/docs; copy the file into the folder to "
+        "include it (or drop it from this line)"
+    )
+
+
+def test_two_ids_differing_only_by_case_are_refused(tmp_path: Path) -> None:
+    pytest.importorskip("bs4")
+    results = []
+    for kind in (False, True):
+        root = tmp_path / f"mixed-{kind}"
+        docs = _docs_folder(root, mixed=kind)
+        (docs / "Backup.md").write_text("Backups run nightly.")
+        (docs / "backup.md").write_text("Backups are kept 35 days.")
+        if len(os.listdir(docs)) < 4 + kind:  # pragma: no cover - case-insensitive
+            pytest.skip("case-insensitive file system")
+        results.append(_outcome(root, ["api.md"]))
+    assert results[0] == results[1]
+    assert results[0] == (
+        "DatasetError: ROOT/docs/Backup.md and ROOT/docs/backup.md: two documents whose ids "
+        "differ only by case or Unicode form ('Backup.md' and 'backup.md'); rename one",
+        [],
+        [],
+    )
+
+
+def test_a_binary_txt_is_refused(tmp_path: Path) -> None:
+    pytest.importorskip("bs4")
+    results = []
+    for kind in (False, True):
+        root = tmp_path / f"mixed-{kind}"
+        docs = _docs_folder(root, mixed=kind)
+        (docs / "core.txt").write_bytes(b"ELF\x00\x01\x02 valid UTF-8, yet no text")
+        results.append(_outcome(root, ["api.md"]))
+    assert results[0] == results[1]
+    assert results[0][0] == (
+        "DatasetError: ROOT/docs/core.txt: has a NUL byte at character 3: a binary file, not "
+        "text; remove it or give it another extension (or load with on_error='skip')"
+    )
+
+
+def test_an_unreadable_file_is_a_dataset_error_naming_it() -> None:
+    pytest.importorskip("bs4")
+    results = []
+    for kind in (False, True):
+        with world_readable_folder() as root:
+            docs = _docs_folder(root, mixed=kind)
+            locked = docs / "locked.md"
+            locked.write_text("no one may read this")
+            result = _outcome(
+                root, ["api.md"], lambda load, file=locked: error_while_unreadable(file, load)
+            )
+            if result[0].startswith("skip: "):  # pragma: no cover - root that may not switch
+                pytest.skip(result[0][6:])
+            results.append(result)
+    assert results[0] == results[1]
+    assert results[0][0] == (
+        "DatasetError: ROOT/docs/locked.md: [Errno 13] Permission denied: 'ROOT/docs/locked.md' "
+        "(or load with on_error='skip')"
+    )

@@ -15,6 +15,7 @@ from pytest_embedbench.ingest import IngestWarning, load_documents
 
 from ..docfiles import (
     HEADER,
+    error_while_unreadable,
     f1,
     make_docx,
     make_encrypted_pdf,
@@ -22,6 +23,8 @@ from ..docfiles import (
     make_image_pdf,
     make_pdf,
     paragraphs,
+    random_bytes,
+    world_readable_folder,
 )
 
 PARAS = paragraphs(12, seed=7)
@@ -225,3 +228,86 @@ def test_parser_warnings_do_not_become_errors(tmp_path: Path) -> None:
     # bs4 warns that this "looks like a URL"; under filterwarnings=error it must still load
     (tmp_path / "link.html").write_text("https://example.invalid/page")
     assert [d.text for d in load_documents(tmp_path)] == ["https://example.invalid/page"]
+
+
+# -- binary HTML, loops, FIFOs, broken links, unreadable files (issues 28 and 29) ------------
+
+
+def test_html_of_random_bytes_is_refused_like_a_binary_txt(tmp_path: Path) -> None:
+    pytest.importorskip("bs4")
+    (tmp_path / "noise.html").write_bytes(random_bytes(4096))
+    with pytest.raises(DatasetError, match=r"noise\.html: has a NUL byte .*: a binary file"):
+        load_documents(tmp_path)
+    with pytest.warns(IngestWarning, match=r"skipped .*noise\.html: .*a binary file"):
+        assert load_documents(tmp_path, on_error="skip") == []
+
+
+def test_html_binary_check_counts_control_characters_when_there_is_no_nul(
+    tmp_path: Path,
+) -> None:
+    pytest.importorskip("bs4")
+    noise = random_bytes(4096, seed=3).replace(b"\x00", b"")
+    (tmp_path / "noise.html").write_bytes(noise)
+    with pytest.raises(DatasetError, match=r"noise\.html: has \d+ control characters in \d+"):
+        load_documents(tmp_path)
+
+
+def test_html_in_other_encodings_is_still_text(tmp_path: Path) -> None:
+    pytest.importorskip("bs4")
+    page = "<html><head><meta charset='{}'></head><body><p>Café crème: 5 €</p></body></html>"
+    (tmp_path / "cp1252.html").write_bytes(page.format("windows-1252").encode("cp1252"))
+    (tmp_path / "utf16.html").write_bytes(page.format("utf-16").encode("utf-16"))
+    sjis = "<html><head><meta charset='shift_jis'></head><body><p>日本語の文書</p></body></html>"
+    (tmp_path / "sjis.html").write_bytes(sjis.encode("shift_jis"))
+    docs = {d.id: d.text for d in load_documents(tmp_path)}
+    assert docs == {
+        "cp1252.html": "Café crème: 5 €",
+        "sjis.html": "日本語の文書",
+        "utf16.html": "Café crème: 5 €",
+    }
+
+
+def test_symlink_loops_are_skipped_with_a_warning(tmp_path: Path) -> None:
+    (tmp_path / "real.md").write_text("real text")
+    (tmp_path / "self.md").symlink_to(tmp_path / "self.md")  # resolves to itself
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "up").symlink_to(tmp_path)  # walking it would never end
+    with pytest.warns(IngestWarning) as record:
+        docs = load_documents(tmp_path)
+    assert [d.id for d in docs] == ["real.md"]
+    messages = [str(w.message) for w in record]
+    assert messages == [
+        f"{tmp_path / 'self.md'}: skipped, a symlink loop (it leads back to itself); remove it",
+        f"{tmp_path / 'sub' / 'up'}: skipped, a symlink to {tmp_path.resolve()}, a folder above "
+        "it; remove it",
+    ]
+
+
+def test_fifos_and_broken_links_are_skipped_with_a_warning_not_waited_on(tmp_path: Path) -> None:
+    if not hasattr(os, "mkfifo"):  # pragma: no cover - Windows
+        pytest.skip("no FIFOs on this platform")
+    (tmp_path / "real.md").write_text("real text")
+    os.mkfifo(tmp_path / "pipe.md")  # opening it would wait for a writer forever
+    os.mkfifo(tmp_path / "pipe")  # not named as a document: no word
+    (tmp_path / "gone.txt").symlink_to(tmp_path / "deleted.txt")
+    with pytest.warns(IngestWarning) as record:
+        docs = load_documents(tmp_path)
+    assert [d.id for d in docs] == ["real.md"]
+    assert [str(w.message) for w in record] == [
+        f"{tmp_path / 'gone.txt'}: skipped, a broken symlink (to "
+        f"{tmp_path.resolve() / 'deleted.txt'}); fix or remove it",
+        f"{tmp_path / 'pipe.md'}: skipped, not a regular file (a FIFO, socket or device), which "
+        "is never read; put the file itself there",
+    ]
+
+
+def test_an_unreadable_file_is_a_dataset_error_naming_it() -> None:
+    with world_readable_folder() as folder:
+        (folder / "open.md").write_text("readable")
+        locked = folder / "locked.md"
+        locked.write_text("no one may read this")
+        error = error_while_unreadable(locked, lambda: load_documents(folder))
+        if error.startswith("skip: "):  # pragma: no cover - a root that may not switch user
+            pytest.skip(error[6:])
+        assert error.startswith(f"DatasetError: {locked}: [Errno 13] Permission denied")
+        assert error.endswith("(or load with on_error='skip')")

@@ -412,7 +412,7 @@ class CaseBuilder:
         raise ConfigError(
             f"dataset {str(ref)!r} is neither a name in "
             f"{cfg.path if cfg.path else 'embedbench.yaml (none found)'} "
-            f"(known: {sorted(cfg.datasets)}) nor an existing path"
+            f"(known: {sorted(cfg.datasets)}) nor an existing path{did_you_mean(ref, cfg.datasets)}"
         )
 
 

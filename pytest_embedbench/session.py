@@ -16,7 +16,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from .baseline import ThresholdSet
+from .baseline.thresholds import ThresholdSet, check_names
 from .cases import (
     MARKER_KEYS,
     Case,
@@ -63,7 +63,7 @@ class EmbedBenchSession:
         self.builder = CaseBuilder(options, rootdir)
         self.project_config = self.builder.project_config
         self.dataset_entry = self.builder.dataset_entry
-        self.check_names = self.builder.check_names
+        self.check_names = lambda: check_names(self.builder, self.collected, self.rootdir)
         #: path -> what an xdist worker read of that embedbench.yaml (see effective_configs)
         self._worker_configs: dict[str, dict[str, Any]] = {}
         self._datasets: dict[str, RetrievalDataset] = {}

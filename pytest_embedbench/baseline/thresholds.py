@@ -24,22 +24,26 @@ from __future__ import annotations
 
 import math
 import operator
+import os
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..config import read_yaml
-from ..exceptions import ConfigError, MetricError
-from ..metrics import parse_metric
+from ..config import ProjectConfig, read_yaml
+from ..exceptions import ConfigError, MetricError, did_you_mean, unknown_hint
+from ..metrics import METRICS, parse_metric
 
 if TYPE_CHECKING:
+    from ..cases import CaseBuilder
     from ..evaluate import RetrievalResult
 
 __all__ = [
     "Threshold",
     "ThresholdSet",
+    "check_named",
+    "check_names",
     "check_thresholds",
     "load_thresholds",
     "parse_rule",
@@ -88,11 +92,17 @@ class Threshold:
 def _check_key(key: str, origin: str) -> str:
     if key.startswith("latency."):
         if key.split(".", 1)[1] not in _LATENCY:
-            raise ConfigError(f"{origin}: unknown latency key {key!r}; use {sorted(_LATENCY)}")
+            raise ConfigError(
+                f"{origin}: unknown latency key {key!r}{did_you_mean(key, _key_names(key)) or '.'} "
+                f"Use {sorted(_LATENCY)}"
+            )
         return key
     if key.startswith("timings."):
         if key.split(".", 1)[1] not in _TIMINGS:
-            raise ConfigError(f"{origin}: unknown timing key {key!r}; use {sorted(_TIMINGS)}")
+            raise ConfigError(
+                f"{origin}: unknown timing key {key!r}{did_you_mean(key, _key_names(key)) or '.'} "
+                f"Use {sorted(_TIMINGS)}"
+            )
         return key
     if key in _PLAIN:
         return key
@@ -101,8 +111,17 @@ def _check_key(key: str, origin: str) -> str:
     except MetricError as exc:
         raise ConfigError(
             f"{origin}: threshold key {key!r} is neither a metric ({exc}) nor one of "
-            f"{sorted(_PLAIN)}, latency.*, timings.*"
+            f"{sorted(_PLAIN)}, latency.*, timings.*{did_you_mean(key, _key_names(key))}"
         ) from None
+
+
+def _key_names(key: str) -> list[str]:
+    """The threshold keys a misspelt ``key`` may have meant: every metric at its cut-off
+    (``ndgc@10`` -> ``ndcg@10``), the plain keys, and the latency and timing keys."""
+    depth = key.rpartition("@")[2]
+    metrics = [f"{name}@{depth if depth.isdigit() else 10}" for name in METRICS]
+    latency = [f"latency.{name}" for name in _LATENCY]
+    return [*metrics, *_PLAIN, *latency, *(f"timings.{name}" for name in _TIMINGS)]
 
 
 def parse_rule(key: str, rule: Any, origin: str) -> Threshold:
@@ -167,7 +186,8 @@ class ThresholdSet:
         unknown = sorted(set(raw) - _SECTIONS)
         if unknown:
             raise ConfigError(
-                f"{origin}: unknown threshold section(s) {unknown}; use {sorted(_SECTIONS)}"
+                f"{origin}: unknown threshold section(s) {unknown}"
+                f"{unknown_hint(unknown, _SECTIONS)}; use {sorted(_SECTIONS)}"
             )
         defaults = _rules(raw.get("defaults") or {}, f"{origin}: defaults")
         models = {
@@ -253,3 +273,107 @@ def check_thresholds(result: RetrievalResult, rules: list[Threshold]) -> list[st
                 f"{rule.key} = {shown} is not {rule.op} {rule.limit:g}  ({rule.origin})"
             )
     return failures
+
+
+def check_names(builder: CaseBuilder, collected: Iterable[str], root: Path) -> None:
+    """Once collection ends, the names the configuration gives against every collected test's
+    (``collected``: their node ids, before ``-k`` deselects): the reference and ``providers``
+    keys (:meth:`.CaseBuilder.check_names`), then :func:`check_named` over each configuration
+    the builder read and the ``--embedbench-thresholds`` file."""
+    builder.check_names()
+    if not builder.model_names:
+        return  # no retrieval test collected: nothing uses the names
+    tests = {nodeid.rpartition("::")[2].partition("[")[0] for nodeid in collected}
+    configs = [c for c in builder._configs.values() if c.path is not None]
+    named = [n for c in configs for key in ("thresholds", "gate") for n in _named(c, key)]
+    if builder.options.thresholds is not None:
+        path = builder.options.thresholds
+        named += _named_in(read_yaml(path, "thresholds file"), f"{path}: ")
+    models = builder.model_names | {m.short_name for c in configs for m in c.models}
+    check_named(named, {"model": models, "test": tests}, root)
+
+
+def check_named(
+    named: Iterable[tuple[str, str, str]], known: Mapping[str, set[str]], root: Path
+) -> None:
+    """Every model and test function that a per-model or per-test key names (``named``: kind
+    ``"model"`` or ``"test"``, the name, the file and key; from ``thresholds: models``,
+    ``thresholds: tests`` and their ``models``, ``gate: models``, ``gate: tests``) must exist,
+    else its settings apply to nothing while the user believes a gate is on: a ConfigError
+    naming the file and key, with a did-you-mean.
+
+    A name exists when it is ``known`` (the models and tests of every collected test, the
+    models a configuration lists) or appears in a Python file under ``root``: a test file not
+    collected this time (``pytest tests/test_a.py``) may use it, and its neighbour's name
+    (``test_manuals_search`` beside ``test_support_search``) is no typo."""
+    source: list[str] = []
+    for kind, name, where in named:
+        if name in known[kind]:
+            continue
+        source = source or [_python_source(root)]
+        if re.search(_USE[kind].format(re.escape(name)), source[0]):
+            continue
+        defined = set(re.findall(_USE["test"].format(r"(test\w*)"), source[0]))
+        hint = did_you_mean(name, known[kind] | (defined if kind == "test" else set()))
+        noun = "model" if kind == "model" else "test function"
+        names = sorted(known[kind])
+        shown = f"{names[:10]}" if len(names) <= 10 else f"{names[:10]} and {len(names) - 10} more"
+        raise ConfigError(
+            f"{where}: {name!r} is no {noun} of this run, nor named in a Python file under "
+            f"{root}, so its settings apply to nothing{hint or '.'} The {noun}s of this run: "
+            f"{shown}"
+        )
+
+
+#: how a Python file uses a model short name (a spec or a name) or defines a test function
+_USE = {"model": r"(?<![\w-]){}(?![\w-])", "test": r"\bdef\s+{}\s*\("}
+
+
+def _named(config: ProjectConfig, key: str) -> list[tuple[str, str, str]]:
+    """:func:`_named_in` of a configuration's ``thresholds`` or ``gate`` section."""
+    return _named_in(getattr(config, key), f"{config.path}: {key}.")
+
+
+def _named_in(raw: Any, prefix: str) -> list[tuple[str, str, str]]:
+    """``(kind, name, where)`` for each model (kind ``"model"``) and test (``"test"``) that a
+    thresholds or gate mapping names, where is the file and key (``...: thresholds.models.x``)."""
+    if not isinstance(raw, Mapping):
+        return []
+    out = [("model", str(m), f"{prefix}models.{m}") for m in _keys(raw.get("models"))]
+    for test, block in _mapping(raw.get("tests")).items():
+        out.append(("test", str(test), f"{prefix}tests.{test}"))
+        sub = block.get("models") if isinstance(block, Mapping) else None
+        out += [("model", str(m), f"{prefix}tests.{test}.models.{m}") for m in _keys(sub)]
+    return out
+
+
+def _mapping(value: Any) -> Mapping[Any, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _keys(value: Any) -> list[Any]:
+    return list(_mapping(value))
+
+
+def _python_source(root: Path) -> str:
+    """The text of the Python files under ``root`` (hidden folders, virtual environments and
+    caches left out; files over 1 MB too): where a name missing from this run's tests may be
+    used by a test file that was not collected. Read only when such a name is met."""
+    texts = []
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = [
+            d
+            for d in dirs
+            if not d.startswith(".")
+            and d not in ("__pycache__", "node_modules", "site-packages")
+            and not os.path.exists(os.path.join(folder, d, "pyvenv.cfg"))
+        ]
+        for name in files:
+            path = os.path.join(folder, name)
+            try:
+                if name.endswith(".py") and os.path.getsize(path) <= 1 << 20:
+                    with open(path, encoding="utf-8", errors="replace") as fh:
+                        texts.append(fh.read())
+            except OSError:  # unreadable, or a link to nothing: it uses no name
+                continue
+    return "\n".join(texts)

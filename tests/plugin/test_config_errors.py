@@ -445,3 +445,110 @@ def test_an_hf_id_that_is_nowhere_fails_fast(project: pytest.Pytester) -> None:
     # not a speed target: a guard against the hub's retry loop (79 s before the fix), with room
     # for a busy machine, where starting pytest and importing torch alone can take 20 s
     assert elapsed < 60, f"took {elapsed:.1f} s"
+
+
+# -- names a per-model or per-test key gives must exist (issue 28 item 5) -------------------
+
+
+@pytest.mark.parametrize(
+    ("section", "message"),
+    [
+        (
+            "thresholds: {models: {bm52: {ndcg@10: '>= 0.1'}}}",
+            "*embedbench.yaml: thresholds.models.bm52: 'bm52' is no model of this run, nor named"
+            " in a Python file under *, so its settings apply to nothing; did you mean 'bm25'?"
+            " The models of this run: [[]'bm25', 'h'[]]",
+        ),
+        (
+            "thresholds: {tests: {test_search: {models: {H: {recall@10: '>= 0.1'}}}}}",
+            "*embedbench.yaml: thresholds.tests.test_search.models.H: 'H' is no model of this *"
+            "; did you mean 'h' (names are case-sensitive)?*",
+        ),
+        (
+            "thresholds: {tests: {test_serch: {recall@10: '>= 0.1'}}}",
+            "*embedbench.yaml: thresholds.tests.test_serch: 'test_serch' is no test function of"
+            " this run, nor *; did you mean 'test_search'? The test functions of this run: *",
+        ),
+        (
+            "gate: {models: {bm52: {tolerance: 0.02}}}",
+            "*embedbench.yaml: gate.models.bm52: 'bm52' is no model of this run*bm25*",
+        ),
+        (
+            "gate: {tests: {nothing_like_it: {tolerance: 0.02}}}",
+            "*embedbench.yaml: gate.tests.nothing_like_it: 'nothing_like_it' is no test function"
+            " of this run, nor named in a Python file under *, so its settings apply to nothing."
+            " The test functions of this run: [[]'test_search'[]]",
+        ),
+    ],
+    ids=["threshold-model", "threshold-test-model", "threshold-test", "gate-model", "gate-test"],
+)
+def test_a_key_naming_no_model_or_test_is_a_usage_error(
+    project: pytest.Pytester, section: str, message: str
+) -> None:
+    """Issue 28 item 5: ``thresholds: {models: {bm52: ...}}`` exited 0 and bm52 appeared
+    nowhere: the user believed a gate was on. ``-k`` deselects after collection, so the
+    models and tests it leaves out still exist."""
+    _config(project, f"models: [hashing:h, bm25]\n{section}\n")
+    project.makepyfile(test_basic=BASIC)
+    _usage_error(project.runpytest("-k", "bm25"), message)
+
+
+def test_a_name_of_a_test_file_not_collected_is_no_error(project: pytest.Pytester) -> None:
+    """A per-test or per-model key may serve a test file this run did not collect
+    (``pytest test_basic.py``): its neighbour's name is no typo, and a model of its marker is
+    not in the configuration's ``models``."""
+    _config(
+        project,
+        "models: [hashing:h, bm25]\n"
+        "thresholds:\n"
+        "  models: {other: {ndcg@10: '>= 0'}}\n"
+        "  tests: {test_searching: {recall@10: '>= 0', models: {other: {ndcg@10: '>= 0'}}}}\n"
+        "gate: {tests: {test_searching: {tolerance: 0.02}}}\n",
+    )
+    project.makepyfile(
+        test_basic=BASIC,
+        test_more=BASIC.replace('"tiny")', '"tiny", models=[ModelSpec("bm25", name="other")])')
+        .replace("import pytest", "import pytest\nfrom pytest_embedbench import ModelSpec")
+        .replace("test_search", "test_searching"),
+    )
+    project.runpytest("test_basic.py", "-W", "error").assert_outcomes(passed=2)
+    project.runpytest("-W", "error").assert_outcomes(passed=3)
+
+
+@pytest.mark.parametrize(
+    ("text", "marker", "message"),
+    [
+        (
+            "thresholds: {defaults: {ndgc@10: '>= 0.5'}}\n",
+            "",
+            "*thresholds: defaults.ndgc@10: threshold key 'ndgc@10' is neither a metric *"
+            "; did you mean 'ndcg@10'?",
+        ),
+        (
+            "thresholds: {model: {bm25: {ndcg@10: '>= 0.5'}}}\n",
+            "",
+            "*thresholds: unknown threshold section(s) [[]'model'[]] (did you mean 'models'?)*",
+        ),
+        (
+            "thresholds: {defaults: {latency.p59_ms: '<= 100'}}\n",
+            "",
+            "*unknown latency key 'latency.p59_ms'; did you mean 'latency.p99_ms'? Use [[]*",
+        ),
+        (
+            "  support: {path: data/tiny}\n",
+            "suport",
+            "*dataset 'suport' is neither a name in *; did you mean 'support'?",
+        ),
+    ],
+    ids=["metric", "section", "latency", "dataset"],
+)
+def test_a_misspelt_threshold_key_or_dataset_says_did_you_mean(
+    project: pytest.Pytester, text: str, marker: str, message: str
+) -> None:
+    """Issue 28 item 5: threshold metric keys (``ndgc@10``) and dataset names listed the valid
+    values without the did-you-mean the README promises."""
+    _config(project, text + "models: [bm25]\n")  # text first: it may add a dataset
+    project.makepyfile(test_basic=BASIC.replace('"tiny"', repr(marker or "tiny")))
+    result = project.runpytest()
+    assert result.ret == pytest.ExitCode.INTERRUPTED, result.stdout.str()  # a collection error
+    result.stdout.fnmatch_lines([message])

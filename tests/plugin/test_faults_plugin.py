@@ -330,8 +330,10 @@ def test_a_failed_write_does_not_hide_failing_tests(
     project: pytest.Pytester, tmp_path: Path, mount_point: Any
 ) -> None:
     project.makepyfile(test_fail="def test_fails():\n    assert False\n")
+    write_models_test(project, "test_one.py", "one", 1)  # a benchmark test: a report to write
     folder = read_only_folder(tmp_path, mount_point)
     result = project.runpytest("--embedbench-json", str(folder / "r.json"))
+    result.assert_outcomes(passed=1, failed=1)
     assert result.ret == pytest.ExitCode.TESTS_FAILED  # the worse status stands
     result.stdout.fnmatch_lines(["*the JSON report * was NOT written*"])
 

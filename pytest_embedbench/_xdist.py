@@ -30,6 +30,11 @@ module's scheduler (installed through xdist's ``pytest_xdist_make_scheduler`` ho
   groups stay queued and nothing is ever sent to it (pytest-xdist issue 1327). This scheduler
   tops a worker up until it holds two tests, or shuts it down when the queue is empty.
 
+Under ``--dist load`` (the user's choice) xdist's own LoadScheduling runs, but it has the race
+the second point's scheduler mends (a worker that dies after reporting a test, before the
+controller sends it more, ends the run with an INTERNALERROR and leaves the rest unrun):
+:func:`crash_safe_load` mends that alone.
+
 A worker on another machine (``--tx ssh=...``) writes its file there: the scheduler then warns
 and distributes test by test, as xdist does.
 """
@@ -56,6 +61,7 @@ __all__ = [
     "GROUPS_DIR_KEY",
     "XDistHooks",
     "configure_worker",
+    "crash_safe_load",
     "crash_safe_loadgroup",
     "item_groups",
     "read_groups",
@@ -138,7 +144,10 @@ class XDistHooks:
             self.session.merge_configs(sent.get("configs") or [])
 
     def pytest_xdist_make_scheduler(self, config: pytest.Config, log: Any) -> Any:
-        if config.getvalue("dist") != "loadgroup":
+        dist = config.getvalue("dist")
+        if dist == "load":  # asked for by the user (the plugin picks loadgroup)
+            return crash_safe_load(config, log)
+        if dist != "loadgroup":
             return None
         return crash_safe_loadgroup(config, log, self.groups_dir)
 
@@ -227,3 +236,27 @@ def crash_safe_loadgroup(config: Any, log: Any, groups_dir: Path | None = None) 
             return crashitem
 
     return CrashSafeLoadGroupScheduling(config, log)
+
+
+def crash_safe_load(config: Any, log: Any) -> Any:
+    """xdist's LoadScheduling (``--dist load``), except that sending tests to a worker that has
+    just died is not an INTERNALERROR.
+
+    The controller tops a worker up when it reports a test complete. A worker that dies right
+    after that report (in its next test, or killed while it waits) has a closed channel by
+    the time the report is taken, and xdist's send raises ``OSError`` out of the test loop:
+    the run ends there, the remaining tests unrun. The tests are in the worker's pending list
+    before the send, so dropping the error loses nothing: xdist's report of the death, queued
+    behind this one, blames the first of them (the one that was running) and queues the rest
+    again for the other workers or a replacement.
+    """
+    from xdist.scheduler import LoadScheduling
+
+    class CrashSafeLoadScheduling(LoadScheduling):
+        def _send_tests(self, node: Any, num: int) -> None:
+            try:
+                super()._send_tests(node, num)
+            except OSError:
+                pass  # the worker is gone: remove_node re-queues what it was given
+
+    return CrashSafeLoadScheduling(config, log)

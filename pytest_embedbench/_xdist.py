@@ -30,10 +30,10 @@ module's scheduler (installed through xdist's ``pytest_xdist_make_scheduler`` ho
   groups stay queued and nothing is ever sent to it (pytest-xdist issue 1327). This scheduler
   tops a worker up until it holds two tests, or shuts it down when the queue is empty.
 
-Under ``--dist load`` (the user's choice) xdist's own LoadScheduling runs, but it has the race
-the second point's scheduler mends (a worker that dies after reporting a test, before the
-controller sends it more, ends the run with an INTERNALERROR and leaves the rest unrun):
-:func:`crash_safe_load` mends that alone.
+Under ``--dist load`` (the user's choice) xdist's own LoadScheduling runs. It has a race this
+module's scheduler also outlives (``_NeverLeftWaiting._assign_work_unit``): a worker that dies
+after reporting a test, before the controller sends it more, ended the run with an INTERNALERROR
+and left the rest unrun. :func:`crash_safe_load` mends that alone.
 
 A worker on another machine (``--tx ssh=...``) writes its file there: the scheduler then warns
 and distributes test by test, as xdist does.

@@ -170,7 +170,8 @@ def cutoff_rows(
     records: Iterable[TestRecord | Mapping[str, Any]],
 ) -> dict[str, list[dict[str, Any]]]:
     """Per dataset, the cut-offs measured by tests that read ``retrieval.cutoffs`` (one row per
-    model and level: strict, balanced, loose, conformal), once per model."""
+    model and level: strict, balanced, loose, conformal), once per model. Each row also
+    carries its model's ``meaningful``, ``reason`` and ``notes``."""
     out: dict[str, dict[str, list[dict[str, Any]]]] = {}
     for record in sorted((as_record(r) for r in records), key=lambda r: r.nodeid):
         found = (record.result or {}).get("cutoffs")
@@ -180,8 +181,13 @@ def cutoff_rows(
         if record.model in per_model:
             continue
         levels = [*(found.get("levels") or {}).values(), found.get("conformal") or {}]
+        shared = {
+            "meaningful": found.get("meaningful", True),
+            "reason": found.get("reason") or "",
+            "notes": list(found.get("notes") or []),
+        }
         per_model[record.model] = [
-            {"model": record.model, **level} for level in levels if level.get("name")
+            {"model": record.model, **level, **shared} for level in levels if level.get("name")
         ]
     return {
         dataset: [row for model in sorted(models) for row in models[model]]
@@ -193,23 +199,89 @@ def _pct(value: Any) -> str:
     return "-" if value is None else f"{100 * float(value):.2f}%"
 
 
+def _interval(value: Any, low: Any, high: Any) -> str:
+    """``1.20% (0.80-1.50%)``; the bare share when the row has no interval (older JSON)."""
+    if value is None:
+        return "-"
+    if low is None or high is None:
+        return _pct(value)
+    return f"{_pct(value)} ({100 * float(low):.2f}-{_pct(high)})"
+
+
+def _outside(value: Any, low: Any, high: Any) -> bool:
+    return None not in (value, low, high) and not float(low) <= float(value) <= float(high)
+
+
+def _cutoff_cells(r: Mapping[str, Any]) -> list[str]:
+    conformal = r["name"] == "conformal"
+    if conformal:
+        aim = f"{_pct(r['target'])} of queries keep theirs"
+    elif r.get("expected_random_low") is not None:
+        aim = _interval(r["target"], r["expected_random_low"], r.get("expected_random_high"))
+    else:
+        aim = _pct(r["target"])
+    lets = _interval(r.get("lets_random"), r.get("lets_random_low"), r.get("lets_random_high"))
+    if not conformal and _outside(
+        r.get("lets_random"), r.get("expected_random_low"), r.get("expected_random_high")
+    ):
+        lets += " !"
+    kept_q = _interval(
+        r.get("keeps_queries"), r.get("keeps_queries_low"), r.get("keeps_queries_high")
+    )
+    if conformal and r.get("keeps_queries_high") is not None:
+        kept_q += " !" if float(r["keeps_queries_high"]) < float(r["target"]) else ""
+    return [
+        r["model"],
+        r["name"],
+        # None: -inf (too few queries to exclude any) or not measured
+        "none" if r.get("threshold") is None else f"{r['threshold']:.4f}",
+        aim,
+        _interval(
+            r.get("keeps_relevant"), r.get("keeps_relevant_low"), r.get("keeps_relevant_high")
+        ),
+        lets,
+        kept_q,
+    ]
+
+
 def render_cutoffs(rows_by_dataset: Mapping[str, Sequence[Mapping[str, Any]]]) -> list[str]:
-    """A table per dataset: each level's score cut-off and what it did on the held-out half."""
+    """A table per dataset: each level's score cut-off, its aim and what it did on the held-out
+    half, with 95% intervals clustered by query; then each model's conformal guarantee, and
+    for a model whose scores are not comparable across queries, why it has no cut-off."""
     lines: list[str] = []
     for dataset, rows in rows_by_dataset.items():
-        table = [
-            [
-                r["model"],
-                r["name"],
-                # None: -inf (too few relevant scores to exclude any) or not measured
-                "none" if r.get("threshold") is None else f"{r['threshold']:.4f}",
-                f"keeps >= {_pct(r['target'])}" if r["name"] == "conformal" else _pct(r["target"]),
-                _pct(r.get("keeps_relevant")),
-                _pct(r.get("lets_random")),
-            ]
-            for r in rows
+        shown = [r for r in rows if r.get("meaningful", True)]
+        table = [_cutoff_cells(r) for r in shown]
+        headers = [
+            "model",
+            "level",
+            "cut-off",
+            "aim (expected)",
+            "keeps relevant",
+            "lets random",
+            "queries kept whole",
         ]
-        headers = ["model", "level", "cut-off", "aim (random)", "keeps relevant", "lets random"]
         title = f"cut-offs on {dataset!r} (calibrated on half the queries, shown on the other)"
-        lines.extend(_table(title, headers, table, "simple"))
+        if table:
+            lines.extend(_table(title, headers, table, "simple")[:-1])
+            lines.append(
+                "held-out rates with 95% intervals clustered by query; aim (expected): where "
+                "the held-out rate should fall if the aim carries over; ! it did not"
+            )
+        else:
+            lines.append(title)
+        for r in rows:
+            if r["name"] != "conformal":
+                continue
+            if not r.get("meaningful", True):
+                lines.append(f"{r['model']}: no global cut-off: {r.get('reason') or ''}")
+                continue
+            if r.get("guarantee"):
+                lines.append(f"{r['model']} conformal: {r['guarantee']}")
+            lines.extend(
+                f"{r['model']}: {note}"
+                for note in r.get("notes") or []
+                if note != r.get("guarantee", "").removeprefix("None: ")
+            )
+        lines.append("")
     return lines

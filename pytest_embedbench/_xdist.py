@@ -50,9 +50,9 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from ._io import atomic_write_json
 from .exceptions import EmbedBenchWarning
 from .measure import share_cores
-from .report.json_report import atomic_write_json
 
 if TYPE_CHECKING:
     from .session import EmbedBenchSession

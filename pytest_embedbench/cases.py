@@ -12,7 +12,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from ._io import read_yaml
 from .baseline import GateConfig, GateSettings, Threshold, ThresholdSet, load_thresholds
+from .baseline.thresholds import check_named, named_in
 from .config import (
     DatasetEntry,
     Options,
@@ -300,11 +302,34 @@ class CaseBuilder:
             f" or the marker's k=), or gate a metric at one of {list(k)}"
         )
 
-    def check_names(self) -> None:
-        """Once collection ends: the reference and every ``providers`` key must name a model
-        of the run (or, for ``providers``, a provider). A near miss (``bm52``, a different
-        case) is a ConfigError naming the file and key; a providers key near nothing only
-        warns, since it may serve tests that were not collected this time."""
+    def check_names(self, collected: Iterable[str], root: Path) -> None:
+        """Once collection ends, the names the configuration gives against every collected
+        test's (``collected``: their node ids, before ``-k`` deselects): the reference and
+        ``providers`` keys (:meth:`_check_providers`), then
+        :func:`~pytest_embedbench.baseline.thresholds.check_named` over each configuration read
+        and the ``--embedbench-thresholds`` file."""
+        self._check_providers()
+        if not self.model_names:
+            return  # no retrieval test collected: nothing uses the names
+        tests = {nodeid.rpartition("::")[2].partition("[")[0] for nodeid in collected}
+        configs = [c for c in self._configs.values() if c.path is not None]
+        named = [
+            n
+            for c in configs
+            for key in ("thresholds", "gate")
+            for n in named_in(getattr(c, key), f"{c.path}: {key}.")
+        ]
+        if self.options.thresholds is not None:
+            path = self.options.thresholds
+            named += named_in(read_yaml(path, "thresholds file", ConfigError), f"{path}: ")
+        models = self.model_names | {m.short_name for c in configs for m in c.models}
+        check_named(named, {"model": models, "test": tests}, root)
+
+    def _check_providers(self) -> None:
+        """The reference and every ``providers`` key must name a model of the run (or, for
+        ``providers``, a provider). A near miss (``bm52``, a different case) is a ConfigError
+        naming the file and key; a providers key near nothing only warns, since it may serve
+        tests that were not collected this time."""
         import warnings
 
         from .providers import PROVIDERS, provider_class

@@ -198,7 +198,7 @@ def _clashing_output(args: argparse.Namespace) -> str | None:
 
 
 def _write(path: Path, text: str) -> list[Path]:
-    from .report.json_report import atomic_write_text
+    from ._io import atomic_write_text
 
     atomic_write_text(path, text)
     return [path]

@@ -51,8 +51,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from ._io import read_yaml
 from .chunking import ChunkingSettings
 from .datasets import DOCUMENT_SUFFIXES
 from .exceptions import ConfigError, MetricError, UnknownProviderError, did_you_mean, unknown_hint
@@ -148,21 +147,9 @@ def _fail(path: Path, where: str, message: str) -> ConfigError:
     return ConfigError(f"{path}: {where}: {message}")
 
 
-def read_yaml(path: Path, what: str) -> Any:
-    """A YAML file's content; a missing file or bad YAML names the file (and line)."""
-    try:
-        return yaml.safe_load(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: {what} not found") from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = f" line {mark.line + 1}" if mark is not None else ""
-        raise ConfigError(f"{path}{line}: not valid YAML ({exc})") from None
-
-
 def load_config(path: Path) -> ProjectConfig:
     """Parse and check an ``embedbench.yaml``."""
-    raw = read_yaml(path, "config file")
+    raw = read_yaml(path, "config file", ConfigError)
     if raw is None:
         return ProjectConfig(path=path)
     if not isinstance(raw, Mapping):

@@ -7,7 +7,7 @@ are relative to; the session keeps one and hands it the records. Usable without 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from .baseline import DEFAULT_BASELINE, BaselineFile, check_thresholds, entry_from_record, gate
@@ -15,7 +15,9 @@ from .cases import Case
 from .config import Options
 from .datasets import RetrievalDataset
 from .evaluate import RetrievalResult
+from .exceptions import EmbedBenchError
 from .records import TestRecord
+from .report.artifacts import write_failure
 
 __all__ = ["Gatekeeper"]
 
@@ -88,6 +90,41 @@ class Gatekeeper:
         else:
             counts = "not written, no test of this run recorded a result"
         return [f"baseline {self.baseline.path}: {counts} (mode {mode!r})", *done.notes]
+
+    def finish(
+        self, records: Mapping[str, TestRecord], missing: Sequence[str]
+    ) -> tuple[list[str], list[str]]:
+        """The end of a run: write the baseline when asked (:meth:`write`); the notes for the
+        summary and the failure lines (a file that could not be written, results of
+        ``missing`` tests, whose xdist worker died, absent from an update)."""
+        failures: list[str] = []
+        notes: list[str] = []
+        if self.baseline.problem and self.options.update_baseline is None:
+            notes.append(self.baseline.problem)
+        try:
+            notes.extend(self.write(records))
+        except (OSError, EmbedBenchError) as exc:
+            failures.append(
+                write_failure(
+                    "baseline",
+                    self.baseline.path,
+                    exc,
+                    "choose another file with --embedbench-baseline=PATH and re-run the update",
+                )
+            )
+        if missing:
+            line = (
+                f"embedbench: {len(missing)} result{'s were' if len(missing) != 1 else ' was'} "
+                "not recorded (the xdist worker running "
+                f"{'them' if len(missing) != 1 else 'it'} died before sending it): "
+                + ", ".join(missing[:10])
+                + (" ..." if len(missing) > 10 else "")
+            )
+            if self.options.update_baseline is not None:
+                failures.append(f"{line}; they are not in the baseline. Re-run the update for them")
+            else:
+                notes.append(line)
+        return notes, failures
 
     def key(self, nodeid: str) -> str:
         """The baseline entry key of a node id: its file relative to :attr:`project_dir`, so

@@ -13,6 +13,7 @@ options from :func:`option_specs` and builds :class:`Options` with :meth:`Option
 
 from __future__ import annotations
 
+import argparse
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -23,7 +24,6 @@ from .optionspec import (
     PRIORITIES,
     OptionSpec,
     option,
-    parse_columns,
     parse_int,
     parse_models_option,
     parse_non_negative_float,
@@ -53,6 +53,26 @@ __all__ = [
 ]
 
 _Lookup = Callable[[str], Any]
+
+
+def parse_columns(value: str) -> tuple[str, ...]:
+    """``--embedbench-columns nDCG@10,p95_ms,dimension``: the terminal table's columns, in
+    order (names as ``embedbench report --columns-help`` lists them; case-insensitive)."""
+    from .report.columns import column_names, resolve_column
+
+    names = tuple(part.strip() for part in value.split(",") if part.strip())
+    if not names:
+        raise argparse.ArgumentTypeError(
+            f"--embedbench-columns {value!r}: give comma-separated column names, e.g. "
+            "'ndcg@10,p95_ms,dimension'"
+        )
+    for name in names:
+        if resolve_column(name) is None:
+            raise argparse.ArgumentTypeError(
+                f"unknown column {name!r}: use a metric such as 'ndcg@10' or one of "
+                f"{column_names()}"
+            ) from None
+    return names
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,6 @@ __all__ = [
     "PRIORITIES",
     "OptionSpec",
     "option",
-    "parse_columns",
     "parse_int",
     "parse_models_option",
     "parse_non_negative_float",
@@ -50,26 +49,6 @@ def parse_models_option(value: str) -> tuple[str, ...]:
             f"--embedbench-models {value!r}: give comma-separated model specs, e.g. 'bm25,hf:MODEL'"
         )
     return specs
-
-
-def parse_columns(value: str) -> tuple[str, ...]:
-    """``--embedbench-columns nDCG@10,p95_ms,dimension``: the terminal table's columns, in
-    order (names as ``embedbench report --columns-help`` lists them; case-insensitive)."""
-    from .report.terminal import column_names, resolve_column
-
-    names = tuple(part.strip() for part in value.split(",") if part.strip())
-    if not names:
-        raise argparse.ArgumentTypeError(
-            f"--embedbench-columns {value!r}: give comma-separated column names, e.g. "
-            "'ndcg@10,p95_ms,dimension'"
-        )
-    for name in names:
-        if resolve_column(name) is None:
-            raise argparse.ArgumentTypeError(
-                f"unknown column {name!r}: use a metric such as 'ndcg@10' or one of "
-                f"{column_names()}"
-            ) from None
-    return names
 
 
 def parse_positive_int(value: str) -> int:

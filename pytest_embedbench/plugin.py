@@ -15,6 +15,7 @@ import pytest
 
 from . import hookspec
 from ._exit import skip_final_collection
+from ._io import finite
 from ._xdist import XDistHooks, configure_worker
 from .assertrepr import explain_comparison
 from .config import find_config
@@ -28,11 +29,10 @@ from .records import Status
 from .report.artifacts import (
     EXIT_ARTIFACT_FAILED,
     nothing_ran,
-    update_baseline,
     write_json,
     write_reports,
 )
-from .report.json_report import build_report, finite, machine_info, summary_sections
+from .report.json_report import build_report, machine_info, summary_sections
 from .report.summary import Summary, build_summary
 from .report.terminal import ProgressLines, ProgressPrinter, render_summary
 from .search import Searcher
@@ -428,7 +428,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         # would replace the last good one, and the baseline has nothing to take
         state.summary = build_summary(state, nothing_ran(options))
         return
-    notes, failures = update_baseline(state)
+    notes, failures = state.gatekeeper.finish(state.records, state.not_recorded())
     state.summary = build_summary(state, notes)  # computed once; the reports only read it
     wanted = (options.json_path, options.html_path, options.csv_dir, options.md_path)
     if any(path is not None for path in wanted):

@@ -14,15 +14,40 @@ import hashlib
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .redaction import redact
 
 if TYPE_CHECKING:
-    from .cases import Case
     from .datasets import RetrievalDataset
     from .evaluate import RetrievalResult
     from .providers import ModelSpec
+
+
+class _Named(Protocol):
+    @property
+    def name(self) -> str: ...
+
+
+class _Workload(Protocol):
+    def to_dict(self) -> dict[str, Any]: ...
+
+
+class CaseLike(Protocol):
+    """What a record takes from a test's case (:class:`~pytest_embedbench.cases.Case` is one):
+    declared here, so this engine module needs nothing of the pytest layer."""
+
+    @property
+    def model(self) -> ModelSpec: ...
+    @property
+    def dataset(self) -> _Named: ...
+    @property
+    def k(self) -> tuple[int, ...]: ...
+    @property
+    def reference(self) -> str | None: ...
+    @property
+    def workload(self) -> _Workload | None: ...
+
 
 __all__ = [
     "FIELDS",
@@ -115,7 +140,7 @@ class TestRecord:
         cls,
         nodeid: str,
         test: str,
-        case: Case,
+        case: CaseLike,
         result: RetrievalResult | None,
         error: BaseException | None,
         dataset_parts: dict[str, Any] | None,

@@ -16,7 +16,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from .baseline.thresholds import ThresholdSet, check_names
+from .baseline.thresholds import ThresholdSet
 from .cases import (
     MARKER_KEYS,
     Case,
@@ -63,7 +63,7 @@ class EmbedBenchSession:
         self.builder = CaseBuilder(options, rootdir)
         self.project_config = self.builder.project_config
         self.dataset_entry = self.builder.dataset_entry
-        self.check_names = lambda: check_names(self.builder, self.collected, self.rootdir)
+        self.check_names = lambda: self.builder.check_names(self.collected, self.rootdir)
         #: path -> what an xdist worker read of that embedbench.yaml (see effective_configs)
         self._worker_configs: dict[str, dict[str, Any]] = {}
         self._datasets: dict[str, RetrievalDataset] = {}
@@ -329,10 +329,6 @@ class EmbedBenchSession:
         for record in records:
             found = as_record(record)
             self.records[found.nodeid] = found
-
-    def write_baseline(self) -> list[str]:
-        """In update mode, store the entries of this run's tests (see :class:`.Gatekeeper`)."""
-        return self.gatekeeper.write(self.records)
 
     def baseline_key(self, nodeid: str) -> str:
         """The baseline entry key of a node id (see :meth:`.Gatekeeper.key`)."""

@@ -223,7 +223,7 @@ class BaselineFile:
     def write(self) -> None:
         """Write atomically, keys sorted, floats at fixed precision (damaged entries that
         were not replaced are kept as they were)."""
-        from ..report.json_report import atomic_write_json
+        from .._io import atomic_write_json
 
         entries: dict[str, Any] = {**self._raw_damaged, **self.entries}
         atomic_write_json(

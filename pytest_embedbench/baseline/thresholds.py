@@ -31,19 +31,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..config import ProjectConfig, read_yaml
+from .._io import read_yaml
 from ..exceptions import ConfigError, MetricError, did_you_mean, unknown_hint
 from ..metrics import METRICS, parse_metric
 
 if TYPE_CHECKING:
-    from ..cases import CaseBuilder
     from ..evaluate import RetrievalResult
 
 __all__ = [
     "Threshold",
     "ThresholdSet",
     "check_named",
-    "check_names",
+    "named_in",
     "check_thresholds",
     "load_thresholds",
     "parse_rule",
@@ -231,7 +230,7 @@ class ThresholdSet:
 
 def load_thresholds(path: Path) -> ThresholdSet:
     """Read a thresholds YAML file."""
-    raw = read_yaml(path, "thresholds file")
+    raw = read_yaml(path, "thresholds file", ConfigError)
     if raw is None:
         return ThresholdSet.empty()
     if not isinstance(raw, Mapping):
@@ -275,24 +274,6 @@ def check_thresholds(result: RetrievalResult, rules: list[Threshold]) -> list[st
     return failures
 
 
-def check_names(builder: CaseBuilder, collected: Iterable[str], root: Path) -> None:
-    """Once collection ends, the names the configuration gives against every collected test's
-    (``collected``: their node ids, before ``-k`` deselects): the reference and ``providers``
-    keys (:meth:`.CaseBuilder.check_names`), then :func:`check_named` over each configuration
-    the builder read and the ``--embedbench-thresholds`` file."""
-    builder.check_names()
-    if not builder.model_names:
-        return  # no retrieval test collected: nothing uses the names
-    tests = {nodeid.rpartition("::")[2].partition("[")[0] for nodeid in collected}
-    configs = [c for c in builder._configs.values() if c.path is not None]
-    named = [n for c in configs for key in ("thresholds", "gate") for n in _named(c, key)]
-    if builder.options.thresholds is not None:
-        path = builder.options.thresholds
-        named += _named_in(read_yaml(path, "thresholds file"), f"{path}: ")
-    models = builder.model_names | {m.short_name for c in configs for m in c.models}
-    check_named(named, {"model": models, "test": tests}, root)
-
-
 def check_named(
     named: Iterable[tuple[str, str, str]], known: Mapping[str, set[str]], root: Path
 ) -> None:
@@ -329,12 +310,7 @@ def check_named(
 _USE = {"model": r"(?<![\w-]){}(?![\w-])", "test": r"\bdef\s+{}\s*\("}
 
 
-def _named(config: ProjectConfig, key: str) -> list[tuple[str, str, str]]:
-    """:func:`_named_in` of a configuration's ``thresholds`` or ``gate`` section."""
-    return _named_in(getattr(config, key), f"{config.path}: {key}.")
-
-
-def _named_in(raw: Any, prefix: str) -> list[tuple[str, str, str]]:
+def named_in(raw: Any, prefix: str) -> list[tuple[str, str, str]]:
     """``(kind, name, where)`` for each model (kind ``"model"``) and test (``"test"``) that a
     thresholds or gate mapping names, where is the file and key (``...: thresholds.models.x``)."""
     if not isinstance(raw, Mapping):

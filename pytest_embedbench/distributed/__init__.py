@@ -58,12 +58,12 @@ embed nothing and are left alone.
 
 Modules: :mod:`.settings` (RaySettings, RayEmbedReport, connect, hosted_reason), :mod:`.engine`
 (the ``_Embedder`` actor, embed_documents, embed_dataset, prefill_hook) and :mod:`.cli`
-(``embedbench embed``); import the names below from here.
+(``embedbench embed``, on the outputs floor with the rest of the command line, so this package
+does not import it); import the names below from here.
 """
 
 from __future__ import annotations
 
-from .cli import add_parser, run
 from .engine import RayPrefill, embed_dataset, embed_documents, prefill_hook
 from .settings import (
     RAY_INSTALL,
@@ -82,7 +82,6 @@ __all__ = [
     "RayEmbedReport",
     "RayPrefill",
     "RaySettings",
-    "add_parser",
     "address_unreachable",
     "connect",
     "embed_dataset",
@@ -90,5 +89,4 @@ __all__ = [
     "hosted_reason",
     "prefill_hook",
     "require_ray",
-    "run",
 ]

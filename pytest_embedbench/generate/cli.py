@@ -337,11 +337,11 @@ def _as_flags(message: str) -> str:
 
 
 def _generate_for_dataset(args: argparse.Namespace, progress: _GenerationProgress) -> int:
-    from ..config import read_yaml
+    from .._io import read_yaml
     from ..exceptions import ConfigError, EmbedBenchError
 
     config = Path(args.config)
-    raw = read_yaml(config, "config file")
+    raw = read_yaml(config, "config file", ConfigError)
     datasets = raw.get("datasets") if isinstance(raw, dict) else None
     if not args.dataset or not isinstance(datasets, dict) or args.dataset not in datasets:
         known = sorted(datasets) if isinstance(datasets, dict) else []

@@ -12,17 +12,14 @@ import errno
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..exceptions import EmbedBenchError
-from .json_report import atomic_write_json, atomic_write_text
+from .._io import atomic_write_json, atomic_write_text
 
 if TYPE_CHECKING:
     from ..options import Options
-    from ..session import EmbedBenchSession
 
 __all__ = [
     "EXIT_ARTIFACT_FAILED",
     "nothing_ran",
-    "update_baseline",
     "write_failure",
     "write_json",
     "write_reports",
@@ -71,39 +68,6 @@ def nothing_ran(options: Options) -> list[str]:
         f"embedbench: no benchmark test ran; the {what} {'was' if len(asked) == 1 else 'were'} "
         "not written, existing files left as they were"
     ]
-
-
-def update_baseline(state: EmbedBenchSession) -> tuple[list[str], list[str]]:
-    """Write the baseline when asked; the notes for the summary and the failure lines."""
-    failures: list[str] = []
-    notes: list[str] = []
-    if state.baseline.problem and state.options.update_baseline is None:
-        notes.append(state.baseline.problem)
-    try:
-        notes.extend(state.write_baseline())
-    except (OSError, EmbedBenchError) as exc:
-        failures.append(
-            write_failure(
-                "baseline",
-                state.baseline.path,
-                exc,
-                "choose another file with --embedbench-baseline=PATH and re-run the update",
-            )
-        )
-    missing = state.not_recorded()
-    if missing:
-        line = (
-            f"embedbench: {len(missing)} result{'s were' if len(missing) != 1 else ' was'} not "
-            "recorded (the xdist worker running "
-            f"{'them' if len(missing) != 1 else 'it'} died before sending it): "
-            + ", ".join(missing[:10])
-            + (" ..." if len(missing) > 10 else "")
-        )
-        if state.options.update_baseline is not None:
-            failures.append(f"{line}; they are not in the baseline. Re-run the update for them")
-        else:
-            notes.append(line)
-    return notes, failures
 
 
 def write_json(path: Path, report: Any) -> str | None:

@@ -11,14 +11,37 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, Any, Protocol, TypedDict
 
 from ..records import Status, TestRecord, as_record
 from .recommend import recommend
 from .stress import cutoff_rows, stress_points
 
 if TYPE_CHECKING:
-    from ..session import EmbedBenchSession
+    from pathlib import Path
+
+    from ..baseline import BaselineFile
+    from ..options import Options
+
+
+class RunState(Protocol):
+    """What a summary reads of a run: the session of the pytest layer is one
+    (:class:`~pytest_embedbench.session.EmbedBenchSession`), declared here so the outputs need
+    nothing above them."""
+
+    @property
+    def options(self) -> Options: ...
+    @property
+    def records(self) -> Mapping[str, TestRecord]: ...
+    @property
+    def collected(self) -> set[str]: ...
+    @property
+    def project_dir(self) -> Path: ...
+    @property
+    def baseline(self) -> BaselineFile: ...
+    def baseline_key(self, nodeid: str) -> str: ...
+    def not_recorded(self) -> list[str]: ...
+
 
 __all__ = [
     "ModelRow",
@@ -75,7 +98,7 @@ class Summary:
         return self.baseline_notices + self.busy_notes + self.notes
 
 
-def build_summary(session: EmbedBenchSession, notes: Sequence[str] = ()) -> Summary:
+def build_summary(session: RunState, notes: Sequence[str] = ()) -> Summary:
     """The summary of ``session``'s records (after the baseline was written, if asked)."""
     records = sorted(session.records.values(), key=lambda r: r.nodeid)
     rows = model_rows(records)
@@ -235,7 +258,7 @@ def recommendations(rows: Mapping[str, Sequence[ModelRow]]) -> dict[str, Any]:
 
 
 def baseline_notices(
-    session: EmbedBenchSession, records: Sequence[TestRecord], orphans: Sequence[str]
+    session: RunState, records: Sequence[TestRecord], orphans: Sequence[str]
 ) -> list[str]:
     """What the user should know about the baseline, ending with what to do next."""
     outcomes = [(r.nodeid, r.baseline or {}) for r in records if r.result is not None]
@@ -277,7 +300,7 @@ def _missing_line(count: int, path: Any) -> str:
     )
 
 
-def orphaned_entries(session: EmbedBenchSession) -> list[str]:
+def orphaned_entries(session: RunState) -> list[str]:
     """Baseline entries whose test function is gone: its file is missing, or the file was
     collected without that function.
 

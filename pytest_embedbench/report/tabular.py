@@ -12,14 +12,13 @@ a figure touches one place. Usage::
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .._io import atomic_write_text
 from ..redaction import _secret_env_values, redact
-from .json_report import atomic_write_text
+from .columns import FIGURES, Figure, path_value
 
 if TYPE_CHECKING:
     from .summary import ModelRow
@@ -38,73 +37,6 @@ __all__ = [
 ]
 
 _FAMILY_ORDER = ("ndcg", "recall", "mrr", "precision", "hit", "map")
-
-
-def _path(result: Mapping[str, Any] | None, *path: str) -> Any:
-    value: Any = result
-    for part in path:
-        if not isinstance(value, Mapping) or part not in value:
-            return None
-        value = value[part]
-    return value
-
-
-def _number(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    return float(value)
-
-
-@dataclass(frozen=True)
-class Figure:
-    """One summary figure of a result: its CSV key, its header, how to read it and which way
-    is better (None: neither; no best is marked)."""
-
-    key: str
-    header: str
-    path: tuple[str, ...]
-    fmt: str
-    higher_is_better: bool | None = None
-    scale: float = 1.0
-
-    def get(self, result: Mapping[str, Any] | None) -> float | None:
-        value = _number(_path(result, *self.path))
-        return None if value is None else value * self.scale
-
-    def text(self, value: float | None) -> str:
-        if value is None or math.isnan(value):
-            return "n/a" if self.key == "vram_peak_mb" else "-"
-        return self.fmt.format(value) if math.isfinite(value) else "inf"
-
-
-#: every summary figure besides the metrics, in table order
-FIGURES: tuple[Figure, ...] = (
-    Figure("p50_ms", "p50 ms", ("latency", "p50_ms"), "{:.1f}", False),
-    Figure("p90_ms", "p90 ms", ("latency", "p90_ms"), "{:.1f}", False),
-    Figure("p95_ms", "p95 ms", ("latency", "p95_ms"), "{:.1f}", False),
-    Figure("p99_ms", "p99 ms", ("latency", "p99_ms"), "{:.1f}", False),
-    Figure("cold_query_ms", "cold query ms", ("cold_query_ms",), "{:.1f}", False),
-    Figure("queries_per_s", "queries/s", ("latency", "qps"), "{:.1f}", True),
-    Figure("documents_per_s", "docs/s", ("documents_per_s",), "{:.0f}", True),
-    Figure("tokens_per_s", "tokens/s", ("resources", "tokens_per_s"), "{:.0f}", True),
-    Figure("model_load_s", "load s", ("resources", "model_load_s"), "{:.2f}", False),
-    Figure("document_embedding_s", "embed s", ("timings", "document_embedding_s"), "{:.2f}", False),
-    Figure("index_build_s", "index s", ("timings", "index_build_s"), "{:.3f}", False),
-    Figure("cold_batch_ms", "cold batch ms", ("resources", "cold_batch_ms"), "{:.1f}", False),
-    Figure(
-        "warm_batch_p50_ms", "warm batch ms", ("resources", "warm_batch_p50_ms"), "{:.1f}", False
-    ),
-    Figure("dimension", "dim", ("resources", "dimension"), "{:.0f}"),
-    Figure("index_mb", "index MB", ("resources", "index_bytes"), "{:.3f}", False, 1 / 1024**2),
-    Figure("bytes_per_document", "bytes/doc", ("resources", "bytes_per_document"), "{:.0f}", False),
-    Figure("added_rss_mb", "+RSS MB", ("added_rss_mb",), "{:.0f}", False),
-    Figure("peak_rss_mb", "RSS peak MB", ("peak_rss_mb",), "{:.0f}", False),
-    Figure("vram_peak_mb", "VRAM MB", ("resources", "vram_peak_mb"), "{:.0f}", False),
-    Figure("tokens_documents", "doc tokens", ("tokens", "documents"), "{:.0f}"),
-    Figure("tokens_queries", "query tokens", ("tokens", "queries"), "{:.0f}"),
-    Figure("cost_usd", "cost $", ("cost", "usd"), "{:.6f}", False),
-    Figure("cache_hit_rate", "cache hits", ("cache", "hit_rate"), "{:.0%}"),
-)
 
 
 def metric_names(results: Sequence[Mapping[str, Any] | None]) -> list[str]:
@@ -156,19 +88,19 @@ def result_rows(report: Mapping[str, Any]) -> list[dict[str, Any]]:
             "model": test.get("model"),
             "spec": test.get("spec"),
             "status": test.get("status"),
-            "queries": _path(result, "queries"),
-            "documents": _path(result, "documents"),
+            "queries": path_value(result, "queries"),
+            "documents": path_value(result, "documents"),
         }
         for name in metrics:
-            entry = _path(result, "metrics", name) or {}
+            entry = path_value(result, "metrics", name) or {}
             row[name] = entry.get("value")
             row[f"{name}_low"] = entry.get("low")
             row[f"{name}_high"] = entry.get("high")
         for figure in FIGURES:
             row[figure.key] = figure.get(result)
-        row["vram_source"] = _path(result, "resources", "vram_source")
-        row["tokens_estimated"] = _path(result, "tokens", "estimated")
-        row["baseline_status"] = _path(test, "baseline", "status")
+        row["vram_source"] = path_value(result, "resources", "vram_source")
+        row["tokens_estimated"] = path_value(result, "tokens", "estimated")
+        row["baseline_status"] = path_value(test, "baseline", "status")
         row["error"] = test.get("error")
         rows.append(row)
     return rows
@@ -185,7 +117,7 @@ def query_rows(report: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
         if not result:
             continue
         per_query = result.get("per_query") or {}
-        latency = _path(result, "latency", "per_query_ms")
+        latency = path_value(result, "latency", "per_query_ms")
         qids = sorted(next(iter(per_query.values()), {}))
         by_id = latency if isinstance(latency, Mapping) else {}
         if isinstance(latency, list) and len(latency) == len(qids):
@@ -331,7 +263,7 @@ def _md_models(
     for row in rows:
         cells = [row["model"]]
         for name in metrics:
-            entry = _path(row["result"], "metrics", name)
+            entry = path_value(row["result"], "metrics", name)
             cells.append(
                 f"{entry['value']:.4f} [{entry['low']:.3f}, {entry['high']:.3f}]" if entry else "-"
             )

@@ -19,6 +19,7 @@ import pytest
 from tabulate import tabulate
 
 from ..records import TestRecord
+from .columns import Column, column_names, default_columns, latency_keys, resolve_column
 from .stress import render_cutoffs, render_stress
 from .summary import ModelRow, Summary, busy_notes, latency_basis, model_rows
 
@@ -32,93 +33,6 @@ __all__ = [
     "render_tables",
     "resolve_column",
 ]
-
-
-def _metric(result: Mapping[str, Any] | None, name: str) -> float | None:
-    if result is None:
-        return None
-    entry = result["metrics"].get(name)
-    return None if entry is None else float(entry["value"])
-
-
-def _get(result: Mapping[str, Any] | None, *path: str) -> float | None:
-    value: Any = result
-    for part in path:
-        if not isinstance(value, Mapping) or part not in value:
-            return None
-        value = value[part]
-    return None if value is None else float(value)
-
-
-@dataclass(frozen=True)
-class Column:
-    key: str
-    header: str
-    get: Callable[[Mapping[str, Any] | None], float | None]
-    fmt: str
-    higher_is_better: bool
-    quiet: bool  # shown under -q
-    ranked: bool = True  # whether a best value is marked
-
-
-_COLUMNS: list[Column] = [
-    Column("ndcg@10", "nDCG@10", lambda r: _metric(r, "ndcg@10"), "{:.4f}", True, True),
-    Column("mrr@10", "MRR@10", lambda r: _metric(r, "mrr@10"), "{:.4f}", True, False),
-    Column("recall@10", "R@10", lambda r: _metric(r, "recall@10"), "{:.4f}", True, False),
-    Column("recall@100", "R@100", lambda r: _metric(r, "recall@100"), "{:.4f}", True, True),
-    Column("p50_ms", "p50 ms", lambda r: _get(r, "latency", "p50_ms"), "{:.1f}", False, False),
-    Column("p95_ms", "p95 ms", lambda r: _get(r, "latency", "p95_ms"), "{:.1f}", False, True),
-    Column(
-        "documents_per_s", "docs/s", lambda r: _get(r, "documents_per_s"), "{:.0f}", True, False
-    ),
-    # what the model added to the process (its load included), not the process's peak
-    Column("added_rss_mb", "+RSS MB", lambda r: _get(r, "added_rss_mb"), "{:.0f}", False, False),
-]
-
-
-def _latency_keys() -> frozenset[str]:
-    """The keys of the columns whose figures come from the timed queries: the figures read
-    from a result's ``latency`` block."""
-    from .tabular import FIGURES
-
-    return frozenset(f.key for f in FIGURES if f.path[0] == "latency")
-
-
-def _figure_columns() -> dict[str, Column]:
-    """Every figure of the CSV (report/tabular.py) as a column ``--embedbench-columns`` can
-    choose; the default table keeps :data:`_COLUMNS`."""
-    from .tabular import FIGURES
-
-    out = {}
-    for f in FIGURES:
-        # a figure without a direction (dimension, tokens) is never marked best
-        better = f.higher_is_better
-        out[f.key] = Column(f.key, f.header, f.get, f.fmt, bool(better), True, better is not None)
-    return out
-
-
-def column_names() -> list[str]:
-    """The named columns ``--embedbench-columns`` accepts besides any metric (``ndcg@10``)."""
-    return sorted({c.key for c in _COLUMNS} | set(_figure_columns()))
-
-
-def resolve_column(name: str) -> Column | None:
-    """The column called ``name``: a default column, a figure, or any metric ``family@k``."""
-    key = name.strip().lower()
-    for column in _COLUMNS:
-        if column.key == key or column.header.lower() == key:
-            return column
-    figures = _figure_columns()
-    if key in figures:
-        return figures[key]
-    from ..exceptions import MetricError
-    from ..metrics import parse_metric
-
-    try:
-        metric = str(parse_metric(key))
-    except MetricError:
-        return None
-    return Column(metric, metric, lambda r: _metric(r, metric), "{:.4f}", True, True)
 
 
 @dataclass
@@ -223,10 +137,10 @@ def _render(
     if chosen:  # the user's choice, in their order, -q or not
         shown, hidden = chosen, []
     else:
-        shown = [c for c in _COLUMNS if c.quiet or not quiet]
-        hidden = [c.header for c in _COLUMNS if c not in shown]
+        shown = [c for c in default_columns() if c.quiet or not quiet]
+        hidden = [c.header for c in default_columns() if c not in shown]
     legend = _Legend()
-    latency = _latency_keys()
+    latency = latency_keys()
     lines: list[str] = []
     for dataset, rows in rows_by_dataset.items():
         versus = comparisons.get(dataset) or {}

@@ -484,7 +484,7 @@ def test_stale_temp_files_of_interrupted_writes_are_removed(tmp_path: Path) -> N
     import sys
     import time
 
-    from pytest_embedbench.report.json_report import _HOST, atomic_write_json
+    from pytest_embedbench._io import _HOST, atomic_write_json
 
     gone = subprocess.run(
         [sys.executable, "-c", "import os; print(os.getpid())"],

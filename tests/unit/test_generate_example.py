@@ -19,8 +19,9 @@ from typing import Any
 
 import pytest
 
-from pytest_embedbench.config import read_yaml
+from pytest_embedbench._io import read_yaml
 from pytest_embedbench.datasets import load_dataset
+from pytest_embedbench.exceptions import ConfigError
 from pytest_embedbench.generate import (
     dataset_generation,
     evalset_fingerprint,
@@ -85,7 +86,7 @@ def scripted_answer(body: Any) -> str:
 
 def regenerate(tmp_path: Path) -> tuple[str, dict[str, Any]]:
     config = EXAMPLE / "embedbench.yaml"
-    raw = read_yaml(config, "config file")
+    raw = read_yaml(config, "config file", ConfigError)
     settings, docs = dataset_generation(
         raw["datasets"][NAME], name=NAME, where=f"{config}: datasets.{NAME}", base=EXAMPLE
     )

@@ -8,8 +8,9 @@ import math
 from pathlib import Path
 from typing import Any
 
+from pytest_embedbench._io import atomic_write_json
 from pytest_embedbench.records import Status, TestRecord
-from pytest_embedbench.report.json_report import atomic_write_json, build_report, summary_sections
+from pytest_embedbench.report.json_report import build_report, summary_sections
 from pytest_embedbench.report.summary import Summary, model_rows
 from pytest_embedbench.report.tabular import csv_cell, result_columns, write_csv
 from pytest_embedbench.report.terminal import render_summary, render_tables

@@ -30,12 +30,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .datasets import Document, RetrievalDataset
+from .datasets import RetrievalDataset
+from .datasets.core import format_problems
 from .exceptions import ConfigError, DatasetError
 from .providers.retriever import Retriever
+from .types import Document
 
 if TYPE_CHECKING:
-    from .chunking import Chunk
+    from .types import Chunk
 
 __all__ = [
     "PooledRetriever",
@@ -113,9 +115,7 @@ def check_judged_chunks(ds: RetrievalDataset, chunks: Iterable[Chunk]) -> None:
                 "more text, lower min_chunk_chars, or drop it from this line"
             )
     if problems:
-        from .datasets.core import _format_problems
-
-        raise DatasetError(_format_problems(ds.name, problems))
+        raise DatasetError(format_problems(ds.name, problems))
 
 
 def first_depth(k: int, n_chunks: int, n_documents: int) -> int:

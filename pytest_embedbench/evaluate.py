@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .cache import CacheStats, EmbeddingCache
-from .datasets import Query, RetrievalDataset, load_dataset
+from .datasets import RetrievalDataset, load_dataset
 from .docscore import (
     PooledRetriever,
     PooledRun,
@@ -54,9 +54,10 @@ from .metrics import DEFAULT_K, parse_cutoffs
 from .providers import BuildStats, ModelSpec, Provider, Retriever, create_provider
 from .result import RetrievalResult
 from .stats import DEFAULT_RESAMPLES
+from .types import Query
 
 if TYPE_CHECKING:
-    from .chunking import Chunk
+    from .types import Chunk
 
 __all__ = ["DEFAULT_K", "Evaluator", "RetrievalResult", "evaluate"]
 

@@ -1,7 +1,7 @@
 """Reading a folder of user documents: :func:`load_documents` (issue 12).
 
 ``.txt``/``.md``/``.markdown``, ``.pdf`` (pypdf), ``.docx`` (python-docx) and ``.html``/``.htm``
-(beautifulsoup4) become :class:`~pytest_embedbench.datasets.core.Document` objects whose id is the
+(beautifulsoup4) become :class:`~pytest_embedbench.types.Document` objects whose id is the
 path relative to the folder with ``/`` separators and whose ``metadata`` has ``format`` and, for
 PDFs, ``pages``: a list of ``{"start": int, "end": int, "label": str}`` character spans.
 
@@ -45,9 +45,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from .datasets.core import Document
 from .docformats import READERS, Skip, Unreadable
 from .exceptions import ConfigError, DatasetError, EmbedBenchWarning
+from .types import Document
 
 __all__ = [
     "SUPPORTED_EXTENSIONS",

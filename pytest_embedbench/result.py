@@ -27,8 +27,9 @@ from .providers import ModelSpec, Provider
 from .stats import Estimate, bootstrap, paired_bootstrap
 
 if TYPE_CHECKING:
-    from .chunking import Chunk, ChunkingSettings
+    from .chunking import ChunkingSettings
     from .docscore import PooledRun
+    from .types import Chunk
 
 __all__ = ["RETRIEVED_KEPT", "RetrievalResult"]
 

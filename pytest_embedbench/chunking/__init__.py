@@ -2,7 +2,8 @@
 
 Contract (the rest of the engine relies on it):
 
-- every :class:`Chunk` satisfies ``document.text[chunk.start:chunk.end] == chunk.text``;
+- every :class:`Chunk` (defined in :mod:`pytest_embedbench.types`, re-exported here)
+  satisfies ``document.text[chunk.start:chunk.end] == chunk.text``;
 - chunk ids are ``f"{doc_id}#{n}"`` with ``n`` counting from 0 within the document, in order;
 - a token-sized chunk never exceeds ``size`` tokens in the tokenizer that counted it;
 - the same documents and settings give the same chunks (no randomness).
@@ -44,10 +45,9 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Any
 
-from ..datasets.core import Document
+from ..types import Chunk, Document
 from .settings import ChunkingSettings, Strategy, Unit, _check_values
 from .spans import _document_spans, _drop_short, _fits
 from .tokens import _counter, load_tokenizer
@@ -59,18 +59,6 @@ __all__ = [
     "chunk_documents_with",
     "load_tokenizer",
 ]
-
-
-@dataclass(frozen=True)
-class Chunk:
-    """One chunk of a document: ``text == document.text[start:end]``."""
-
-    doc_id: str
-    id: str
-    text: str
-    start: int
-    end: int
-    page: str | None = None  # the printed label of the PDF page the chunk starts on
 
 
 def _page_labels(document: Document) -> tuple[list[int], list[str]] | None:

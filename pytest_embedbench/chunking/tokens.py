@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from ..exceptions import ConfigError, MissingExtraError
+from ..weights import PACKAGED_WEIGHTS, packaged_folder
 
 
 class _Counter:
@@ -82,12 +83,10 @@ def _word_exact(tokenizer: Any) -> bool:
 
 
 def _packaged_tokenizer(name: str) -> Path | None:
-    from ..providers.hf import PACKAGED_WEIGHTS, _packaged_folder
-
     key = name.lower().removeprefix("hf:")
     if key not in PACKAGED_WEIGHTS:
         return None
-    found = _packaged_folder(key)
+    found = packaged_folder(key)
     if found is None:
         raise ConfigError(
             f"tokenizer {name!r}: its tokenizer ships in the {PACKAGED_WEIGHTS[key][1]} "

@@ -1,5 +1,6 @@
-"""The core objects: :class:`Document`, :class:`Query`, :class:`EvalSet` and
-:class:`RetrievalDataset` (validated when built; every problem names its origin)."""
+"""The core objects: :class:`EvalSet` and :class:`RetrievalDataset` (validated when built;
+every problem names its origin), over the :class:`Document` and :class:`Query` of
+:mod:`pytest_embedbench.types` (re-exported here)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import copy
 import hashlib
 import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
@@ -15,43 +16,22 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..exceptions import DatasetError
+from ..types import Document, Query
 
 if TYPE_CHECKING:
-    from ..chunking import ChunkingSettings
+    from ..chunking.settings import ChunkingSettings
 
-__all__ = ["Document", "EvalSet", "Query", "RetrievalDataset", "chunking_identity"]
+__all__ = [
+    "Document",
+    "EvalSet",
+    "Query",
+    "RetrievalDataset",
+    "chunking_identity",
+    "format_problems",
+]
 
 #: At most this many problems are listed in one DatasetError; the count of the rest follows.
 _MAX_LISTED = 20
-
-
-@dataclass(frozen=True)
-class Document:
-    """One document of a corpus.
-
-    ``origin`` says where it was read ("corpus.jsonl line 3") and is not part of its identity.
-    """
-
-    id: str
-    text: str
-    title: str = ""
-    metadata: Mapping[str, Any] = field(default_factory=dict, compare=False)
-    origin: str | None = field(default=None, compare=False)
-
-    @property
-    def embed_text(self) -> str:
-        """The text a retriever sees: title, a space, then text, stripped (as BEIR and MTEB)."""
-        return f"{self.title} {self.text}".strip()
-
-
-@dataclass(frozen=True)
-class Query:
-    """One query. ``metadata`` is kept for reports and never shown to a retriever."""
-
-    id: str
-    text: str
-    metadata: Mapping[str, Any] = field(default_factory=dict, compare=False)
-    origin: str | None = field(default=None, compare=False)
 
 
 Qrels = Mapping[str, Mapping[str, int]]
@@ -150,7 +130,7 @@ class RetrievalDataset:
                         "use 0 for judged non-relevant"
                     )
         if problems:
-            raise DatasetError(_format_problems(self.name, problems))
+            raise DatasetError(format_problems(self.name, problems))
 
     def _origin_of(self, qid: str, did: str, fallback: str) -> str:
         return self._qrels_origins.get((qid, did), fallback)
@@ -380,7 +360,9 @@ def _feed(h: Any, *parts: str) -> None:
         h.update(data)
 
 
-def _format_problems(name: str, problems: list[str]) -> str:
+def format_problems(name: str, problems: list[str]) -> str:
+    """One :class:`~pytest_embedbench.exceptions.DatasetError` message for ``problems`` of
+    dataset ``name``: a count, then at most :data:`_MAX_LISTED` of them, then how many more."""
     shown = problems[:_MAX_LISTED]
     more = len(problems) - len(shown)
     lines = [f"dataset {name!r} has {len(problems)} problem(s):"] + [f"  {p}" for p in shown]

@@ -19,9 +19,10 @@ from .settings import Progress, RayEmbedReport, RaySettings, connect, hosted_rea
 
 if TYPE_CHECKING:
     from ..cache import EmbeddingCache
-    from ..datasets import Document, RetrievalDataset
+    from ..datasets import RetrievalDataset
     from ..providers import ModelSpec, Provider
     from ..providers.base import EmbeddingProvider
+    from ..types import Document
 
 __all__ = ["RayPrefill", "embed_dataset", "embed_documents", "prefill_hook", "worker_misfit"]
 

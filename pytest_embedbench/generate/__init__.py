@@ -41,9 +41,9 @@ with ``score_cutoff`` compares one question with all accepted ones without a Pyt
 of thousands of questions stays quick. It is a small, maintained, MIT-licensed wheel.
 
 The package is split by job: :mod:`.settings` (GenerationSettings, the errors,
-``dataset_generation``), :mod:`.prompts` (what is asked, how the answer is parsed),
-:mod:`.chat` (the Ollama and OpenAI-compatible clients, retries), :mod:`.sampling` (which chunks),
-:mod:`.filters` (REJECT_REASONS and their checks), :mod:`.report` (GenerationReport),
+``dataset_generation``, PROMPT_VERSION), :mod:`.prompts` (what is asked, how the answer is
+parsed), :mod:`.chat` (the Ollama and OpenAI-compatible clients, retries), :mod:`.sampling`
+(which chunks), :mod:`.filters` (the checks), :mod:`.report` (GenerationReport, REJECT_REASONS),
 :mod:`.evalset` (writing, fingerprint, sidecar, staleness) and :mod:`.run` (the orchestration).
 """
 
@@ -55,15 +55,20 @@ from .evalset import evalset_fingerprint, write_evalset
 from .evalset import evalset_text as evalset_text
 from .evalset import sidecar_path as sidecar_path
 from .evalset import write_sidecar as write_sidecar
-from .filters import REJECT_REASONS
-from .prompts import PROMPT_VERSION, QUESTIONS_SCHEMA
+from .prompts import QUESTIONS_SCHEMA
 from .prompts import parse_questions as parse_questions
 from .report import CHUNK_FAILURES as CHUNK_FAILURES
-from .report import GenerationReport, GenerationResult
+from .report import REJECT_REASONS, GenerationReport, GenerationResult
 from .run import Progress as Progress
 from .run import ensure_generated_evalset, generate_evalset
 from .sampling import sample_chunks as sample_chunks
-from .settings import GenerationError, GenerationSettings, StaleEvalsetError, dataset_generation
+from .settings import (
+    PROMPT_VERSION,
+    GenerationError,
+    GenerationSettings,
+    StaleEvalsetError,
+    dataset_generation,
+)
 
 # the `X as X` imports: names outside __all__ that the single module had (tests import them)
 __all__ = [

@@ -1,4 +1,4 @@
-"""The filters a returned question passes (:data:`REJECT_REASONS`, in that order):
+"""The filters a returned question passes (:data:`~.report.REJECT_REASONS`, in that order):
 heuristics on its words, the answerability and round-trip judge, near-duplicates.
 
 Why ``rapidfuzz`` for the near-duplicate filter: see the package docstring.
@@ -14,22 +14,8 @@ from typing import TYPE_CHECKING, Any
 from .settings import GenerationError, GenerationSettings
 
 if TYPE_CHECKING:
-    from ..chunking import Chunk
+    from ..types import Chunk
     from .report import GenerationReport
-
-#: why a returned question is not kept, in the order the filters run
-REJECT_REASONS: dict[str, str] = {
-    "extra": "more questions than questions_per_chunk asked for",
-    "no_question_mark": "does not end with '?'",
-    "too_short": "fewer words than min_question_words",
-    "too_long": "more words than max_question_words",
-    "refers_to_source": "mentions 'this passage', 'the document', 'the text', 'the author'...",
-    "generic": "a generic request ('summarize...', 'what is this about')",
-    "no_content_words": "no word beyond question and stop words",
-    "unanswerable": "similarity to its source chunk below min_similarity (judge model)",
-    "round_trip": "its source document is not in the judge model's top round_trip_k",
-    "duplicate": "near-duplicate of an accepted question (dedupe_threshold)",
-}
 
 _WORDS = re.compile(r"[^\W_]+(?:['’][^\W_]+)*")
 

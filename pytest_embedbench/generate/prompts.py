@@ -7,12 +7,14 @@ import json
 import re
 from typing import TYPE_CHECKING, Any
 
+from .settings import PROMPT_VERSION as PROMPT_VERSION
+
 if TYPE_CHECKING:
-    from ..chunking import Chunk
+    from ..types import Chunk
     from .settings import GenerationSettings
 
-#: bumped whenever the prompt's words change: a set records the version that wrote it
-PROMPT_VERSION = "1"
+# PROMPT_VERSION (defined in settings.py, which puts it in a generated set's fingerprint) is
+# bumped whenever the words of the prompts below change
 DEFAULT_OLLAMA_HOST = "http://127.0.0.1:11434"
 
 #: the JSON schema the model is held to (Ollama ``format``, OpenAI ``response_format``)

@@ -7,8 +7,21 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from .filters import REJECT_REASONS
-from .prompts import PROMPT_VERSION
+from .settings import PROMPT_VERSION
+
+#: why a returned question is not kept, in the order the checks of :mod:`.filters` run
+REJECT_REASONS: dict[str, str] = {
+    "extra": "more questions than questions_per_chunk asked for",
+    "no_question_mark": "does not end with '?'",
+    "too_short": "fewer words than min_question_words",
+    "too_long": "more words than max_question_words",
+    "refers_to_source": "mentions 'this passage', 'the document', 'the text', 'the author'...",
+    "generic": "a generic request ('summarize...', 'what is this about')",
+    "no_content_words": "no word beyond question and stop words",
+    "unanswerable": "similarity to its source chunk below min_similarity (judge model)",
+    "round_trip": "its source document is not in the judge model's top round_trip_k",
+    "duplicate": "near-duplicate of an accepted question (dedupe_threshold)",
+}
 
 #: why a chunk gave no questions at all (after its attempts and retries)
 CHUNK_FAILURES: dict[str, str] = {

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ..chunking import chunk_documents_with
-from ..datasets.core import Document
+from ..types import Document
 from .chat import _backend, _Generator
 from .evalset import _check_fresh, evalset_fingerprint, evalset_rows, write_evalset, write_sidecar
 from .filters import _Deduper, _filter, _Judge

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ..chunking import Chunk
+    from ..types import Chunk
     from .settings import GenerationSettings
 
 

@@ -13,7 +13,10 @@ from typing import Any
 
 from ..chunking import ChunkingSettings
 from ..exceptions import ConfigError, EmbedBenchError, did_you_mean
-from .prompts import PROMPT_VERSION
+
+#: bumped whenever the words of the prompts (:mod:`.prompts`) change: a set records the version
+#: that wrote it, and the version is part of a generated set's fingerprint (:meth:`identity`)
+PROMPT_VERSION = "1"
 
 #: prefixes of embedding providers, which write no questions (an Ollama tag looks the same)
 _NOT_CHAT_PROVIDERS = frozenset({"hf", "cohere", "voyage", "bedrock", "bm25", "hybrid"})

@@ -35,19 +35,20 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
 from ..exceptions import ConfigError, MissingExtraError, MissingKeyError, ProviderError
-from .retriever import BuildStats, Retriever
+from .dense import build_dense
+from .retriever import BuildStats, Kind, Retriever
 from .retry import RetryDecision, RetryPolicy, default_retry_decision, status_of
 from .spec import fingerprint, number_options
 from .vectors import as_matrix, check_finite, l2_normalised
 
 if TYPE_CHECKING:
     from ..cache import EmbeddingCache
-    from ..datasets import Document
+    from ..types import Document
 
 __all__ = [
     "EmbeddingProvider",
@@ -57,7 +58,6 @@ __all__ = [
     "require_extra",
 ]
 
-Kind = Literal["query", "document"]
 _TOKEN = re.compile(r"\w+|[^\w\s]")
 
 
@@ -482,8 +482,6 @@ class EmbeddingProvider(Provider):
         progress: Callable[[int, int], None] | None = None,
     ) -> Retriever:
         """Embed ``documents`` (through ``cache``) and index them exactly (see dense.py)."""
-        from .dense import build_dense
-
         return build_dense(self, documents, cache=cache, stats=stats, progress=progress)
 
 

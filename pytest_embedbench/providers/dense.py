@@ -7,7 +7,9 @@ single-query :meth:`DenseRetriever.search`, what the evaluator times for latency
 the cache: latency always measures the provider.
 
 :meth:`EmbeddingProvider.build <pytest_embedbench.providers.EmbeddingProvider.build>` calls
-:func:`build_dense`; a provider with its own index would override ``build`` instead::
+:func:`build_dense`; a provider with its own index would override ``build`` instead. What this
+module needs of a provider is the :class:`Embedder` protocol (every ``EmbeddingProvider`` is
+one), so it does not import the provider base that calls it::
 
     retriever = build_dense(provider, documents, cache=cache, stats=stats)
     ids, scores = retriever.search("how do I reset my password", 10)
@@ -17,21 +19,21 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
 from ..exceptions import ProviderError
-from .retriever import BuildStats, Retriever
+from .retriever import BuildStats, Kind, Retriever
 
 if TYPE_CHECKING:
     from ..cache import EmbeddingCache
-    from ..datasets import Document
-    from .base import EmbeddingProvider, Kind
+    from ..types import Document
 
 __all__ = [
     "QUERY_NAMESPACE_SUFFIX",
     "DenseRetriever",
+    "Embedder",
     "build_dense",
     "cache_keys",
     "document_keys",
@@ -46,12 +48,39 @@ Progress = Callable[[int, int], None]
 QUERY_NAMESPACE_SUFFIX = "/query"
 
 
+class Embedder(Protocol):
+    """What the dense path uses of an embedding provider: every
+    :class:`~pytest_embedbench.providers.EmbeddingProvider` is one."""
+
+    #: the provider's options (``index_backend`` is read here)
+    options: dict[str, Any]
+    #: what the provider reports about itself (``index_backend`` is written here)
+    info: dict[str, Any]
+    #: the vector dimension, None until known (a cached row can tell it before a load does)
+    dimension: int | None
+    #: whether vectors are L2-normalised (a cached row is checked for it)
+    normalize: bool
+
+    def ensure_loaded(self) -> None: ...
+
+    def namespace_key(self) -> str: ...
+
+    def prepare(self, text: str, kind: Kind) -> str: ...
+
+    def embed(
+        self,
+        texts: Sequence[str],
+        *,
+        kind: Kind,
+        progress: Progress | None = None,
+        on_batch: Callable[[list[int], np.ndarray], None] | None = None,
+    ) -> np.ndarray: ...
+
+
 class DenseRetriever(Retriever):
     """An embedding provider's exact index: embeds each query, then searches."""
 
-    def __init__(
-        self, provider: EmbeddingProvider, index: Any, cache: EmbeddingCache | None = None
-    ) -> None:
+    def __init__(self, provider: Embedder, index: Any, cache: EmbeddingCache | None = None) -> None:
         self.provider = provider
         self.index = index
         self.ids = index.ids
@@ -102,7 +131,7 @@ class DenseRetriever(Retriever):
 
 
 def build_dense(
-    provider: EmbeddingProvider,
+    provider: Embedder,
     documents: Sequence[Document],
     *,
     cache: EmbeddingCache | None = None,
@@ -135,9 +164,7 @@ def build_dense(
     return DenseRetriever(provider, index, cache)
 
 
-def cache_keys(
-    provider: EmbeddingProvider, texts: Sequence[str], kind: Kind
-) -> tuple[str, list[bytes]]:
+def cache_keys(provider: Embedder, texts: Sequence[str], kind: Kind) -> tuple[str, list[bytes]]:
     """The cache namespace of ``provider`` (loaded: its dimension and revision count) for
     ``kind``, and the key of each text as the model is sent it (its prefix, then the text).
     Query vectors live in the namespace suffixed :data:`QUERY_NAMESPACE_SUFFIX`."""
@@ -149,7 +176,7 @@ def cache_keys(
     return namespace, [text_key(provider.prepare(t, kind)) for t in texts]
 
 
-def document_keys(provider: EmbeddingProvider, texts: Sequence[str]) -> tuple[str, list[bytes]]:
+def document_keys(provider: Embedder, texts: Sequence[str]) -> tuple[str, list[bytes]]:
     """:func:`cache_keys` of documents: the one rule for document keys, which
     :func:`embed_cached` and the Ray path (:mod:`pytest_embedbench.distributed`) both read and
     write through."""
@@ -157,7 +184,7 @@ def document_keys(provider: EmbeddingProvider, texts: Sequence[str]) -> tuple[st
 
 
 def embed_cached(
-    provider: EmbeddingProvider,
+    provider: Embedder,
     texts: list[str],
     cache: EmbeddingCache | None,
     *,

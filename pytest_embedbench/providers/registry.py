@@ -1,6 +1,11 @@
 """The provider registry: provider name -> class, filled by the built-in modules and by
 installed packages' entry points.
 
+The registry knows the built-in families by module name (:data:`_BUILTIN_MODULES`), not by
+import, the way it knows third-party providers by entry point: each family module imports this
+one to register its classes, and this one imports them only by name, the first time a provider
+is looked up. So no import runs from the registry back up to the families.
+
 Usage::
 
     @register_provider
@@ -17,6 +22,7 @@ group (``name = "package.module:ProviderClass"``); the group is scanned when a n
 
 from __future__ import annotations
 
+import importlib
 from importlib import metadata
 
 from ..exceptions import ConfigError, ProviderError, UnknownProviderError, did_you_mean
@@ -36,6 +42,19 @@ ENTRY_POINT_GROUP = "pytest_embedbench.providers"
 #: provider name -> class; filled by the built-in modules and entry points
 PROVIDERS: dict[str, type[Provider]] = {}
 
+#: the built-in provider modules of this package, one per family; each registers its classes
+#: when imported (their SDKs load lazily, so importing them all is cheap)
+_BUILTIN_MODULES: tuple[str, ...] = (
+    "bedrock",
+    "cohere",
+    "hf",
+    "lexical",
+    "ollama",
+    "openai",
+    "voyage",
+)
+_builtins_loaded = False
+
 
 def register_provider(cls: type[Provider]) -> type[Provider]:
     """Register a provider class under ``cls.name`` (usable as a decorator)."""
@@ -43,6 +62,16 @@ def register_provider(cls: type[Provider]) -> type[Provider]:
         raise ConfigError(f"provider class {cls.__name__} needs a 'name' without ':'")
     PROVIDERS[cls.name] = cls
     return cls
+
+
+def _load_builtins() -> None:
+    """Import the built-in provider modules once, so they register."""
+    global _builtins_loaded
+    if _builtins_loaded:
+        return
+    for module in _BUILTIN_MODULES:
+        importlib.import_module(f".{module}", __package__)
+    _builtins_loaded = True
 
 
 def load_entry_points() -> None:
@@ -64,8 +93,7 @@ def load_entry_points() -> None:
 def provider_class(name: str) -> type[Provider]:
     """The class registered as ``name``; an unknown name lists the known ones and the
     nearest match."""
-    from . import _builtin  # noqa: F401  (registers the built-in providers)
-
+    _load_builtins()
     if name not in PROVIDERS:
         load_entry_points()
     try:

@@ -13,9 +13,12 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
-__all__ = ["BuildStats", "Retriever"]
+__all__ = ["BuildStats", "Kind", "Retriever"]
+
+#: which side of a search a text is on: a provider may prefix or embed the two differently
+Kind = Literal["query", "document"]
 
 
 class Retriever(ABC):

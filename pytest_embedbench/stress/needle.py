@@ -31,8 +31,9 @@ from typing import Any
 
 import numpy as np
 
-from ..datasets import Document, Query, RetrievalDataset
+from ..datasets import RetrievalDataset
 from ..exceptions import ConfigError
+from ..types import Document, Query
 
 __all__ = ["DEFAULT_HAYSTACKS", "NeedlePoint", "needle_dataset", "parse_length"]
 

@@ -30,8 +30,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..datasets import Query, RetrievalDataset
+from ..datasets import RetrievalDataset
 from ..exceptions import ConfigError, StressUnavailableError
+from ..types import Query
 
 __all__ = [
     "NOISE",

@@ -1,16 +1,26 @@
 """What an ``embedbench`` marker asks for: its :class:`Case` objects, read at collection.
 
-:class:`CaseBuilder` reads the project configuration (``embedbench.yaml``), resolves a marker's
-dataset, models, thresholds and gate settings, and checks every name before any model loads,
-so a typo is a collection error that names the file and key.
+All of collection happens here. :class:`MarkerArgs` checks a marker's keywords once (an unknown
+one is an error with a did-you-mean); :class:`CaseBuilder` reads the project configuration
+(``embedbench.yaml``) and the options, resolves the marker's dataset into a typed
+:class:`DatasetRef` (a path, a configured name or a Python object), its models, cut-offs,
+thresholds, gate settings, chunking and stress points, and checks every name before any model
+loads, so a typo is a collection error that names the file and key. The session receives the
+cases in one call and only evaluates them.
+
+Usage (no pytest needed)::
+
+    builder = CaseBuilder(Options(), rootdir=Path("."))
+    (case,) = builder.cases({"models": ["bm25"], "dataset": ds}, Path("test_x.py"), "test_x")
+    case.dataset.kind  # "object"
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, replace
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from ._io import read_yaml
 from .baseline import GateConfig, GateSettings, Threshold, ThresholdSet, load_thresholds
@@ -33,23 +43,154 @@ from .exceptions import (
     did_you_mean,
     unknown_hint,
 )
-from .metrics import parse_metric
+from .metrics import parse_cutoffs, parse_metric
 from .providers import ModelSpec, spec_fingerprint
-from .stress.workloads import Workload
+from .stress.workloads import Workload, parse_workloads
 
 __all__ = [
     "MARKER_KEYS",
     "Case",
     "CaseBuilder",
+    "DatasetRef",
+    "MarkerArgs",
     "check_chunk_tokenizer",
     "check_thresholds_computed",
     "dataset_key",
 ]
 
+MARKER = "@pytest.mark.embedbench"
+
+
+class _Unset:
+    """A marker keyword that was not given (``chunking=None`` means "no chunking")."""
+
+    def __repr__(self) -> str:
+        return "UNSET"
+
+
+UNSET: Any = _Unset()
+
+
+@dataclass(frozen=True)
+class MarkerArgs:
+    """An ``embedbench`` marker's keyword arguments, checked once by :meth:`parse`; each is
+    resolved by :class:`CaseBuilder` (a bad value is a ConfigError naming the keyword).
+
+    Usage::
+
+        MarkerArgs.parse({"models": ["bm25"], "dataset": "support"})
+        MarkerArgs.parse({"modles": ["bm25"]})  # ConfigError: ... did you mean 'models'?
+    """
+
+    models: Any = None
+    dataset: Any = None
+    k: Any = None
+    split: Any = None
+    thresholds: Any = None
+    gate: Any = None
+    #: :data:`UNSET` when not given (None or False: no chunking)
+    chunking: Any = UNSET
+    stress: Any = None
+
+    @classmethod
+    def parse(cls, kwargs: Mapping[str, Any], args: Sequence[Any] = ()) -> MarkerArgs:
+        """The marker's ``kwargs`` (``args``: its positional arguments, which it refuses)."""
+        if args:
+            raise ConfigError(f"{MARKER} takes keyword arguments only, got {tuple(args)!r}")
+        unknown = sorted(set(kwargs) - MARKER_KEYS)
+        if unknown:
+            raise ConfigError(
+                f"{MARKER} got unknown keyword(s) {unknown}"
+                f"{unknown_hint(unknown, MARKER_KEYS)}; it accepts {sorted(MARKER_KEYS)}"
+            )
+        return cls(**kwargs)
+
+    @property
+    def has_chunking(self) -> bool:
+        return self.chunking is not UNSET
+
+    @staticmethod
+    def signature() -> str:
+        """The keywords as pytest's ``--markers`` lists them."""
+        return ", ".join(f"{f.name}=None" for f in fields(MarkerArgs))
+
+
 #: keyword arguments the ``embedbench`` marker accepts
-MARKER_KEYS = frozenset(
-    {"models", "dataset", "k", "split", "thresholds", "gate", "chunking", "stress"}
-)
+MARKER_KEYS = frozenset(f.name for f in fields(MarkerArgs))
+
+DatasetKind = Literal["path", "name", "object"]
+
+
+@dataclass(frozen=True)
+class DatasetRef:
+    """Which dataset a case evaluates, resolved once at collection and passed down as is.
+
+    ``kind`` says what the marker gave: a ``"path"`` (a file or folder), a ``"name"`` from
+    embedbench.yaml (both read through ``entry``), or an ``"object"`` (a
+    :class:`~pytest_embedbench.datasets.RetrievalDataset`, kept in ``dataset`` and identified by
+    its ``fingerprint``). Two references are equal when they read the same data.
+
+    Usage::
+
+        ref = DatasetRef.of_object(ds)
+        ref.kind, ref.name, ref.key  # "object", ds.name, "object:<fingerprint>"
+        ref.load() is ds
+    """
+
+    kind: DatasetKind
+    name: str
+    #: how to read a path or a name (None for an object)
+    entry: DatasetEntry | None = None
+    #: the object's fingerprint (None for a path or a name)
+    fingerprint: str | None = None
+    #: the object itself (None for a path or a name)
+    dataset: RetrievalDataset | None = field(default=None, compare=False, repr=False)
+
+    @classmethod
+    def of_object(cls, ds: RetrievalDataset) -> DatasetRef:
+        return cls("object", ds.name, fingerprint=ds.fingerprint, dataset=ds)
+
+    @classmethod
+    def of_entry(cls, kind: DatasetKind, entry: DatasetEntry) -> DatasetRef:
+        return cls(kind, entry.name, entry=entry)
+
+    @property
+    def key(self) -> str:
+        """What identifies the loaded data within a run (results and datasets are kept by it)."""
+        if self.entry is None:
+            return f"object:{self.fingerprint}"
+        return dataset_key(self.entry)
+
+    def __str__(self) -> str:
+        return self.key
+
+    @property
+    def path(self) -> Path | None:
+        """The file or folder a path or a name reads (None for an object)."""
+        return None if self.entry is None else self.entry.path
+
+    @property
+    def chunking(self) -> Any:
+        """The chunking settings the data is read with (None: documents whole)."""
+        if self.dataset is not None:
+            return self.dataset.chunking
+        return None if self.entry is None else self.entry.chunking
+
+    def with_chunking(self, raw: Any, where: str) -> DatasetRef:
+        """The same data chunked as a marker's ``chunking=`` says, key by key over the chunking
+        it has (None or False: whole documents); ``where`` names the keyword in errors."""
+        settings = parse_chunking(raw, where, over=self.chunking)
+        if self.dataset is not None:
+            return DatasetRef.of_object(self.dataset.with_chunking(settings))
+        assert self.entry is not None  # a path or a name always has its entry
+        return replace(self, entry=replace(self.entry, chunking=settings))
+
+    def load(self) -> RetrievalDataset:
+        """The data: the object, or the entry read (:func:`load_entry`)."""
+        if self.dataset is not None:
+            return self.dataset
+        assert self.entry is not None
+        return load_entry(self.entry)
 
 
 def check_provider_options(spec: ModelSpec, cfg: ProjectConfig, where: str) -> None:
@@ -82,7 +223,7 @@ class Case:
     """What one parametrised test evaluates: a model on a dataset at cut-offs k."""
 
     model: ModelSpec
-    dataset: DatasetEntry
+    dataset: DatasetRef
     k: tuple[int, ...]
     thresholds: ThresholdSet
     #: the gate settings of this test and model, resolved once at collection
@@ -110,7 +251,7 @@ class Case:
 
     @property
     def dataset_key(self) -> str:
-        return dataset_key(self.dataset)
+        return self.dataset.key
 
 
 def dataset_key(entry: DatasetEntry) -> str:
@@ -146,20 +287,150 @@ def load_entry(entry: DatasetEntry) -> RetrievalDataset:
 
 
 class CaseBuilder:
-    """Reads project configurations and markers into cases (one per run, kept by the session).
+    """Reads project configurations, options and markers into cases (one per run, kept by the
+    session): :meth:`cases` for a marked test, :meth:`marker_dataset` for the ``corpus`` and
+    ``evalset`` fixtures, :meth:`evaluation_case` for ``embedbench.evaluate``; once collection
+    ends, :meth:`check_names` checks the names the configuration uses.
 
-    ``objects`` holds the datasets a marker passed as Python objects, by their key."""
+    Usage::
+
+        builder = CaseBuilder(Options(), rootdir=Path("."))
+        cases = builder.cases({"models": ["bm25"], "dataset": "support"}, Path("test_x.py"))
+    """
 
     def __init__(self, options: Options, rootdir: Path) -> None:
         self.options = options
         self.rootdir = rootdir
         self._configs: dict[Path | None, ProjectConfig] = {}
-        self.objects: dict[str, RetrievalDataset] = {}
         self._cli_thresholds = (
             load_thresholds(options.thresholds) if options.thresholds else ThresholdSet.empty()
         )
         #: short names of every model a collected test uses (to check names in the config)
         self.model_names: set[str] = set()
+
+    # -- what a marker, a fixture or embedbench.evaluate asks for ---------------------------
+
+    def cases(
+        self,
+        marker: MarkerArgs | Mapping[str, Any],
+        test_path: Path,
+        test: str = "",
+        *,
+        args: Sequence[Any] = (),
+    ) -> list[Case]:
+        """The cases a marker asks for (``marker``: its keywords, ``args``: its positional
+        arguments), one per model and stress point; a ConfigError names any bad argument.
+
+        ``test`` is the test function's name (for per-test gate settings, resolved now)."""
+        marker = marker if isinstance(marker, MarkerArgs) else MarkerArgs.parse(marker, args)
+        cfg = self.project_config(test_path)
+        dataset = self._marker_dataset(marker, cfg, test_path)
+        k = _cutoffs(marker.k, cfg.k, f"{test_path.name}: {MARKER} k")
+        thresholds = self.marker_thresholds(marker.thresholds, cfg, test_path)
+        gate_config = self.gate_config(marker.gate, cfg, test_path)
+        specs = self.distinct_specs(marker.models, cfg, test_path)
+        for spec in specs:
+            check_thresholds_computed(thresholds.for_test(test, spec.short_name), test, k)
+        where = self._chunking_origin(dataset, marker, cfg, test_path)
+        check_chunk_tokenizer(dataset.chunking, specs, where)
+        cases = [
+            Case(
+                spec,
+                dataset,
+                k,
+                thresholds,
+                self.gate_settings(gate_config, marker.gate, test, spec, k, cfg),
+                cfg.reference,
+            )
+            for spec in specs
+        ]
+        self.model_names.update(spec.short_name for spec in specs)
+        points = self._workloads(marker.stress, test_path)
+        if points:  # model x workload point, each its own test
+            return [replace(case, workload=point) for case in cases for point in points]
+        return cases
+
+    def marker_dataset(self, marker: MarkerArgs | Mapping[str, Any], test_path: Path) -> DatasetRef:
+        """The dataset a marker names (for the ``corpus`` and ``evalset`` fixtures)."""
+        marker = marker if isinstance(marker, MarkerArgs) else MarkerArgs.parse(marker)
+        return self._marker_dataset(marker, self.project_config(test_path), test_path)
+
+    def evaluation_case(
+        self, model: str | ModelSpec, dataset: Any, *, k: Any = None, test_path: Path
+    ) -> Case:
+        """The case of ``embedbench.evaluate(model, dataset, k=...)`` in a test at
+        ``test_path``: no thresholds, no gate."""
+        cfg = self.project_config(test_path)
+        ref = self.dataset(dataset, cfg, test_path)
+        spec = cfg.apply_provider_options(ModelSpec.coerce(model))
+        return Case(spec, ref, _cutoffs(k, cfg.k, "embedbench.evaluate k"), ThresholdSet.empty())
+
+    def dataset(
+        self, value: Any, cfg: ProjectConfig, test_path: Path, *, split: Any = None
+    ) -> DatasetRef:
+        """What ``value`` names (a name in ``cfg``, a path relative to the test file or the
+        rootdir, or a RetrievalDataset), with ``split`` over a configured name's."""
+        if value is None:
+            raise ConfigError(
+                f"{MARKER} needs dataset=: a name from embedbench.yaml "
+                f"(known: {sorted(cfg.datasets)}) or a path"
+            )
+        if isinstance(value, RetrievalDataset):
+            return DatasetRef.of_object(value)
+        if not isinstance(value, (str, Path)):
+            raise ConfigError(f"dataset={value!r}: give a name, a path or a RetrievalDataset")
+        if isinstance(value, str) and value in cfg.datasets:
+            entry = cfg.datasets[value]
+            if split:
+                entry = replace(entry, split=str(split))
+            return DatasetRef.of_entry("name", entry)
+        path = Path(value)
+        candidates = (
+            [path] if path.is_absolute() else [test_path.parent / path, self.rootdir / path]
+        )
+        for candidate in candidates:
+            if candidate.exists():
+                resolved = candidate.resolve()
+                entry = DatasetEntry(name=resolved.name, path=resolved, split=str(split or "test"))
+                return DatasetRef.of_entry("path", entry)
+        raise ConfigError(
+            f"dataset {str(value)!r} is neither a name in "
+            f"{cfg.path if cfg.path else 'embedbench.yaml (none found)'} "
+            f"(known: {sorted(cfg.datasets)}) nor an existing path"
+            f"{did_you_mean(value, cfg.datasets)}"
+        )
+
+    def _marker_dataset(
+        self, marker: MarkerArgs, cfg: ProjectConfig, test_path: Path
+    ) -> DatasetRef:
+        """The marker's dataset, with its ``chunking=`` over the configured chunking: key by
+        key, or None/False for none."""
+        ref = self.dataset(marker.dataset, cfg, test_path, split=marker.split)
+        if not marker.has_chunking:
+            return ref
+        return ref.with_chunking(marker.chunking, f"{test_path.name}: {MARKER} chunking")
+
+    @staticmethod
+    def _chunking_origin(
+        ref: DatasetRef, marker: MarkerArgs, cfg: ProjectConfig, test_path: Path
+    ) -> str:
+        """Where the chunking of a case's dataset was set (for errors)."""
+        if marker.has_chunking:
+            return f"{test_path.name}: {MARKER} chunking"
+        if ref.kind == "object":
+            return f"dataset {ref.name!r}: chunking"
+        return f"{cfg.path}: datasets.{marker.dataset}.chunking"
+
+    def _workloads(self, stress: Any, test_path: Path) -> list[Workload]:
+        """The marker's ``stress=`` points (ConfigError naming the test file when bad)."""
+        if stress is None:
+            return []
+        try:
+            return parse_workloads(stress, seed=self.options.seed)
+        except ConfigError as exc:
+            raise ConfigError(f"{test_path.name}: {MARKER} stress: {exc}") from None
+
+    # -- the parts of a case ----------------------------------------------------------------
 
     def project_config(self, test_path: Path) -> ProjectConfig:
         """``--embedbench-config`` when given, else the nearest embedbench.yaml (or none)."""
@@ -176,22 +447,11 @@ class CaseBuilder:
         )
         return base.merged(self._cli_thresholds)
 
-    @staticmethod
-    def check_marker_keys(marker_kwargs: Mapping[str, Any]) -> None:
-        unknown = sorted(set(marker_kwargs) - MARKER_KEYS)
-        if unknown:
-            raise ConfigError(
-                f"@pytest.mark.embedbench got unknown keyword(s) {unknown}"
-                f"{unknown_hint(unknown, MARKER_KEYS)}; "
-                f"it accepts {sorted(MARKER_KEYS)}"
-            )
-
     def marker_thresholds(
-        self, marker_kwargs: Mapping[str, Any], cfg: ProjectConfig, test_path: Path
+        self, marker_rules: Any, cfg: ProjectConfig, test_path: Path
     ) -> ThresholdSet:
         """The configuration's thresholds with the CLI's and the marker's merged in."""
         thresholds = self.thresholds(cfg)
-        marker_rules = marker_kwargs.get("thresholds")
         if marker_rules is None:
             return thresholds
         if not isinstance(marker_rules, Mapping):
@@ -204,11 +464,8 @@ class CaseBuilder:
         )
 
     @staticmethod
-    def gate_config(
-        marker_kwargs: Mapping[str, Any], cfg: ProjectConfig, test_path: Path
-    ) -> tuple[GateConfig, Mapping[str, Any] | None]:
-        """The configuration's gate settings and the marker's ``gate=`` (both checked)."""
-        marker_gate = marker_kwargs.get("gate")
+    def gate_config(marker_gate: Any, cfg: ProjectConfig, test_path: Path) -> GateConfig:
+        """The configuration's gate settings, with the marker's ``gate=`` checked."""
         if marker_gate is not None and not isinstance(marker_gate, Mapping):
             raise ConfigError(
                 f"@pytest.mark.embedbench(gate={marker_gate!r}): give a mapping such as "
@@ -221,7 +478,7 @@ class CaseBuilder:
                 f"{test_path.name}: @pytest.mark.embedbench gate.metrics",
             )
             gate_config.for_test("", "", marker_gate)
-        return gate_config, marker_gate
+        return gate_config
 
     def distinct_specs(self, models: Any, cfg: ProjectConfig, test_path: Path) -> list[ModelSpec]:
         """:meth:`model_specs`, each short name at most once."""
@@ -378,68 +635,6 @@ class CaseBuilder:
             if path is not None
         ]
 
-    def dataset_entry(
-        self,
-        ref: Any,
-        cfg: ProjectConfig,
-        test_path: Path,
-        marker_kwargs: Mapping[str, Any],
-    ) -> DatasetEntry:
-        """The dataset a marker (or ``embedbench.evaluate``) names, with the marker's
-        ``chunking=`` over the configured chunking: key by key, or None/False for none."""
-        entry = self._dataset_entry(ref, cfg, test_path, marker_kwargs)
-        if "chunking" not in marker_kwargs:
-            return entry
-        where = f"{test_path.name}: @pytest.mark.embedbench chunking"
-        if str(entry.path).startswith("object:"):
-            ds = self.objects[str(entry.path)]
-            chunked = ds.with_chunking(
-                parse_chunking(marker_kwargs["chunking"], where, over=ds.chunking)
-            )
-            key = f"object:{chunked.fingerprint}"
-            self.objects[key] = chunked
-            return replace(entry, path=Path(key))
-        settings = parse_chunking(marker_kwargs["chunking"], where, over=entry.chunking)
-        return replace(entry, chunking=settings)
-
-    def _dataset_entry(
-        self,
-        ref: Any,
-        cfg: ProjectConfig,
-        test_path: Path,
-        marker_kwargs: Mapping[str, Any],
-    ) -> DatasetEntry:
-        split = marker_kwargs.get("split")
-        if ref is None:
-            raise ConfigError(
-                "@pytest.mark.embedbench needs dataset=: a name from embedbench.yaml "
-                f"(known: {sorted(cfg.datasets)}) or a path"
-            )
-        if isinstance(ref, RetrievalDataset):
-            key = f"object:{ref.fingerprint}"
-            self.objects[key] = ref
-            return DatasetEntry(name=ref.name, path=Path(key))
-        if not isinstance(ref, (str, Path)):
-            raise ConfigError(f"dataset={ref!r}: give a name, a path or a RetrievalDataset")
-        if isinstance(ref, str) and ref in cfg.datasets:
-            entry = cfg.datasets[ref]
-            if split:
-                entry = replace(entry, split=str(split))
-            return entry
-        path = Path(ref)
-        candidates = (
-            [path] if path.is_absolute() else [test_path.parent / path, self.rootdir / path]
-        )
-        for candidate in candidates:
-            if candidate.exists():
-                resolved = candidate.resolve()
-                return DatasetEntry(name=resolved.name, path=resolved, split=str(split or "test"))
-        raise ConfigError(
-            f"dataset {str(ref)!r} is neither a name in "
-            f"{cfg.path if cfg.path else 'embedbench.yaml (none found)'} "
-            f"(known: {sorted(cfg.datasets)}) nor an existing path{did_you_mean(ref, cfg.datasets)}"
-        )
-
 
 def has_own_tokenizer(spec: ModelSpec) -> bool:
     """Whether ``spec``'s model brings its own tokenizer (a hybrid: either leg); an unknown
@@ -485,3 +680,9 @@ def check_thresholds_computed(rules: Iterable[Threshold], test: str, k: tuple[in
                 f"k={list(k)} only; add {depth} to k (embedbench.yaml k: or the marker's k=), "
                 f"or set the threshold at a cut-off up to {max(k)}"
             )
+
+
+def _cutoffs(k: Any, default: tuple[int, ...] | None, where: str) -> tuple[int, ...]:
+    """The cut-offs of a case: ``k`` (the marker's or evaluate()'s), else the config's, else
+    DEFAULT_K, checked by the one validator (:func:`~.metrics.parse_cutoffs`)."""
+    return parse_cutoffs(default if k is None else k, where)

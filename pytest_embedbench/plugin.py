@@ -18,6 +18,7 @@ from ._exit import skip_final_collection
 from ._io import finite
 from ._xdist import XDistHooks, configure_worker
 from .assertrepr import explain_comparison
+from .cases import MarkerArgs
 from .config import find_config
 from .datasets import Document, EvalSet, RetrievalDataset
 from .evaluate import RetrievalResult
@@ -122,8 +123,7 @@ def _is_worker(config: pytest.Config) -> bool:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
-        "embedbench(models=None, dataset=None, k=None, split=None, thresholds=None, gate=None, "
-        "chunking=None, stress=None): "
+        f"embedbench({MarkerArgs.signature()}): "
         "evaluate retrieval models on a dataset, one test per model (and per stress workload "
         "point) (pytest-embedbench)",
     )
@@ -168,13 +168,12 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         metafunc.fixturenames
     ):
         return
-    if marker.args:
-        raise pytest.Collector.CollectError(
-            f"@pytest.mark.embedbench takes keyword arguments only, got {marker.args!r}"
-        )
     try:
         cases = _session(metafunc.config).cases(
-            marker.kwargs, Path(metafunc.definition.path), metafunc.function.__name__
+            marker.kwargs,
+            Path(metafunc.definition.path),
+            metafunc.function.__name__,
+            args=marker.args,
         )
     except EmbedBenchError as exc:
         raise pytest.Collector.CollectError(f"{metafunc.definition.nodeid}: {exc}") from None
@@ -230,13 +229,9 @@ def _marker_dataset(request: pytest.FixtureRequest) -> RetrievalDataset:
             "@pytest.mark.embedbench(dataset=...)",
             pytrace=False,
         )
-    session = _session(request.config)
-    test_path = Path(request.node.path)
     message = ""
     try:
-        cfg = session.project_config(test_path)
-        entry = session.dataset_entry(marker.kwargs.get("dataset"), cfg, test_path, marker.kwargs)
-        return session.dataset(entry)
+        return _session(request.config).marker_dataset(marker.kwargs, Path(request.node.path))
     except EmbedBenchError as exc:
         message = str(exc)
     pytest.fail(f"{request.node.nodeid}: {message}", pytrace=False)

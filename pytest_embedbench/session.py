@@ -1,7 +1,9 @@
-"""One EmbedBenchSession per pytest run: cases, the result registry, records, xdist merge.
+"""One EmbedBenchSession per pytest run: the result registry, records, xdist merge.
 
 The plugin builds it from :class:`~pytest_embedbench.config.Options` and keeps it in
 ``config.stash``; nothing here imports pytest's config machinery, so it works without pytest.
+Collection (markers, embedbench.yaml and options into cases) is
+:class:`~pytest_embedbench.cases.CaseBuilder`'s: the session asks it once per marked test.
 What a run's records add up to (comparisons, recommendations, notices) is computed once, at the
 end, by :mod:`pytest_embedbench.report.summary`; this module keeps the run's state only.
 A (model, dataset, k) result is computed once per process however many tests use it; a model
@@ -11,32 +13,21 @@ gate and the baseline update are :class:`~pytest_embedbench.gatekeeper.Gatekeepe
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from .baseline.thresholds import ThresholdSet
-from .cases import (
-    MARKER_KEYS,
-    Case,
-    CaseBuilder,
-    check_chunk_tokenizer,
-    check_thresholds_computed,
-    dataset_key,
-    load_entry,
-)
-from .config import DatasetEntry, Options
+from .cases import MARKER_KEYS, Case, CaseBuilder, DatasetRef
+from .config import Options
 from .datasets import RetrievalDataset
 from .evaluate import Evaluator, RetrievalResult
-from .exceptions import ConfigError
 from .gatekeeper import Gatekeeper
-from .metrics import parse_cutoffs
 from .providers import ModelSpec, Provider
 from .records import Status, TestRecord, as_record, dataset_parts, machine_fingerprint
 from .search import Searcher
 from .stress.noise import Paraphraser
-from .stress.workloads import PAIRED, Workload, evaluate_workload, parse_workloads
+from .stress.workloads import PAIRED, evaluate_workload
 
 __all__ = ["MARKER_KEYS", "Case", "EmbedBenchSession"]
 
@@ -61,9 +52,6 @@ class EmbedBenchSession:
         self._evaluator: Evaluator | None = None
         #: reads markers and embedbench.yaml files into cases
         self.builder = CaseBuilder(options, rootdir)
-        self.project_config = self.builder.project_config
-        self.dataset_entry = self.builder.dataset_entry
-        self.check_names = lambda: self.builder.check_names(self.collected, self.rootdir)
         #: path -> what an xdist worker read of that embedbench.yaml (see effective_configs)
         self._worker_configs: dict[str, dict[str, Any]] = {}
         self._datasets: dict[str, RetrievalDataset] = {}
@@ -127,76 +115,36 @@ class EmbedBenchSession:
         for config in configs:
             self._worker_configs[str(config["path"])] = dict(config)
 
-    # -- collection ------------------------------------------------------------------------
+    # -- collection (the builder's) ---------------------------------------------------------
 
     def cases(
-        self, marker_kwargs: Mapping[str, Any], test_path: Path, test: str = ""
+        self,
+        marker_kwargs: Mapping[str, Any],
+        test_path: Path,
+        test: str = "",
+        *,
+        args: Sequence[Any] = (),
     ) -> list[Case]:
-        """The cases an ``embedbench`` marker asks for; ConfigError names any bad argument.
+        """The cases an ``embedbench`` marker asks for (:meth:`.CaseBuilder.cases`); a
+        ConfigError names any bad argument."""
+        return self.builder.cases(marker_kwargs, test_path, test, args=args)
 
-        ``test`` is the test function's name (for per-test gate settings, resolved now)."""
-        build = self.builder
-        build.check_marker_keys(marker_kwargs)
-        cfg = self.project_config(test_path)
-        dataset = self.dataset_entry(marker_kwargs.get("dataset"), cfg, test_path, marker_kwargs)
-        k = _k_tuple(marker_kwargs.get("k"), cfg.k, f"{test_path.name}: @pytest.mark.embedbench k")
-        thresholds = build.marker_thresholds(marker_kwargs, cfg, test_path)
-        gate_config, marker_gate = build.gate_config(marker_kwargs, cfg, test_path)
-        specs = build.distinct_specs(marker_kwargs.get("models"), cfg, test_path)
-        for spec in specs:
-            check_thresholds_computed(thresholds.for_test(test, spec.short_name), test, k)
-        chunking, where = self._chunking_of(dataset, marker_kwargs, cfg, test_path)
-        check_chunk_tokenizer(chunking, specs, where)
-        cases = [
-            Case(
-                spec,
-                dataset,
-                k,
-                thresholds,
-                build.gate_settings(gate_config, marker_gate, test, spec, k, cfg),
-                cfg.reference,
-            )
-            for spec in specs
-        ]
-        build.model_names.update(spec.short_name for spec in specs)
-        points = self._workloads(marker_kwargs.get("stress"), test_path)
-        if points:  # model x workload point, each its own test
-            return [replace(case, workload=point) for case in cases for point in points]
-        return cases
+    def marker_dataset(self, marker_kwargs: Mapping[str, Any], test_path: Path) -> RetrievalDataset:
+        """The dataset an ``embedbench`` marker names, loaded (the corpus and evalset fixtures)."""
+        return self.dataset(self.builder.marker_dataset(marker_kwargs, test_path))
 
-    def _workloads(self, stress: Any, test_path: Path) -> list[Workload]:
-        """The marker's ``stress=`` points (ConfigError naming the test file when bad)."""
-        if stress is None:
-            return []
-        try:
-            return parse_workloads(stress, seed=self.options.seed)
-        except ConfigError as exc:
-            raise ConfigError(f"{test_path.name}: @pytest.mark.embedbench stress: {exc}") from None
-
-    def _chunking_of(
-        self, entry: DatasetEntry, marker_kwargs: Mapping[str, Any], cfg: Any, test_path: Path
-    ) -> tuple[Any, str]:
-        """The chunking settings of a case's dataset and where they were set (for errors)."""
-        marker = f"{test_path.name}: @pytest.mark.embedbench chunking"
-        if str(entry.path).startswith("object:"):
-            ds = self.builder.objects[str(entry.path)]
-            where = f"dataset {ds.name!r}: chunking"
-            return ds.chunking, marker if "chunking" in marker_kwargs else where
-        if "chunking" in marker_kwargs:
-            return entry.chunking, marker
-        return entry.chunking, f"{cfg.path}: datasets.{marker_kwargs.get('dataset')}.chunking"
+    def check_names(self) -> None:
+        """Once collection ends: the names the configuration uses against every collected test
+        (:meth:`.CaseBuilder.check_names`)."""
+        self.builder.check_names(self.collected, self.rootdir)
 
     # -- evaluation ------------------------------------------------------------------------
 
-    def dataset(self, entry: DatasetEntry) -> RetrievalDataset:
-        key = str(entry.path) if str(entry.path).startswith("object:") else None
-        if key is not None:
-            return self.builder.objects[key]
-        case_key = dataset_key(entry)
-        if case_key not in self._datasets:
-            ds = load_entry(entry)
-            self._datasets[case_key] = ds
-        return self._datasets[case_key]
+    def dataset(self, ref: DatasetRef) -> RetrievalDataset:
+        """The data ``ref`` names, read once per run."""
+        if ref.key not in self._datasets:
+            self._datasets[ref.key] = ref.load()
+        return self._datasets[ref.key]
 
     def provider(self, spec: ModelSpec) -> Provider:
         return self.evaluator.provider(spec)
@@ -269,11 +217,7 @@ class EmbedBenchSession:
     ) -> RetrievalResult:
         """Ad-hoc evaluation inside a test (the ``embedbench`` fixture): memoised too."""
         here = test_path or self.rootdir / "conftest.py"
-        cfg = self.project_config(here)
-        entry = self.dataset_entry(dataset, cfg, here, {})
-        spec = cfg.apply_provider_options(ModelSpec.coerce(model))
-        case = Case(spec, entry, _k_tuple(k, cfg.k, "embedbench.evaluate k"), ThresholdSet.empty())
-        return self.result(case)
+        return self.result(self.builder.evaluation_case(model, dataset, k=k, test_path=here))
 
     # -- records ---------------------------------------------------------------------------
 
@@ -337,9 +281,3 @@ class EmbedBenchSession:
     def not_recorded(self) -> list[str]:
         """Tests whose result never reached this process (their xdist worker died)."""
         return sorted(self.expected - set(self.records))
-
-
-def _k_tuple(k: Any, default: tuple[int, ...] | None, where: str) -> tuple[int, ...]:
-    """The cut-offs of a case: ``k`` (the marker's or evaluate()'s), else the config's, else
-    DEFAULT_K, checked by the one validator (:func:`~.metrics.parse_cutoffs`)."""
-    return parse_cutoffs(default if k is None else k, where)

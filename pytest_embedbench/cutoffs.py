@@ -64,6 +64,11 @@ counts estimated from survey data", Survey Methodology 24(2), 1998; :func:`clust
   interval: the calibration's and the held-out set's sampling error together, both with the
   calibration's design effect). A held-out rate outside it says the aim did not carry over.
 
+The intervals treat queries as the only clusters. On a corpus so small that every query's
+random sample is most of it (the 59-document support set), the same documents are random pairs
+of every query, the pairs are clustered by document too, and the intervals are too narrow: a
+held-out rate outside its expected range there says as much.
+
 ``keeps_queries`` (with an exact Clopper-Pearson interval over held-out queries) is the share of
 held-out queries that keep all (``relevant_share``) of their relevant documents: the quantity
 the conformal guarantee is about.

@@ -150,7 +150,7 @@ def test_cutoffs_read_in_a_test_reach_the_json_report(project: pytest.Pytester) 
         test_cut="""
         import pytest
 
-        @pytest.mark.embedbench(models=["bm25"], dataset="tiny")
+        @pytest.mark.embedbench(models=["hashing:h", "bm25"], dataset="tiny")
         def test_cut(retrieval):
             cut = retrieval.cutoffs
             assert set(cut.levels) == {"strict", "balanced", "loose"}
@@ -158,19 +158,24 @@ def test_cutoffs_read_in_a_test_reach_the_json_report(project: pytest.Pytester) 
         """
     )
     result = project.runpytest("--embedbench-json=report.json")
-    result.assert_outcomes(passed=1)
+    result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines(
         [
             "cut-offs on 'tiny' (calibrated on half the queries, shown on the other)",
-            "model*level*cut-off*aim (random)*keeps relevant*lets random",
-            "bm25 *strict *[0-9-]* 0.10% *",
-            "bm25 *conformal *none *keeps >= 95.00%*",
+            "*h *strict *[0-9-]* 0.10% *",
+            # bm25's scores are not comparable across queries: no number is printed as if
+            "bm25: no global cut-off: bm25 scores are sums of term weights*",
         ]
     )
     report = json.loads((project.path / "report.json").read_text())
-    (test,) = report["tests"]
-    assert test["result"]["cutoffs"]["levels"]["balanced"]["target"] == 0.01
-    assert test["result"]["cutoffs"]["conformal"]["target"] == 0.95
+    by_model = {test["model"]: test["result"]["cutoffs"] for test in report["tests"]}
+    assert by_model["h"]["levels"]["balanced"]["target"] == 0.01
+    assert by_model["h"]["conformal"]["target"] == 0.95
+    # two calibration queries cannot support alpha = 0.05: no cut-off, and the level they can
+    assert by_model["h"]["conformal"]["threshold"] is None
+    assert 0.05 < by_model["h"]["supported_alpha"] < 1
+    assert by_model["bm25"]["meaningful"] is False
+    assert by_model["bm25"]["conformal"]["threshold"] is None
 
 
 def test_paraphrase_through_the_hook(project: pytest.Pytester) -> None:

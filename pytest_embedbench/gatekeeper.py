@@ -7,19 +7,56 @@ are relative to; the session keeps one and hands it the records. Usable without 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 
 from .baseline import DEFAULT_BASELINE, BaselineFile, check_thresholds, entry_from_record, gate
 from .cases import Case
-from .config import Options
+from .config import Options, find_config
 from .datasets import RetrievalDataset
 from .evaluate import RetrievalResult
 from .exceptions import EmbedBenchError
 from .records import TestRecord
 from .report.artifacts import write_failure
 
-__all__ = ["Gatekeeper"]
+__all__ = ["Gatekeeper", "project_folder"]
+
+
+def project_folder(
+    *,
+    rootpath: Path,
+    rootdir_given: bool,
+    inipath: Path | None,
+    config: Path | None,
+    args: Iterable[str],
+    start: Path,
+) -> Path:
+    """The folder the default baseline (``.embedbench/baseline.json``) lives in and its entry
+    keys are relative to: pytest's rootdir (``rootpath``) where it is a project's (given by
+    ``--rootdir``, ``rootdir_given``, or the folder of the ini file ``inipath``), else the
+    folder of embedbench.yaml (``config``, the one ``--embedbench-config`` names, or the nearest
+    to the first of the command line's paths ``args``, relative to the ``start`` folder), else
+    the rootdir, never a system folder.
+
+    Without an ini file pytest's rootdir follows the folder it starts in, so ``pytest myproj``
+    from the parent folder must not look for the baseline in the parent. An ini path that is not
+    a regular file (``-c /dev/null``, the usual way to run without ini files) holds no project:
+    its folder (``/dev``) is never the project's, even where an older pytest roots there.
+    """
+    if rootdir_given:  # the user said where the project is
+        return rootpath.resolve()
+    if inipath is not None and inipath.is_file():  # pytest roots at the ini file's folder
+        return inipath.parent.resolve()
+    if config is not None:
+        return config.parent.resolve()
+    for arg in args:
+        path = Path(start, str(arg).split("::", 1)[0])
+        found = find_config(path if path.is_dir() else path.parent, rootpath)
+        if found is not None:
+            return found.parent.resolve()
+    if inipath is not None and rootpath == inipath.parent:  # pytest < 9 roots -c /dev/null at /dev
+        return start
+    return rootpath
 
 
 class Gatekeeper:

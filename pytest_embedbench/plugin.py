@@ -19,10 +19,10 @@ from ._io import finite
 from ._xdist import XDistHooks, configure_worker
 from .assertrepr import explain_comparison
 from .cases import MarkerArgs
-from .config import find_config
 from .datasets import Document, EvalSet, RetrievalDataset
 from .evaluate import RetrievalResult
 from .exceptions import ConfigError, EmbedBenchError, MissingKeyError, StressUnavailableError
+from .gatekeeper import project_folder
 from .handle import EmbedBenchHandle
 from .options import Options, option_specs
 from .providers.base import Provider
@@ -87,32 +87,15 @@ def build_options(config: pytest.Config) -> Options:
 
 
 def project_dir(config: pytest.Config, options: Options) -> Path:
-    """The folder the default baseline (``.embedbench/baseline.json``) lives in and its entry
-    keys are relative to: pytest's rootdir where it is a project's (given by ``--rootdir``, or
-    the folder of the ini file), else the folder of embedbench.yaml (the one
-    ``--embedbench-config`` names, or the nearest to the first path given), else the rootdir,
-    never a system folder.
-
-    Without an ini file pytest's rootdir follows the folder it starts in, so ``pytest myproj``
-    from the parent folder must not look for the baseline in the parent. An ini path that is not
-    a regular file (``-c /dev/null``, the usual way to run without ini files) holds no project:
-    its folder (``/dev``) is never the project's, even where an older pytest roots there.
-    """
-    ini = config.inipath
-    if config.getoption("rootdir", None):  # the user said where the project is
-        return config.rootpath.resolve()
-    if ini is not None and ini.is_file():  # pytest roots at the ini file's folder
-        return ini.parent.resolve()
-    if options.config is not None:
-        return options.config.parent.resolve()
-    for arg in config.args:
-        path = Path(config.invocation_params.dir, str(arg).split("::", 1)[0])
-        found = find_config(path if path.is_dir() else path.parent, config.rootpath)
-        if found is not None:
-            return found.parent.resolve()
-    if ini is not None and config.rootpath == ini.parent:  # pytest < 9 roots -c /dev/null at /dev
-        return config.invocation_params.dir
-    return config.rootpath
+    """Where the default baseline lives (:func:`~pytest_embedbench.gatekeeper.project_folder`)."""
+    return project_folder(
+        rootpath=config.rootpath,
+        rootdir_given=bool(config.getoption("rootdir", None)),
+        inipath=config.inipath,
+        config=options.config,
+        args=[str(arg) for arg in config.args],
+        start=config.invocation_params.dir,
+    )
 
 
 def _is_worker(config: pytest.Config) -> bool:

@@ -13,6 +13,7 @@ gate and the baseline update are :class:`~pytest_embedbench.gatekeeper.Gatekeepe
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -73,7 +74,8 @@ class EmbedBenchSession:
         #: (label, path) of every report file this run wrote, in order
         self.artifacts: list[tuple[str, Any]] = []
         self._machine: str | None = None
-        #: what this run's records add up to, built once at its end (report.summary.Summary)
+        #: what this run's records add up to, built once at its end (report.summary.Summary;
+        #: the session imports nothing of the reports, so the plugin builds it)
         self.summary: Any = None
         #: finds the chat model of ``noise:paraphrase`` points (the plugin asks its hook);
         #: called once, when the first paraphrase point runs
@@ -281,3 +283,17 @@ class EmbedBenchSession:
     def not_recorded(self) -> list[str]:
         """Tests whose result never reached this process (their xdist worker died)."""
         return sorted(self.expected - set(self.records))
+
+    # -- the end of a run ------------------------------------------------------------------
+
+    @property
+    def ran(self) -> bool:
+        """Whether a benchmark test ran (here, or on an xdist worker that announced it)."""
+        return bool(self.records or self.expected)
+
+    def worker_output(self) -> str:
+        """What an xdist worker sends the controller at its end: the node ids it collected and
+        the embedbench.yaml files it read (the controller collects none itself); its records
+        travel with each test's report, so they survive a worker that dies later."""
+        payload = {"collected": sorted(self.collected), "configs": self.effective_configs()}
+        return json.dumps(payload, default=str)

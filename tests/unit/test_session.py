@@ -131,3 +131,52 @@ def test_the_ray_options_reach_the_runs_prefill(tmp_path: Path) -> None:
         "local", workers=3, cpus_per_worker=1.0, gpus_per_worker=0.5, batch_size=16
     )
     assert EmbedBenchSession(Options(), tmp_path).evaluator.prefill is None
+
+
+def test_a_workers_output_names_what_it_collected_and_read(tmp_path: Path) -> None:
+    state = session(tmp_path)
+    assert not state.ran
+    state.collected.update({"t.py::b", "t.py::a"})
+    (tmp_path / "embedbench.yaml").write_text("k: [3]\n", encoding="utf-8")
+    state.builder.project_config(tmp_path / "t.py")
+    sent = json.loads(state.worker_output())
+    assert sent["collected"] == ["t.py::a", "t.py::b"]
+    assert sent["configs"] == [{"path": str(tmp_path / "embedbench.yaml"), "content": {"k": [3]}}]
+    state.expected.add("t.py::a")  # a worker announced a record: something ran
+    assert state.ran
+
+
+def test_the_baseline_folder_is_the_projects(tmp_path: Path) -> None:
+    """gatekeeper.project_folder: --rootdir, then the ini file's folder, then embedbench.yaml
+    (named, or the nearest to a path given), never the folder of a non-file ini path."""
+    from pytest_embedbench.gatekeeper import project_folder
+
+    proj, other = tmp_path / "proj", tmp_path / "other"
+    (proj / "tests").mkdir(parents=True)
+    other.mkdir()
+    (proj / "embedbench.yaml").write_text("k: [3]\n", encoding="utf-8")
+    ini = other / "pytest.ini"
+    ini.write_text("[pytest]\n", encoding="utf-8")
+
+    def folder(
+        *args: str,
+        rootpath: Path = tmp_path,
+        given: bool = False,
+        inipath: Path | None = None,
+        config: Path | None = None,
+    ) -> Path:
+        return project_folder(
+            rootpath=rootpath,
+            rootdir_given=given,
+            inipath=inipath,
+            config=config,
+            args=args,
+            start=tmp_path,
+        )
+
+    assert folder("proj/tests/test_x.py::t") == proj.resolve()
+    assert folder("proj", given=True) == tmp_path.resolve()
+    assert folder("proj", inipath=ini) == other
+    assert folder("proj", config=other / "embedbench.yaml") == other.resolve()
+    assert folder(rootpath=Path("/dev"), inipath=Path("/dev/null")) == tmp_path
+    assert folder() == tmp_path

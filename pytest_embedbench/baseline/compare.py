@@ -62,6 +62,49 @@ def _what_changed(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
     ]
 
 
+#: where a record's settings keep one setting: the options the user gave (``options.k1``),
+#: and what the loaded provider applied (``applied.options.k1``, ``applied.settings.k1``, the
+#: effective value with the provider's default). Preferred first when the values are shown.
+_SETTING_PLACES = ("applied.settings.", "applied.options.", "applied.", "options.")
+
+
+def _setting_name(key: str) -> tuple[str, int]:
+    """The setting a flattened key holds (``applied.settings.k1`` -> ``k1``: the name the user
+    writes in ``ModelSpec("bm25", k1=1.2)``) and the rank of its place in
+    :data:`_SETTING_PLACES` (the keys outside them, ``spec`` and ``k``, come last)."""
+    for rank, place in enumerate(_SETTING_PLACES):
+        if key.startswith(place):
+            return key.removeprefix(place), rank
+    return key, len(_SETTING_PLACES)
+
+
+def _settings_changed(
+    old: Mapping[str, Any], new: Mapping[str, Any], *, spec_changed: bool = False
+) -> list[str]:
+    """Each changed setting once, by the name the user writes, with its effective values:
+    ``k1 1.5 -> 1.2`` rather than ``applied.options.k1 'unset' -> 1.2``,
+    ``applied.settings.k1 1.5 -> 1.2`` and ``options.k1 'unset' -> 1.2`` for one change. Of
+    the places that hold a setting, the one with values on both sides wins (the provider's
+    applied value shows the default a new option replaced), then the order of
+    :data:`_SETTING_PLACES`. With ``spec_changed`` (its own line names the new spec), the
+    spec, provider and model, and the settings only one of the two providers has, are left
+    out: only a setting both had and changed is named."""
+    leave_out = {"spec", "provider", "model"} if spec_changed else set()
+    a, b = _flatten(old), _flatten(new)
+    found: dict[str, tuple[int, int, Any, Any]] = {}
+    for key in set(a) | set(b):
+        before, after = a.get(key, "unset"), b.get(key, "unset")
+        if before == after:
+            continue
+        name, rank = _setting_name(key)
+        if name in leave_out or (spec_changed and "unset" in (before, after)):
+            continue  # a setting of one provider only: the new spec says it
+        candidate = ((before == "unset") + (after == "unset"), rank, before, after)
+        if name not in found or candidate[:2] < found[name][:2]:
+            found[name] = candidate
+    return [f"{name} {v[2]!r} -> {v[3]!r}" for name, v in sorted(found.items())]
+
+
 def _changes(record: TestRecord, entry: Mapping[str, Any]) -> list[str]:
     """What differs between the baseline's inputs and this run's, naming each change."""
     result = record.result or {}
@@ -76,21 +119,27 @@ def _changes(record: TestRecord, entry: Mapping[str, Any]) -> list[str]:
             f"{str(entry.get('dataset_fingerprint'))[:12]} -> "
             f"{str(result['dataset_fingerprint'])[:12]}); re-record to see which part"
         )
+    spec_changed = entry.get("spec") != record.spec
     if entry.get("settings_fingerprint") != record.settings_fingerprint:
         old_settings, new_settings = entry.get("settings"), record.settings
-        detail = _what_changed(old_settings, new_settings) if old_settings and new_settings else []
-        changes.append(
-            "the settings changed: " + "; ".join(detail)
-            if detail
-            else f"the settings changed (fingerprint {entry.get('settings_fingerprint')} -> "
-            f"{record.settings_fingerprint}); re-record to see which"
+        detail = (
+            _settings_changed(old_settings, new_settings, spec_changed=spec_changed)
+            if old_settings and new_settings
+            else []
         )
+        if detail:
+            changes.append("the settings changed: " + "; ".join(detail))
+        elif not (spec_changed and old_settings and new_settings):
+            changes.append(
+                f"the settings changed (fingerprint {entry.get('settings_fingerprint')} -> "
+                f"{record.settings_fingerprint}); re-record to see which"
+            )
     revision = result.get("model_info", {}).get("revision")
     if entry.get("model_revision") != revision:
         changes.append(
             f"the model revision changed ({entry.get('model_revision')!r} -> {revision!r})"
         )
-    if entry.get("spec") != record.spec:
+    if spec_changed:
         changes.append(f"the model spec changed ({entry.get('spec')!r} -> {record.spec!r})")
     return changes
 
@@ -151,9 +200,13 @@ def gate(
         pairs = _Pairs(metric, shared, current, base)
         _metric_gate(pairs, settings, outcome, seed, n_resamples)
         if outcome.deltas[metric]["regressed"] or outcome.deltas[metric]["inconclusive"]:
-            _report_drop(pairs, settings, outcome, changed, query_texts)
+            _report_drop(pairs, settings, outcome, query_texts)
     if settings.latency_p95_pct is not None:
         _latency_gate(record, entry, settings, outcome)
+    if outcome.failures and outcome.changes:  # once for the test, not once per metric
+        outcome.failures.append(
+            f"compared with a baseline of other inputs: {'; '.join(outcome.changes)}"
+        )
     return outcome
 
 
@@ -204,20 +257,36 @@ def _metric_gate(
     }
 
 
+def _signed(change: float) -> str:
+    """A per-query change as the gate shows it: three decimals, more for a change they would
+    show as 0.000."""
+    return f"{change:+.3f}" if abs(change) >= 0.0005 else f"{change:+.1e}"
+
+
+def _lost_most(pairs: _Pairs, query_texts: Mapping[str, str] | None, count: int = 3) -> str:
+    """``; lost most: q07 "..." (-1.000), ...``: the ``count`` queries that lost the most,
+    only queries whose score fell (empty when none did)."""
+    losses = sorted(
+        (c - o, q) for q, c, o in zip(pairs.shared, pairs.current, pairs.old, strict=True) if c < o
+    )[:count]
+    if not losses:
+        return ""
+    return "; lost most: " + ", ".join(
+        f"{_query_label(q, query_texts)} ({_signed(x)})" for x, q in losses
+    )
+
+
 def _report_drop(
     pairs: _Pairs,
     settings: GateSettings,
     outcome: GateOutcome,
-    changed: str,
     query_texts: Mapping[str, str] | None,
 ) -> None:
-    """The failure or warning line of a material drop (regressed or inconclusive)."""
+    """The failure or warning line of a material drop (regressed or inconclusive). What
+    changed in the inputs is not repeated here: :func:`gate` adds it once for the test."""
     metric, d = pairs.metric, outcome.deltas[pairs.metric]
     n = len(pairs.shared)
-    losses = sorted(
-        (c - o, q) for q, c, o in zip(pairs.shared, pairs.current, pairs.old, strict=True)
-    )[:3]
-    lost = ", ".join(f"{_query_label(q, query_texts)} ({x:+.3f})" for x, q in losses)
+    lost = _lost_most(pairs, query_texts)
     figures = (
         f"baseline {d['baseline']:.4f}, current {d['current']:.4f}, difference "
         f"{d['difference']:+.4f} [{d['low']:+.4f}, {d['high']:+.4f}] (95% paired bootstrap over "
@@ -225,14 +294,14 @@ def _report_drop(
     )
     if d["regressed"]:
         outcome.status = "regressed"
-        outcome.failures.append(f"{metric} regressed: {figures}; lost most: {lost}{changed}")
+        outcome.failures.append(f"{metric} regressed: {figures}{lost}")
         return
     line = (
         f"{metric} inconclusive: {figures}: the drop is beyond the tolerance but not "
         f"significant; the smallest drop these {n} queries can detect is about "
-        f"{d['minimum_detectable']:.4f} (80% power, alpha {GATE_ALPHA:g}); lost most: "
-        f"{lost}{changed}. Add queries to the eval set, or re-record the baseline with "
-        "--embedbench-update-baseline if the change is intended"
+        f"{d['minimum_detectable']:.4f} (80% power, alpha {GATE_ALPHA:g}){lost}. Add queries "
+        "to the eval set, or re-record the baseline with --embedbench-update-baseline if the "
+        "change is intended"
     )
     if outcome.status == "passed":
         outcome.status = "inconclusive"

@@ -382,7 +382,7 @@ def test_changed_settings_and_dataset_parts_are_named() -> None:
     outcome = gate(current, entry, GateSettings())
     assert outcome.changes == [
         "the dataset changed: documents.fingerprint 'aaa' -> 'bbb'",
-        "the settings changed: options.b 'unset' -> 0.7; options.k1 1.5 -> 1.2",
+        "the settings changed: b 'unset' -> 0.7; k1 1.5 -> 1.2",
     ]
     # an entry recorded before settings were kept: only the fingerprints can be shown
     old = {k: v for k, v in entry.items() if k not in ("settings", "dataset_parts")}
@@ -391,6 +391,77 @@ def test_changed_settings_and_dataset_parts_are_named() -> None:
         "the dataset changed (fingerprint fp -> fp2); re-record to see which part",
         "the settings changed (fingerprint s1 -> s2); re-record to see which",
     ]
+
+
+def bm25_settings(**options: float) -> dict:
+    """A record's settings as :func:`~pytest_embedbench.records.settings_of` keeps them for
+    ``bm25`` with ``options``: the user's options, and the provider's applied ones."""
+    applied = {"k1": 1.5, "b": 0.75, "method": "lucene"} | options
+    return {
+        "spec": "bm25",
+        "options": dict(options),
+        "k": [10, 100],
+        "applied": {
+            "provider": "bm25",
+            "model": "bm25",
+            "options": dict(options),
+            "settings": applied,
+        },
+    }
+
+
+def test_each_changed_setting_is_named_once_in_the_words_the_user_writes() -> None:
+    """Issue 31: ``applied.options.k1``, ``applied.settings.k1`` and ``options.k1`` were three
+    lines for one change, repeated on every metric's line."""
+    base = record(scores(40, 9), settings_detail=bm25_settings())
+    worse = {q: (v - 0.5 if int(q[1:]) % 2 else v) for q, v in scores(40, 9).items()}
+    current = record(worse, settings="s2", settings_detail=bm25_settings(k1=1.2))
+    current["result"]["per_query"]["recall@100"] = {q: 0.0 for q in worse}  # a second drop
+    outcome = gate(current, entry_from_record(base), GateSettings())
+    assert outcome.changes == ["the settings changed: k1 1.5 -> 1.2"]
+    assert outcome.status == "regressed"
+    regressed, recall, changed = outcome.failures
+    assert regressed.startswith("ndcg@10 regressed") and recall.startswith("recall@100 regressed")
+    assert (
+        changed == "compared with a baseline of other inputs: the settings changed: k1 1.5 -> 1.2"
+    )
+    assert "\n".join(outcome.failures).count("k1") == 1  # once for the test
+    # a removed option: its default is back, named once
+    back = gate(base, entry_from_record(current), GateSettings())
+    assert back.changes == ["the settings changed: k1 1.2 -> 1.5"]
+    # a new spec is one line; the provider, model and defaults it brings are not listed again
+    other = record(
+        worse,
+        settings="s3",
+        spec="hashing:weak",
+        settings_detail={
+            "spec": "hashing:weak",
+            "options": {"dim": 4},
+            "k": [10, 100],
+            "applied": {"provider": "hashing", "model": "weak", "options": {"dim": 4}},
+        },
+    )
+    changes = gate(other, entry_from_record(base), GateSettings()).changes
+    assert changes[-1] == "the model spec changed ('bm25' -> 'hashing:weak')"
+    assert not any("spec 'bm25'" in c or "provider" in c for c in changes)
+
+
+def test_lost_most_names_only_queries_that_lost() -> None:
+    """Issue 31: "lost most" listed queries whose change was +0.000 when fewer than three
+    lost."""
+    base = {f"q{i:03d}": 1.0 for i in range(40)}
+    worse = base | {"q005": 0.0, "q011": 0.7}
+    outcome = gate(record(worse), entry_from_record(record(base)), GateSettings())
+    (line,) = outcome.failures + outcome.warnings
+    lost = line.split("lost most: ")[1].split(". ")[0]
+    assert lost == "q005 (-1.000), q011 (-0.300)"  # not a third with +0.000
+    # the line says no loser when none lost (a drop of the mean needs one; a gain does not)
+    from pytest_embedbench.baseline.compare import _lost_most, _Pairs
+
+    same = _Pairs("ndcg@10", ["q1", "q2"], {"q1": 1.0, "q2": 0.5}, {"q1": 1.0, "q2": 0.25})
+    assert _lost_most(same, None) == ""
+    tiny = _Pairs("ndcg@10", ["q1"], {"q1": 0.9999}, {"q1": 1.0})
+    assert _lost_most(tiny, None) == "; lost most: q1 (-1.0e-04)"
 
 
 def test_latency_gate_ignores_jitter_below_the_floor() -> None:

@@ -16,8 +16,12 @@ A folder of documents becomes an eval set in the JSONL format that
    are retried with backoff (:class:`~pytest_embedbench.providers.retry.RetryPolicy`, the
    ``Retry-After`` of the server wins) and then counted; an unreachable server or a model that
    is not there stops the run with a :class:`GenerationError` saying how to fix it;
-4. every question passes the filters of :data:`REJECT_REASONS`, in that order; the first it
-   fails is counted in the :class:`GenerationReport`;
+4. every question passes the filters of :data:`REJECT_REASONS`, in that order, and the first
+   it fails is counted in the :class:`GenerationReport`: its words, then (with
+   ``embedding_model``) answerability, round trip and margin, then near-duplicates across the
+   whole set (a question asked of chunks of different documents loses every copy); only then
+   does the per-chunk cap (``questions_per_chunk``) drop what is left beyond it, counted as
+   ``extra``, so the counts say what the filters found;
 5. the kept questions are numbered ``q0001``... in corpus order and written atomically, one JSON
    object a line (:func:`write_evalset`): the same documents, settings and model answers give
    the same bytes.
@@ -59,8 +63,8 @@ from .prompts import QUESTIONS_SCHEMA
 from .prompts import parse_questions as parse_questions
 from .report import CHUNK_FAILURES as CHUNK_FAILURES
 from .report import REJECT_REASONS, GenerationReport, GenerationResult
+from .run import GeneratedSet, ensure_generated_evalset, generate_evalset, generate_or_reuse_evalset
 from .run import Progress as Progress
-from .run import ensure_generated_evalset, generate_evalset
 from .sampling import sample_chunks as sample_chunks
 from .settings import (
     PROMPT_VERSION,
@@ -76,6 +80,7 @@ __all__ = [
     "PROMPT_VERSION",
     "QUESTIONS_SCHEMA",
     "REJECT_REASONS",
+    "GeneratedSet",
     "GenerationError",
     "GenerationReport",
     "GenerationResult",
@@ -85,6 +90,7 @@ __all__ = [
     "ensure_generated_evalset",
     "evalset_fingerprint",
     "generate_evalset",
+    "generate_or_reuse_evalset",
     "redact_url",
     "write_evalset",
 ]

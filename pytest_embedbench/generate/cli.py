@@ -32,8 +32,9 @@ def add_parser(sub: Any) -> None:
         description="Ask a chat model (Ollama, or an OpenAI-compatible server with "
         "--model openai:NAME --host BASE_URL) for questions about a seeded sample of the "
         "documents' chunks, filter them (no '?', too short or long, 'this passage', generic, "
-        "no content words, near-duplicates) and write an eval set. The filters are heuristics: "
-        "review the questions before you trust them.",
+        "no content words, with --embedding-model answerability, round trip and margin, "
+        "near-duplicates across the set), keep --questions-per-chunk of what passed, and write "
+        "an eval set. The filters are heuristics: review the questions before you trust them.",
     )
     gen.add_argument("--docs", "-d", help="the documents folder (.txt .md .pdf .docx .html)")
     gen.add_argument("--output", "-o", help="the eval set to write (.jsonl)")
@@ -117,7 +118,7 @@ def _add_judge_flags(gen: argparse.ArgumentParser) -> None:
     gen.add_argument(
         "--embedding-model",
         help="a model spec (e.g. hf:sentence-transformers/"
-        "all-MiniLM-L6-v2) that judges answerability and round trip",
+        "all-MiniLM-L6-v2) that judges answerability, round trip and margin",
     )
     gen.add_argument(
         "--min-similarity",
@@ -127,6 +128,25 @@ def _add_judge_flags(gen: argparse.ArgumentParser) -> None:
     gen.add_argument(
         "--round-trip-k", type=int, help="the source document must be in this top k (default 5)"
     )
+    gen.add_argument(
+        "--min-margin",
+        type=_margin,
+        help="how far the source document must score above every other document in the "
+        "round trip, in the judge's similarity (default 0.02; off: no margin): a generic "
+        "question several documents answer does not",
+    )
+
+
+def _margin(text: str) -> float | str:
+    """``--min-margin``: a number, or ``off`` (kept as is: :func:`_settings_from_flags`)."""
+    if text.strip().lower() in ("off", "none", "null"):
+        return "off"
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a number: give a similarity margin such as 0.02, or off"
+        ) from None
 
 
 def _generate(args: argparse.Namespace) -> int:
@@ -269,6 +289,7 @@ _GENERATION_FLAGS = frozenset(
         "embedding_model",
         "min_similarity",
         "round_trip_k",
+        "min_margin",
     }
 )
 
@@ -293,6 +314,8 @@ def _settings_from_flags(args: argparse.Namespace) -> GenerationSettings:
         for key, value in vars(args).items()
         if key in _GENERATION_FLAGS and value is not None
     }
+    if values.get("min_margin") == "off":
+        values["min_margin"] = None
     try:
         return GenerationSettings.from_mapping({**values, "chunking": chunking}, _WHERE)
     except ConfigError as exc:
@@ -331,6 +354,7 @@ def _as_flags(message: str) -> str:
             text = flag + text[len(key) :]
     text = re.sub(r"between (\S+) and inf\b", r"at least \1", text)
     text = text.replace("with host set to the server's base_url", "with --host its base URL")
+    text = text.replace("or null to turn the margin off", "or off")
     return text.replace(
         ", or null for every eligible chunk", " (leave it out for every eligible chunk)"
     )

@@ -1,5 +1,10 @@
 """The filters a returned question passes (:data:`~.report.REJECT_REASONS`, in that order):
-heuristics on its words, the answerability and round-trip judge, near-duplicates.
+heuristics on its words, the answerability, round-trip and margin judge, near-duplicates
+across the whole set; then, among the questions that passed every filter, the per-chunk cap.
+
+The cap comes last so that the counts say what the filters found: a model that writes five
+questions where two were asked has its bad ones counted by reason, and only good questions
+beyond the two are counted as ``extra``.
 
 Why ``rapidfuzz`` for the near-duplicate filter: see the package docstring.
 """
@@ -9,6 +14,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .settings import GenerationError, GenerationSettings
@@ -78,11 +84,38 @@ def _heuristic_reason(question: str, settings: GenerationSettings) -> str | None
     return None
 
 
-class _Deduper:
-    """Near-duplicates across the whole set: rapidfuzz's ``fuzz.ratio`` on case-folded,
-    whitespace-collapsed texts, at or above the threshold (0..1)."""
+#: the reasons :class:`_Pool` decides (every other reason is decided question by question)
+DUPLICATE, ACROSS_DOCUMENTS, EXTRA = "duplicate", "duplicate_across_documents", "extra"
 
-    def __init__(self, threshold: float) -> None:
+
+@dataclass
+class _Candidate:
+    """A question that passed the filters of its own words and the judge, with its place."""
+
+    chunk: int  # the chunk's place in the sample: the cap is per chunk
+    doc_id: str
+    source_chunk_id: str
+    question: str
+    answer: str
+    seed: int
+    #: None while kept; DUPLICATE or ACROSS_DOCUMENTS once a near-duplicate is found
+    status: str | None = None
+
+
+class _Pool:
+    """Near-duplicates across the whole set, then the per-chunk cap.
+
+    Near-duplicates are rapidfuzz's ``fuzz.ratio`` on case-folded, whitespace-collapsed texts,
+    at or above the threshold (0..1). A question asked of chunks of *different documents* (a
+    generic one, "What are the long-term health effects of dietary fiber?") has no one
+    document for an answer, so every copy is rejected (``duplicate_across_documents``), the
+    first one too, even when it came chunks earlier. A question asked again of the same
+    document (overlapping chunks) keeps its first copy (``duplicate``). Then each chunk keeps
+    its first ``questions_per_chunk`` questions that are left, in the model's order; the
+    rest are ``extra``.
+    """
+
+    def __init__(self, threshold: float, per_chunk: int) -> None:
         try:
             from rapidfuzz import fuzz, process
         except ImportError:
@@ -92,22 +125,60 @@ class _Deduper:
             ) from None
         self._fuzz, self._process = fuzz, process
         self.cutoff = threshold * 100.0
-        self.accepted: list[str] = []
+        self.per_chunk = per_chunk
+        self.keys: list[str] = []
+        self.entries: list[_Candidate] = []
 
     @staticmethod
     def key(question: str) -> str:
         return " ".join(question.casefold().split())
 
-    def is_duplicate(self, question: str) -> bool:
-        if not self.accepted:
-            return False
-        match = self._process.extractOne(
-            self.key(question), self.accepted, scorer=self._fuzz.ratio, score_cutoff=self.cutoff
+    def add(self, candidate: _Candidate) -> None:
+        """Compare ``candidate`` with every question before it, and keep it in the pool: a
+        later copy may still be found."""
+        key = self.key(candidate.question)
+        found = self._process.extract(
+            key, self.keys, scorer=self._fuzz.ratio, score_cutoff=self.cutoff, limit=None
         )
-        return match is not None
+        matches = [self.entries[index] for _, _, index in found]
+        if any(m.doc_id != candidate.doc_id or m.status == ACROSS_DOCUMENTS for m in matches):
+            for match in matches:
+                match.status = ACROSS_DOCUMENTS
+            candidate.status = ACROSS_DOCUMENTS
+        elif matches:
+            candidate.status = DUPLICATE
+        self.keys.append(key)
+        self.entries.append(candidate)
 
-    def accept(self, question: str) -> None:
-        self.accepted.append(self.key(question))
+    def kept(self) -> tuple[list[_Candidate], int]:
+        """The questions kept, in corpus order, and how many the cap dropped."""
+        out: list[_Candidate] = []
+        taken: dict[int, int] = {}
+        dropped = 0
+        for entry in self.entries:
+            if entry.status is not None:
+                continue
+            if taken.get(entry.chunk, 0) >= self.per_chunk:
+                dropped += 1
+                continue
+            taken[entry.chunk] = taken.get(entry.chunk, 0) + 1
+            out.append(entry)
+        return out, dropped
+
+    def tally(self, report: GenerationReport) -> list[_Candidate]:
+        """Put the pool's counts in ``report`` (a later copy can change an earlier verdict, so
+        they are counted afresh); the questions kept."""
+        kept, dropped = self.kept()
+        statuses = [e.status for e in self.entries]
+        for reason, n in (
+            (DUPLICATE, statuses.count(DUPLICATE)),
+            (ACROSS_DOCUMENTS, statuses.count(ACROSS_DOCUMENTS)),
+            (EXTRA, dropped),
+        ):
+            report.rejected[reason] = n
+        report.rejected = +report.rejected  # drop zero counts
+        report.kept = len(kept)
+        return kept
 
 
 class _Judge:
@@ -134,13 +205,22 @@ class _Judge:
         self.matrix = provider.embed([c.text for c in chunks], kind="document")
 
     def reasons(self, questions: Sequence[str], chunk: Chunk) -> list[str | None]:
-        """For each question: None (kept), ``"unanswerable"`` or ``"round_trip"``."""
+        """For each question: None (kept), ``"unanswerable"``, ``"round_trip"`` or
+        ``"low_margin"``.
+
+        Documents rank by their best chunk (max-pooling, as the benchmark ranks them). The
+        margin is the source document's score minus the best score of any other document:
+        a question several documents answer about equally well (a generic one) has its
+        source in the top ``round_trip_k`` by chance, and a margin below ``min_margin``
+        (in the judge model's similarity units) says so.
+        """
         np = self._np
         if not questions:
             return []
         vectors = self.provider.embed(list(questions), kind="query")
         scores = vectors.astype(np.float64) @ self.matrix.astype(np.float64).T
         own = self.chunk_index[chunk.id]
+        min_margin = self.settings.min_margin
         out: list[str | None] = []
         for row in scores:
             if row[own] < self.settings.min_similarity:
@@ -152,7 +232,12 @@ class _Judge:
                     best[doc] = float(score)
             ranked = sorted(best.items(), key=lambda kv: (-kv[1], _desc(kv[0])))
             top = {doc for doc, _ in ranked[: self.settings.round_trip_k]}
-            out.append(None if chunk.doc_id in top else "round_trip")
+            if chunk.doc_id not in top:
+                out.append("round_trip")
+                continue
+            other = max((v for doc, v in best.items() if doc != chunk.doc_id), default=-math.inf)
+            margin = best[chunk.doc_id] - other
+            out.append("low_margin" if min_margin is not None and margin < min_margin else None)
         return out
 
 
@@ -161,19 +246,19 @@ def _desc(text: str) -> tuple[int, ...]:
     return tuple(-ord(c) for c in text) + (1,)
 
 
-def _filter(
-    got: tuple[list[tuple[str, str]], int],
+def _judged(
+    questions: Sequence[tuple[str, str]],
     chunk: Chunk,
     settings: GenerationSettings,
     report: GenerationReport,
     judge: _Judge | None,
-    deduper: _Deduper,
-) -> list[dict[str, Any]]:
-    questions, seed = got
+) -> list[tuple[str, str]]:
+    """The questions of one chunk that pass the filters of their own words and the judge,
+    every one of them (the cap comes after the duplicates: :class:`_Pool`); each rejected
+    question is counted under the first filter it fails."""
     report.candidates += len(questions)
-    report.rejected["extra"] += max(0, len(questions) - settings.questions_per_chunk)
     passed: list[tuple[str, str]] = []
-    for question, answer in questions[: settings.questions_per_chunk]:
+    for question, answer in questions:
         reason = _heuristic_reason(question, settings)
         if reason:
             report.rejected[reason] += 1
@@ -185,20 +270,18 @@ def _filter(
             if reason:
                 report.rejected[reason] += 1
         passed = [qa for qa, reason in zip(passed, verdicts, strict=True) if reason is None]
-    kept = []
-    for question, answer in passed:
-        if deduper.is_duplicate(question):
-            report.rejected["duplicate"] += 1
-            continue
-        deduper.accept(question)
-        kept.append(
-            {
-                "query": question,
-                "relevant_doc_ids": [chunk.doc_id],
-                "answer": answer,
-                "source_chunk_id": chunk.id,
-                "seed": seed,
-            }
-        )
-    report.rejected = +report.rejected  # drop zero counts
-    return kept
+    return passed
+
+
+def _rows(kept: Sequence[_Candidate]) -> list[dict[str, Any]]:
+    """The kept questions as the rows :func:`~.evalset.evalset_rows` numbers."""
+    return [
+        {
+            "query": c.question,
+            "relevant_doc_ids": [c.doc_id],
+            "answer": c.answer,
+            "source_chunk_id": c.source_chunk_id,
+            "seed": c.seed,
+        }
+        for c in kept
+    ]

@@ -9,9 +9,9 @@ from typing import Any
 
 from .settings import PROMPT_VERSION
 
-#: why a returned question is not kept, in the order the checks of :mod:`.filters` run
+#: why a returned question is not kept, in the order the checks of :mod:`.filters` run: the
+#: filters (its words, the judge, near-duplicates across the set), then the per-chunk cap
 REJECT_REASONS: dict[str, str] = {
-    "extra": "more questions than questions_per_chunk asked for",
     "no_question_mark": "does not end with '?'",
     "too_short": "fewer words than min_question_words",
     "too_long": "more words than max_question_words",
@@ -20,8 +20,15 @@ REJECT_REASONS: dict[str, str] = {
     "no_content_words": "no word beyond question and stop words",
     "unanswerable": "similarity to its source chunk below min_similarity (judge model)",
     "round_trip": "its source document is not in the judge model's top round_trip_k",
-    "duplicate": "near-duplicate of an accepted question (dedupe_threshold)",
+    "low_margin": "its source document scores less than min_margin above another document "
+    "(judge model): a generic question several documents answer",
+    "duplicate_across_documents": "near-duplicates asked of chunks of different documents "
+    "(dedupe_threshold): every copy, since no one document answers it",
+    "duplicate": "near-duplicate of a kept question of the same document (dedupe_threshold)",
+    "extra": "passed every filter, beyond questions_per_chunk for its chunk (the cap, last)",
 }
+#: the reasons of the filters; the rest (``extra``) is the cap, applied to what they passed
+FILTER_REASONS: tuple[str, ...] = tuple(r for r in REJECT_REASONS if r != "extra")
 
 #: why a chunk gave no questions at all (after its attempts and retries)
 CHUNK_FAILURES: dict[str, str] = {
@@ -76,15 +83,36 @@ class GenerationReport:
             + (f" · failed chunks {failed}" if failed else "")
         )
 
+    @property
+    def filtered(self) -> int:
+        """How many returned questions the filters rejected (the cap's are not among them)."""
+        return sum(self.rejected.get(r, 0) for r in FILTER_REASONS)
+
+    def counts_line(self) -> str:
+        """``kept 49 of 80 questions returned · the filters rejected 31 (no_question_mark 9,
+        generic 9, ...) · the cap dropped 0 (extra)``: the filters' reasons in the order they
+        run, then the cap."""
+        reasons = ", ".join(
+            f"{r} {self.rejected[r]}" for r in FILTER_REASONS if self.rejected.get(r)
+        )
+        return (
+            f"kept {self.kept} of {self.candidates} question(s) returned · the filters rejected "
+            f"{self.filtered}"
+            + (f" ({reasons})" if reasons else "")
+            + f" · the per-chunk cap dropped {self.rejected.get('extra', 0)} more (extra)"
+        )
+
     def summary_lines(self) -> list[str]:
-        """The closing summary: what was asked, what came back, what was kept and why not."""
+        """The closing summary: what was asked, what came back, what the filters rejected and
+        why, then what the per-chunk cap dropped of what they passed, and what was kept."""
         lines = [
             f"generated with {self.provider}:{self.model} at {self.host} (seed {self.seed}, "
             f"prompt v{self.prompt_version})",
             f"documents {self.documents} · chunks {self.chunks} · eligible {self.eligible_chunks}"
             f" · sampled {self.sampled_chunks}",
             f"requests {self.requests} (retries {self.retries}) · questions returned "
-            f"{self.candidates} · kept {self.kept}",
+            f"{self.candidates} · rejected by the filters {self.filtered} · dropped by the "
+            f"per-chunk cap {self.rejected.get('extra', 0)} · kept {self.kept}",
         ]
         for reason, n in sorted(self.bad_answers.items()):
             lines.append(f"  unreadable answers ({reason}): {n}")
@@ -96,7 +124,7 @@ class GenerationReport:
                     f"  rejected {reason}: {self.rejected[reason]} - {REJECT_REASONS[reason]}"
                 )
         if self.judge:
-            lines.append(f"answerability and round-trip judged by {self.judge}")
+            lines.append(f"answerability, round trip and margin judged by {self.judge}")
         lines.append(
             "The filters are heuristics: read the questions before you trust them as ground truth."
         )

@@ -5,14 +5,21 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from ..chunking import chunk_documents_with
 from ..types import Document
 from .chat import _backend, _Generator
-from .evalset import _check_fresh, evalset_fingerprint, evalset_rows, write_evalset, write_sidecar
-from .filters import _Deduper, _filter, _Judge
+from .evalset import (
+    _check_fresh,
+    evalset_fingerprint,
+    evalset_rows,
+    sidecar_path,
+    write_evalset,
+    write_sidecar,
+)
+from .filters import _Candidate, _Judge, _judged, _Pool, _rows
 from .report import GenerationReport, GenerationResult
 from .sampling import sample_chunks
 from .settings import GenerationError, GenerationSettings, inside, plain_name
@@ -60,17 +67,19 @@ def generate_evalset(
     if sample:
         generator.check()
     judge = _Judge(settings.embedding_model, chunks, settings) if settings.embedding_model else None
-    deduper = _Deduper(settings.dedupe_threshold)
-    rows: list[dict[str, Any]] = []
-    for chunk in sample:
+    pool = _Pool(settings.dedupe_threshold, settings.questions_per_chunk)
+    kept: list[_Candidate] = []
+    for place, chunk in enumerate(sample):
         got = generator.questions(chunk, report)
         report.chunks_done += 1
         if got is not None:
-            rows.extend(_filter(got, chunk, settings, report, judge, deduper))
-        report.kept = len(rows)
+            questions, seed = got
+            for question, answer in _judged(questions, chunk, settings, report, judge):
+                pool.add(_Candidate(place, chunk.doc_id, chunk.id, question, answer, seed))
+        kept = pool.tally(report)  # a later copy can reject an earlier question: recounted
         if progress is not None:
             progress(report)
-    return GenerationResult(evalset_rows(rows, settings, backend.host), report)
+    return GenerationResult(evalset_rows(_rows(kept), settings, backend.host), report)
 
 
 def _documents(
@@ -83,6 +92,48 @@ def _documents(
     return list(docs)
 
 
+@dataclass(frozen=True)
+class GeneratedSet:
+    """What :func:`generate_or_reuse_evalset` did for a dataset: the file, whether this call
+    wrote it (``report`` is then the generation's) or reused it, and the lines that say so.
+
+    Usage::
+
+        generated = generate_or_reuse_evalset(settings, "handbook/", ".", name="handbook")
+        for line in generated.summary_lines():
+            print(line)
+    """
+
+    name: str
+    path: Path
+    written: bool
+    report: GenerationReport | None = None
+
+    def summary_lines(self) -> list[str]:
+        """For the end of a run that generated the set: the file written, what was kept and
+        rejected by reason (the filters first, then the per-chunk cap), and the reminder to
+        review it. Empty when the set was reused: it was announced when it was written."""
+        if not self.written or self.report is None:
+            return []
+        report = self.report
+        lines = [
+            f"embedbench: generated the eval set of dataset {self.name!r} with "
+            f"{report.provider}:{report.model} from {report.sampled_chunks} chunk(s) of "
+            f"{report.documents} document(s): {self.path}",
+            f"  {report.counts_line()}",
+        ]
+        failed = sum(report.failed_chunks.values())
+        if failed:
+            reasons = ", ".join(f"{r} {n}" for r, n in sorted(report.failed_chunks.items()))
+            lines.append(f"  {failed} chunk(s) gave no question ({reasons})")
+        lines.append(
+            f"  review {self.path.name} before you trust it as ground truth (the filters are "
+            "heuristics): fix or delete bad questions, add real ones, then commit it with "
+            f"{sidecar_path(self.path).name}"
+        )
+        return lines
+
+
 def ensure_generated_evalset(
     settings: GenerationSettings,
     docs_folder: str | Path,
@@ -92,17 +143,39 @@ def ensure_generated_evalset(
     progress: Progress | None = None,
     regenerate: bool = False,
 ) -> Path:
+    """The path of :func:`generate_or_reuse_evalset`'s set (same arguments).
+
+    Usage::
+
+        path = ensure_generated_evalset(settings, "handbook/", Path("embedbench.yaml").parent)
+    """
+    return generate_or_reuse_evalset(
+        settings, docs_folder, config_dir, name=name, progress=progress, regenerate=regenerate
+    ).path
+
+
+def generate_or_reuse_evalset(
+    settings: GenerationSettings,
+    docs_folder: str | Path,
+    config_dir: str | Path,
+    *,
+    name: str = "generated",
+    progress: Progress | None = None,
+    regenerate: bool = False,
+) -> GeneratedSet:
     """The generated eval set of ``docs_folder`` for ``evalset: {generate: ...}``: generated
     once into ``config_dir`` (``settings.output``, default ``<name>.generated.jsonl``) with a
     ``.meta.json`` sidecar holding the fingerprint of the documents and settings, then reused
     while they are unchanged. A changed corpus or setting raises :class:`StaleEvalsetError`
     naming what changed and how to regenerate: a reviewed set is never replaced silently. An
     ``output`` that leaves ``config_dir``, or a ``name`` that is not a plain file name (see
-    :func:`~.settings.plain_name`), is a ConfigError: nothing is written outside it.
+    :func:`~.settings.plain_name`), is a ConfigError: nothing is written outside it. The
+    :class:`GeneratedSet` says whether this call wrote the set, with the generation's report.
 
     Usage::
 
-        path = ensure_generated_evalset(settings, "handbook/", Path("embedbench.yaml").parent)
+        generated = generate_or_reuse_evalset(settings, "handbook/", Path("embedbench.yaml").parent)
+        generated.path, generated.written, generated.summary_lines()
     """
     from ..ingest import load_documents
 
@@ -113,9 +186,10 @@ def ensure_generated_evalset(
     target = inside(config_dir, output, "ensure_generated_evalset: output")
     documents = load_documents(docs_folder)
     fingerprint = evalset_fingerprint(documents, settings)
+    reused = GeneratedSet(name, target, written=False)
     if target.exists() and not regenerate:
         _check_fresh(target, fingerprint, config_dir, name)
-        return target
+        return reused
     from filelock import FileLock
 
     # xdist workers read the configuration at once: one generates, the others wait and reuse.
@@ -127,7 +201,7 @@ def ensure_generated_evalset(
         with FileLock(str(lock_path)):
             if target.exists() and not regenerate:
                 _check_fresh(target, fingerprint, config_dir, name)
-                return target
+                return reused
             result = generate_evalset(documents, settings, progress=progress)
             if not result.rows:
                 raise GenerationError(
@@ -139,4 +213,4 @@ def ensure_generated_evalset(
             write_sidecar(target, fingerprint, result.report)
     finally:
         lock_path.unlink(missing_ok=True)
-    return target
+    return GeneratedSet(name, target, written=True, report=result.report)

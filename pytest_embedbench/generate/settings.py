@@ -52,7 +52,9 @@ class GenerationSettings:
     one (``openai:Qwen2.5-7B-Instruct``, with ``host`` its ``base_url``, e.g.
     ``http://127.0.0.1:8000/v1``; the key comes from ``OPENAI_API_KEY`` when set). ``host``
     defaults to ``OLLAMA_HOST``, else ``http://127.0.0.1:11434``. ``embedding_model`` (a model
-    spec) turns on the answerability and round-trip filters.
+    spec) turns on the answerability, round-trip and margin filters: the source document must
+    be in the judge's top ``round_trip_k`` and score at least ``min_margin`` above every other
+    document (a generic question that several documents answer does not).
     """
 
     model: str = "llama3.2"
@@ -73,6 +75,9 @@ class GenerationSettings:
     embedding_model: str | None = None
     min_similarity: float = 0.3
     round_trip_k: int = 5
+    #: how far the source document must score above every other document in the round trip
+    #: (the judge model's similarity units); None turns the margin off
+    min_margin: float | None = 0.02
     chunking: ChunkingSettings = field(default_factory=ChunkingSettings)
     #: where ensure_generated_evalset writes the set, relative to the configuration's folder
     output: str | None = None
@@ -100,6 +105,16 @@ class GenerationSettings:
             raise ConfigError(
                 f"{where}: max_chunks {self.max_chunks!r} must be a whole number >= 1, or null "
                 "for every eligible chunk"
+            )
+        if self.min_margin is not None and (
+            isinstance(self.min_margin, bool)
+            or not isinstance(self.min_margin, (int, float))
+            or not -1.0 <= self.min_margin <= 1.0
+        ):
+            raise ConfigError(
+                f"{where}: min_margin {self.min_margin!r} must be a number between -1.0 and "
+                "1.0 (how far the source document must score above every other one, e.g. "
+                "0.02), or null to turn the margin off"
             )
         for name, low, high in (
             ("dedupe_threshold", 0.5, 1.0),
@@ -173,8 +188,9 @@ class GenerationSettings:
         chunking = values.get("chunking")
         if not isinstance(chunking, ChunkingSettings):
             values["chunking"] = ChunkingSettings.from_mapping(chunking, f"{where}: chunking")
-        if isinstance(values.get("request_timeout_s"), int):
-            values["request_timeout_s"] = float(values["request_timeout_s"])
+        for name in ("request_timeout_s", "min_margin"):  # 0 and 0.0: one fingerprint
+            if isinstance(values.get(name), int) and not isinstance(values.get(name), bool):
+                values[name] = float(values[name])
         try:
             settings = cls(**values)
         except TypeError as exc:  # a value of a type the checks do not reach
@@ -198,6 +214,7 @@ class GenerationSettings:
         if self.embedding_model is None:  # the judge's settings matter only with a judge
             out.pop("min_similarity")
             out.pop("round_trip_k")
+            out.pop("min_margin")
         return out
 
 

@@ -21,6 +21,7 @@ from pytest_embedbench.generate import (
     ensure_generated_evalset,
     evalset_text,
     generate_evalset,
+    generate_or_reuse_evalset,
     parse_questions,
     redact_url,
     sample_chunks,
@@ -73,11 +74,13 @@ ANSWERS: dict[str, list[str]] = {
         qs(
             (REFUND_Q, "prorated by unused months"),
             ("What does this passage say about monthly plans?", "not refunded"),
-            ("Are monthly plans refunded after cancelling?", "no"),  # over questions_per_chunk
+            # third of three, where two were asked: the filters reject the second, so it is
+            # kept (the cap used to come first, call it extra and count no filter)
+            ("Are monthly plans refunded after cancelling?", "no"),
         )
     ],
     "Deleted pages": [
-        qs(
+        qs(  # the refunds question again, of another document: neither copy has one answer
             ("how are refunds for annual plans calculated when cancelling ?", "dup"),
             ("Is it what it was before then?", "?"),  # nothing but stop words
         )
@@ -153,7 +156,7 @@ def fast(**kwargs: Any) -> GenerationSettings:
 
 EXPECTED_KEPT = [
     ("How long are workspace backups kept before they expire?", "a-backups.md"),
-    (REFUND_Q, "c-refunds.md"),
+    ("Are monthly plans refunded after cancelling?", "c-refunds.md"),
     ("Which identity providers are supported for SAML single sign-on?", "e-sso.md"),
     ("How quickly are incidents posted on the status page?", "f-uptime.md"),
 ]
@@ -161,8 +164,7 @@ EXPECTED_REJECTED = {
     "no_question_mark": 1,
     "too_short": 1,
     "refers_to_source": 1,
-    "extra": 1,
-    "duplicate": 1,
+    "duplicate_across_documents": 2,
     "no_content_words": 1,
     "generic": 1,
 }
@@ -223,7 +225,7 @@ def test_output_is_byte_identical_and_loads_as_an_evalset(
     ds = load_evalset(tmp_path / "run0.jsonl", docs)
     assert [q.id for q in ds.queries] == ["q0001", "q0002", "q0003", "q0004", "q0005"]
     assert ds.qrels["q0002"] == {"c-refunds.md": 1}
-    assert ds.queries[1].metadata["answer"] == "prorated by unused months"
+    assert ds.queries[1].metadata["answer"] == "no"
 
 
 def test_openai_compatible_server(docs: Path) -> None:
@@ -334,6 +336,200 @@ def test_reuse_and_stale_set(docs: Path, ollama_chat: OllamaChatServer, tmp_path
 
 
 # ---------------------------------------------------------------------------------------------
+# issue 31: judged, then counted
+
+
+def answers_by_passage(replies: dict[str, list[tuple[str, str]]]) -> Callable[[Any], str]:
+    """A model that answers each chunk whose passage holds a key with that key's questions."""
+
+    def answer(body: Any) -> str:
+        passage = chat_passage(body)
+        for key, pairs in replies.items():
+            if key in passage:
+                return qs(*pairs)
+        return '{"questions": []}'
+
+    return answer
+
+
+def write_docs(folder: Path, docs: dict[str, str]) -> Path:
+    folder.mkdir()
+    for name, text in docs.items():
+        (folder / name).write_text(text + "\n", encoding="utf-8")
+    return folder
+
+
+def test_the_filters_judge_before_the_cap_counts(docs: Path) -> None:
+    """Issue 31: the per-chunk cap came first: 62 of 122 questions were counted as "extra" and
+    the filters showed 0. A question the filters reject is counted by its reason, and the cap
+    takes only what they passed, so a good question after two bad ones is kept."""
+    answerer = answers_by_passage(
+        {
+            "backups run": [
+                ("What does this passage say about backups?", "-"),  # refers_to_source
+                ("Summarize how the workspace backup schedule works?", "-"),  # generic
+                ("How long are workspace backups kept before they expire?", "thirty days"),
+            ],
+            "workspace export": [
+                ("What format does a workspace export produce?", "zip"),
+                ("When is a workspace export split into several archives?", "over 2 GB"),
+            ],
+        }
+    )
+    with OllamaChatServer(answerer=answerer) as server:
+        result = generate_evalset(docs, fast(host=server.url, questions_per_chunk=1))
+    report = result.report
+    assert [r["query"] for r in result.rows] == [
+        "How long are workspace backups kept before they expire?",
+        "What format does a workspace export produce?",
+    ]
+    # before: {"extra": 3, "refers_to_source": 1}, and nothing kept of the backups chunk
+    assert dict(report.rejected) == {"refers_to_source": 1, "generic": 1, "extra": 1}
+    assert (report.candidates, report.filtered, report.kept) == (5, 2, 2)
+    assert report.counts_line() == (
+        "kept 2 of 5 question(s) returned · the filters rejected 2 (refers_to_source 1, "
+        "generic 1) · the per-chunk cap dropped 1 more (extra)"
+    )
+    reasons = [
+        line.split(":")[0].split()[-1] for line in report.summary_lines() if "  rejected" in line
+    ]
+    assert reasons == ["refers_to_source", "generic", "extra"]  # the filters, then the cap
+
+
+GENERIC_Q = "What are the long-term health effects of dietary fiber?"
+FIBER_DOCS = {
+    "fiber-children.md": "Children eating whole grain fiber had fewer constipation episodes over "
+    "one school year. Dietary fiber intake was measured by food diaries.",
+    "fiber-elderly.md": "Psyllium fiber supplements reduced fasting glucose in elderly patients "
+    "with type two diabetes. Dietary fiber slowed sugar absorption after meals.",
+    "fiber-oats.md": "Oat bran fiber lowered LDL cholesterol by seven percent in adults after "
+    "twelve weeks. Dietary fiber from oats binds bile acids in the gut.",
+}
+FIBER_ANSWERS = {
+    "Oat bran": [
+        (GENERIC_Q, "lower cholesterol"),
+        ("How much did oat bran fiber lower LDL cholesterol in adults?", "seven percent"),
+    ],
+    "Children eating": [
+        ("What are the long term health effects of dietary fibre?", "fewer episodes"),
+        ("How did whole grain fiber change constipation episodes in children?", "fewer"),
+    ],
+    "Psyllium": [
+        (GENERIC_Q.lower(), "lower glucose"),
+        ("Which fiber supplements reduced fasting glucose in elderly patients?", "psyllium"),
+    ],
+}
+FIBER_SPECIFIC = [
+    ("How did whole grain fiber change constipation episodes in children?", "fiber-children.md"),
+    ("Which fiber supplements reduced fasting glucose in elderly patients?", "fiber-elderly.md"),
+    ("How much did oat bran fiber lower LDL cholesterol in adults?", "fiber-oats.md"),
+]
+
+
+def test_a_generic_question_asked_of_several_documents_loses_every_copy(tmp_path: Path) -> None:
+    """Issue 31: "long-term health effects of dietary fiber", asked of several chunks, passed
+    every filter: the near-duplicate filter kept its first copy (from whichever chunk came
+    first) and labelled that one document as its only answer. Asked of chunks of different
+    documents, no copy is kept, the first included; the sidecar counts them."""
+    docs = write_docs(tmp_path / "fiber", FIBER_DOCS)
+    with OllamaChatServer(answerer=answers_by_passage(FIBER_ANSWERS)) as server:
+        settings = fast(host=server.url, min_chunk_chars=50)
+        generated = generate_or_reuse_evalset(settings, docs, tmp_path, name="fiber")
+        assert generated.written and generated.report is not None
+        rows = load_evalset(generated.path, docs)
+        assert [(q.text, next(iter(rows.qrels[q.id]))) for q in rows.queries] == FIBER_SPECIFIC
+        assert dict(generated.report.rejected) == {"duplicate_across_documents": 3}
+        meta = json.loads(sidecar_path(generated.path).read_text(encoding="utf-8"))
+        assert meta["report"]["rejected"] == {"duplicate_across_documents": 3}
+        assert meta["report"]["kept"] == 3
+        # what pytest's terminal summary prints for a set embedbench.yaml generated
+        assert generated.summary_lines() == [
+            "embedbench: generated the eval set of dataset 'fiber' with ollama:llama3.2 from 3 "
+            f"chunk(s) of 3 document(s): {generated.path}",
+            "  kept 3 of 6 question(s) returned · the filters rejected 3 "
+            "(duplicate_across_documents 3) · the per-chunk cap dropped 0 more (extra)",
+            "  review fiber.generated.jsonl before you trust it as ground truth (the filters are "
+            "heuristics): fix or delete bad questions, add real ones, then commit it with "
+            "fiber.generated.jsonl.meta.json",
+        ]
+        again = generate_or_reuse_evalset(settings, docs, tmp_path, name="fiber")
+    assert not again.written and again.path == generated.path
+    assert again.summary_lines() == []  # reused: announced when it was written
+
+
+def test_the_round_trip_margin_rejects_a_question_several_documents_answer(
+    tmp_path: Path,
+) -> None:
+    """Issue 31: the round trip asked only that the source document be in the judge's top
+    round_trip_k, so a generic question passed it for each chunk it was asked of. Its source
+    must lead every other document by min_margin."""
+    import tests.helpers  # noqa: F401  (registers the hashing provider)
+
+    docs = write_docs(tmp_path / "fiber", FIBER_DOCS)
+    with OllamaChatServer(answerer=answers_by_passage(FIBER_ANSWERS)) as server:
+        judged = fast(host=server.url, min_chunk_chars=50, embedding_model="hashing:h")
+        result = generate_evalset(docs, judged)
+        # without the margin, the rank lets every copy through (its documents are 3 of 3)
+        ranked = generate_evalset(docs, fast(**{**judged.__dict__, "min_margin": None}))
+    assert [(r["query"], r["relevant_doc_ids"][0]) for r in result.rows] == FIBER_SPECIFIC
+    assert dict(result.report.rejected) == {"low_margin": 3}
+    assert dict(ranked.report.rejected) == {"duplicate_across_documents": 3}
+    assert any("rejected low_margin: 3" in line for line in result.report.summary_lines())
+
+
+def test_the_margin_is_the_lead_of_the_source_document() -> None:
+    """Rank 1 is not enough: the source document must lead the next one by min_margin."""
+    import tests.helpers  # noqa: F401
+    from pytest_embedbench.chunking import chunk_documents_with
+    from pytest_embedbench.generate.filters import _Judge
+    from pytest_embedbench.types import Document
+
+    documents = [Document(name, text) for name, text in FIBER_DOCS.items()]
+    oats_q = "How much did oat bran fiber lower LDL cholesterol in adults?"
+
+    def verdict(**settings: Any) -> str | None:
+        s = GenerationSettings(embedding_model="hashing:h", **settings)
+        chunks = chunk_documents_with(s.chunking, documents)
+        oats = next(c for c in chunks if c.doc_id == "fiber-oats.md")
+        return _Judge("hashing:h", chunks, s).reasons([oats_q], oats)[0]
+
+    assert verdict() is None  # first, by a margin of about 0.15
+    assert verdict(min_margin=0.2) == "low_margin"  # first, but not by 0.2
+    assert verdict(min_margin=None) is None
+    with pytest.raises(ConfigError, match=r"min_margin 1.5 must be a number between -1.0"):
+        GenerationSettings(min_margin=1.5)
+    s = GenerationSettings.from_mapping({"embedding_model": "hashing:h", "min_margin": 0}, "g")
+    assert s.min_margin == 0.0 and isinstance(s.min_margin, float)
+    assert "min_margin" in s.identity() and "min_margin" not in GenerationSettings().identity()
+
+
+def test_near_duplicates_of_one_document_keep_the_first_and_the_cap_counts_last() -> None:
+    from pytest_embedbench.generate.filters import _Candidate, _Pool
+    from pytest_embedbench.generate.report import GenerationReport
+
+    pool = _Pool(0.85, per_chunk=1)
+    add = [
+        (0, "a.md", "How long are backups kept?"),
+        (1, "a.md", "How long are backups kept ?"),  # same document, overlapping chunk
+        (1, "a.md", "Who can restore a backup?"),  # first left in chunk 1: kept
+        (2, "b.md", "Which export formats exist?"),
+        (2, "b.md", "How big can an export be?"),  # beyond the cap of chunk 2
+        (3, "c.md", "Which export formats exist??"),  # asked of b.md too: both copies go
+    ]
+    for chunk, doc, question in add:
+        pool.add(_Candidate(chunk, doc, f"{doc}#{chunk}", question, "-", 1))
+    report = GenerationReport(model="m", provider="ollama", host="h", seed=1)
+    kept = pool.tally(report)
+    assert [c.question for c in kept] == [
+        "How long are backups kept?",
+        "Who can restore a backup?",
+        "How big can an export be?",  # the cap no longer drops it: its rival was a duplicate
+    ]
+    assert dict(report.rejected) == {"duplicate": 1, "duplicate_across_documents": 2}
+    assert report.kept == 3
+
+
+# ---------------------------------------------------------------------------------------------
 # the parts, without a server
 
 
@@ -426,7 +622,12 @@ def test_cli_writes_the_set_with_progress_and_summary(
     err = capsys.readouterr().err
     assert "chunks 1/7 · kept 1 · rejected 1 (no_question_mark 1)" in err
     assert "chunks 7/7 · kept 5 · rejected 7" in err
-    assert "rejected duplicate: 1" in err and "chunks without questions (schema_mismatch): 1" in err
+    assert "rejected duplicate_across_documents: 2" in err
+    assert "chunks without questions (schema_mismatch): 1" in err
+    # the filters' counts first, then the cap's
+    assert (
+        "questions returned 12 · rejected by the filters 7 · dropped by the per-chunk cap 0" in err
+    )
     assert "review them" in err
     assert [json.loads(line)["query_id"] for line in out.read_text().splitlines()] == [
         "q0001",

@@ -179,6 +179,7 @@ def test_documents_that_are_not_a_folder_and_an_output_that_is_one_exit_2(
         (["--dedupe-threshold", "0.1"], "--dedupe-threshold 0.1 must be between 0.5 and 1.0"),
         (["--request-timeout-s", "0"], "--request-timeout-s 0.0 must be at least 0.001"),
         (["--round-trip-k", "0"], "--round-trip-k 0 must be a whole number >= 1"),
+        (["--min-margin", "2"], "--min-margin 2.0 must be a number between -1.0 and 1.0"),
         (["--model", "hf:x"], "--model 'hf:x': questions come from 'ollama:MODEL'"),
     ],
 )
@@ -254,3 +255,20 @@ def test_an_ollama_server_that_accepts_and_never_answers_names_the_timeout_flag(
         "Fix: raise the timeout (--request-timeout-s SECONDS"
     ) in line, line
     assert "Traceback" not in done.stderr
+
+
+def test_min_margin_flag_takes_a_number_or_off() -> None:
+    import argparse
+
+    from pytest_embedbench.generate.cli import _settings_from_flags, add_parser
+
+    parser = argparse.ArgumentParser()
+    add_parser(parser.add_subparsers())
+
+    def margin(*flags: str) -> float | None:
+        args = parser.parse_args(["generate-evalset", "--embedding-model", "bm25", *flags])
+        return _settings_from_flags(args).min_margin
+
+    assert margin() == 0.02
+    assert margin("--min-margin", "0.1") == 0.1
+    assert margin("--min-margin", "off") is None

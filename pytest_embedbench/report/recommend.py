@@ -1,9 +1,9 @@
 """Which model to pick: accuracy-first, speed-first, balanced and cost-first.
 
 Each model gets three component scores, min-max normalised across the successful models of one
-dataset: accuracy (nDCG@10), speed (p95 query latency, inverted: fastest = 1) and cost
-(estimated cost, inverted: cheapest = 1; free local models score 1, unknown prices 0.5). A
-priority weighs them (accuracy, speed, cost):
+dataset: accuracy (nDCG@10, by tier: see below), speed (p95 query latency, inverted: fastest =
+1) and cost (estimated cost, inverted: cheapest = 1; free local models score 1, unknown prices
+0.5). A priority weighs them (accuracy, speed, cost):
 
 ==========  ========  =====  ====
 priority    accuracy  speed  cost
@@ -25,6 +25,17 @@ fastest model for the speed score, so a pick never turns on which of two statist
 indistinguishable models happened to be faster in this run. A model without per-query latencies
 has the single point p95 as its interval.
 
+Accuracy ties: two models whose nDCG@10 differ by less than the queries can tell apart are
+equally accurate. Models are taken from the highest nDCG@10 down; the best opens an accuracy
+tier, and each next model joins the open tier when the paired comparison of its per-query
+nDCG@10 with that tier's best model on their shared queries is not significant (the seeded
+paired bootstrap of :func:`~pytest_embedbench.stats.compare_scores`, two-sided p >= 0.05, the
+test the comparison table uses), otherwise it opens a new tier. Every model of a tier gets the
+nDCG@10 of the tier's best for the accuracy score, as speed tiers do for p95. A model without
+per-query scores forms a tier of its own.
+
+When another model's score equals the pick's (a tie in every tier and in cost), the pick names it
+in ``tied_with``: the reports say the choice between them is not decided by these figures.
 Ties break on nDCG@10, then (accuracy-first only) Recall@100, MRR@10 and lower tier p95, then the
 model name. Scores are relative to the models in the run, not absolute quality.
 """
@@ -35,7 +46,15 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-__all__ = ["FREE_PROVIDERS", "WEIGHTS", "p95_interval", "recommend", "speed_tiers"]
+__all__ = [
+    "ACCURACY_ALPHA",
+    "FREE_PROVIDERS",
+    "WEIGHTS",
+    "accuracy_tiers",
+    "p95_interval",
+    "recommend",
+    "speed_tiers",
+]
 
 WEIGHTS: dict[str, tuple[float, float, float]] = {
     "accuracy": (0.80, 0.15, 0.05),
@@ -43,6 +62,8 @@ WEIGHTS: dict[str, tuple[float, float, float]] = {
     "balanced": (0.55, 0.30, 0.15),
     "cost": (0.30, 0.10, 0.60),
 }
+#: a paired difference of nDCG@10 with p below this separates two accuracy tiers
+ACCURACY_ALPHA = 0.05
 #: providers that run locally and cost nothing per token
 FREE_PROVIDERS = frozenset({"hf", "bm25", "hybrid", "ollama"})
 
@@ -103,6 +124,46 @@ def speed_tiers(rows: Sequence[Mapping[str, Any]]) -> list[list[str]]:
     return tiers
 
 
+def accuracy_tiers(
+    rows: Sequence[Mapping[str, Any]], *, seed: int = 0, n_resamples: int | None = None
+) -> list[list[str]]:
+    """Models grouped by nDCG@10 that their queries cannot tell apart, best tier first (see the
+    module doc); models without an nDCG@10 are left out."""
+    from ..stats import DEFAULT_RESAMPLES
+
+    scored = [(v, r["model"], r) for r in rows if (v := _value(r, "ndcg@10")) is not None]
+    scored.sort(key=lambda t: (-t[0], t[1]))
+    tiers: list[list[str]] = []
+    leader: Mapping[str, Any] | None = None
+    for _, model, row in scored:
+        if leader is not None and not _differs(leader, row, seed, n_resamples or DEFAULT_RESAMPLES):
+            tiers[-1].append(model)
+        else:
+            tiers.append([model])
+            leader = row
+    return tiers
+
+
+def _differs(a: Mapping[str, Any], b: Mapping[str, Any], seed: int, n_resamples: int) -> bool:
+    """Whether ``a``'s and ``b``'s per-query nDCG@10 differ significantly on their shared
+    queries (True when either lacks per-query scores: nothing says they are alike)."""
+    from ..stats import compare_scores
+
+    mine = ((a.get("result") or {}).get("per_query") or {}).get("ndcg@10")
+    theirs = ((b.get("result") or {}).get("per_query") or {}).get("ndcg@10")
+    if not mine or not theirs:
+        return True
+    shared = sorted(set(mine) & set(theirs))
+    if len(shared) < 2:
+        return True
+    x = [float(mine[q]) for q in shared]
+    y = [float(theirs[q]) for q in shared]
+    if x == y:
+        return False
+    comparison = compare_scores(x, y, seed=seed, n_resamples=n_resamples)
+    return bool(comparison.p_value < ACCURACY_ALPHA)
+
+
 def _value(row: Mapping[str, Any], metric: str) -> float | None:
     """The row's value of ``metric``; None when its run did not compute that cut-off."""
     entry = row["result"]["metrics"].get(metric)
@@ -118,12 +179,20 @@ def _cost(row: Mapping[str, Any]) -> float | None:
     return 0.0 if provider in FREE_PROVIDERS else None
 
 
-def recommend(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
-    """Picks for every priority over one dataset's rows (None when no model succeeded)."""
+def recommend(
+    rows: Sequence[Mapping[str, Any]], *, seed: int = 0, n_resamples: int | None = None
+) -> dict[str, Any] | None:
+    """Picks for every priority over one dataset's rows (None when no model succeeded);
+    ``seed`` and ``n_resamples`` drive the paired bootstrap of the accuracy tiers."""
     ok = [r for r in rows if r.get("result") is not None and r.get("status") != "error"]
     if not ok:
         return None
-    ndcg = [_value(r, "ndcg@10") for r in ok]  # None for a run without k=10: accuracy 0
+    # every model of an accuracy tier is as accurate as the tier's best (None for a run
+    # without k=10: accuracy 0)
+    levels = accuracy_tiers(ok, seed=seed, n_resamples=n_resamples)
+    best = {r["model"]: _value(r, "ndcg@10") for r in ok}
+    tier_ndcg = {model: best[tier[0]] for tier in levels for model in tier}
+    ndcg = [tier_ndcg.get(r["model"]) for r in ok]
     tiers = speed_tiers(ok)
     point = {r["model"]: r["result"]["latency"].get("p95_ms") for r in ok}
     # every model of a tier is as fast as the tier's fastest model
@@ -158,10 +227,17 @@ def recommend(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
         # best first: highest tie tuple, then the name in ascending order
         scored.sort(key=lambda x: (tuple(-t for t in x[0]), x[1]))
         _, model, score = scored[0]
+        tied = [m for _, m, other in scored[1:] if abs(other - score) <= 1e-9]
         picks[priority] = {
             "model": model,
             "score": score,
+            "tied_with": tied,
             "weights": {"accuracy": wa, "speed": ws, "cost": wc},
             "components": components[model],
         }
-    return {"picks": picks, "components": components, "speed_tiers": tiers}
+    return {
+        "picks": picks,
+        "components": components,
+        "speed_tiers": tiers,
+        "accuracy_tiers": levels,
+    }

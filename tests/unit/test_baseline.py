@@ -587,3 +587,52 @@ def test_stale_temp_files_of_interrupted_writes_are_removed(tmp_path: Path) -> N
     finally:
         live.kill()
         live.wait()
+
+
+def _per_query(row_: dict, scores: list[float]) -> dict:
+    row_["result"]["per_query"] = {"ndcg@10": {f"q{i:02d}": s for i, s in enumerate(scores)}}
+    row_["result"]["metrics"]["ndcg@10"]["value"] = sum(scores) / len(scores)
+    return row_
+
+
+def test_models_the_queries_cannot_tell_apart_share_an_accuracy_tier() -> None:
+    """Issue 31: two models 0.015 nDCG apart inside overlapping intervals scored 1.000 and
+    0.000 on accuracy, and every priority picked the same one."""
+    import random
+
+    rng = random.Random(7)
+    base = [0.2 + 0.6 * rng.random() for _ in range(40)]
+    # +0.12 on half the queries, -0.10 on the other half: 0.01 better on average, by noise
+    close = [v + (0.12 if i % 2 else -0.10) for i, v in enumerate(base)]
+    worse = [v * 0.3 for v in base]
+    rows = [
+        _per_query(row("slow", 0.0, 100.0), base),
+        _per_query(row("fast", 0.0, 10.0), close),
+        _per_query(row("weak", 0.0, 1.0, "bm25"), worse),
+    ]
+    assert rows[0]["result"]["metrics"]["ndcg@10"]["value"] != pytest.approx(
+        rows[1]["result"]["metrics"]["ndcg@10"]["value"]
+    )
+    rec = recommend(rows, seed=3, n_resamples=2000)
+    assert rec is not None
+    # 'slow' and 'fast' are indistinguishable on these queries, 'weak' is not
+    assert [sorted(t) for t in rec["accuracy_tiers"]] == [["fast", "slow"], ["weak"]]
+    assert rec["components"]["slow"]["accuracy"] == rec["components"]["fast"]["accuracy"] == 1.0
+    assert rec["components"]["weak"]["accuracy"] == 0.0
+    # equally accurate, so speed decides even for accuracy-first; 'slow' is never the pick
+    assert "slow" not in {p["model"] for p in rec["picks"].values()}
+    assert rec["picks"]["accuracy"]["model"] == "fast"
+    assert rec["picks"]["balanced"]["model"] == "fast"
+    # the same inputs and seed give the same tiers
+    assert recommend(rows, seed=3, n_resamples=2000) == rec
+
+
+def test_a_pick_tied_with_another_model_names_it() -> None:
+    scores = [0.2, 0.9, 0.5, 0.7, 0.1, 0.6]
+    rows = [_per_query(row("b", 0.0, 5.0), scores), _per_query(row("a", 0.0, 5.0), scores)]
+    rec = recommend(rows)
+    assert rec is not None
+    for pick in rec["picks"].values():
+        assert pick["model"] == "a" and pick["tied_with"] == ["b"]
+    apart = recommend([row("big", 0.70, 100.0), row("small", 0.60, 10.0)])
+    assert apart is not None and all(p["tied_with"] == [] for p in apart["picks"].values())

@@ -141,7 +141,7 @@ class XDistHooks:
         if raw:
             sent = json.loads(raw)
             self.session.collected.update(sent["collected"])
-            self.session.merge_configs(sent.get("configs") or [])
+            self.session.merge_configs(sent.get("configs") or [], sent.get("generated") or [])
 
     def pytest_xdist_make_scheduler(self, config: pytest.Config, log: Any) -> Any:
         dist = config.getvalue("dist")

@@ -626,6 +626,14 @@ class CaseBuilder:
             f"The reference is a model short name: one of {sorted(known)}"
         )
 
+    def generated(self) -> list[str]:
+        """What the configurations read so far generated (their eval sets' summary lines)."""
+        return [
+            line
+            for _, cfg in sorted(self._configs.items(), key=lambda kv: str(kv[0]))
+            for line in cfg.generated
+        ]
+
     def effective_configs(self) -> list[dict[str, Any]]:
         """Each embedbench.yaml this run read, as written, for the JSON report (the report
         redacts secrets)."""

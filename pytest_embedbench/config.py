@@ -117,6 +117,9 @@ class ProjectConfig:
     reference: str | None = None
     #: the file's content as written (the JSON report keeps it, secrets redacted)
     raw: Mapping[str, Any] = field(default_factory=dict)
+    #: what reading this file generated (``evalset: {generate: ...}``): the file written, the
+    #: counts kept and rejected by reason, the reminder to review it; empty when reused
+    generated: tuple[str, ...] = ()
 
     def apply_provider_options(self, spec: ModelSpec) -> ModelSpec:
         """``spec`` with the configured options for its provider and its short name merged in
@@ -162,7 +165,10 @@ def load_config(path: Path) -> ProjectConfig:
         )
     base = path.parent
     load_plugins(path, raw.get("plugins") or [])
-    datasets = _parse_datasets(path, base, _generated_evalsets(path, base, raw.get("datasets")))
+    generated: list[str] = []
+    datasets = _parse_datasets(
+        path, base, _generated_evalsets(path, base, raw.get("datasets"), generated)
+    )
     models = _parse_models(path, raw.get("models") or [])
     providers = raw.get("providers") or {}
     if not isinstance(providers, Mapping) or not all(
@@ -191,26 +197,30 @@ def load_config(path: Path) -> ProjectConfig:
         gate=dict(gate),
         reference=reference,
         raw=dict(raw),
+        generated=tuple(generated),
     )
 
 
-def _generated_evalsets(path: Path, base: Path, raw: Any) -> Any:
+def _generated_evalsets(path: Path, base: Path, raw: Any, said: list[str]) -> Any:
     """Issue 13's hook: a dataset saying ``evalset: {generate: {...}}`` (``path`` is then its
     documents folder) gets its set generated once beside this file and reused while the
     documents and settings are unchanged; a changed corpus is a StaleEvalsetError naming the
     command that regenerates it (see :func:`~.generate.ensure_generated_evalset`). The entry is
-    handed on as one naming the generated ``.jsonl``."""
+    handed on as one naming the generated ``.jsonl``; what a generation wrote and kept is added
+    to ``said`` (the lines the end of the run prints)."""
     if not isinstance(raw, Mapping):
         return raw or {}
     out = dict(raw)
     for name, entry in raw.items():
         if not (isinstance(entry, Mapping) and isinstance(entry.get("evalset"), Mapping)):
             continue
-        from .generate import dataset_generation, ensure_generated_evalset
+        from .generate import dataset_generation, generate_or_reuse_evalset
 
         where = f"{path}: datasets.{name}"
         settings, docs = dataset_generation(entry, name=str(name), where=where, base=base)
-        target = ensure_generated_evalset(settings, docs, base, name=str(name))
+        generated = generate_or_reuse_evalset(settings, docs, base, name=str(name))
+        said.extend(generated.summary_lines())
+        target = generated.path
         if "evalset" in _DATASET_KEYS:  # 'evalset: FILE' with 'path' the documents folder
             out[name] = {**entry, "evalset": str(target)}
         else:  # a .jsonl 'path' with its 'docs'

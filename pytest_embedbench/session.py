@@ -55,6 +55,8 @@ class EmbedBenchSession:
         self.builder = CaseBuilder(options, rootdir)
         #: path -> what an xdist worker read of that embedbench.yaml (see effective_configs)
         self._worker_configs: dict[str, dict[str, Any]] = {}
+        #: what a worker's reading of embedbench.yaml generated (see :meth:`generated`)
+        self._worker_generated: list[str] = []
         self._datasets: dict[str, RetrievalDataset] = {}
         self._results: dict[tuple[Any, ...], RetrievalResult | BaseException] = {}
         self._searchers: dict[tuple[Any, ...], Searcher | BaseException] = {}
@@ -112,10 +114,19 @@ class EmbedBenchSession:
         found.update((c["path"], c) for c in self.builder.effective_configs())
         return [found[path] for path in sorted(found)]
 
-    def merge_configs(self, configs: Iterable[Mapping[str, Any]]) -> None:
-        """Add the configurations an xdist worker read (its :meth:`effective_configs`)."""
+    def merge_configs(
+        self, configs: Iterable[Mapping[str, Any]], generated: Iterable[str] = ()
+    ) -> None:
+        """Add the configurations an xdist worker read (its :meth:`effective_configs`) and what
+        reading them generated (:meth:`generated`)."""
         for config in configs:
             self._worker_configs[str(config["path"])] = dict(config)
+        self._worker_generated.extend(g for g in generated if g not in self._worker_generated)
+
+    def generated(self) -> list[str]:
+        """The lines of every eval set this run generated from embedbench.yaml (the file, what
+        was kept and rejected, the reminder to review it), here or on an xdist worker."""
+        return [*self._worker_generated, *self.builder.generated()]
 
     # -- collection (the builder's) ---------------------------------------------------------
 
@@ -295,5 +306,9 @@ class EmbedBenchSession:
         """What an xdist worker sends the controller at its end: the node ids it collected and
         the embedbench.yaml files it read (the controller collects none itself); its records
         travel with each test's report, so they survive a worker that dies later."""
-        payload = {"collected": sorted(self.collected), "configs": self.effective_configs()}
+        payload = {
+            "collected": sorted(self.collected),
+            "configs": self.effective_configs(),
+            "generated": self.builder.generated(),
+        }
         return json.dumps(payload, default=str)

@@ -17,6 +17,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import importlib.util
 import json
 import sys
@@ -105,7 +106,8 @@ def _providers(args: argparse.Namespace) -> int:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from .report.terminal import render_tables
+    from .report.summary import Summary
+    from .report.terminal import render_summary
 
     path = Path(args.path)
     try:
@@ -125,30 +127,19 @@ def _report(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
+    # the summary the run formatted (or, for an older report, one built from its sections)
+    summary = Summary.from_json(report)
+    if args.priority:
+        summary = dataclasses.replace(summary, priority=args.priority)
     if args.output or args.csv or args.md:
-        return _write_files(args, report)
-    comparisons = report.get("comparisons") or {}
-    reference = next(
-        (e.get("reference") for rows in comparisons.values() for e in rows.values()), None
-    )
-    recommendations = report.get("recommendations") or {}
-    lines = render_tables(
-        report["tests"],
-        verbosity=-1 if args.quiet else 0,
-        comparisons=comparisons,
-        reference=reference,
-        recommendations=recommendations.get("datasets"),
-        priority=args.priority or recommendations.get("priority") or "balanced",
-        columns=args.columns,
-    )
-    from .report.stress import render_stress
-
-    lines += render_stress(report.get("stress") or {})  # the stress section, when there is one
+        return _write_files(args, summary, report)
+    lines = render_summary(summary, verbosity=-1 if args.quiet else 0, columns=args.columns)
+    lines += summary.notices  # what the run printed under its tables
     print("\n".join(lines) if lines else f"{path}: no retrieval test results")
     return 0
 
 
-def _write_files(args: argparse.Namespace, report: dict[str, Any]) -> int:
+def _write_files(args: argparse.Namespace, summary: Any, report: dict[str, Any]) -> int:
     """``-o``, ``--csv`` and ``--md``: the files the run would have written from this JSON."""
     from .report.artifacts import write_failure
     from .report.html import render_html
@@ -161,12 +152,12 @@ def _write_files(args: argparse.Namespace, report: dict[str, Any]) -> int:
     status = 0
     jobs: list[tuple[str, Path, Any]] = []
     if args.output:
-        html = render_html(report, priority=args.priority, title=args.title)
+        html = render_html(summary, context=report, title=args.title)
         jobs.append(("HTML report", Path(args.output), lambda p: _write(p, html)))
     if args.csv:
-        jobs.append(("CSV", Path(args.csv), lambda p: write_csv(p, report)))
+        jobs.append(("CSV", Path(args.csv), lambda p: write_csv(p, summary)))
     if args.md:
-        md = render_markdown(report, title=args.title)
+        md = render_markdown(summary, context=report, title=args.title)
         jobs.append(("Markdown", Path(args.md), lambda p: _write(p, md)))
     for label, path, write in jobs:
         try:
@@ -247,7 +238,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     report.add_argument("path", metavar="REPORT.json", help="a report from --embedbench-json")
     report.add_argument("-q", "--quiet", action="store_true", help="the short table of -q")
     report.add_argument("-o", "--output", metavar="PATH", help="write the HTML report here")
-    report.add_argument("--csv", metavar="DIR", help="write results.csv and queries.csv here")
+    report.add_argument(
+        "--csv",
+        metavar="DIR",
+        help="write results.csv, queries.csv, stress.csv, cutoffs.csv and gates.csv here",
+    )
     report.add_argument("--md", metavar="PATH", help="write the Markdown tables here")
     report.add_argument(
         "--priority",

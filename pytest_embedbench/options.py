@@ -130,9 +130,10 @@ class Options:
         None,
         OptionSpec(
             "--embedbench-csv",
-            "write results.csv and queries.csv into this folder",
+            "write results.csv, queries.csv, stress.csv, cutoffs.csv and gates.csv into this "
+            "folder",
             ini="embedbench_csv",
-            ini_help="folder for results.csv and queries.csv",
+            ini_help="folder for the CSV files (results, queries, stress, cutoffs, gates)",
             kind="path",
             metavar="DIR",
             report="csv",
@@ -429,7 +430,7 @@ _RAY_SETTINGS = ("ray_workers", "ray_cpus_per_worker", "ray_gpus_per_worker", "r
 
 
 #: the files ``--embedbench-csv`` (and ``embedbench report --csv``) write into their folder
-CSV_FILES = ("results.csv", "queries.csv")
+CSV_FILES = ("results.csv", "queries.csv", "stress.csv", "cutoffs.csv", "gates.csv")
 
 
 def shared_output_file(

@@ -361,7 +361,7 @@ def pytest_embedbench_generate_json(
         rootdir=config.rootpath,
         machine=_benchmark_machine_info(config),
     )
-    report.update(summary_sections(_summary(session), update_baseline=options.update_baseline))
+    report.update(summary_sections(_summary(session)))
     return report
 
 
@@ -410,8 +410,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     state.summary = build_summary(state, notes)  # computed once; the reports only read it
     wanted = (options.json_path, options.html_path, options.csv_dir, options.md_path)
     if any(path is not None for path in wanted):
-        # one report dict: the HTML, CSV and Markdown render what the JSON keeps, so a saved
-        # JSON renders the same files later (embedbench report)
+        # one report dict: the HTML, CSV and Markdown format the summary the JSON keeps, so a
+        # saved JSON renders the same files later (embedbench report)
         records = [record.to_dict() for record in state.summary.records]
         report = config.hook.pytest_embedbench_generate_json(config=config, records=records)
         config.hook.pytest_embedbench_update_json(config=config, report=report)

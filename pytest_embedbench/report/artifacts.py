@@ -89,16 +89,19 @@ def write_reports(
     md: Path | None = None,
 ) -> tuple[list[tuple[str, Path]], list[str]]:
     """Write the HTML report, the CSV files and the Markdown tables that were asked for, each
-    rendered from the JSON report dict ``report``: what was written (label, path) and the
-    failure lines."""
+    formatting the summary the JSON report dict ``report`` keeps (:meth:`Summary.from_json`,
+    what ``embedbench report`` reads too): what was written (label, path) and the failure
+    lines."""
     from .html import render_html
+    from .summary import Summary
     from .tabular import render_markdown, write_csv
 
     written: list[tuple[str, Path]] = []
     failures: list[str] = []
+    summary = Summary.from_json(report)
     if html is not None:
         try:
-            atomic_write_text(html, render_html(report))
+            atomic_write_text(html, render_html(summary, context=report))
             written.append(("HTML report", html))
         except OSError as exc:
             failures.append(
@@ -108,14 +111,14 @@ def write_reports(
             )
     if csv is not None:
         try:
-            written.extend(("CSV", path) for path in write_csv(csv, report))
+            written.extend(("CSV", path) for path in write_csv(csv, summary))
         except OSError as exc:
             failures.append(
                 write_failure("CSV folder", csv, exc, "choose another folder with --embedbench-csv")
             )
     if md is not None:
         try:
-            atomic_write_text(md, render_markdown(report))
+            atomic_write_text(md, render_markdown(summary, context=report))
             written.append(("Markdown", md))
         except OSError as exc:
             failures.append(

@@ -9,7 +9,7 @@ name without importing the writers (and the writers all read the same list).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,10 +22,27 @@ __all__ = [
     "Figure",
     "column_names",
     "default_columns",
+    "direction",
     "latency_keys",
+    "metric_names",
     "path_value",
     "resolve_column",
 ]
+
+
+_FAMILY_ORDER = ("ndcg", "recall", "mrr", "precision", "hit", "map")
+
+
+def metric_names(results: Sequence[Mapping[str, Any] | None]) -> list[str]:
+    """The metrics any of ``results`` has, by family (nDCG, recall, MRR ...) then cut-off."""
+    names = {name for r in results if r for name in (r.get("metrics") or {})}
+
+    def order(name: str) -> tuple[int, int, str]:
+        family, _, k = name.partition("@")
+        rank = _FAMILY_ORDER.index(family) if family in _FAMILY_ORDER else len(_FAMILY_ORDER)
+        return (rank, int(k) if k.isdigit() else 0, name)
+
+    return sorted(names, key=order)
 
 
 def path_value(result: Mapping[str, Any] | None, *path: str) -> Any:
@@ -95,46 +112,36 @@ FIGURES: tuple[Figure, ...] = (
 )
 
 
-def _metric(result: Mapping[str, Any] | None, name: str) -> float | None:
-    if result is None:
-        return None
-    entry = result["metrics"].get(name)
-    return None if entry is None else float(entry["value"])
-
-
-def _get(result: Mapping[str, Any] | None, *path: str) -> float | None:
-    value: Any = result
-    for part in path:
-        if not isinstance(value, Mapping) or part not in value:
-            return None
-        value = value[part]
-    return None if value is None else float(value)
-
-
 @dataclass(frozen=True)
 class Column:
+    """A column of the terminal table: the summary figure it shows (a metric name or a
+    :class:`Figure` key), its header, its number format and whether ``-q`` keeps it. The value
+    and its best-in-column mark come from the summary's model rows."""
+
     key: str
     header: str
-    get: Callable[[Mapping[str, Any] | None], float | None]
     fmt: str
-    higher_is_better: bool
     quiet: bool  # shown under -q
-    ranked: bool = True  # whether a best value is marked
 
 
 _COLUMNS: list[Column] = [
-    Column("ndcg@10", "nDCG@10", lambda r: _metric(r, "ndcg@10"), "{:.4f}", True, True),
-    Column("mrr@10", "MRR@10", lambda r: _metric(r, "mrr@10"), "{:.4f}", True, False),
-    Column("recall@10", "R@10", lambda r: _metric(r, "recall@10"), "{:.4f}", True, False),
-    Column("recall@100", "R@100", lambda r: _metric(r, "recall@100"), "{:.4f}", True, True),
-    Column("p50_ms", "p50 ms", lambda r: _get(r, "latency", "p50_ms"), "{:.1f}", False, False),
-    Column("p95_ms", "p95 ms", lambda r: _get(r, "latency", "p95_ms"), "{:.1f}", False, True),
-    Column(
-        "documents_per_s", "docs/s", lambda r: _get(r, "documents_per_s"), "{:.0f}", True, False
-    ),
+    Column("ndcg@10", "nDCG@10", "{:.4f}", True),
+    Column("mrr@10", "MRR@10", "{:.4f}", False),
+    Column("recall@10", "R@10", "{:.4f}", False),
+    Column("recall@100", "R@100", "{:.4f}", True),
+    Column("p50_ms", "p50 ms", "{:.1f}", False),
+    Column("p95_ms", "p95 ms", "{:.1f}", True),
+    Column("documents_per_s", "docs/s", "{:.0f}", False),
     # what the model added to the process (its load included), not the process's peak
-    Column("added_rss_mb", "+RSS MB", lambda r: _get(r, "added_rss_mb"), "{:.0f}", False, False),
+    Column("added_rss_mb", "+RSS MB", "{:.0f}", False),
 ]
+
+
+def direction(key: str) -> bool | None:
+    """Which way a summary figure is better: True (higher) for every metric, a
+    :class:`Figure`'s own direction, None (neither: no best is marked) for the others."""
+    figure = next((f for f in FIGURES if f.key == key), None)
+    return figure.higher_is_better if figure is not None else True
 
 
 def latency_keys() -> frozenset[str]:
@@ -146,12 +153,7 @@ def latency_keys() -> frozenset[str]:
 def _figure_columns() -> dict[str, Column]:
     """Every figure of the CSV (report/tabular.py) as a column ``--embedbench-columns`` can
     choose; the default table keeps :data:`_COLUMNS`."""
-    out = {}
-    for f in FIGURES:
-        # a figure without a direction (dimension, tokens) is never marked best
-        better = f.higher_is_better
-        out[f.key] = Column(f.key, f.header, f.get, f.fmt, bool(better), True, better is not None)
-    return out
+    return {f.key: Column(f.key, f.header, f.fmt, True) for f in FIGURES}
 
 
 def column_names() -> list[str]:
@@ -172,7 +174,7 @@ def resolve_column(name: str) -> Column | None:
         metric = str(parse_metric(key))
     except MetricError:
         return None
-    return Column(metric, metric, lambda r: _metric(r, metric), "{:.4f}", True, True)
+    return Column(metric, metric, "{:.4f}", True)
 
 
 def default_columns() -> list[Column]:

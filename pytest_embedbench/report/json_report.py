@@ -14,6 +14,12 @@ On a chunked dataset a result also has ``chunking`` (the settings, ``chunks``, t
 searched) and, per query, ``retrieved``: ``{query_id: [{"doc_id", "score", "chunk_id", "start",
 "end", "page"?}, ...]}``, each retrieved document with the chunk that won it.
 
+Beside ``tests`` the report keeps the run's summary (``"summary"``, version 1: every table row
+with its best marks, the paired comparisons with their significance, the gate outcomes, the
+stress grids and cut-offs, the notices; see report/summary.py) and the older sections
+``comparisons``, ``recommendations``, ``baseline`` and ``stress``, whose keys keep their meaning
+(a comparison entry gained ``significant``).
+
 Each result also keeps the conditions of its own measurement: ``result.environment`` holds the
 thread settings and the CPU load while its queries were timed (``load.busy``), and its memory is
 ``added_rss_mb`` (what the model added) beside ``process_peak_rss_mb`` (the process's peak).
@@ -30,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..measure import machine_info
 from ..redaction import redact
+from .stress_summary import stress_points
 
 if TYPE_CHECKING:
     from .summary import Summary
@@ -127,21 +134,21 @@ def build_report(
     }
 
 
-def summary_sections(summary: Summary, *, update_baseline: str | None) -> dict[str, Any]:
-    """The report's sections read from the run's summary: ``comparisons``,
-    ``recommendations``, ``baseline`` and ``stress`` (every workload point, by dataset; each
-    stress test's record keeps its full result too)."""
+def summary_sections(summary: Summary) -> dict[str, Any]:
+    """The report's sections read from the run's summary: ``summary`` (all of it,
+    :meth:`Summary.to_dict`: what ``embedbench report`` formats), and the sections older
+    readers know, with their meaning unchanged: ``comparisons``, ``recommendations``,
+    ``baseline`` and ``stress`` (every workload point, by dataset; each stress test's record
+    keeps its full result too)."""
     return {
-        "stress": summary.stress,
-        "comparisons": summary.comparisons,
-        "recommendations": {
-            "priority": summary.priority,
-            "datasets": summary.recommendations,
-        },
+        "stress": stress_points(summary.records),
+        "comparisons": summary.comparisons_section(),
+        "recommendations": summary.recommendations_section(),
         "baseline": {
             "path": summary.baseline_path,
-            "update": update_baseline,
-            "orphaned": summary.orphaned,
-            "not_recorded": summary.not_recorded,
+            "update": summary.baseline_update,
+            "orphaned": list(summary.orphaned),
+            "not_recorded": list(summary.not_recorded),
         },
+        "summary": summary.to_dict(),
     }

@@ -1,287 +1,253 @@
-"""The stress section of a run: every workload point's figures, by dataset, computed once.
+"""The stress and cut-off sections as text tables: the terminal's and the Markdown's.
 
-:func:`stress_points` reads the records of stress tests (``record.workload`` set) into rows the
-terminal, JSON and any other writer render: for a noise point the stressed metric, the clean
-one and the paired difference with its interval; for a needle point hit@1, nDCG and whether the
-model's maximum sequence length cut the needle off. :func:`render_stress` draws the terminal's
-lines: a delta table per dataset for noise, a depth x length grid per model for needles.
+:func:`stress_tables` and :func:`cutoff_tables` format the summary's typed sections
+(:mod:`.stress_summary`) into :class:`TextTable`\\ s, cell by cell: the chunk-size sweep and the
+noise workloads as paired differences with their intervals and verdicts, one needle grid per
+model (depth x length, hit@1, ``(cut)`` where the needle lay past what the model reads), and
+the cut-off levels with their aims and held-out rates. The terminal draws them with tabulate
+(:func:`render_stress`, :func:`render_cutoffs`), the Markdown writer as GitHub tables, so both
+hold the same figures. Nothing here decides a verdict or a miss: the summary did.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from tabulate import tabulate
 
-from ..records import TestRecord, as_record
+from .stress_summary import (
+    HEADLINE,
+    CutoffModel,
+    CutoffRow,
+    CutoffSection,
+    NeedleGrid,
+    StressSection,
+    cutoff_rows,
+    cutoff_sections,
+    point_row,
+    stress_points,
+    stress_sections,
+)
+from .text import delta_text, number, pct, rate_text
 
-__all__ = ["cutoff_rows", "point_row", "render_cutoffs", "render_stress", "stress_points"]
+__all__ = [
+    "HEADLINE",
+    "CUTOFF_LEGEND",
+    "TextTable",
+    "cutoff_rows",
+    "cutoff_tables",
+    "delta_text",
+    "point_row",
+    "render_cutoffs",
+    "render_stress",
+    "stress_points",
+    "stress_tables",
+    "text_lines",
+]
 
-#: the metric a noise point's delta shows (when the run computed it)
-HEADLINE = "ndcg@10"
-
-
-def stress_points(
-    records: Iterable[TestRecord | Mapping[str, Any]],
-) -> dict[str, list[dict[str, Any]]]:
-    """Per dataset, one row per stress test (sorted by model, then workload id)."""
-    out: dict[str, list[dict[str, Any]]] = {}
-    for record in (as_record(r) for r in records):
-        if record.workload is None:
-            continue
-        row = point_row(record.model, record.workload, record.result, record.status.value)
-        out.setdefault(record.dataset, []).append({"nodeid": record.nodeid, **row})
-    return {
-        dataset: sorted(rows, key=lambda r: (r["model"], r["kind"], r["id"]))
-        for dataset, rows in sorted(out.items())
-    }
-
-
-def point_row(
-    model: str,
-    workload: Mapping[str, Any],
-    result: Mapping[str, Any] | None,
-    status: str,
-) -> dict[str, Any]:
-    """One point's row from its workload and ``StressedResult.to_dict()`` data."""
-    stress = (result or {}).get("stress") or {}
-    metrics = (result or {}).get("metrics") or {}
-    return {
-        "model": model,
-        "kind": workload.get("kind"),
-        "id": workload.get("id"),
-        "params": workload.get("params") or {},
-        "seeds": workload.get("seeds") or [],
-        "status": status,
-        "metrics": {m: metrics[m] for m in (HEADLINE, "hit@1") if m in metrics},
-        "clean": (stress.get("clean") or {}).get(HEADLINE),
-        "delta": (stress.get("delta") or {}).get(HEADLINE),
-        "info": stress.get("info") or {},
-    }
+#: the line under a cut-off table
+CUTOFF_LEGEND = (
+    "held-out rates with 95% intervals clustered by query; aim (expected): where the held-out "
+    "rate should fall if the aim carries over; ! it did not"
+)
 
 
-def _num(entry: Mapping[str, Any] | None, fmt: str = "{:.4f}") -> str:
-    if not entry or entry.get("value") is None:
-        return "-"
-    return fmt.format(entry["value"])
+@dataclass(frozen=True)
+class TextTable:
+    """A titled table of text cells, and the lines that follow it (a legend, guarantees)."""
+
+    title: str
+    headers: tuple[str, ...]
+    rows: tuple[tuple[str, ...], ...]
+    after: tuple[str, ...] = ()
 
 
-def _delta(entry: Mapping[str, Any] | None) -> str:
-    if not entry or entry.get("value") is None:
-        return "-"
-    text = f"{entry['value']:+.4f} [{entry['low']:+.3f}, {entry['high']:+.3f}]"
-    if entry["high"] < 0:
-        text += " worse"
-    elif entry["low"] > 0:
-        text += " better"
-    return text
+def stress_tables(sections: Iterable[StressSection]) -> list[TextTable]:
+    """Per dataset: the chunk-size sweep, the noise workloads, then a needle grid per model."""
+    tables = []
+    for section in sections:
+        name = section.dataset
+        if section.chunks:
+            tables.append(
+                TextTable(
+                    f"stress on {name!r}: chunk size vs the configured chunking (paired)",
+                    ("model", "chunk tokens", "configured nDCG@10", "re-chunked", "Δ", "status"),
+                    tuple(
+                        (
+                            p.model,
+                            str(p.size),
+                            number(p.clean),
+                            number(p.stressed),
+                            delta_text(p.delta),
+                            p.status,
+                        )
+                        for p in section.chunks
+                    ),
+                )
+            )
+        if section.noise:
+            tables.append(
+                TextTable(
+                    f"stress on {name!r}: query noise (paired, 95% interval)",
+                    (
+                        "model",
+                        "noise",
+                        "seeds",
+                        "clean nDCG@10",
+                        "noisy",
+                        "Δ noisy - clean",
+                        "status",
+                    ),
+                    tuple(
+                        (
+                            p.model,
+                            p.workload,
+                            str(p.seeds),
+                            number(p.clean),
+                            number(p.stressed),
+                            delta_text(p.delta),
+                            p.status,
+                        )
+                        for p in section.noise
+                    ),
+                )
+            )
+        tables.extend(_needle_table(name, grid) for grid in section.needles)
+    return tables
 
 
-def render_stress(
-    points: Mapping[str, Sequence[Mapping[str, Any]]], *, tablefmt: str = "simple"
-) -> list[str]:
-    """The stress section's lines (none when no stress test ran); ``tablefmt="github"`` for
-    Markdown."""
-    lines: list[str] = []
-    for dataset, rows in points.items():
-        noise = [r for r in rows if r["kind"] == "noise"]
-        needles = [r for r in rows if r["kind"] == "needle"]
-        chunks = sorted(
-            (r for r in rows if r["kind"] == "chunk-size"),
-            key=lambda r: (r["model"], int(r["params"].get("size") or 0)),
-        )
-        if chunks:
-            table = [
-                [
-                    r["model"],
-                    r["params"].get("size"),
-                    _num(r["clean"]),
-                    _num(r["metrics"].get(HEADLINE)),
-                    _delta(r["delta"]),
-                    r["status"],
-                ]
-                for r in chunks
-            ]
-            headers = ["model", "chunk tokens", "configured nDCG@10", "re-chunked", "Δ", "status"]
-            title = f"stress on {dataset!r}: chunk size vs the configured chunking (paired)"
-            lines.extend(_table(title, headers, table, tablefmt))
-        if noise:
-            table = [
-                [
-                    r["model"],
-                    r["id"],
-                    len(r["seeds"]),
-                    _num(r["clean"]),
-                    _num(r["metrics"].get(HEADLINE)),
-                    _delta(r["delta"]),
-                    r["status"],
-                ]
-                for r in noise
-            ]
-            headers = ["model", "noise", "seeds", "clean nDCG@10", "noisy", "Δ noisy - clean"]
-            title = f"stress on {dataset!r}: query noise (paired, 95% interval)"
-            lines.extend(_table(title, [*headers, "status"], table, tablefmt))
-        for model in sorted({r["model"] for r in needles}):
-            found = [r for r in needles if r["model"] == model]
-            lines.extend(_needle_grid(dataset, model, found, tablefmt))
-    return lines
+def needle_title(grid: NeedleGrid) -> str:
+    """``needle hit@1 for bm25 (depth x length; chance 0.10; reads 256 tokens)``."""
+    title = f"needle hit@1 for {grid.model} (depth x length"
+    title += f"; chance {grid.chance:.2f}" if grid.chance else ""
+    title += f"; reads {grid.reads} tokens)" if grid.reads else ")"
+    return title
 
 
-def _needle_grid(
-    dataset: str, model: str, rows: Sequence[Mapping[str, Any]], tablefmt: str
-) -> list[str]:
+def _needle_table(dataset: str, grid: NeedleGrid) -> TextTable:
     """hit@1 by depth (rows) and length (columns); '(cut)' where the needle lay past what the
     model reads; chance is 1/haystacks."""
-    lengths = sorted({int(r["params"]["length"]) for r in rows})
-    depths = sorted({float(r["params"]["depth"]) for r in rows})
-    cell = {(float(r["params"]["depth"]), int(r["params"]["length"])): r for r in rows}
-    table = []
-    for depth in depths:
+    rows = []
+    for depth in grid.depths:
         line = [f"{depth:g}"]
-        for length in lengths:
-            r = cell.get((depth, length))
-            if r is None:
+        for length in grid.lengths:
+            cell = grid.cell(depth, length)
+            if cell is None:
                 line.append("")
                 continue
-            text = _num(r["metrics"].get("hit@1"), "{:.2f}")
-            if r["info"].get("cut"):
-                text += " (cut)"
-            line.append(text)
-        table.append(line)
-    chance = next((r["info"].get("chance_hit@1") for r in rows if r["info"]), None)
-    limit = next((r["info"].get("max_seq_length") for r in rows if r["info"]), None)
-    title = f"stress on {dataset!r}: needle hit@1 for {model} (depth x length"
-    title += f"; chance {chance:.2f}" if chance else ""
-    title += f"; reads {limit} tokens)" if limit else ")"
-    headers = ["depth", *[f"{n} tok" for n in lengths]]
-    return _table(title, headers, table, tablefmt)
-
-
-def _table(
-    title: str, headers: Sequence[str], table: Sequence[Sequence[Any]], tablefmt: str
-) -> list[str]:
-    """A titled table of the stress section, then a blank line."""
-    text = tabulate(table, headers=list(headers), tablefmt=tablefmt, disable_numparse=True)
-    return [title, *text.splitlines(), ""]
-
-
-def cutoff_rows(
-    records: Iterable[TestRecord | Mapping[str, Any]],
-) -> dict[str, list[dict[str, Any]]]:
-    """Per dataset, the cut-offs measured by tests that read ``retrieval.cutoffs`` (one row per
-    model and level: strict, balanced, loose, conformal), once per model. Each row also
-    carries its model's ``meaningful``, ``reason`` and ``notes``."""
-    out: dict[str, dict[str, list[dict[str, Any]]]] = {}
-    for record in sorted((as_record(r) for r in records), key=lambda r: r.nodeid):
-        found = (record.result or {}).get("cutoffs")
-        if not found or record.workload is not None:
-            continue
-        per_model = out.setdefault(record.dataset, {})
-        if record.model in per_model:
-            continue
-        levels = [*(found.get("levels") or {}).values(), found.get("conformal") or {}]
-        shared = {
-            "meaningful": found.get("meaningful", True),
-            "reason": found.get("reason") or "",
-            "notes": list(found.get("notes") or []),
-        }
-        per_model[record.model] = [
-            {"model": record.model, **level, **shared} for level in levels if level.get("name")
-        ]
-    return {
-        dataset: [row for model in sorted(models) for row in models[model]]
-        for dataset, models in sorted(out.items())
-    }
-
-
-def _pct(value: Any) -> str:
-    return "-" if value is None else f"{100 * float(value):.2f}%"
-
-
-def _interval(value: Any, low: Any, high: Any) -> str:
-    """``1.20% (0.80-1.50%)``; the bare share when the row has no interval (older JSON)."""
-    if value is None:
-        return "-"
-    if low is None or high is None:
-        return _pct(value)
-    return f"{_pct(value)} ({100 * float(low):.2f}-{_pct(high)})"
-
-
-def _outside(value: Any, low: Any, high: Any) -> bool:
-    return None not in (value, low, high) and not float(low) <= float(value) <= float(high)
-
-
-def _cutoff_cells(r: Mapping[str, Any]) -> list[str]:
-    conformal = r["name"] == "conformal"
-    if conformal:
-        aim = f"{_pct(r['target'])} of queries keep theirs"
-    elif r.get("expected_random_low") is not None:
-        aim = _interval(r["target"], r["expected_random_low"], r.get("expected_random_high"))
-    else:
-        aim = _pct(r["target"])
-    lets = _interval(r.get("lets_random"), r.get("lets_random_low"), r.get("lets_random_high"))
-    if not conformal and _outside(
-        r.get("lets_random"), r.get("expected_random_low"), r.get("expected_random_high")
-    ):
-        lets += " !"
-    kept_q = _interval(
-        r.get("keeps_queries"), r.get("keeps_queries_low"), r.get("keeps_queries_high")
+            line.append(number(cell.hit1, "{:.2f}") + (" (cut)" if cell.cut else ""))
+        rows.append(tuple(line))
+    return TextTable(
+        f"stress on {dataset!r}: {needle_title(grid)}",
+        ("depth", *(f"{n} tok" for n in grid.lengths)),
+        tuple(rows),
     )
-    if conformal and r.get("keeps_queries_high") is not None:
-        kept_q += " !" if float(r["keeps_queries_high"]) < float(r["target"]) else ""
-    return [
-        r["model"],
-        r["name"],
+
+
+def aim_text(row: CutoffRow, model: CutoffModel) -> str:
+    """What a level aims at: the share of random pairs it lets through (with the range the
+    held-out share should fall in), or, for the conformal cut-off, the share of queries that
+    keep all (or the relevant share) of their relevant documents."""
+    if row.conformal:
+        share = model.relevant_share
+        whole = "all" if share >= 1.0 else f">= {100 * share:g}%"
+        return f"{pct(row.target)} of queries keep {whole}"
+    if row.expected_random is not None:
+        return rate_text(row.expected_random)
+    return pct(row.target)
+
+
+def cutoff_cells(row: CutoffRow, model: CutoffModel) -> tuple[str, ...]:
+    return (
+        model.model,
+        row.level,
         # None: -inf (too few queries to exclude any) or not measured
-        "none" if r.get("threshold") is None else f"{r['threshold']:.4f}",
-        aim,
-        _interval(
-            r.get("keeps_relevant"), r.get("keeps_relevant_low"), r.get("keeps_relevant_high")
-        ),
-        lets,
-        kept_q,
-    ]
+        "none" if row.threshold is None else f"{row.threshold:.4f}",
+        aim_text(row, model),
+        rate_text(row.keeps_relevant),
+        rate_text(row.lets_random) + (" !" if row.outside_expected else ""),
+        rate_text(row.keeps_queries) + (" !" if row.short_of_target else ""),
+    )
 
 
-def render_cutoffs(rows_by_dataset: Mapping[str, Sequence[Mapping[str, Any]]]) -> list[str]:
+CUTOFF_HEADERS = (
+    "model",
+    "level",
+    "cut-off",
+    "aim (expected)",
+    "keeps relevant",
+    "lets random",
+    "queries kept whole",
+)
+
+
+def cutoff_notes(model: CutoffModel) -> list[str]:
+    """A model's lines under the table: why it has no cut-off, or its conformal guarantee and
+    notes."""
+    if not model.meaningful:
+        return [f"{model.model}: no global cut-off: {model.reason}"]
+    lines = [f"{model.model} conformal: {model.guarantee}"] if model.guarantee else []
+    return lines + [f"{model.model}: {note}" for note in model.notes]
+
+
+def cutoff_tables(sections: Iterable[CutoffSection]) -> list[TextTable]:
     """A table per dataset: each level's score cut-off, its aim and what it did on the held-out
     half, with 95% intervals clustered by query; then each model's conformal guarantee, and
     for a model whose scores are not comparable across queries, why it has no cut-off."""
+    tables = []
+    for section in sections:
+        rows = tuple(cutoff_cells(r, m) for m in section.models for r in m.rows)
+        after = [CUTOFF_LEGEND] if rows else []
+        for model in section.models:
+            after.extend(cutoff_notes(model))
+        tables.append(
+            TextTable(
+                f"cut-offs on {section.dataset!r} (calibrated on half the queries, shown on the "
+                "other)",
+                CUTOFF_HEADERS if rows else (),
+                rows,
+                tuple(after),
+            )
+        )
+    return tables
+
+
+def text_lines(tables: Iterable[TextTable], tablefmt: str = "simple") -> list[str]:
+    """Each table as text: its title, the table (tabulate's ``tablefmt``), the lines after it,
+    then a blank line."""
     lines: list[str] = []
-    for dataset, rows in rows_by_dataset.items():
-        shown = [r for r in rows if r.get("meaningful", True)]
-        table = [_cutoff_cells(r) for r in shown]
-        headers = [
-            "model",
-            "level",
-            "cut-off",
-            "aim (expected)",
-            "keeps relevant",
-            "lets random",
-            "queries kept whole",
-        ]
-        title = f"cut-offs on {dataset!r} (calibrated on half the queries, shown on the other)"
-        if table:
-            lines.extend(_table(title, headers, table, "simple")[:-1])
-            lines.append(
-                "held-out rates with 95% intervals clustered by query; aim (expected): where "
-                "the held-out rate should fall if the aim carries over; ! it did not"
+    for table in tables:
+        lines.append(table.title)
+        if table.rows:
+            text = tabulate(
+                [list(r) for r in table.rows],
+                headers=list(table.headers),
+                tablefmt=tablefmt,
+                disable_numparse=True,
             )
-        else:
-            lines.append(title)
-        for r in rows:
-            if r["name"] != "conformal":
-                continue
-            if not r.get("meaningful", True):
-                lines.append(f"{r['model']}: no global cut-off: {r.get('reason') or ''}")
-                continue
-            if r.get("guarantee"):
-                lines.append(f"{r['model']} conformal: {r['guarantee']}")
-            lines.extend(
-                f"{r['model']}: {note}"
-                for note in r.get("notes") or []
-                if note != r.get("guarantee", "").removeprefix("None: ")
-            )
+            lines.extend(text.splitlines())
+        lines.extend(table.after)
         lines.append("")
     return lines
+
+
+def render_stress(
+    points: Mapping[str, Sequence[Mapping[str, Any]]] | Sequence[StressSection],
+    *,
+    tablefmt: str = "simple",
+) -> list[str]:
+    """The stress section's lines (none when no stress test ran), from the summary's sections
+    or the JSON report's stress rows (``embedbench stress``); ``tablefmt="github"`` for
+    Markdown."""
+    sections = stress_sections(points) if isinstance(points, Mapping) else points
+    return text_lines(stress_tables(sections), tablefmt)
+
+
+def render_cutoffs(
+    rows: Mapping[str, Sequence[Mapping[str, Any]]] | Sequence[CutoffSection],
+) -> list[str]:
+    """The cut-off section's lines, from the summary's sections or :func:`cutoff_rows`."""
+    sections = cutoff_sections(rows) if isinstance(rows, Mapping) else rows
+    return text_lines(cutoff_tables(sections))

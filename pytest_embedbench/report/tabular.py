@@ -1,58 +1,62 @@
-"""Flat views of a JSON report: the figures of each row, ``results.csv``, ``queries.csv`` and
-the Markdown tables.
+"""Flat views of a run: the CSV files and the Markdown tables, formatted from its
+:class:`~.summary.Summary`.
 
-Everything here reads the JSON report dict (``--embedbench-json``'s content), so a saved run
-gives the same files as the run itself. :data:`FIGURES` is the one list of summary figures:
-the CSV's columns, the Markdown table's and the HTML report's resource table read it, so adding
-a figure touches one place. Usage::
+``results.csv`` (a row per test, every figure) and ``queries.csv`` (a row per model and query)
+read the summary's records, the JSON report's ``tests``; ``stress.csv``, ``cutoffs.csv`` and
+``gates.csv`` the summary's stress points, cut-off levels and gate outcomes, with the figures the
+terminal shows. The Markdown has the terminal's sections as GitHub tables. Each file has its
+header even without rows, and every CSV cell goes through :func:`csv_cell`. A saved JSON report
+gives the same files as the run itself (``embedbench report r.json --csv out --md s.md``).
+:data:`FIGURES` is the one list of summary figures: the CSV's columns, the Markdown table's and
+the HTML report's resource table read it, so adding a figure touches one place. Usage::
 
-    write_csv(Path("out"), report)          # out/results.csv and out/queries.csv
-    text = render_markdown(report)          # for a PR comment or $GITHUB_STEP_SUMMARY
+    summary = Summary.from_json(report)
+    write_csv(Path("out"), summary)              # results, queries, stress, cutoffs, gates
+    text = render_markdown(summary, context=report)  # for a PR comment or $GITHUB_STEP_SUMMARY
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .._io import atomic_write_text
+from ..options import CSV_FILES
 from ..redaction import _secret_env_values, redact
-from .columns import FIGURES, Figure, path_value
-
-if TYPE_CHECKING:
-    from .summary import ModelRow
+from .columns import FIGURES, Figure, metric_names, path_value
+from .stress import TextTable, cutoff_tables, stress_tables
+from .stress_summary import ChunkPoint, NoisePoint
+from .summary import DatasetSummary, Summary, summary_of
+from .text import delta_text, tier_lines
+from .values import Value
 
 __all__ = [
+    "CSV_FILES",
     "FIGURES",
     "Figure",
     "csv_cell",
+    "cutoff_columns",
+    "cutoff_csv_rows",
+    "gate_columns",
+    "gate_csv_rows",
     "metric_names",
     "query_columns",
     "query_rows",
     "render_markdown",
     "result_columns",
     "result_rows",
+    "stress_columns",
+    "stress_csv_rows",
+    "summary_of",
     "write_csv",
 ]
 
-_FAMILY_ORDER = ("ndcg", "recall", "mrr", "precision", "hit", "map")
 
-
-def metric_names(results: Sequence[Mapping[str, Any] | None]) -> list[str]:
-    """The metrics any of ``results`` has, by family (nDCG, recall, MRR ...) then cut-off."""
-    names = {name for r in results if r for name in (r.get("metrics") or {})}
-
-    def order(name: str) -> tuple[int, int, str]:
-        family, _, k = name.partition("@")
-        rank = _FAMILY_ORDER.index(family) if family in _FAMILY_ORDER else len(_FAMILY_ORDER)
-        return (rank, int(k) if k.isdigit() else 0, name)
-
-    return sorted(names, key=order)
-
-
-def _tests(report: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    return sorted(report.get("tests") or [], key=lambda t: (str(t.get("nodeid")),))
+def _tests(source: Summary | Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The run's tests as the JSON report keeps them, by node id."""
+    summary, _ = summary_of(source)
+    return sorted((r.to_dict() for r in summary.records), key=lambda t: str(t.get("nodeid")))
 
 
 def result_columns(metrics: Sequence[str]) -> list[str]:
@@ -75,9 +79,9 @@ def query_columns(metrics: Sequence[str]) -> list[str]:
     ]
 
 
-def result_rows(report: Mapping[str, Any]) -> list[dict[str, Any]]:
+def result_rows(source: Summary | Mapping[str, Any]) -> list[dict[str, Any]]:
     """``results.csv``: one row per test (and so per model), every summary figure."""
-    tests = _tests(report)
+    tests = _tests(source)
     metrics = metric_names([t.get("result") for t in tests])
     rows = []
     for test in tests:
@@ -106,10 +110,10 @@ def result_rows(report: Mapping[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
-def query_rows(report: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
+def query_rows(source: Summary | Mapping[str, Any]) -> Iterator[dict[str, Any]]:
     """``queries.csv``: one row per test's model and query (a test's own queries in query id
     order): its metrics, latency, retrieved and relevant ids (space-free ids joined by ``|``)."""
-    tests = _tests(report)
+    tests = _tests(source)
     # every row has every column (a test with other cut-offs leaves its cells empty)
     names = metric_names([t.get("result") for t in tests])
     for test in tests:
@@ -181,19 +185,183 @@ def _csv_text(columns: Sequence[str], rows: Iterable[Mapping[str, Any]]) -> str:
     return "".join(lines)
 
 
-def write_csv(folder: Path, report: Mapping[str, Any]) -> list[Path]:
-    """Write ``results.csv`` and ``queries.csv`` into ``folder`` (atomically); their paths."""
-    tests = _tests(report)
-    metrics = metric_names([t.get("result") for t in tests])
+def _value_cells(prefix: str, value: Value | None) -> dict[str, Any]:
+    """``{prefix, prefix_low, prefix_high}`` of a figure (empty cells when it has none)."""
+    if value is None:
+        return {prefix: None, f"{prefix}_low": None, f"{prefix}_high": None}
+    return {prefix: value.value, f"{prefix}_low": value.low, f"{prefix}_high": value.high}
+
+
+def stress_columns() -> list[str]:
+    """The columns of ``stress.csv``."""
+    return [
+        *("dataset", "model", "kind", "workload", "chunk_tokens", "seeds", "depth", "length"),
+        *("metric", "clean", "clean_low", "clean_high", "value", "value_low", "value_high"),
+        *("delta", "delta_low", "delta_high", "verdict", "chance", "cut", "status", "test"),
+    ]
+
+
+def stress_csv_rows(summary: Summary) -> list[dict[str, Any]]:
+    """``stress.csv``: one row per stress point, the figures of the terminal's stress tables:
+    a chunk size or a noise workload with its clean and stressed nDCG@10 and their paired
+    difference; a needle point with its hit@1."""
+    rows: list[dict[str, Any]] = []
+    for section in summary.stress:
+        paired: list[tuple[str, ChunkPoint | NoisePoint, dict[str, int]]] = [
+            ("chunk-size", p, {"chunk_tokens": p.size}) for p in section.chunks
+        ]
+        paired += [("noise", p, {"seeds": p.seeds}) for p in section.noise]
+        for kind, point, extra in paired:
+            delta = point.delta
+            rows.append(
+                {
+                    "dataset": section.dataset,
+                    "model": point.model,
+                    "kind": kind,
+                    "workload": point.workload,
+                    **extra,
+                    "metric": delta.metric if delta is not None else "ndcg@10",
+                    **_value_cells("clean", point.clean),
+                    **_value_cells("value", point.stressed),
+                    "delta": delta.difference if delta else None,
+                    "delta_low": delta.low if delta else None,
+                    "delta_high": delta.high if delta else None,
+                    "verdict": delta.verdict if delta else None,
+                    "status": point.status,
+                    "test": point.nodeid,
+                }
+            )
+        for grid in section.needles:
+            for cell in grid.cells:
+                rows.append(
+                    {
+                        "dataset": section.dataset,
+                        "model": grid.model,
+                        "kind": "needle",
+                        "workload": cell.workload,
+                        "depth": cell.depth,
+                        "length": cell.length,
+                        "metric": "hit@1",
+                        **_value_cells("value", cell.hit1),
+                        "chance": grid.chance,
+                        "cut": cell.cut,
+                        "status": cell.status,
+                    }
+                )
+    return rows
+
+
+def cutoff_columns() -> list[str]:
+    """The columns of ``cutoffs.csv``."""
+    return [
+        *("dataset", "model", "level", "threshold", "target", "expected_low", "expected_high"),
+        *("keeps_relevant", "keeps_relevant_low", "keeps_relevant_high"),
+        *("lets_random", "lets_random_low", "lets_random_high"),
+        *("keeps_queries", "keeps_queries_low", "keeps_queries_high"),
+        *("outside_expected", "short_of_target", "relevant_share", "calibration_queries"),
+        *("heldout_queries", "meaningful", "reason", "guarantee"),
+    ]
+
+
+def cutoff_csv_rows(summary: Summary) -> list[dict[str, Any]]:
+    """``cutoffs.csv``: one row per model and level (shares as fractions, with their 95%
+    intervals); a model without a meaningful cut-off has one row with the reason."""
+    rows: list[dict[str, Any]] = []
+    for section in summary.cutoffs:
+        for model in section.models:
+            shared = {
+                "dataset": section.dataset,
+                "model": model.model,
+                "relevant_share": model.relevant_share,
+                "calibration_queries": model.calibration_queries,
+                "heldout_queries": model.heldout_queries,
+                "meaningful": model.meaningful,
+                "reason": model.reason or None,
+                "guarantee": model.guarantee or None,
+            }
+            if not model.rows:
+                rows.append(shared)
+            for row in model.rows:
+                expected = row.expected_random
+                rows.append(
+                    {
+                        **shared,
+                        "level": row.level,
+                        "threshold": row.threshold,
+                        "target": row.target,
+                        "expected_low": expected.low if expected else None,
+                        "expected_high": expected.high if expected else None,
+                        **_value_cells("keeps_relevant", row.keeps_relevant),
+                        **_value_cells("lets_random", row.lets_random),
+                        **_value_cells("keeps_queries", row.keeps_queries),
+                        "outside_expected": row.outside_expected,
+                        "short_of_target": row.short_of_target,
+                    }
+                )
+    return rows
+
+
+def gate_columns() -> list[str]:
+    """The columns of ``gates.csv``."""
+    return [
+        *("test", "status", "metric", "baseline", "current", "difference", "low", "high"),
+        *("p_value", "verdict", "failures", "warnings"),
+    ]
+
+
+def gate_csv_rows(summary: Summary) -> list[dict[str, Any]]:
+    """``gates.csv``: one row per gated test and compared figure."""
+    rows: list[dict[str, Any]] = []
+    for gate in summary.gates:
+        shared = {
+            "test": gate.nodeid,
+            "status": gate.status,
+            "failures": " | ".join(gate.failures) or None,
+            "warnings": " | ".join(gate.warnings) or None,
+        }
+        if not gate.metrics:
+            rows.append(shared)
+        for m in gate.metrics:
+            rows.append(
+                {
+                    **shared,
+                    "metric": m.metric,
+                    "baseline": m.baseline,
+                    "current": m.current,
+                    "difference": m.delta.difference if m.delta else None,
+                    "low": m.delta.low if m.delta else None,
+                    "high": m.delta.high if m.delta else None,
+                    "p_value": m.p_value,
+                    "verdict": m.delta.verdict
+                    if m.delta
+                    else ("regressed" if m.regressed else None),
+                }
+            )
+    return rows
+
+
+def write_csv(folder: Path, source: Summary | Mapping[str, Any]) -> list[Path]:
+    """Write :data:`CSV_FILES` into ``folder`` (each atomically, each with its header even
+    without rows) from a :class:`Summary` or a JSON report dict; their paths."""
+    summary, _ = summary_of(source)
+    metrics = metric_names([t.get("result") for t in _tests(summary)])
+    tables = {
+        "results.csv": (result_columns(metrics), result_rows(summary)),
+        "queries.csv": (query_columns(metrics), list(query_rows(summary))),
+        "stress.csv": (stress_columns(), stress_csv_rows(summary)),
+        "cutoffs.csv": (cutoff_columns(), cutoff_csv_rows(summary)),
+        "gates.csv": (gate_columns(), gate_csv_rows(summary)),
+    }
     written = []
-    for name, columns, rows in (
-        ("results.csv", result_columns(metrics), result_rows(report)),
-        ("queries.csv", query_columns(metrics), list(query_rows(report))),
-    ):
+    for name in CSV_FILES:
+        columns, rows = tables[name]
         path = folder / name
         atomic_write_text(path, _csv_text(columns, rows))
         written.append(path)
     return written
+
+
+# -- Markdown ----------------------------------------------------------------------------------
 
 
 def _md(text: Any) -> str:
@@ -212,88 +380,154 @@ def _md_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str
 
 #: the figures of the Markdown table (a PR comment stays readable)
 MARKDOWN_FIGURES = ("p50_ms", "p95_ms", "documents_per_s", "dimension", "index_mb", "cost_usd")
+#: the metrics of the Markdown table, where the run has them
+MARKDOWN_METRICS = ("ndcg@10", "mrr@10", "recall@10", "recall@100")
 
 
-def render_markdown(report: Mapping[str, Any], *, title: str | None = None) -> str:
-    """The run's tables as GitHub-flavoured Markdown: per dataset, accuracy with intervals,
-    speed and footprint, the recommendation and the paired comparisons."""
-    from .summary import latency_basis, model_rows
-
+def render_markdown(
+    source: Summary | Mapping[str, Any],
+    *,
+    title: str | None = None,
+    context: Mapping[str, Any] | None = None,
+) -> str:
+    """The run's sections as GitHub-flavoured Markdown: per dataset, accuracy with intervals,
+    speed and footprint, the recommendation and the paired comparisons; then the baseline
+    gate, the stress results, the cut-offs and the notices. ``source`` is a :class:`Summary`
+    (``context``: the JSON report it came from) or a JSON report dict."""
+    summary, context = summary_of(source, context)
     secrets = _secret_env_values()
     lines = [f"## {_md(title or 'Embedding retrieval benchmark')}", ""]
-    figures = [f for f in FIGURES if f.key in MARKDOWN_FIGURES]
-    recs = (report.get("recommendations") or {}).get("datasets") or {}
-    priority = (report.get("recommendations") or {}).get("priority") or "balanced"
-    comparisons = report.get("comparisons") or {}
-    for dataset, rows in model_rows(report.get("tests") or []).items():
-        results = [r["result"] for r in rows]
-        metrics = _markdown_metrics(results)
-        first = next((r for r in results if r), None)
-        size = f" ({first['queries']} queries, {first['documents']} documents)" if first else ""
-        lines += [f"### Dataset `{_md(dataset)}`{size}", ""]
-        lines += _md_models(rows, metrics, figures) + [""]
-        basis = latency_basis(rows)
-        if basis:
-            lines += [f"Latency (query embedding + search): {_md(basis)}.", ""]
-        rec = recs.get(dataset)
-        if rec:
-            pick = rec["picks"].get(priority) or next(iter(rec["picks"].values()))
-            c = pick["components"]
-            lines.append(
-                f"**Recommendation ({_md(priority)}):** `{_md(pick['model'])}`, score "
-                f"{pick['score']:.3f} (accuracy {c['accuracy']:.3f}, speed {c['speed']:.3f}, "
-                f"cost {c['cost']:.3f})"
-            )
-            lines.append("")
-        versus = comparisons.get(dataset) or {}
-        if versus:
-            lines += _md_comparisons(versus) + [""]
+    for dataset in summary.datasets:
+        lines += _md_dataset(dataset, summary.priority)
+    lines += _md_gates(summary)
+    lines += _md_section("Stress", stress_tables(summary.stress))
+    lines += _md_section("Cut-offs", cutoff_tables(summary.cutoffs))
+    if summary.notices:
+        lines += ["### Notes", "", *(f"- {_md(n)}" for n in summary.notices), ""]
     lines.append(
-        "Intervals: 95% bootstrap over queries; p: paired randomization test. "
-        f"Report created {_md(report.get('created') or 'unknown')}."
+        "Bold: best in column. Intervals: 95% bootstrap over queries; p: paired randomization "
+        f"test. Report created {_md(context.get('created') or 'unknown')}."
     )
     return redact("\n".join(lines) + "\n", secrets)
 
 
-def _md_models(
-    rows: Sequence[ModelRow], metrics: Sequence[str], figures: Sequence[Figure]
-) -> list[str]:
-    """One dataset's model table: each metric with its interval, the figures, the status."""
-    table = []
-    for row in rows:
-        cells = [row["model"]]
-        for name in metrics:
-            entry = path_value(row["result"], "metrics", name)
-            cells.append(
-                f"{entry['value']:.4f} [{entry['low']:.3f}, {entry['high']:.3f}]" if entry else "-"
+def _md_dataset(dataset: DatasetSummary, priority: str) -> list[str]:
+    metrics = [m for m in MARKDOWN_METRICS if m in dataset.metrics] or list(dataset.metrics[:3])
+    figures = [f for f in FIGURES if f.key in MARKDOWN_FIGURES]
+    size = (
+        f" ({dataset.queries} queries, {dataset.documents} documents)"
+        if dataset.queries is not None
+        else ""
+    )
+    lines = [f"### Dataset `{_md(dataset.name)}`{size}", ""]
+    lines += _md_models(dataset, metrics, figures) + [""]
+    if dataset.latency_basis:
+        lines += [f"Latency (query embedding + search): {_md(dataset.latency_basis)}.", ""]
+    rec = dataset.shown_recommendation
+    pick = rec.pick(priority) if rec is not None else None
+    if rec is not None and pick is not None:
+        c = pick.components
+        lines.append(
+            f"**Recommendation ({_md(priority)}):** `{_md(pick.model)}`, score "
+            f"{pick.score:.3f} (accuracy {c.accuracy:.3f}, speed {c.speed:.3f}, "
+            f"cost {c.cost:.3f})"
+            + (
+                f"; tied with {', '.join(f'`{_md(m)}`' for m in pick.tied_with)}: these "
+                "figures do not decide"
+                if pick.tied_with
+                else ""
             )
-        cells += [f.text(f.get(row["result"])) for f in figures]
-        cells.append(row["status"])
+        )
+        lines.append("")
+        for line in tier_lines(rec):
+            lines += [f"{_md(line[0].upper() + line[1:])}.", ""]
+    if dataset.compared:
+        rows = [
+            [
+                m.model,
+                m.versus.against,
+                delta_text(m.versus),
+                _p(m.versus.p_value),
+                _p(m.versus.p_holm),
+            ]
+            for m in dataset.compared
+            if m.versus is not None
+        ]
+        lines += _md_table(["model", "reference", "Δ nDCG@10 [95%]", "p", "p (Holm)"], rows)
+        lines.append("")
+    return lines
+
+
+def _bold(text: str, value: Value | None) -> str:
+    return f"**{text}**" if value is not None and value.best else text
+
+
+def _md_models(
+    dataset: DatasetSummary, metrics: Sequence[str], figures: Sequence[Figure]
+) -> list[str]:
+    """One dataset's model table: each metric with its interval, the figures, the Δ to the
+    baseline when gated, the status."""
+    table = []
+    for model in dataset.models:
+        cells = [model.model]
+        for name in metrics:
+            v = model.figures.get(name)
+            if v is None or v.value is None:
+                cells.append("-")
+                continue
+            interval = (
+                f" [{v.low:.3f}, {v.high:.3f}]" if v.low is not None and v.high is not None else ""
+            )
+            cells.append(_bold(f"{v.value:.4f}", v) + interval)
+        for f in figures:
+            v = model.figures.get(f.key)
+            cells.append(_bold(f.text(v.value if v else None), v))
+        if dataset.with_baseline:
+            cells.append(delta_text(model.baseline))
+        cells.append(model.status)
         table.append(cells)
-    return _md_table(["model", *metrics, *[f.header for f in figures], "status"], table)
+    headers = ["model", *metrics, *[f.header for f in figures]]
+    headers += ["Δ nDCG@10 vs baseline"] if dataset.with_baseline else []
+    return _md_table([*headers, "status"], table)
 
 
-def _md_comparisons(versus: Mapping[str, Mapping[str, Any]]) -> list[str]:
-    """One dataset's paired comparisons against the reference model."""
+def _md_gates(summary: Summary) -> list[str]:
+    if not summary.gates:
+        return []
     rows = [
         [
-            model,
-            e.get("reference", ""),
-            f"{e['difference']:+.4f} [{e['low']:+.3f}, {e['high']:+.3f}]",
-            _p(e.get("p_value")),
-            _p(e.get("p_holm")),
+            gate.nodeid,
+            gate.status,
+            m.metric,
+            _f4(m.baseline),
+            _f4(m.current),
+            delta_text(m.delta) if m.delta else ("regressed" if m.regressed else "-"),
         ]
-        for model, e in sorted(versus.items())
+        for gate in summary.gates
+        for m in gate.metrics or ()
     ]
-    return _md_table(["model", "reference", "Δ nDCG@10 [95%]", "p", "p (Holm)"], rows)
+    rows += [[g.nodeid, g.status, "-", "-", "-", "-"] for g in summary.gates if not g.metrics]
+    lines = ["### Baseline gate", ""]
+    lines += _md_table(["test", "gate", "metric", "baseline", "current", "Δ [95%]"], rows)
+    return [*lines, ""]
 
 
-def _markdown_metrics(results: Sequence[Mapping[str, Any] | None]) -> list[str]:
-    """nDCG@10, MRR@10, R@10 and R@100 where the run has them (a PR comment stays narrow);
-    else the first three metrics."""
-    names = metric_names(results)
-    wanted: list[str] = [m for m in ("ndcg@10", "mrr@10", "recall@10", "recall@100") if m in names]
-    return wanted or names[:3]
+def _md_section(heading: str, tables: Sequence[TextTable]) -> list[str]:
+    """The stress or cut-off tables under one heading: each with its title and after-lines."""
+    if not tables:
+        return []
+    lines = [f"### {heading}", ""]
+    for table in tables:
+        lines += [f"**{_md(table.title)}**", ""]
+        if table.rows:
+            lines += _md_table(table.headers, table.rows) + [""]
+        if table.after:
+            lines += [*(f"- {_md(a)}" for a in table.after), ""]
+    return lines
+
+
+def _f4(value: float | None) -> str:
+    return "-" if value is None else f"{value:.4f}"
 
 
 def _p(value: Any) -> str:

@@ -2,8 +2,9 @@
 
 The best value of each column is marked with ``*``; a model that failed shows its error in its
 status. Under ``-q`` the table keeps its most important columns and says which it hid. The
-table renders a :class:`~.summary.Summary` and computes nothing; :class:`ProgressPrinter`
-prints document-embedding progress while a run goes on, through :class:`ProgressLines`.
+table formats a :class:`~.summary.Summary` and computes nothing: the values, their best marks,
+the differences and their verdicts are the summary's. :class:`ProgressPrinter` prints
+document-embedding progress while a run goes on, through :class:`ProgressLines`.
 """
 
 from __future__ import annotations
@@ -21,7 +22,17 @@ from tabulate import tabulate
 from ..records import TestRecord
 from .columns import Column, column_names, default_columns, latency_keys, resolve_column
 from .stress import render_cutoffs, render_stress
-from .summary import ModelRow, Summary, busy_notes, latency_basis, model_rows
+from .summary import (
+    DatasetSummary,
+    ModelSummary,
+    Recommendation,
+    Summary,
+    busy_notes,
+    model_rows,
+    summarize,
+)
+from .text import delta_text, tier_lines
+from .values import Delta
 
 __all__ = [
     "ProgressLines",
@@ -58,41 +69,22 @@ class _Legend:
         return legend
 
 
-def _status(row: ModelRow, width: int) -> str:
-    status = row["status"]
-    if row["error"] and status in ("error", "failed"):
-        first = str(row["error"]).strip().splitlines()[0] if str(row["error"]).strip() else ""
+def _status(model: ModelSummary, width: int) -> str:
+    status = model.status
+    if model.error and status in ("error", "failed"):
+        first = str(model.error).strip().splitlines()[0] if str(model.error).strip() else ""
         text = f"{status}: {first}"
         return text if len(text) <= width else text[: width - 3] + "..."
     return status
 
 
-def _delta(entry: Mapping[str, Any] | None, significant: bool) -> str:
-    if entry is None:
-        return "-"
-    text = f"{entry['difference']:+.4f} [{entry['low']:+.3f}, {entry['high']:+.3f}]"
-    if significant:
-        text += " worse" if entry["high"] < 0 else " better"
-    elif entry.get("inconclusive"):  # a drop beyond the tolerance the eval set cannot confirm
-        text += " inconclusive"
-    return text
-
-
 def render_summary(
     summary: Summary, *, verbosity: int = 0, columns: Sequence[str] | None = None
 ) -> list[str]:
-    """The tables of a run's :class:`~.summary.Summary` as lines of text (then its stress
-    section: noise deltas and needle grids); ``columns`` names the columns to show
-    (``--embedbench-columns``; default: the standard table)."""
-    lines = _render(
-        summary.rows,
-        verbosity=verbosity,
-        columns=columns,
-        comparisons=summary.comparisons,
-        reference=summary.reference,
-        recommendations=summary.recommendations,
-        priority=summary.priority,
-    )
+    """The tables of a run's :class:`~.summary.Summary` as lines of text, then its stress
+    section (chunk sizes, noise deltas, needle grids) and its cut-offs; ``columns`` names the
+    columns to show (``--embedbench-columns``; default: the standard table)."""
+    lines = _render(summary, verbosity=verbosity, columns=columns)
     return lines + render_stress(summary.stress) + render_cutoffs(summary.cutoffs)
 
 
@@ -106,32 +98,24 @@ def render_tables(
     priority: str = "balanced",
     columns: Sequence[str] | None = None,
 ) -> list[str]:
-    """The summary as lines of text (empty when no retrieval test ran).
+    """The model tables of ``records`` as lines of text (empty when no retrieval test ran):
+    :func:`render_summary`'s first part for the summary :func:`~.summary.summarize` makes of
+    them.
 
     ``comparisons[dataset][model]`` holds each model's paired nDCG@10 difference to the
     ``reference`` model; ``recommendations[dataset]`` the picks of :func:`recommend`.
     """
-    return _render(
-        model_rows(records),
-        verbosity=verbosity,
-        columns=columns,
-        comparisons=comparisons or {},
+    summary = summarize(
+        records,
         reference=reference,
-        recommendations=recommendations or {},
         priority=priority,
+        comparisons=comparisons,
+        recommendations=recommendations,
     )
+    return _render(summary, verbosity=verbosity, columns=columns)
 
 
-def _render(
-    rows_by_dataset: Mapping[str, Sequence[ModelRow]],
-    *,
-    verbosity: int,
-    comparisons: Mapping[str, Mapping[str, Mapping[str, Any]]],
-    reference: str | None,
-    recommendations: Mapping[str, Any],
-    priority: str,
-    columns: Sequence[str] | None = None,
-) -> list[str]:
+def _render(summary: Summary, *, verbosity: int, columns: Sequence[str] | None) -> list[str]:
     quiet = verbosity < 0
     chosen = [c for c in (resolve_column(n) for n in columns or ()) if c is not None]
     if chosen:  # the user's choice, in their order, -q or not
@@ -142,121 +126,95 @@ def _render(
     legend = _Legend()
     latency = latency_keys()
     lines: list[str] = []
-    for dataset, rows in rows_by_dataset.items():
-        versus = comparisons.get(dataset) or {}
-        lines.extend(_table(dataset, rows, shown, versus, reference, quiet, legend))
-        basis = latency_basis(rows) if any(c.key in latency for c in shown) else None
-        if basis:
-            lines.append(f"latency (query embedding + search): {basis}")
+    for dataset in summary.datasets:
+        lines.extend(_table(dataset, shown, quiet, legend))
+        if dataset.latency_basis and any(c.key in latency for c in shown):
+            lines.append(f"latency (query embedding + search): {dataset.latency_basis}")
         if hidden:
             lines.append(f"(-q hides {', '.join(hidden)}; run without -q to see every column)")
-        rec = recommendations.get(dataset)
-        if rec and len(rows) > 1:
-            lines.extend(_recommendation(rec, priority))
+        rec = dataset.shown_recommendation
+        if rec is not None:
+            lines.extend(_recommendation(rec, summary.priority))
         lines.append("")
     if lines:
         lines.append(legend.line())
     return lines
 
 
-def _best(
-    rows: Sequence[ModelRow], values: list[list[float | None]], columns: list[Column]
-) -> list[float | None]:
-    """Per column, the best value (None when fewer than two rows, or no value)."""
-    best: list[float | None] = []
-    for j, column in enumerate(columns):
-        present = [x for x in (v[j] for v in values) if x is not None and not math.isnan(x)]
-        pool = [x for x in present if math.isfinite(x)] or present
-        if len(rows) > 1 and pool and column.ranked:
-            best.append(max(pool) if column.higher_is_better else min(pool))
-        else:
-            best.append(None)
-    return best
-
-
 def _table(
-    dataset: str,
-    rows: Sequence[ModelRow],
-    columns: list[Column],
-    versus: Mapping[str, Mapping[str, Any]],
-    reference: str | None,
-    quiet: bool,
-    legend: _Legend,
+    dataset: DatasetSummary, columns: list[Column], quiet: bool, legend: _Legend
 ) -> list[str]:
     """The title and table of one dataset; ``legend`` learns what the table showed."""
-    values = [[column.get(row["result"]) for column in columns] for row in rows]
-    best = _best(rows, values, columns)
-    with_baseline = any(row["baseline"] is not None for row in rows)
     table = []
-    for row, vals in zip(rows, values, strict=True):
-        cells = [row["model"], *_cells(row, vals, best, columns)]
-        if with_baseline:
-            b = row["baseline"]
-            cells.append(_delta(b, bool(b and b.get("significant"))))
-        if versus:
-            cells.append(_versus(row, versus, reference))
-        cells.append(_status(row, 40 if quiet else 60))
+    for model in dataset.models:
+        cells = [model.model, *_cells(model, columns)]
+        if dataset.with_baseline:
+            cells.append(delta_text(model.baseline))
+        if dataset.reference is not None:
+            cells.append(_versus(model))
+        cells.append(_status(model, 40 if quiet else 60))
         legend.dashes = legend.dashes or "-" in cells[1:]
         table.append(cells)
-    legend.baseline = legend.baseline or with_baseline
-    legend.reference = legend.reference or bool(versus)
+    legend.baseline = legend.baseline or dataset.with_baseline
+    legend.reference = legend.reference or dataset.reference is not None
     headers = ["model"] + [c.header for c in columns]
-    if with_baseline:
+    if dataset.with_baseline:
         headers.append("Δ nDCG@10 vs baseline")
-    if versus:
-        headers.append(f"Δ nDCG@10 vs {reference}")
+    if dataset.reference is not None:
+        headers.append(f"Δ nDCG@10 vs {dataset.reference}")
     headers.append("status")
-    first = next((r["result"] for r in rows if r["result"] is not None), None)
-    size = f" ({first['queries']} queries, {first['documents']} documents)" if first else ""
+    size = (
+        f" ({dataset.queries} queries, {dataset.documents} documents)"
+        if dataset.queries is not None
+        else ""
+    )
     text = tabulate(table, headers=headers, tablefmt="simple", disable_numparse=True)
-    return [f"dataset {dataset!r}{size}", *text.splitlines()]
+    return [f"dataset {dataset.name!r}{size}", *text.splitlines()]
 
 
-def _cells(
-    row: ModelRow, vals: list[float | None], best: list[float | None], columns: list[Column]
-) -> list[str]:
+def _cells(model: ModelSummary, columns: list[Column]) -> list[str]:
     cells = []
-    for value, top, column in zip(vals, best, columns, strict=True):
-        if value is None or math.isnan(value):
+    for column in columns:
+        found = model.figures.get(column.key)
+        if found is None or found.value is None:
             cells.append("n/a" if column.key == "vram_peak_mb" else "-")
             continue
-        text = column.fmt.format(value) if math.isfinite(value) else "inf"
-        if column.key == "ndcg@10" and row["result"] is not None:
-            entry = row["result"]["metrics"]["ndcg@10"]
-            text += f" [{entry['low']:.3f}, {entry['high']:.3f}]"
-        if top is not None and value == top:
+        text = column.fmt.format(found.value)
+        if column.key == "ndcg@10" and found.low is not None and found.high is not None:
+            text += f" [{found.low:.3f}, {found.high:.3f}]"
+        if found.best:
             text += " *"
         cells.append(text)
     return cells
 
 
-def _versus(row: ModelRow, versus: Mapping[str, Mapping[str, Any]], reference: str | None) -> str:
-    c = versus.get(row["model"])
-    if row["model"] == reference:
+def _versus(model: ModelSummary) -> str:
+    if model.is_reference:
         return "(reference)"
-    if c is None:
+    delta: Delta | None = model.versus
+    if delta is None:
         return "-"
-    significant = c["p_holm"] is not None and c["p_holm"] < 0.05
-    return _delta(c, significant) + f" p={c['p_holm']:.3g}"
+    p = "-" if delta.p_holm is None else f"{delta.p_holm:.3g}"
+    return f"{delta_text(delta)} p={p}"
 
 
-def _recommendation(rec: Mapping[str, Any], priority: str) -> list[str]:
+def _recommendation(rec: Recommendation, priority: str) -> list[str]:
     lines = ["", f"recommendation (selected priority: {priority}):"]
-    for name, pick in rec["picks"].items():
-        w, c = pick["weights"], pick["components"]
+    for pick in rec.picks:
+        w, c = pick.weights, pick.components
+        name = pick.priority
         mark = " <- selected" if name == priority else ""
         lines.append(
-            f"  {name + '-first' if name != 'balanced' else name:<15} {pick['model']:<24}"
-            f" score {pick['score']:.3f} = {w['accuracy']:.2f} x accuracy "
-            f"{c['accuracy']:.3f} + {w['speed']:.2f} x speed {c['speed']:.3f} + "
-            f"{w['cost']:.2f} x cost {c['cost']:.3f}{mark}"
+            f"  {name + '-first' if name != 'balanced' else name:<15} {pick.model:<24}"
+            f" score {pick.score:.3f} = {w.accuracy:.2f} x accuracy "
+            f"{c.accuracy:.3f} + {w.speed:.2f} x speed {c.speed:.3f} + "
+            f"{w.cost:.2f} x cost {c.cost:.3f}{mark}"
         )
-    tied = [tier for tier in rec.get("speed_tiers", []) if len(tier) > 1]
-    if tied:
-        lines.append(
-            "  equally fast (overlapping p95 intervals): "
-            + "; ".join(" = ".join(tier) for tier in tied)
-        )
+        if pick.tied_with:
+            lines.append(
+                f"  {'':<15} tied with {', '.join(pick.tied_with)}: these figures do not decide"
+            )
+    lines.extend(f"  {line}" for line in tier_lines(rec))
     return lines
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from pytest_embedbench.cli import main
+from pytest_embedbench.options import CSV_FILES
 
 SEARCH = """
 import pytest
@@ -57,11 +58,10 @@ def test_the_run_writes_every_report_and_names_them_last(
     out = project.path / "out"
     lines = result.stdout.lines
     end = next(i for i in range(len(lines) - 1, -1, -1) if lines[i].startswith("Markdown: "))
-    assert lines[end - 4 : end + 1] == [
+    assert lines[end - 2 - len(CSV_FILES) : end + 1] == [
         f"JSON report: {out / 'r.json'}",
         f"HTML report: {out / 'r.html'}",
-        f"CSV: {out / 'csv' / 'results.csv'}",
-        f"CSV: {out / 'csv' / 'queries.csv'}",
+        *(f"CSV: {out / 'csv' / name}" for name in CSV_FILES),
         f"Markdown: {out / 'summary.md'}",
     ]
     # a saved run renders byte for byte as the run did
@@ -74,7 +74,8 @@ def test_the_run_writes_every_report_and_names_them_last(
         )
         == 0
     )
-    assert (tmp_path / "results.csv").read_bytes() == (out / "csv" / "results.csv").read_bytes()
+    for name in CSV_FILES:
+        assert (tmp_path / name).read_bytes() == (out / "csv" / name).read_bytes(), name
     assert (tmp_path / "m.md").read_bytes() == (out / "summary.md").read_bytes()
 
     report = json.loads((out / "r.json").read_text())

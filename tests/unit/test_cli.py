@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 from pytest_embedbench.cli import main
+from pytest_embedbench.options import CSV_FILES
 
 
 def test_providers_table(capsys) -> None:
@@ -100,8 +101,7 @@ def test_report_renders_html_csv_and_markdown(tmp_path, capsys) -> None:
     assert main([*args, "--title", "Nightly <run>"]) == 0
     assert capsys.readouterr().out.splitlines() == [
         f"HTML report: {html}",
-        f"CSV: {tmp_path / 'results.csv'}",
-        f"CSV: {tmp_path / 'queries.csv'}",
+        *(f"CSV: {tmp_path / name}" for name in CSV_FILES),
         f"Markdown: {md}",
     ]
     assert "<title>Nightly &lt;run&gt;</title>" in html.read_text()

@@ -161,11 +161,48 @@ def test_secrets_never_reach_html_csv_or_markdown(tmp_path: Path) -> None:
     assert "***" in texts[0]
 
 
-def test_stress_results_render_only_when_present() -> None:
+def _point(model: str, kind: str, wid: str, params: dict[str, Any], **extra: Any) -> dict:
+    return {
+        "model": model,
+        "kind": kind,
+        "id": wid,
+        "params": params,
+        "seeds": [0],
+        "status": "passed",
+        "metrics": {},
+        "clean": None,
+        "delta": None,
+        "info": {},
+        **extra,
+    }
+
+
+def test_stress_results_render_as_tables_only_when_present() -> None:
     assert "Stress results" not in render_html(_report())
-    stress = {"needle": [{"depth": 0.5, "length": 2000, "recall@10": 0.75}]}
+    hit = {"hit@1": {"value": 0.75, "low": 0.5, "high": 1.0, "n": 4}}
+    info = {"cut": True, "chance_hit@1": 0.1, "max_seq_length": 256}
+    stress = {
+        "tiny": [
+            _point("bm25", "needle", "needle-2k-d50", {"depth": 0.5, "length": 2048}, metrics=hit),
+            _point("bm25", "needle", "needle-8k-d50", {"depth": 0.5, "length": 8192}, info=info),
+            _point(
+                "bm25",
+                "noise",
+                "typo",
+                {"noise": "typo"},
+                metrics={"ndcg@10": {"value": 0.5, "low": 0.4, "high": 0.6, "n": 4}},
+                clean={"value": 0.6, "low": 0.5, "high": 0.7, "n": 4},
+                delta={"value": -0.1, "low": -0.2, "high": -0.01, "n": 4},
+            ),
+        ]
+    }
     page = render_html(_report(stress=stress))
-    assert "Stress results" in page and "needle" in page and "0.75" in page
+    section = page[page.index("<h2>Stress results</h2>") :]
+    assert "needle hit@1 for bm25 (depth x length; chance 0.10; reads 256 tokens)" in section
+    assert "<th>2048 tok</th><th>8192 tok</th>" in section and "0.75" in section
+    assert '<span class="cut"' in section  # the 8k needle lay past the model's 256 tokens
+    assert '-0.1000 [-0.200, -0.010] <span class="v-worse">worse</span>' in section
+    assert "<table><tr><th" not in section.split("Environment")[0]  # no raw key/value dump
 
 
 def test_priority_and_title_can_be_chosen() -> None:
@@ -198,7 +235,7 @@ def test_vram_is_na_off_a_gpu() -> None:
 
 def test_results_csv_round_trips_numbers(tmp_path: Path) -> None:
     report = _report()
-    results, queries = write_csv(tmp_path, report)
+    results, queries, *_ = write_csv(tmp_path, report)
     rows = list(csv.DictReader(io.StringIO(results.read_text())))
     assert [r["model"] for r in rows] == ["<b>MiniLM</b>", "bm25", "broken"]
     bm25 = rows[1]
@@ -230,7 +267,7 @@ def test_a_sampled_latency_shows_by_query_id_and_a_dash_for_queries_not_timed(
 
     assert "<td>1.5</td>" in row("q1") and "<td>7.2</td>" in row("q3")
     assert "<td>-</td>" in row("q2")
-    _, queries = write_csv(tmp_path, report)
+    _, queries, *_ = write_csv(tmp_path, report)
     rows = list(csv.DictReader(io.StringIO(queries.read_text())))
     latency = {r["query_id"]: r["latency_ms"] for r in rows if r["model"] == "bm25"}
     assert latency == {"q1": "1.5", "q2": "", "q3": "7.25"}
@@ -242,7 +279,11 @@ def test_markdown_has_the_tables() -> None:
     assert "| model | ndcg@10 | recall@10 |" in text
     assert "| bm25 | 0.6000 [0.500, 0.700] |" in text
     assert "&lt;b&gt;MiniLM&lt;/b&gt;" in text  # no raw HTML in a PR comment
-    assert "| &lt;b&gt;MiniLM&lt;/b&gt; | bm25 | +0.1000 [+0.020, +0.200] | 0.03 | 0.03 |" in text
+    assert (
+        "| &lt;b&gt;MiniLM&lt;/b&gt; | bm25 | +0.1000 [+0.020, +0.200] better | 0.03 | 0.03 |"
+        in text
+    )
+    assert "| **0.7000** [0.600, 0.800] |" in text  # the best in its column, in bold
 
 
 def test_columns_option_names_a_bad_column() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import dataclasses
 import json
 import math
 from pathlib import Path
@@ -11,8 +12,15 @@ from typing import Any
 from pytest_embedbench._io import atomic_write_json
 from pytest_embedbench.records import Status, TestRecord
 from pytest_embedbench.report.json_report import build_report, summary_sections
-from pytest_embedbench.report.summary import Summary, model_rows
-from pytest_embedbench.report.tabular import csv_cell, result_columns, write_csv
+from pytest_embedbench.report.summary import Summary, summarize
+from pytest_embedbench.report.tabular import (
+    csv_cell,
+    cutoff_columns,
+    gate_columns,
+    result_columns,
+    stress_columns,
+    write_csv,
+)
 from pytest_embedbench.report.terminal import render_summary, render_tables
 
 
@@ -59,9 +67,7 @@ RECORDS = [
 
 
 def summary(**fields: Any) -> Summary:
-    return Summary(
-        records=sorted(RECORDS, key=lambda r: r.nodeid), rows=model_rows(RECORDS), **fields
-    )
+    return summarize(RECORDS, **fields)
 
 
 def test_the_table_marks_the_best_values_and_shows_errors() -> None:
@@ -72,7 +78,10 @@ def test_the_table_marks_the_best_values_and_shows_errors() -> None:
     rows = {line.split()[0]: line for line in lines[3:6]}
     assert "0.8000 [0.750, 0.850] *" in rows["dense"]
     assert "1.0 *" in rows["bm25"]  # the lower p95 is better
-    assert "900 *" in rows["bm25"] and rows["dense"].count(" - ") >= 1  # docs/s not measured
+    # docs/s: only bm25 measured it (dense's documents came from the cache): one value is no
+    # comparison, so no best is marked (the one rule, values.best_marks)
+    assert "900" in rows["bm25"] and "900 *" not in rows["bm25"]
+    assert rows["dense"].count(" - ") >= 1
     assert rows["broken"].rstrip().endswith("error: RuntimeError: no weights")
     assert lines[-1] == (
         "* best in column; nDCG@10 shows its 95% bootstrap interval over queries; -: no value "
@@ -145,7 +154,7 @@ def test_the_json_report_holds_the_records_and_the_summary(tmp_path: Path) -> No
         rootdir=tmp_path,
         machine={"system": "Linux"},
     )
-    report.update(summary_sections(fixed, update_baseline=None))
+    report.update(summary_sections(fixed))
     assert [t["nodeid"] for t in report["tests"]] == sorted(r.nodeid for r in RECORDS)
     assert [t["status"] for t in report["tests"]] == ["passed", "error", "passed"]
     assert report["cache"] == {"hits": 4, "misses": 8, "hit_rate": 4 / 12}
@@ -163,7 +172,7 @@ def test_the_json_report_holds_the_records_and_the_summary(tmp_path: Path) -> No
     }
     assert report["recommendations"] == {
         "priority": "balanced",
-        "datasets": {"support": {"picks": {}}},
+        "datasets": {"support": {"picks": {}, "components": {}, "speed_tiers": []}},
     }
     path = tmp_path / "report.json"
     atomic_write_json(path, report)
@@ -171,6 +180,11 @@ def test_the_json_report_holds_the_records_and_the_summary(tmp_path: Path) -> No
     dense = next(t for t in written["tests"] if t["model"] == "dense")
     assert dense["result"]["documents_per_s"] is None
     assert TestRecord.from_dict(written["tests"][1]) == RECORDS[2]
+    # the summary itself, read back: every figure the reports format, the records apart
+    back = Summary.from_json(written)
+    assert written["summary"]["version"] == 1
+    assert dataclasses.replace(back, records=fixed.records) == fixed
+    assert [r.nodeid for r in back.records] == [r.nodeid for r in fixed.records]
 
 
 def test_a_record_round_trips_through_its_dict() -> None:
@@ -208,7 +222,7 @@ def test_every_csv_text_cell_is_neutralised_and_numbers_stay_numbers(tmp_path: P
     report = json.loads(
         json.dumps(build_report([rec.to_dict()], configuration={}, rootdir=tmp_path))
     )
-    results_csv, queries_csv = write_csv(tmp_path, report)
+    results_csv, queries_csv, *_ = write_csv(tmp_path, report)
     with results_csv.open(newline="") as fh:
         header, row = list(csv.reader(fh))
     cells = dict(zip(header, row, strict=True))
@@ -238,9 +252,64 @@ def test_every_csv_text_cell_is_neutralised_and_numbers_stay_numbers(tmp_path: P
 
 def test_a_csv_without_rows_has_its_header(tmp_path: Path) -> None:
     report = json.loads(json.dumps(build_report([], configuration={}, rootdir=tmp_path)))
-    results_csv, queries_csv = write_csv(tmp_path, report)
+    results_csv, queries_csv, stress_csv, cutoffs_csv, gates_csv = write_csv(tmp_path, report)
     assert results_csv.read_text().splitlines() == [",".join(result_columns([]))]
     assert (
         queries_csv.read_text()
         == "test,dataset,model,query_id,query,latency_ms,retrieved,relevant\n"
     )
+    assert stress_csv.read_text() == ",".join(stress_columns()) + "\n"
+    assert cutoffs_csv.read_text() == ",".join(cutoff_columns()) + "\n"
+    assert gates_csv.read_text() == ",".join(gate_columns()) + "\n"
+
+
+def _versus(p_holm: float, **extra: Any) -> dict[str, Any]:
+    entry = {
+        "difference": 0.2,
+        "low": -0.01,  # the bootstrap interval touches 0: only the p-value decides
+        "high": 0.4,
+        "n": 4,
+        "p_value": p_holm / 2,
+        "p_holm": p_holm,
+        "test": "randomization",
+        "reference": "bm25",
+        "metric": "ndcg@10",
+    }
+    return {"dense": entry | extra}
+
+
+def _verdicts(fixed: Summary) -> tuple[bool, bool, bool]:
+    """Whether the terminal, the HTML and the Markdown each call dense better than bm25."""
+    from pytest_embedbench.report.html import render_html
+    from pytest_embedbench.report.tabular import render_markdown
+
+    row = next(line for line in render_summary(fixed) if line.startswith("dense "))
+    page = render_html(fixed)
+    html_row = page[page.index("<h3>Paired comparisons</h3>") :].split("</tr>")[1]
+    md_row = next(
+        line for line in render_markdown(fixed).splitlines() if line.startswith("| dense | bm25")
+    )
+    return (" better p=" in row, "v-better" in html_row, " better |" in md_row)
+
+
+def test_significance_is_decided_once_and_every_writer_shows_that_decision() -> None:
+    """p (Holm) exactly at 0.05 is not significant (Comparison.significant: p < 0.05), just
+    below it is; the terminal, the HTML and the Markdown all show the summary's flag, and a
+    stored flag wins over the p-value beside it (no writer compares a p-value itself)."""
+    from pytest_embedbench.stats import Comparison, Estimate
+
+    def decided(p_holm: float) -> bool:
+        comparison = Comparison(Estimate(0.2, low=-0.01, high=0.4, n=4), p_holm / 2, "r", None)
+        comparison.p_holm = p_holm
+        return comparison.significant()
+
+    for p_holm in (0.05, 0.0499999):
+        fixed = summary(reference="bm25", comparisons={"support": _versus(p_holm)})
+        (dense,) = [m for m in fixed.datasets[0].models if m.model == "dense"]
+        assert dense.versus is not None and dense.versus.significant is decided(p_holm)
+        assert _verdicts(fixed) == (decided(p_holm),) * 3, p_holm
+    # the flag a run stored is what every writer shows, whatever the p-value beside it
+    stored = summary(reference="bm25", comparisons={"support": _versus(0.5, significant=True)})
+    assert _verdicts(stored) == (True, True, True)
+    stored = summary(reference="bm25", comparisons={"support": _versus(0.001, significant=False)})
+    assert _verdicts(stored) == (False, False, False)

@@ -77,8 +77,9 @@ def test_a_run_records_typed_results_and_a_summary(tmp_path: Path) -> None:
     assert record.baseline is not None and record.baseline["status"] == "missing"
     summary = build_summary(state)
     assert [r.nodeid for r in summary.records] == ["test_x.py::test_search[bm25]"]
-    assert summary.rows["tiny"][0]["model"] == "bm25"
-    assert "tiny" in summary.recommendations
+    (dataset,) = summary.datasets
+    assert dataset.name == "tiny" and dataset.models[0].model == "bm25"
+    assert dataset.recommendation is not None
     assert any("no baseline" in line for line in summary.notices)
 
 

@@ -33,6 +33,11 @@ pre{background:var(--card);padding:10px;overflow:auto;white-space:pre-wrap}
 .hit{color:#1e7b34;font-weight:600}.miss{color:#b3261e}ol.ids{margin:0;padding-left:20px}
 .legend span{display:inline-block;margin-right:12px;font-size:12px}
 .sw{display:inline-block;width:10px;height:10px;margin-right:4px;vertical-align:middle}
+.v-regressed,.v-worse{color:#b3261e;font-weight:600}.v-better{color:#1e7b34;font-weight:600}
+.v-inconclusive{color:#8a5a00}h4{font-size:14px;margin:16px 0 6px}
+.grids{display:flex;flex-wrap:wrap;gap:16px}figure.grid{flex:0 1 auto;min-width:0;max-width:100%}
+table.heat{width:auto}table.heat td{min-width:64px;text-align:center}
+.cut{color:#b3261e}td.miss-aim{color:#b3261e;font-weight:600}ul.notes{margin:4px 0 16px}
 @media print{body{max-width:none;padding:0;font-size:11px}.wide{overflow:visible}
 table,figure,.card{break-inside:avoid}details{border:none;padding:0}
 a{color:inherit;text-decoration:none}}

@@ -5,8 +5,8 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 
-from ..summary import ModelRow
-from ..tabular import metric_names
+from ..summary import DatasetSummary
+from ..values import Value
 from .page import _c, _f, _num, _Page, _short
 
 
@@ -47,14 +47,17 @@ def _nice_max(value: float) -> float:
     return 10 * exp
 
 
-def _chart_metrics(rows: Sequence[ModelRow]) -> list[str]:
-    names = metric_names([r["result"] for r in rows])
+def _chart_metrics(dataset: DatasetSummary) -> list[str]:
     out = []
     for family in ("ndcg", "recall", "mrr", "precision"):
-        found = [n for n in names if n.startswith(family + "@")]
+        found = [n for n in dataset.metrics if n.startswith(family + "@")]
         if found:
             out.append(f"{family}@10" if f"{family}@10" in found else found[-1])
     return out
+
+
+def _triple(v: Value | None) -> tuple[float | None, float | None, float | None]:
+    return (None, None, None) if v is None else (v.value, v.low, v.high)
 
 
 def _bars(
@@ -106,18 +109,14 @@ def _bars(
     page.add(f"<figure>{''.join(parts)}<figcaption>{page.esc(caption)}</figcaption></figure>")
 
 
-def _metric_bars(page: _Page, rows: Sequence[ModelRow], colors: Mapping[str, str]) -> None:
-    names = _chart_metrics(rows)
+def _metric_bars(page: _Page, dataset: DatasetSummary, colors: Mapping[str, str]) -> None:
+    names = _chart_metrics(dataset)
     if not names:
         return
-    series = []
-    for row in rows:
-        metrics = (row["result"] or {}).get("metrics") or {}
-        values = []
-        for n in names:
-            e = metrics.get(n) or {}
-            values.append((e.get("value"), e.get("low"), e.get("high")))
-        series.append((row["model"], colors[row["model"]], values))
+    series = [
+        (m.model, colors[m.model], [_triple(m.figures.get(n)) for n in names])
+        for m in dataset.models
+    ]
     _bars(
         page,
         "Retrieval metrics with 95% intervals",
@@ -129,23 +128,14 @@ def _metric_bars(page: _Page, rows: Sequence[ModelRow], colors: Mapping[str, str
     )
 
 
-def _latency_bars(page: _Page, rows: Sequence[ModelRow], colors: Mapping[str, str]) -> None:
+def _latency_bars(page: _Page, dataset: DatasetSummary, colors: Mapping[str, str]) -> None:
     keys = ("p50_ms", "p90_ms", "p95_ms", "p99_ms")
-    timed = [r for r in rows if ((r["result"] or {}).get("latency") or {}).get("p50_ms")]
+    timed = [m for m in dataset.models if (m.figures.get("p50_ms") or Value(None)).value]
     if not timed:
         return
-    found = [
-        _num(((r["result"] or {}).get("latency") or {}).get(k), 0.0) for r in timed for k in keys
-    ]
+    found = [_num((m.figures.get(k) or Value(None)).value, 0.0) for m in timed for k in keys]
     top = _nice_max(max(found))
-    series = []
-    for row in timed:
-        lat = (row["result"] or {}).get("latency") or {}
-        values = []
-        for k in keys:
-            iv = lat.get(k.replace("_ms", "_interval_ms")) or [None, None]
-            values.append((lat.get(k), iv[0], iv[1]))
-        series.append((row["model"], colors[row["model"]], values))
+    series = [(m.model, colors[m.model], [_triple(m.figures.get(k)) for k in keys]) for m in timed]
     _bars(
         page,
         "Query latency percentiles (ms)",
@@ -158,17 +148,15 @@ def _latency_bars(page: _Page, rows: Sequence[ModelRow], colors: Mapping[str, st
     )
 
 
-def _cost_bars(page: _Page, rows: Sequence[ModelRow], colors: Mapping[str, str]) -> None:
-    costs = [((r["result"] or {}).get("cost") or {}).get("usd") for r in rows]
-    if not any(c is not None for c in costs):
-        return
+def _cost_bars(page: _Page, dataset: DatasetSummary, colors: Mapping[str, str]) -> None:
+    costs = [(m.figures.get("cost_usd") or Value(None)).value for m in dataset.models]
     known = [float(c) for c in costs if c is not None]
-    if max(known) <= 0:  # every model is free: the table says so, a chart of zeros would not
+    if not known or max(known) <= 0:  # every model is free: the table says so, not a chart
         return
     top = _nice_max(max(known))
     series = [
-        (row["model"], colors[row["model"]], [(c, None, None)])
-        for row, c in zip(rows, costs, strict=True)
+        (m.model, colors[m.model], [(c, None, None)])
+        for m, c in zip(dataset.models, costs, strict=True)
     ]
     _bars(
         page,
@@ -182,23 +170,29 @@ def _cost_bars(page: _Page, rows: Sequence[ModelRow], colors: Mapping[str, str])
     )
 
 
-def _scatter(page: _Page, rows: Sequence[ModelRow], colors: Mapping[str, str]) -> None:
-    metric = next(iter(_chart_metrics(rows)), None)
-    points = []
-    for row in rows:
-        result = row["result"] or {}
-        e = (result.get("metrics") or {}).get(metric or "") or {}
-        lat = result.get("latency") or {}
-        p95 = lat.get("p95_ms")
-        if e.get("value") is None or not isinstance(p95, (int, float)) or not math.isfinite(p95):
+def _scatter(page: _Page, dataset: DatasetSummary, colors: Mapping[str, str]) -> None:
+    metric = next(iter(_chart_metrics(dataset)), None)
+    # (model, p95, its interval, the metric, its interval)
+    points: list[tuple[str, float, tuple[float, float], float, tuple[float, float]]] = []
+    for m in dataset.models:
+        e = m.figures.get(metric or "")
+        p95 = m.figures.get("p95_ms")
+        if e is None or e.value is None or p95 is None or p95.value is None:
             continue
-        iv = lat.get("p95_interval_ms") or [p95, p95]
-        points.append((row["model"], float(p95), e, iv))
+        points.append(
+            (
+                m.model,
+                p95.value,
+                (_num(p95.low, p95.value), _num(p95.high, p95.value)),
+                e.value,
+                (_num(e.low, e.value), _num(e.high, e.value)),
+            )
+        )
     if metric is None or not points:
         return
     width, height, left, bottom, pad = 520, 260, 48, 40, 14
     plot_w, plot_h = width - left - pad, height - bottom - pad
-    xmax = _nice_max(max(max(p[1], _num(p[3][1], p[1])) for p in points))
+    xmax = _nice_max(max(max(p[1], p[2][1]) for p in points))
 
     def sx(v: float) -> float:
         return left + max(0.0, min(v, xmax)) / xmax * plot_w
@@ -220,16 +214,23 @@ def _scatter(page: _Page, rows: Sequence[ModelRow], colors: Mapping[str, str]) -
         f'<text x="{_c(left + plot_w / 2)}" y="{_c(height - 6)}" text-anchor="middle">'
         "p95 latency (ms)</text>"
     )
-    for model, p95, e, iv in points:
+    for model, at, iv, score, (low, high) in points:
         color = colors[model]
-        x, y = sx(p95), sy(float(e["value"]))
-        low, high = _num(e.get("low"), e["value"]), _num(e.get("high"), e["value"])
+        x, y = sx(at), sy(score)
+        name = _short(model)
+        # a label that would leave the chart on the right stands left of its point
+        right = x + 7 + 7 * len(name) <= width
+        anchor = "" if right else ' text-anchor="end"'
+        label = (
+            f'<text x="{_c(x + 7 if right else x - 7)}" y="{_c(y - 6)}"{anchor}>'
+            f"{page.esc(name)}</text>"
+        )
         parts.append(
-            f'<path d="M{_c(x)} {_c(sy(low))}V{_c(sy(high))}M{_c(sx(_num(iv[0], p95)))} {_c(y)}'
-            f'H{_c(sx(_num(iv[1], p95)))}" stroke="{color}" fill="none" opacity="0.7"/>'
+            f'<path d="M{_c(x)} {_c(sy(low))}V{_c(sy(high))}M{_c(sx(iv[0]))} {_c(y)}'
+            f'H{_c(sx(iv[1]))}" stroke="{color}" fill="none" opacity="0.7"/>'
             f'<circle class="point" cx="{_c(x)}" cy="{_c(y)}" r="5" fill="{color}">'
-            f"<title>{page.esc(model)}: {metric} {_f(e['value'])}, p95 {p95:.1f} ms</title>"
-            f'</circle><text x="{_c(x + 7)}" y="{_c(y - 6)}">{page.esc(_short(model))}</text>'
+            f"<title>{page.esc(model)}: {metric} {_f(score)}, p95 {at:.1f} ms</title>"
+            f"</circle>{label}"
         )
     parts.append("</svg>")
     page.add(

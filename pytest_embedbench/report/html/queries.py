@@ -5,24 +5,25 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..tabular import metric_names
+from ..columns import metric_names
+from ..summary import Summary
 from .page import _f, _num, _Page
 
 
-def _queries(page: _Page, report: Mapping[str, Any], dataset: str) -> None:
+def _queries(page: _Page, summary: Summary, dataset: str) -> None:
     """Per test and model, its queries worst first (by nDCG@10 or the first metric), with
     what was retrieved against what was relevant, inside ``<details>``."""
     tests = sorted(
         (
-            t
-            for t in report.get("tests") or []
+            r.to_dict()
+            for r in summary.records
             # a stress point's queries are not the dataset's: they are in the stress section
-            if t.get("dataset") == dataset and t.get("result") and not t.get("workload")
+            if r.dataset == dataset and r.result and not r.workload
         ),
         key=lambda t: str(t.get("nodeid")),
     )
     # one model's queries once, even when several tests ran it: the test with most metrics
-    by_model: dict[str, Mapping[str, Any]] = {}
+    by_model: dict[str, dict[str, Any]] = {}
     for test in tests:
         model = str(test.get("model"))
         size = len(test["result"].get("per_query") or {})

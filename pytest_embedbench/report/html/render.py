@@ -5,24 +5,30 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..summary import model_rows
+from ..summary import Summary, summary_of
 from .assets import _CSS, CSP
 from .page import _anchor, _Page
-from .sections import _commit_line, _dataset, _environment, _gate, _stat_cards, _stress
+from .sections import _commit_line, _dataset, _environment, _gate, _notices, _stat_cards
+from .stress import _cutoffs, _stress
 
 
 def render_html(
-    report: Mapping[str, Any], *, priority: str | None = None, title: str | None = None
+    source: Summary | Mapping[str, Any],
+    *,
+    context: Mapping[str, Any] | None = None,
+    priority: str | None = None,
+    title: str | None = None,
 ) -> str:
-    """One self-contained HTML page for a JSON report (see the package doc).
+    """One self-contained HTML page of a run (see the package doc): ``source`` is its
+    :class:`~..summary.Summary` (``context``: the JSON report it came from, for the header and
+    the environment) or a JSON report dict.
 
-    ``priority`` selects which recommendation is marked (default: the report's);
+    ``priority`` selects which recommendation is marked (default: the run's);
     ``title`` replaces the page title."""
+    summary, context = summary_of(source, context)
     page = _Page()
-    rec_block = report.get("recommendations") or {}
-    priority = priority or rec_block.get("priority") or "balanced"
+    priority = priority or summary.priority
     title = title or "Embedding retrieval benchmark"
-    rows_by_dataset = model_rows(report.get("tests") or [])
     page.add(
         '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n',
         f'<meta http-equiv="Content-Security-Policy" content="{CSP}">\n',
@@ -30,27 +36,30 @@ def render_html(
         '<meta name="generator" content="pytest-embedbench">\n',
         f"<title>{page.esc(title)}</title>\n<style>{_CSS}</style>\n</head>\n<body>\n",
         f"<header><h1>{page.esc(title)}</h1>\n",
-        f'<p class="muted">Report created {page.esc(report.get("created") or "unknown")}'
-        f" &middot; schema {page.esc(report.get('schema_version', '?'))}"
-        f"{_commit_line(page, report.get('commit'))}"
+        f'<p class="muted">Report created {page.esc(context.get("created") or "unknown")}'
+        f" &middot; schema {page.esc(context.get('schema_version', '?'))}"
+        f"{_commit_line(page, context.get('commit'))}"
         f" &middot; selected priority: <b>{page.esc(priority)}</b></p></header>\n",
     )
-    _stat_cards(page, report, rows_by_dataset)
-    if rows_by_dataset:
-        page.add('<nav><p class="muted">Datasets: ')
-        page.add(
-            " &middot; ".join(
-                f'<a href="#ds-{_anchor(d)}">{page.esc(d)}</a>' for d in rows_by_dataset
-            )
-        )
+    _stat_cards(page, summary)
+    links = [(f"ds-{_anchor(d.name)}", d.name) for d in summary.datasets]
+    if any(s.chunks or s.noise or s.needles for s in summary.stress):
+        links.append(("stress", "stress results"))
+    if summary.cutoffs:
+        links.append(("cutoffs", "score cut-offs"))
+    if links:
+        page.add('<nav><p class="muted">Sections: ')
+        page.add(" &middot; ".join(f'<a href="#{a}">{page.esc(t)}</a>' for a, t in links))
         page.add("</p></nav>\n")
-    else:
+    if not summary.datasets:
         page.add("<p>No retrieval test results in this report.</p>\n")
-    for dataset, rows in rows_by_dataset.items():
-        _dataset(page, report, dataset, rows, priority)
-    _gate(page, report)
-    _stress(page, report)
-    _environment(page, report)
+    for dataset in summary.datasets:
+        _dataset(page, summary, dataset, priority)
+    _gate(page, summary)
+    _stress(page, summary)
+    _cutoffs(page, summary)
+    _notices(page, summary)
+    _environment(page, context)
     page.add(
         '<footer><p class="muted">Intervals are 95% bootstrap intervals over queries (seeded); '
         "p-values come from paired randomization tests, Holm-adjusted across the models of a "

@@ -1,22 +1,24 @@
-"""A dataset's tables: accuracy with intervals, latency and footprint figures, comparisons."""
+"""A dataset's tables: accuracy with intervals, latency and footprint figures, comparisons.
+
+Every value, best mark, difference and verdict is the summary's; these functions write cells.
+"""
 
 from __future__ import annotations
 
-import math
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
-from ..summary import ModelRow, latency_basis
-from ..tabular import FIGURES, Figure, metric_names
+from ..columns import FIGURES, Figure
+from ..summary import DatasetSummary, ModelSummary
+from ..values import Delta, Value
 from .assets import _BEST
 from .page import _f, _Page
 
 
-def _status(page: _Page, row: ModelRow) -> str:
-    status = row["status"]
+def _status(page: _Page, model: ModelSummary) -> str:
+    status = model.status
     text = page.esc(status)
-    if row["error"]:
-        first = str(row["error"]).strip().splitlines()[0] if str(row["error"]).strip() else ""
+    if model.error:
+        first = str(model.error).strip().splitlines()[0] if str(model.error).strip() else ""
         text += f'<br><span class="iv">{page.esc(first[:200])}</span>'
     return f'<td class="t {page.esc(status)}">{text}</td>'
 
@@ -25,100 +27,136 @@ def _status(page: _Page, row: ModelRow) -> str:
 KEY_METRICS = ("ndcg@10", "mrr@10", "recall@10", "recall@100")
 
 
-def _accuracy(page: _Page, rows: Sequence[ModelRow]) -> None:
-    names = metric_names([r["result"] for r in rows])
+def _accuracy(page: _Page, dataset: DatasetSummary) -> None:
+    names = list(dataset.metrics)
     key = [m for m in KEY_METRICS if m in names] or names[:4]
     page.add("<h3>Accuracy</h3>\n")
-    _accuracy_table(page, rows, key)
+    _accuracy_table(page, dataset, key)
     if len(names) > len(key):
         page.add(f"<details><summary>All {len(names)} metrics</summary>")
-        _accuracy_table(page, rows, names)
+        _all_metrics(page, dataset, names)
         page.add("</details>\n")
     page.add(
         '<p class="muted">★ best in column; [low, high]: 95% bootstrap interval over queries.</p>\n'
     )
 
 
-def _accuracy_table(page: _Page, rows: Sequence[ModelRow], names: Sequence[str]) -> None:
+def _accuracy_table(page: _Page, dataset: DatasetSummary, names: Sequence[str]) -> None:
     page.add('<div class="wide"><table><tr><th>model</th>')
     page.add("".join(f"<th>{page.esc(n)}</th>" for n in names))
     page.add('<th>Δ nDCG@10 vs baseline</th><th class="t">status</th></tr>\n')
-    values = {
-        n: [(((r["result"] or {}).get("metrics") or {}).get(n) or {}).get("value") for r in rows]
-        for n in names
-    }
-    best = {n: _best(values[n], True) for n in names}
-    for i, row in enumerate(rows):
-        page.add(f"<tr><td>{page.esc(row['model'])}</td>")
-        for n in names:
-            entry = ((row["result"] or {}).get("metrics") or {}).get(n)
-            if not entry:
-                page.add("<td>-</td>")
-                continue
-            mark = values[n][i] is not None and values[n][i] == best[n]
-            page.add(
-                f"<td{_BEST if mark else ''}>"
-                f'{_f(entry["value"])}{" ★" if mark else ""}<br><span class="iv">'
-                f"[{_f(entry.get('low'), '{:.3f}')}, {_f(entry.get('high'), '{:.3f}')}]</span></td>"
-            )
-        page.add(f"<td>{_delta(row['baseline'])}</td>{_status(page, row)}</tr>\n")
+    for model in dataset.models:
+        page.add(f"<tr><td>{page.esc(model.model)}</td>")
+        page.add("".join(_metric_cell(model.figures.get(n)) for n in names))
+        page.add(f"<td>{_delta(page, model.baseline)}</td>{_status(page, model)}</tr>\n")
     page.add("</table></div>\n")
 
 
-def _delta(entry: Mapping[str, Any] | None) -> str:
-    if not entry:
-        return "-"
-    text = (
-        f"{_f(entry.get('difference'), '{:+.4f}')} [{_f(entry.get('low'), '{:+.3f}')}, "
-        f"{_f(entry.get('high'), '{:+.3f}')}]"
+def _metric_cell(v: Value | None) -> str:
+    if v is None or v.value is None:
+        return "<td>-</td>"
+    return (
+        f"<td{_BEST if v.best else ''}>"
+        f'{_f(v.value)}{" ★" if v.best else ""}<br><span class="iv">'
+        f"[{_f(v.low, '{:.3f}')}, {_f(v.high, '{:.3f}')}]</span></td>"
     )
-    if entry.get("regressed"):
-        text += ' <span class="failed">regressed</span>'
-    elif entry.get("significant"):
-        text += " significant"
-    elif entry.get("inconclusive"):
-        text += " inconclusive"
+
+
+def _all_metrics(page: _Page, dataset: DatasetSummary, names: Sequence[str]) -> None:
+    """Every metric, a row each and a column per model (many metrics, few models: the table
+    grows down, not sideways)."""
+    page.add('<div class="wide"><table><tr><th>metric</th>')
+    page.add("".join(f"<th>{page.esc(m.model)}</th>" for m in dataset.models))
+    page.add("</tr>\n")
+    for n in names:
+        page.add(f"<tr><td>{page.esc(n)}</td>")
+        page.add("".join(_metric_cell(m.figures.get(n)) for m in dataset.models))
+        page.add("</tr>\n")
+    page.add("</table></div>\n")
+
+
+def _delta(page: _Page, delta: Delta | None, *, digits: str = "{:+.3f}") -> str:
+    """A difference, its interval and its verdict (styled: regressed and worse in red)."""
+    if delta is None or delta.difference is None:
+        return "-"
+    text = f"{_f(delta.difference, '{:+.4f}')} [{_f(delta.low, digits)}, {_f(delta.high, digits)}]"
+    if delta.verdict:
+        text += f' <span class="v-{page.esc(delta.verdict)}">{page.esc(delta.verdict)}</span>'
     return text
 
 
-def _best(values: Sequence[float | None], higher: bool | None) -> float | None:
-    pool = [v for v in values if v is not None and math.isfinite(v)]
-    if higher is None or len(pool) < 2:
-        return None
-    return max(pool) if higher else min(pool)
+def _figure_cell(page: _Page, model: ModelSummary, f: Figure) -> str:
+    v: Value | None = model.figures.get(f.key)
+    text = f.text(v.value if v else None)
+    if f.key == "vram_peak_mb" and v is not None:
+        text += f'<br><span class="iv">{page.esc(model.vram_source or "")}</span>'
+    if f.key == "p95_ms" and v is not None and v.low is not None and v.high is not None:
+        text += f'<br><span class="iv">[{_f(v.low, "{:.1f}")}, {_f(v.high, "{:.1f}")}]</span>'
+    best = v is not None and v.best
+    return f"<td{_BEST if best else ''}>{text}{' ★' if best else ''}</td>"
 
 
-def _figures_table(page: _Page, rows: Sequence[ModelRow]) -> None:
-    """Latency, throughput, memory, index and cost: every :data:`FIGURES` column that any row
-    has a value for."""
-    shown: list[Figure] = [f for f in FIGURES if any(f.get(r["result"]) is not None for r in rows)]
+#: the figures table in three parts, so none is wider than the page: (title, figure keys)
+FIGURE_GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    (
+        "Query latency and throughput",
+        ("p50_ms", "p90_ms", "p95_ms", "p99_ms", "cold_query_ms", "queries_per_s"),
+    ),
+    (
+        "Embedding and index build",
+        (
+            "documents_per_s",
+            "tokens_per_s",
+            "model_load_s",
+            "document_embedding_s",
+            "index_build_s",
+            "cold_batch_ms",
+            "warm_batch_p50_ms",
+        ),
+    ),
+    (
+        "Footprint and cost",
+        (
+            "dimension",
+            "index_mb",
+            "bytes_per_document",
+            "added_rss_mb",
+            "peak_rss_mb",
+            "vram_peak_mb",
+            "tokens_documents",
+            "tokens_queries",
+            "cost_usd",
+            "cache_hit_rate",
+        ),
+    ),
+)
+
+
+def _figures_table(page: _Page, dataset: DatasetSummary) -> None:
+    """Latency, throughput, memory, index and cost: every :data:`FIGURES` column that any model
+    has a value for, in :data:`FIGURE_GROUPS`' three tables."""
+    shown = [f for f in FIGURES if any(f.key in m.figures for m in dataset.models)]
     if not shown:
         return
-    page.add(
-        '<h3>Latency, throughput, footprint and cost</h3>\n<div class="wide"><table><tr>'
-        "<th>model</th>"
-    )
-    page.add("".join(f"<th>{page.esc(f.header)}</th>" for f in shown))
-    page.add("</tr>\n")
-    values = {f.key: [f.get(r["result"]) for r in rows] for f in shown}
-    best = {f.key: _best(values[f.key], f.higher_is_better) for f in shown}
-    for i, row in enumerate(rows):
-        page.add(f"<tr><td>{page.esc(row['model'])}</td>")
-        for f in shown:
-            value = values[f.key][i]
-            mark = value is not None and value == best[f.key]
-            text = f.text(value)
-            if f.key == "vram_peak_mb" and value is not None:
-                source = ((row["result"] or {}).get("resources") or {}).get("vram_source")
-                text += f'<br><span class="iv">{page.esc(source or "")}</span>'
-            if f.key == "p95_ms":
-                iv = ((row["result"] or {}).get("latency") or {}).get("p95_interval_ms")
-                if iv and len(iv) == 2:
-                    low, high = _f(iv[0], "{:.1f}"), _f(iv[1], "{:.1f}")
-                    text += f'<br><span class="iv">[{low}, {high}]</span>'
-            page.add(f"<td{_BEST if mark else ''}>{text}{' ★' if mark else ''}</td>")
-        page.add("</tr>\n")
-    basis = latency_basis(rows)
+    page.add("<h3>Latency, throughput, footprint and cost</h3>\n")
+    grouped = {key for _, keys in FIGURE_GROUPS for key in keys}
+    groups = [(t, [f for f in shown if f.key in keys]) for t, keys in FIGURE_GROUPS]
+    groups.append(("Other figures", [f for f in shown if f.key not in grouped]))
+    for title, figures in groups:
+        if not figures:
+            continue
+        page.add(
+            f'<h4>{page.esc(title)}</h4>\n<div class="wide"><table class="figures"><tr>'
+            "<th>model</th>"
+            + "".join(f"<th>{page.esc(f.header)}</th>" for f in figures)
+            + "</tr>\n"
+        )
+        for model in dataset.models:
+            page.add(f"<tr><td>{page.esc(model.model)}</td>")
+            page.add("".join(_figure_cell(page, model, f) for f in figures))
+            page.add("</tr>\n")
+        page.add("</table></div>\n")
+    basis = dataset.latency_basis
     latency = (
         f"Latency covers query embedding plus search, {page.esc(basis)}; queries/s is a "
         "reciprocal mean latency, not a load test."
@@ -126,7 +164,7 @@ def _figures_table(page: _Page, rows: Sequence[ModelRow]) -> None:
         else "No query was timed in this run: the latency figures are empty."
     )
     page.add(
-        f'</table>\n<p class="muted">{latency} docs/s '
+        f'<p class="muted">{latency} docs/s '
         "counts only documents actually embedded. Cold batch: the first document batch after "
         "the model loaded; warm: the median of the others. VRAM: PyTorch's CUDA peak "
         "allocation, or Ollama's /api/ps resident size; n/a on CPU. Index MB: the in-memory "
@@ -135,23 +173,25 @@ def _figures_table(page: _Page, rows: Sequence[ModelRow]) -> None:
     )
 
 
-def _comparisons(page: _Page, versus: Mapping[str, Mapping[str, Any]]) -> None:
-    if not versus:
+def _comparisons(page: _Page, dataset: DatasetSummary) -> None:
+    compared = [m for m in dataset.compared if m.versus is not None]
+    if not compared:
         return
     page.add(
-        '<h3>Paired comparisons</h3>\n<table><tr><th>model</th><th class="t">reference</th>'
-        "<th>metric</th><th>Δ</th><th>95% interval</th><th>p</th><th>p (Holm)</th>"
-        '<th>queries</th><th class="t">test</th></tr>\n'
+        '<h3>Paired comparisons</h3>\n<div class="wide"><table><tr><th>model</th>'
+        '<th class="t">reference</th><th>metric</th><th>Δ [95% interval]</th><th>p</th>'
+        '<th>p (Holm)</th><th>queries</th><th class="t">test</th></tr>\n'
     )
-    for model, e in sorted(versus.items()):
-        significant = e.get("p_holm") is not None and e["p_holm"] < 0.05
+    for model in compared:
+        d = model.versus
+        assert d is not None
         page.add(
-            f'<tr><td>{page.esc(model)}</td><td class="t">{page.esc(e.get("reference", ""))}'
-            f"</td><td>{page.esc(e.get('metric', 'ndcg@10'))}</td>"
-            f"<td{_BEST if significant else ''}>{_f(e.get('difference'), '{:+.4f}')}"
-            f"</td><td>[{_f(e.get('low'), '{:+.4f}')}, {_f(e.get('high'), '{:+.4f}')}]</td>"
-            f"<td>{_f(e.get('p_value'), '{:.3g}')}</td><td>{_f(e.get('p_holm'), '{:.3g}')}</td>"
-            f'<td>{_f(e.get("n"), "{:.0f}")}</td><td class="t">{page.esc(e.get("test", ""))}'
-            "</td></tr>\n"
+            f'<tr><td>{page.esc(model.model)}</td><td class="t">{page.esc(d.against)}'
+            f"</td><td>{page.esc(d.metric)}</td><td>{_delta(page, d, digits='{:+.4f}')}</td>"
+            f"<td>{_f(d.p_value, '{:.3g}')}</td><td>{_f(d.p_holm, '{:.3g}')}</td>"
+            f'<td>{_f(d.n, "{:.0f}")}</td><td class="t">{page.esc(d.test)}</td></tr>\n'
         )
-    page.add("</table>\n")
+    page.add(
+        '</table></div>\n<p class="muted">better / worse: the Holm-adjusted p-value is below '
+        "0.05.</p>\n"
+    )

@@ -1,0 +1,77 @@
+"""Frozen dataclasses to JSON data and back, driven by each class's own field list.
+
+The summary's records (:mod:`.summary`, :mod:`.stress_summary`) are typed; the JSON report
+keeps them as plain data. :func:`to_data` walks a record's fields (as pytest-benchmark's
+``Stats.fields`` drives ``as_dict``), so a field added to a dataclass is written and read with no
+other change; :func:`from_data` rebuilds the record from its type hints: ``X | None``,
+``tuple[X, ...]``, ``dict[str, X]``, nested dataclasses and plain JSON values. Non-finite
+floats are written as null, as everywhere in the JSON report. Usage::
+
+    data = to_data(summary)                         # JSON-ready
+    assert from_data(Summary, json.loads(json.dumps(data))) == summary
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import types
+import typing
+from collections.abc import Mapping
+from functools import cache
+from typing import Any, TypeVar, Union
+
+__all__ = ["from_data", "to_data"]
+
+T = TypeVar("T")
+
+
+def to_data(value: Any) -> Any:
+    """``value`` as JSON data: a dataclass as a dict of its fields (in field order), tuples as
+    lists, NaN and infinities as None."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: to_data(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, Mapping):
+        return {str(k): to_data(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [to_data(v) for v in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+@cache
+def _hints(cls: Any) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
+
+
+def from_data(cls: type[T], data: Mapping[str, Any]) -> T:
+    """The ``cls`` record of :func:`to_data`'s ``data``; a missing field takes its default (a
+    summary written by an older version), an unknown key is ignored."""
+    hints = _hints(typing.cast(Any, cls))
+    values = {}
+    for f in dataclasses.fields(cls):  # type: ignore[arg-type]
+        if f.name in data:
+            values[f.name] = _read(hints[f.name], data[f.name])
+    return cls(**values)
+
+
+def _read(hint: Any, value: Any) -> Any:
+    origin = typing.get_origin(hint)
+    args = typing.get_args(hint)
+    if origin in (Union, types.UnionType):
+        if value is None:
+            return None
+        kinds = [a for a in args if a is not type(None)]
+        return _read(kinds[0], value) if len(kinds) == 1 else value
+    if value is None:
+        return None
+    if dataclasses.is_dataclass(hint):
+        return from_data(hint, value)  # type: ignore[arg-type]
+    if origin is tuple:
+        item = args[0] if args else Any
+        return tuple(_read(item, v) for v in value)
+    if origin in (dict, Mapping):
+        item = args[1] if len(args) == 2 else Any
+        return {k: _read(item, v) for k, v in value.items()}
+    return value

@@ -313,3 +313,39 @@ def test_significance_is_decided_once_and_every_writer_shows_that_decision() -> 
     assert _verdicts(stored) == (True, True, True)
     stored = summary(reference="bm25", comparisons={"support": _versus(0.001, significant=False)})
     assert _verdicts(stored) == (False, False, False)
+
+
+def test_the_stress_cutoff_and_gate_csv_cells_are_neutralised_too(tmp_path: Path) -> None:
+    """stress.csv, cutoffs.csv and gates.csv write through csv_cell as the others do: a model
+    named like a formula is text, a negative difference stays a number."""
+    noisy = result(0.5, 1.0)
+    noisy["stress"] = {
+        "clean": {"ndcg@10": {"value": 0.6, "low": 0.5, "high": 0.7, "n": 4}},
+        "delta": {"ndcg@10": {"value": -0.1, "low": -0.2, "high": -0.01, "n": 4}},
+    }
+    workload = {"kind": "noise", "id": "-typo", "params": {}, "seeds": [0]}
+    cut = {
+        "levels": {"strict": {"name": "strict", "target": 0.001, "threshold": -0.5}},
+        "conformal": {},
+        "meaningful": True,
+    }
+    clean = result(0.6, 1.0) | {"cutoffs": cut}
+    gated = {"status": "regressed", "failures": ["=HYPERLINK()"], "deltas": {}}
+    records = [
+        record("=cmd", noisy, workload=workload),
+        record("+m", clean, baseline=gated),
+    ]
+    report = json.loads(
+        json.dumps(build_report([r.to_dict() for r in records], configuration={}, rootdir=tmp_path))
+    )
+    _, _, stress_csv, cutoffs_csv, gates_csv = write_csv(tmp_path, report)
+    with stress_csv.open(newline="") as fh:
+        (row,) = csv.DictReader(fh)
+    assert row["model"] == "'=cmd" and row["workload"] == "'-typo"
+    assert row["delta"] == "-0.1" and row["verdict"] == "worse"
+    with cutoffs_csv.open(newline="") as fh:
+        (row,) = csv.DictReader(fh)
+    assert row["model"] == "'+m" and row["threshold"] == "-0.5" and row["level"] == "strict"
+    with gates_csv.open(newline="") as fh:
+        (row,) = csv.DictReader(fh)
+    assert row["test"] == "t.py::test_search[+m]" and row["failures"] == "'=HYPERLINK()"

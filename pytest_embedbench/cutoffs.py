@@ -528,8 +528,8 @@ def _conformal_guarantee(n: int, alpha: float, delta: float | None, share: float
         support = smallest_alpha(n, delta)
         at = "" if delta is None else f" at delta={delta:g}"
         return (
-            f"None: {n} calibration queries are too few for alpha={alpha:g}{at} (the smallest "
-            f"alpha they support is {support:.4g}); there is no cut-off, every result is kept."
+            f"No cut-off: {n} calibration queries are too few for alpha={alpha:g}{at} (the "
+            f"smallest alpha they support is {support:.4g}); every result is kept."
         )
     if delta is None:
         return (
@@ -628,16 +628,16 @@ def compute_cutoffs(
     rank = conformal_rank(n, alpha, delta)
     if reason:
         threshold = NAN
-        says = f"None: a global cut-off has no meaning here ({reason})."
+        says = f"No cut-off: a global cut-off has no meaning here ({reason})."
     elif n == 0:
         threshold = NAN
-        says = "None: no calibration query has a relevant document."
+        says = "No cut-off: no calibration query has a relevant document."
         notes.append("no calibration query has a relevant document: the conformal cut-off is NaN")
     else:
         threshold = conformal_threshold(stats, alpha, delta)
         says = _conformal_guarantee(n, alpha, delta, relevant_share, rank)
         if rank < 1:
-            notes.append(says.removeprefix("None: "))
+            notes.append(says.removeprefix("No cut-off: "))
     conformal = level("conformal", 1.0 - alpha, threshold, True, says)
     return Cutoffs(
         levels=out,

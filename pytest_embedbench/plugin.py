@@ -395,19 +395,24 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if _is_worker(config):
         # records travel with each test's report (they survive a worker that dies later)
         # and the embedbench.yaml files it read: the controller collects none (JSON report)
-        config.workeroutput["embedbench"] = json.dumps(  # type: ignore[attr-defined]
-            {"collected": sorted(state.collected), "configs": state.effective_configs()},
-            default=str,
-        )
+        config.workeroutput["embedbench"] = state.worker_output()  # type: ignore[attr-defined]
         return
     options = state.options
     if not state.records and not state.expected:
         # no benchmark test ran (a collection error, all deselected, --co): a report of nothing
         # would replace the last good one, and the baseline has nothing to take
-        state.summary = build_summary(state, nothing_ran(options))
+        asked = nothing_ran(
+            json_path=options.json_path,
+            html_path=options.html_path,
+            csv_dir=options.csv_dir,
+            md_path=options.md_path,
+            update_baseline=options.update_baseline,
+        )
+        state.summary = build_summary(state, [*state.generated(), *asked])
         return
     notes, failures = state.gatekeeper.finish(state.records, state.not_recorded())
-    state.summary = build_summary(state, notes)  # computed once; the reports only read it
+    # computed once; the reports only read it (a set embedbench.yaml generated is said first)
+    state.summary = build_summary(state, [*state.generated(), *notes])
     wanted = (options.json_path, options.html_path, options.csv_dir, options.md_path)
     if any(path is not None for path in wanted):
         # one report dict: the HTML, CSV and Markdown format the summary the JSON keeps, so a

@@ -10,12 +10,9 @@ from __future__ import annotations
 
 import errno
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .._io import atomic_write_json, atomic_write_text
-
-if TYPE_CHECKING:
-    from ..options import Options
 
 __all__ = [
     "EXIT_ARTIFACT_FAILED",
@@ -46,18 +43,25 @@ def write_failure(what: str, path: Path, exc: BaseException, fix: str) -> str:
     return f"embedbench: the {what} {path} was NOT written: {reason}. Fix: {fix}"
 
 
-def nothing_ran(options: Options) -> list[str]:
+def nothing_ran(
+    *,
+    json_path: Path | None,
+    html_path: Path | None,
+    csv_dir: Path | None,
+    md_path: Path | None,
+    update_baseline: str | None,
+) -> list[str]:
     """The line of a run in which no benchmark test ran (a collection error, every test
     deselected, ``--collect-only``): it writes nothing, since a report of no test would replace
     the last good one; no line when no file was asked for."""
     asked = [
         name
         for name, path in (
-            ("JSON report", options.json_path),
-            ("HTML report", options.html_path),
-            ("CSV files", options.csv_dir),
-            ("Markdown file", options.md_path),
-            ("baseline", True if options.update_baseline is not None else None),
+            ("JSON report", json_path),
+            ("HTML report", html_path),
+            ("CSV files", csv_dir),
+            ("Markdown file", md_path),
+            ("baseline", True if update_baseline is not None else None),
         )
         if path is not None
     ]

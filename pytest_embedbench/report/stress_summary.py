@@ -341,7 +341,8 @@ def _cutoff_model(model: str, rows: Sequence[Mapping[str, Any]]) -> CutoffModel:
     conformal = next((r for r in rows if r.get("name") == "conformal"), {})
     guarantee = str(conformal.get("guarantee") or "")
     # a note that only repeats the guarantee (too few queries for any cut-off) is said once
-    notes = tuple(str(n) for n in first.get("notes") or [] if n != guarantee.removeprefix("None: "))
+    said = guarantee.removeprefix("No cut-off: ")
+    notes = tuple(str(n) for n in first.get("notes") or [] if n != said)
     share = finite(first.get("relevant_share"))
     return CutoffModel(
         model=model,

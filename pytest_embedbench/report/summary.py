@@ -50,7 +50,23 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from ..baseline import BaselineFile
-    from ..options import Options
+
+
+class RunOptions(Protocol):
+    """The run options a summary reads (:class:`~pytest_embedbench.options.Options` has them);
+    declared here, so the reports import nothing of the options table, which imports the
+    reports' column list."""
+
+    @property
+    def reference(self) -> str | None: ...
+    @property
+    def priority(self) -> str: ...
+    @property
+    def seed(self) -> int: ...
+    @property
+    def bootstrap(self) -> int: ...
+    @property
+    def update_baseline(self) -> str | None: ...
 
 
 class RunState(Protocol):
@@ -59,7 +75,7 @@ class RunState(Protocol):
     nothing above them."""
 
     @property
-    def options(self) -> Options: ...
+    def options(self) -> RunOptions: ...
     @property
     def records(self) -> Mapping[str, TestRecord]: ...
     @property
@@ -829,6 +845,12 @@ def baseline_notices(
     lines: list[str] = []
     for nodeid, outcome in outcomes:  # changed inputs are always worth a line
         if outcome.get("changes") and outcome.get("status") != "missing":
+            if outcome.get("failures"):  # its failure says what changed: once is enough
+                lines.append(
+                    f"{nodeid}: gated against a baseline of other inputs; what changed is in "
+                    "its failure above"
+                )
+                continue
             lines.append(
                 f"{nodeid}: compared with a baseline of other inputs: "
                 + "; ".join(outcome["changes"])

@@ -47,10 +47,20 @@ def test_generated_once_reused_then_stale(
     assert first.ret == 0, first.stdout.str()
     first.stdout.fnmatch_lines(["*dataset 'handbook' (* queries, 7 documents)*"])
     assert (project.path / "handbook.generated.jsonl").is_file()
+    # the run says what it wrote, what it kept and rejected, and that a person should review it
+    first.stdout.fnmatch_lines(
+        [
+            "embedbench: generated the eval set of dataset 'handbook'*"
+            f"{project.path / 'handbook.generated.jsonl'}",
+            "  kept * of * question(s) returned*the filters rejected*",
+            "  review handbook.generated.jsonl before you trust it*",
+        ]
+    )
     calls = len(chat.chat_requests)
 
     again = project.runpytest("-p", "no:cacheprovider")
     assert again.ret == 0 and len(chat.chat_requests) == calls  # reused, nothing asked
+    assert "generated the eval set" not in again.stdout.str()  # said once, when written
 
     (docs / "c-refunds.md").write_text("Refunds are never given, whatever the plan.\n")
     stale = project.runpytest("-p", "no:cacheprovider")
@@ -102,3 +112,30 @@ def test_a_configured_name_never_writes_outside_the_config_folder(
     written = sorted(p.name for p in project.path.rglob(f"{escaped}*"))
     assert written == [], written  # nothing above sub/, not even the lock
     assert not chat.chat_requests  # refused before a question was asked
+
+
+def test_a_set_generated_on_an_xdist_worker_is_said_by_the_controller(
+    project: pytest.Pytester, chat: OllamaChatServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Under xdist the workers read embedbench.yaml, so the one that generated the set sends
+    what it wrote to the controller, which prints it once."""
+    pytest.importorskip("bm25s")
+    pytest.importorskip("xdist")
+    monkeypatch.delenv("OLLAMA_HOST", raising=False)
+    docs = project.path / "handbook"
+    docs.mkdir()
+    for name, text in DOCS.items():
+        (docs / name).write_text(text + "\n", encoding="utf-8")
+    project.makefile(
+        ".yaml",
+        embedbench="datasets:\n"
+        "  handbook:\n"
+        "    path: handbook\n"
+        f"    evalset: {{generate: {{host: '{chat.url}', request_timeout_s: 5}}}}\n",
+    )
+    project.makepyfile(test_handbook=TEST)
+    run = project.runpytest_subprocess("-p", "no:cacheprovider", "-n", "2")
+    assert run.ret == 0, run.stdout.str()
+    out = run.stdout.str()
+    assert out.count("embedbench: generated the eval set of dataset 'handbook'") == 1, out
+    run.stdout.fnmatch_lines(["  review handbook.generated.jsonl before you trust it*"])

@@ -195,9 +195,9 @@ def test_too_few_calibration_queries_say_what_they_support() -> None:
     assert cut.supported_alpha == pytest.approx(support)
     message = (
         "5 calibration queries are too few for alpha=0.05 at delta=0.1 (the smallest alpha "
-        f"they support is {support:.4g}); there is no cut-off, every result is kept."
+        f"they support is {support:.4g}); every result is kept."
     )
-    assert cut.conformal.guarantee == "None: " + message
+    assert cut.conformal.guarantee == "No cut-off: " + message
     assert message in cut.notes
     assert any("strict (0.1%)" in note and "too few" in note for note in cut.notes)
     # at the level they support, there is a cut-off
@@ -215,7 +215,7 @@ def test_unbounded_scores_get_no_cut_off() -> None:
     data = cut.to_dict()
     assert data["conformal"]["threshold"] is None and data["conformal"]["lets_random"] is None
     assert all(level["threshold"] is None for level in data["levels"].values())
-    assert cut.conformal.guarantee.startswith("None: a global cut-off has no meaning here")
+    assert cut.conformal.guarantee.startswith("No cut-off: a global cut-off has no meaning here")
     told = compute_cutoffs(relevant, random, incomparable="made up")
     assert not told.meaningful and told.reason == "made up"
 

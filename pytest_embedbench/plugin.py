@@ -326,6 +326,10 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, Any, Any]:
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: Any) -> Generator[None, Any, Any]:
     report = yield
+    if report.when == "call" and "_embedbench_case" in getattr(item, "fixturenames", ()):
+        # a benchmark test ran (retrieval, searcher, model or workload): known to the
+        # controller under xdist too, since the flag travels with the report
+        report.embedbench_case = True
     if not _is_worker(item.config):
         return report
     record = _session(item.config).records.get(item.nodeid)
@@ -398,7 +402,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         config.workeroutput["embedbench"] = state.worker_output()  # type: ignore[attr-defined]
         return
     options = state.options
-    if not state.records and not state.expected:
+    if not state.ran:
         # no benchmark test ran (a collection error, all deselected, --co): a report of nothing
         # would replace the last good one, and the baseline has nothing to take
         asked = nothing_ran(
@@ -465,6 +469,8 @@ class SessionHooks:
         self.worker = worker
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if getattr(report, "embedbench_case", False):
+            self.session.cases_ran.add(report.nodeid)
         if not self.worker:  # an xdist worker's record arrives with the test's report
             raw = getattr(report, "embedbench_record", None)
             if raw:

@@ -66,6 +66,8 @@ class EmbedBenchSession:
         self.collected: set[str] = set()
         #: node ids whose worker announced a record (under xdist), to find the ones never sent
         self.expected: set[str] = set()
+        #: node ids of every benchmark test whose call phase ran (results or not)
+        self.cases_ran: set[str] = set()
         #: thresholds and the baseline gate per test, the baseline update at the end
         self.gatekeeper = Gatekeeper(options, rootdir, self.project_dir)
         self.baseline = self.gatekeeper.baseline
@@ -299,8 +301,9 @@ class EmbedBenchSession:
 
     @property
     def ran(self) -> bool:
-        """Whether a benchmark test ran (here, or on an xdist worker that announced it)."""
-        return bool(self.records or self.expected)
+        """Whether a benchmark test ran (here, or on an xdist worker that announced it): one
+        with a result, or one using the searcher, model or workload fixture."""
+        return bool(self.records or self.expected or self.cases_ran)
 
     def worker_output(self) -> str:
         """What an xdist worker sends the controller at its end: the node ids it collected and

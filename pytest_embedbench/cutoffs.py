@@ -69,6 +69,11 @@ random sample is most of it (the 59-document support set), the same documents ar
 of every query, the pairs are clustered by document too, and the intervals are too narrow: a
 held-out rate outside its expected range there says as much.
 
+``distribution`` draws what the cut-offs are cut from: histograms of the held-out relevant-pair
+and random-pair scores (:data:`DISTRIBUTION_BINS` equal bins over the range of every finite
+pair score, so every cut-off falls inside it; a pair the retriever did not return is counted as
+unscored), for the HTML report's picture of each cut-off against the two distributions.
+
 ``keeps_queries`` (with an exact Clopper-Pearson interval over held-out queries) is the share of
 held-out queries that keep all (``relevant_share``) of their relevant documents: the quantity
 the conformal guarantee is about.
@@ -112,6 +117,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CONFIDENCE",
+    "DISTRIBUTION_BINS",
     "LEVELS",
     "RANDOM_PER_QUERY",
     "CutoffLevel",
@@ -128,6 +134,7 @@ __all__ = [
     "pair_scores",
     "query_statistic",
     "random_documents",
+    "score_distribution",
     "smallest_alpha",
 ]
 
@@ -137,6 +144,8 @@ LEVELS: dict[str, float] = {"strict": 0.001, "balanced": 0.01, "loose": 0.05}
 RANDOM_PER_QUERY = 64
 #: level of every interval
 CONFIDENCE = 0.95
+#: bins of the held-out score histograms (``Cutoffs.distribution``)
+DISTRIBUTION_BINS = 32
 #: queries scored per search_many call (bounds the full rankings held at once)
 _BATCH = 32
 #: a score further than this outside [-1, 1] is not a cosine (float rounding stays inside)
@@ -205,6 +214,10 @@ class Cutoffs:
     #: False when a global cut-off has no meaning for these scores; ``reason`` says why
     meaningful: bool = True
     reason: str = ""
+    #: the held-out pair scores as histograms (module doc): ``edges`` (bins + 1 scores),
+    #: ``relevant`` and ``random`` (pairs per bin), ``relevant_unscored`` and
+    #: ``random_unscored`` (pairs scored -inf); empty when the scores have no cut-off
+    distribution: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready (infinite or NaN figures as None)."""
@@ -517,6 +530,30 @@ def _level(
     )
 
 
+def score_distribution(
+    halves: Mapping[str, _Pairs], bins: int = DISTRIBUTION_BINS
+) -> dict[str, Any]:
+    """The held-out relevant and random pair scores as histograms over ``bins`` equal bins
+    spanning every finite pair score of both halves (empty when there is none). Scores only,
+    no random draw: the same scores and split give the same bins."""
+    every = np.concatenate([h.values for h in halves.values()]) if halves else np.empty(0)
+    finite = every[np.isfinite(every)]
+    if len(finite) == 0:
+        return {}
+    low, high = float(finite.min()), float(finite.max())
+    if high - low < 1e-9:  # one score: a bin around it
+        low, high = low - 0.5e-3, high + 0.5e-3
+    edges = np.linspace(low, high, bins + 1)
+    out: dict[str, Any] = {"half": "held-out", "edges": [round(float(e), 6) for e in edges]}
+    for kind in ("relevant", "random"):
+        values = halves[f"{kind}_held"].values
+        scored = values[np.isfinite(values)]
+        counts, _ = np.histogram(scored, bins=edges)
+        out[kind] = [int(c) for c in counts]
+        out[f"{kind}_unscored"] = int(len(values) - len(scored))
+    return out
+
+
 def _share(passed: np.ndarray, totals: np.ndarray) -> float:
     total = float(totals.sum())
     return float(passed.sum()) / total if total else NAN
@@ -657,6 +694,7 @@ def compute_cutoffs(
         supported_alpha=smallest_alpha(n, delta),
         meaningful=reason is None,
         reason=reason or "",
+        distribution={} if reason else score_distribution(halves),
     )
 
 

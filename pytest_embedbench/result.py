@@ -446,12 +446,14 @@ class RetrievalResult:
 
     def retrieved(self) -> dict[str, list[dict[str, Any]]]:
         """Per query, each retrieved document with its score and the chunk that won it (id,
-        character span, PDF page): the JSON report's per-query detail on a chunked dataset."""
+        character span, PDF page): the JSON report's per-query detail on a chunked dataset.
+        The first :data:`RETRIEVED_KEPT` also keep the start of the chunk's text
+        (:data:`EXCERPT_CHARS` characters on one line), for the reports' per-query diffs."""
         out: dict[str, list[dict[str, Any]]] = {}
         for qid, ids in self.rankings.items():
             won = (self.winning_chunks or {}).get(qid, [])
             rows = []
-            for did, score, cid in zip(ids, self.scores[qid], won, strict=True):
+            for rank, (did, score, cid) in enumerate(zip(ids, self.scores[qid], won, strict=True)):
                 chunk = self.chunks[cid]
                 row = {
                     "doc_id": did,
@@ -462,9 +464,21 @@ class RetrievalResult:
                 }
                 if chunk.page is not None:
                     row["page"] = chunk.page
+                if rank < RETRIEVED_KEPT:
+                    row["text"] = _excerpt(chunk.text)
                 rows.append(row)
             out[qid] = rows
         return out
+
+
+#: the characters of a winning chunk's text the per-query detail keeps
+EXCERPT_CHARS = 160
+
+
+def _excerpt(text: str) -> str:
+    """The start of ``text`` on one line, at most :data:`EXCERPT_CHARS` characters."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= EXCERPT_CHARS else flat[: EXCERPT_CHARS - 1].rstrip() + "…"
 
 
 def _jsonable(value: Any) -> bool:

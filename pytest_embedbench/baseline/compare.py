@@ -3,13 +3,14 @@ and its latencies against the baseline's (Mann-Whitney U)."""
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..records import TestRecord, as_record
+from ..report.querydiff import QueryDiff, failure_lines, query_diff, query_label
+from ..report.serial import to_data
 from .settings import GATE_ALPHA, GateSettings
 from .store import _PRECISION
 
@@ -21,7 +22,9 @@ class GateOutcome:
     """What the gate found for one test: its status, the failure lines and Δ figures.
 
     ``warnings`` are lines the terminal prints although the test passes (an inconclusive drop
-    under ``inconclusive: warn``); ``changes`` name what differs from the baseline's inputs.
+    under ``inconclusive: warn``); ``changes`` name what differs from the baseline's inputs;
+    ``queries`` is the per-query diff on the first gated metric
+    (:class:`~pytest_embedbench.report.querydiff.QueryDiff` as data), which the summary reads.
     """
 
     status: str  # "missing", "passed", "inconclusive", "regressed", "stale"
@@ -30,9 +33,10 @@ class GateOutcome:
     deltas: dict[str, dict[str, Any]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    queries: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out = {
             "status": self.status,
             "failures": self.failures,
             "warnings": self.warnings,
@@ -40,6 +44,9 @@ class GateOutcome:
             "deltas": self.deltas,
             "notes": self.notes,
         }
+        if self.queries is not None:
+            out["queries"] = self.queries
+        return out
 
 
 def _flatten(value: Any, prefix: str = "") -> dict[str, Any]:
@@ -146,13 +153,7 @@ def _changes(record: TestRecord, entry: Mapping[str, Any]) -> list[str]:
 
 def _query_label(query_id: str, texts: Mapping[str, str] | None, width: int = 50) -> str:
     """``q07 "where is the invoice"``: the id with its text, cut to ``width`` characters."""
-    text = (texts or {}).get(query_id)
-    if text is None:
-        return query_id
-    flat = " ".join(str(text).split())
-    if len(flat) > width:
-        flat = flat[: width - 3].rstrip() + "..."
-    return f"{query_id} {json.dumps(flat, ensure_ascii=False)}"
+    return query_label(query_id, (texts or {}).get(query_id), width)
 
 
 def gate(
@@ -199,8 +200,21 @@ def gate(
         # the baseline keeps 6 decimals: compare the current run at the same precision
         pairs = _Pairs(metric, shared, current, base)
         _metric_gate(pairs, settings, outcome, seed, n_resamples)
+        diff = query_diff(
+            record.result or {},
+            entry,
+            metric=metric,
+            against="baseline",
+            nodeid=record.nodeid,
+            dataset=record.dataset,
+            model=record.model,
+            precision=_PRECISION,
+            query_texts=query_texts,
+        )
+        if outcome.queries is None and diff is not None:
+            outcome.queries = to_data(diff)
         if outcome.deltas[metric]["regressed"] or outcome.deltas[metric]["inconclusive"]:
-            _report_drop(pairs, settings, outcome, query_texts)
+            _report_drop(pairs, settings, outcome, query_texts, diff)
     if settings.latency_p95_pct is not None:
         _latency_gate(record, entry, settings, outcome)
     if outcome.failures and outcome.changes:  # once for the test, not once per metric
@@ -281,12 +295,18 @@ def _report_drop(
     settings: GateSettings,
     outcome: GateOutcome,
     query_texts: Mapping[str, str] | None,
+    diff: QueryDiff | None = None,
 ) -> None:
     """The failure or warning line of a material drop (regressed or inconclusive). What
-    changed in the inputs is not repeated here: :func:`gate` adds it once for the test."""
+    changed in the inputs is not repeated here: :func:`gate` adds it once for the test.
+
+    A failure lists, on the lines under it, the per-query counts and the most degraded queries
+    with what they lost (``diff``: the :class:`~..report.querydiff.QueryDiff` of this metric);
+    a warning, which passes, names the queries that lost most on its one line."""
     metric, d = pairs.metric, outcome.deltas[pairs.metric]
     n = len(pairs.shared)
     lost = _lost_most(pairs, query_texts)
+    block = "".join(f"\n    {line}" for line in failure_lines(diff)) if diff is not None else ""
     figures = (
         f"baseline {d['baseline']:.4f}, current {d['current']:.4f}, difference "
         f"{d['difference']:+.4f} [{d['low']:+.4f}, {d['high']:+.4f}] (95% paired bootstrap over "
@@ -294,7 +314,7 @@ def _report_drop(
     )
     if d["regressed"]:
         outcome.status = "regressed"
-        outcome.failures.append(f"{metric} regressed: {figures}{lost}")
+        outcome.failures.append(f"{metric} regressed: {figures}{block or lost}")
         return
     line = (
         f"{metric} inconclusive: {figures}: the drop is beyond the tolerance but not "
@@ -306,7 +326,7 @@ def _report_drop(
     if outcome.status == "passed":
         outcome.status = "inconclusive"
     if settings.inconclusive == "fail":
-        outcome.failures.append(line + " (gate: inconclusive: fail)")
+        outcome.failures.append(line + " (gate: inconclusive: fail)" + block)
     else:
         outcome.warnings.append(line)
 

@@ -30,6 +30,7 @@ __all__ = [
     "NeedleCell",
     "NeedleGrid",
     "NoisePoint",
+    "ScoreDistribution",
     "StressSection",
     "cutoff_rows",
     "cutoff_sections",
@@ -140,6 +141,28 @@ class CutoffRow:
 
 
 @dataclass(frozen=True)
+class ScoreDistribution:
+    """The held-out pair scores the cut-offs are cut from, as histograms over shared bins
+    (``Cutoffs.distribution``): ``relevant[i]`` and ``random[i]`` pairs score between
+    ``edges[i]`` and ``edges[i + 1]``; the unscored ones were not returned at all."""
+
+    edges: tuple[float, ...]
+    relevant: tuple[int, ...]
+    random: tuple[int, ...]
+    relevant_unscored: int = 0
+    random_unscored: int = 0
+    half: str = "held-out"
+
+    @property
+    def relevant_pairs(self) -> int:
+        return sum(self.relevant) + self.relevant_unscored
+
+    @property
+    def random_pairs(self) -> int:
+        return sum(self.random) + self.random_unscored
+
+
+@dataclass(frozen=True)
 class CutoffModel:
     """One model's cut-offs on one dataset; ``meaningful`` False (with ``reason``) when its
     scores are not comparable across queries, and then no rows."""
@@ -155,6 +178,8 @@ class CutoffModel:
     calibration_queries: int | None = None
     heldout_queries: int | None = None
     rows: tuple[CutoffRow, ...] = ()
+    #: the held-out score distributions (None: not measured, or no meaningful cut-off)
+    distribution: ScoreDistribution | None = None
 
 
 @dataclass(frozen=True)
@@ -312,6 +337,7 @@ def cutoff_rows(
             "relevant_share": found.get("relevant_share", 1.0),
             "calibration_queries": found.get("calibration_queries"),
             "heldout_queries": found.get("heldout_queries"),
+            "distribution": found.get("distribution") or {},
         }
         per_model[record.model] = [
             {"model": record.model, **level, **shared} for level in levels if level.get("name")
@@ -354,6 +380,25 @@ def _cutoff_model(model: str, rows: Sequence[Mapping[str, Any]]) -> CutoffModel:
         calibration_queries=first.get("calibration_queries"),
         heldout_queries=first.get("heldout_queries"),
         rows=tuple(_cutoff_row(r) for r in rows) if meaningful else (),
+        distribution=_distribution(first.get("distribution")) if meaningful else None,
+    )
+
+
+def _distribution(data: Any) -> ScoreDistribution | None:
+    """The histograms of a ``Cutoffs.distribution`` (None when absent or malformed)."""
+    if not isinstance(data, Mapping):
+        return None
+    edges = [finite(e) for e in data.get("edges") or []]
+    relevant, random = data.get("relevant") or [], data.get("random") or []
+    if len(edges) < 2 or None in edges or not len(relevant) == len(random) == len(edges) - 1:
+        return None
+    return ScoreDistribution(
+        edges=tuple(float(e) for e in edges if e is not None),
+        relevant=tuple(int(c) for c in relevant),
+        random=tuple(int(c) for c in random),
+        relevant_unscored=int(data.get("relevant_unscored") or 0),
+        random_unscored=int(data.get("random_unscored") or 0),
+        half=str(data.get("half") or "held-out"),
     )
 
 

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypedDict
 from .._io import finite as finite_data
 from ..records import Status, TestRecord, as_record
 from .columns import FIGURES, direction, metric_names
+from .querydiff import QueryDiff, query_diff
 from .recommend import recommend
 from .serial import from_data, to_data
 from .stress_summary import (
@@ -107,6 +108,7 @@ __all__ = [
     "latency_basis",
     "model_rows",
     "orphaned_entries",
+    "query_diffs",
     "recommendations",
     "summarize",
     "summary_of",
@@ -266,6 +268,9 @@ class Summary:
     stress: tuple[StressSection, ...] = ()
     cutoffs: tuple[CutoffSection, ...] = ()
     gates: tuple[Gate, ...] = ()
+    #: per-query diffs: each gated test against its baseline entry, each model against the
+    #: reference model (by dataset; :mod:`.querydiff`)
+    query_diffs: tuple[QueryDiff, ...] = ()
     totals: Totals = field(default_factory=Totals)
     baseline_path: str | None = None
     #: ``--embedbench-update-baseline``'s mode when the run updated the baseline
@@ -285,6 +290,10 @@ class Summary:
 
     def dataset(self, name: str) -> DatasetSummary | None:
         return next((d for d in self.datasets if d.name == name), None)
+
+    def diffs(self, dataset: str) -> tuple[QueryDiff, ...]:
+        """The per-query diffs of one dataset: against the baseline, then the reference."""
+        return tuple(d for d in self.query_diffs if d.dataset == dataset)
 
     # -- the JSON report -----------------------------------------------------------------------
 
@@ -433,6 +442,7 @@ def summarize(
         stress=stress_sections(stress if stress is not None else stress_points(found)),
         cutoffs=cutoff_sections(cutoff_rows(found)),
         gates=_gates(found),
+        query_diffs=query_diffs(found, reference),
         totals=_totals(found, datasets),
         baseline_path=baseline_path,
         baseline_update=baseline_update,
@@ -737,6 +747,40 @@ def _gates(records: Sequence[TestRecord]) -> tuple[Gate, ...]:
             )
         )
     return tuple(out)
+
+
+def query_diffs(records: Sequence[TestRecord], reference: str | None) -> tuple[QueryDiff, ...]:
+    """Per dataset, each gated test's queries against its baseline entry (the diff the gate
+    computed, kept in the record) and each model's against the ``reference`` model on
+    nDCG@10 (the metric of the paired comparisons), computed here."""
+    out: list[QueryDiff] = []
+    for record in records:
+        data = (record.baseline or {}).get("queries")
+        if isinstance(data, Mapping):
+            out.append(from_data(QueryDiff, data))
+    if reference is not None:
+        for dataset, rows in model_rows(records).items():
+            ref = next((r for r in rows if r["model"] == reference and r["result"]), None)
+            if ref is None:
+                continue
+            for row in rows:
+                if row is ref or row["result"] is None:
+                    continue
+                nodeid = next(
+                    (r.nodeid for r in records if r.result is row["result"]), row["model"]
+                )
+                diff = query_diff(
+                    row["result"],
+                    ref["result"] or {},
+                    metric="ndcg@10",
+                    against=reference,
+                    nodeid=nodeid,
+                    dataset=dataset,
+                    model=row["model"],
+                )
+                if diff is not None:
+                    out.append(diff)
+    return tuple(sorted(out, key=lambda d: (d.dataset, not d.against_baseline, d.nodeid, d.model)))
 
 
 def _totals(records: Sequence[TestRecord], datasets: Sequence[DatasetSummary]) -> Totals:

@@ -98,7 +98,16 @@ def test_a_real_drop_under_the_same_name_fails(gated: pytest.Pytester, mode: lis
         [
             "*embedbench checks failed for 'prod' on 'topics' (60 queries):",
             "*ndcg@10 regressed: baseline 1.0000, current 0.*, difference -0.* ?-0.*, -0.*? "
-            "(95% paired bootstrap over 60 shared queries; tolerance 0.01); lost most: q*",
+            "(95% paired bootstrap over 60 shared queries; tolerance 0.01)",
+            # which queries got worse, and what they miss now (the top 5 of the summary's diff)
+            "    per query: 0 improved, * degraded, * unchanged of 60 (ndcg@10 changed by more "
+            "than 0.001)",
+            "    most degraded (of *):",
+            '      q* "where is zor* explained": 1.000 -> 0.* (-*); relevant not in the top 10 '
+            "now: d*",
+            "    (the baseline entry keeps no retrieved lists, so the documents each query lost "
+            "or gained are not known; shown instead: its relevant documents missing from this "
+            "run's top 10)",
             # what changed, once for the test; no setting of only one of the two providers
             "  compared with a baseline of other inputs: the model spec changed ('bm25' -> "
             "'hashing:weak')",

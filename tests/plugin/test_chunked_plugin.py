@@ -98,6 +98,9 @@ def test_yaml_chunking_the_marker_override_and_the_winning_chunks(
         for row in rows:
             assert row["chunk_id"].startswith(row["doc_id"] + "#")
             assert 0 <= row["start"] < row["end"] <= len(texts[row["doc_id"]])
+            # and the start of its text, on one line, for the reports' per-query diffs
+            span = " ".join(texts[row["doc_id"]][row["start"] : row["end"]].split())
+            assert row["text"] and span.startswith(row["text"].removesuffix("…"))
         scores = [row["score"] for row in rows]
         assert scores == sorted(scores, reverse=True)
 

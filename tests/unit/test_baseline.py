@@ -92,7 +92,19 @@ def test_a_real_drop_fails_with_values_interval_and_losers() -> None:
     assert message.startswith("ndcg@10 regressed: baseline 0.")
     assert "current 0." in message and "difference -0.1" in message
     assert "over 200 shared queries; tolerance 0.01" in message
-    assert "lost most: q007 (" in message
+    # under the figures: the per-query counts, then the most degraded queries, worst first
+    lines = message.splitlines()
+    assert lines[1] == (
+        "    per query: 0 improved, 200 degraded, 0 unchanged of 200 (ndcg@10 changed by more "
+        "than 0.001)"
+    )
+    assert lines[2] == "    most degraded (of 200):"
+    assert lines[3].startswith("      q007: 0.") and "-> 0.000 (" in lines[3]
+    assert len([line for line in lines if line.startswith("      q")]) == 5
+    assert lines[-1] == (
+        "    (the baseline entry keeps no retrieved lists, so the documents each query lost or "
+        "gained are not known)"
+    )
 
 
 def test_a_drop_inside_noise_or_tolerance_passes() -> None:

@@ -11,6 +11,7 @@ import pytest
 
 from pytest_embedbench import Evaluator, RetrievalDataset
 from pytest_embedbench.cutoffs import (
+    DISTRIBUTION_BINS,
     LEVELS,
     _split,
     clopper_pearson,
@@ -322,3 +323,27 @@ def test_scifact_bm25_has_no_cut_off(scifact_path: Path) -> None:
 def test_scifact_minilm(scifact_path: Path, scifact_cache: Path) -> None:
     pytest.importorskip("sentence_transformers")
     check_on_scifact(MINILM, scifact_path, scifact_cache)
+
+
+def test_the_held_out_scores_are_kept_as_histograms_over_every_pair_scores_range() -> None:
+    relevant, random = _draw(np.random.default_rng(8), 40)
+    relevant["q00000"] = np.array([-math.inf, *relevant["q00000"]])  # a pair never returned
+    cut = compute_cutoffs(relevant, random, seed=0)
+    found = cut.to_dict()["distribution"]
+    assert found["half"] == "held-out" and len(found["edges"]) == DISTRIBUTION_BINS + 1
+    every = np.concatenate([v for s in (relevant, random) for v in s.values()])
+    finite = every[np.isfinite(every)]
+    assert found["edges"][0] == round(float(finite.min()), 6)
+    assert found["edges"][-1] == round(float(finite.max()), 6)
+    held = [q for q in random if q not in _split(list(random), 0)[0]]
+    assert sum(found["random"]) == sum(len(random[q]) for q in held)
+    unscored = 1 if "q00000" in held else 0
+    assert found["relevant_unscored"] == unscored
+    assert sum(found["relevant"]) + unscored == sum(len(relevant[q]) for q in held)
+    # the thresholds fall inside the bins, so the report can draw each as a line
+    for level in [*cut.levels.values(), cut.conformal]:
+        if math.isfinite(level.threshold):
+            assert found["edges"][0] <= level.threshold <= found["edges"][-1]
+    # scores without a meaningful cut-off have no picture either
+    loose = compute_cutoffs(relevant, random, seed=0, incomparable="bm25 scores are sums")
+    assert loose.to_dict()["distribution"] == {}

@@ -9,6 +9,8 @@ import math
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from pytest_embedbench._io import atomic_write_json
 from pytest_embedbench.records import Status, TestRecord
 from pytest_embedbench.report.json_report import build_report, summary_sections
@@ -349,3 +351,71 @@ def test_the_stress_cutoff_and_gate_csv_cells_are_neutralised_too(tmp_path: Path
     with gates_csv.open(newline="") as fh:
         (row,) = csv.DictReader(fh)
     assert row["test"] == "t.py::test_search[+m]" and row["failures"] == "'=HYPERLINK()"
+
+
+def _ranked(per_query: dict[str, float], retrieved: dict[str, list[str]]) -> dict[str, Any]:
+    return {
+        "per_query": {"ndcg@10": per_query},
+        "retrieved": retrieved,
+        "relevant": {"q1": {"d1": 2}, "q2": {"d3": 1, "d4": 1}, "q3": {"d2": 1}, "q4": {"d6": 1}},
+        "query_texts": {"q1": "reset password", "q2": "export csv", "q3": "invoices", "q4": "api"},
+    }
+
+
+def test_a_query_diff_counts_changes_beyond_epsilon_and_names_lost_and_gained() -> None:
+    from pytest_embedbench.report.querydiff import CHANGE_EPSILON, failure_lines, query_diff
+
+    before = _ranked(
+        {"q1": 1.0, "q2": 0.8, "q3": 0.5, "q4": 0.3},
+        {"q1": ["d1", "d2"], "q2": ["d3", "d4"], "q3": ["d5", "d2"], "q4": ["d1", "d6"]},
+    )
+    now = _ranked(
+        # q1 loses d1 (-1.0); q2 keeps d3 and loses d4 (-0.4); q3 moves by less than epsilon;
+        # q4 gains (+0.7)
+        {"q1": 0.0, "q2": 0.4, "q3": 0.5 - CHANGE_EPSILON / 2, "q4": 1.0},
+        {"q1": ["d2", "d5"], "q2": ["d3", "d5"], "q3": ["d5", "d2"], "q4": ["d6", "d1"]},
+    )
+    diff = query_diff(now, before, metric="ndcg@10", against="bm25", model="h", dataset="s")
+    assert diff is not None
+    assert (diff.improved, diff.degraded, diff.unchanged, diff.queries) == (1, 2, 1, 4)
+    assert diff.documents_known and not diff.note and diff.depth == 2
+    q1, q2 = diff.worst
+    assert (q1.query_id, q1.before, q1.after, q1.lost, q1.gained) == ("q1", 1.0, 0.0, ("d1",), ())
+    assert q1.top == "d2" and not q1.top_relevant and q1.missing == ("d1",)
+    assert q2.lost == ("d4",) and q2.gained == () and q2.change == pytest.approx(-0.4)
+    # a baseline entry keeps scores, not lists: what was lost is not known, and it says so
+    entry = {"per_query": before["per_query"]}
+    blind = query_diff(now, entry, metric="ndcg@10", against="baseline", precision=6)
+    assert blind is not None and not blind.documents_known
+    assert blind.worst[0].lost is None and blind.worst[0].missing == ("d1",)
+    lines = failure_lines(blind)
+    assert lines[0] == (
+        "per query: 1 improved, 2 degraded, 1 unchanged of 4 (ndcg@10 changed by more than 0.001)"
+    )
+    assert lines[2] == (
+        '  q1 "reset password": 1.000 -> 0.000 (-1.000); relevant not in the top 2 now: d1; '
+        "first now: d2"
+    )
+    assert lines[-1].startswith("(the baseline entry keeps no retrieved lists")
+    # no per-query scores on one side: no diff
+    assert query_diff(now, {}, metric="ndcg@10", against="baseline") is None
+
+
+def test_the_summary_keeps_reference_and_baseline_diffs_and_reads_them_back() -> None:
+    from pytest_embedbench.report.querydiff import query_diff
+    from pytest_embedbench.report.serial import to_data
+
+    ref = _ranked({"q1": 1.0, "q2": 1.0, "q3": 1.0, "q4": 1.0}, {"q1": ["d1"], "q2": ["d3"]})
+    weak = _ranked({"q1": 0.0, "q2": 1.0, "q3": 1.0, "q4": 1.0}, {"q1": ["d2"], "q2": ["d3"]})
+    gated = query_diff(weak, {"per_query": ref["per_query"]}, metric="ndcg@10", against="baseline")
+    assert gated is not None
+    records = [
+        record("bm25", ref),
+        record("h", weak, baseline={"status": "regressed", "queries": to_data(gated)}),
+    ]
+    fixed = summarize(records, reference="bm25")
+    assert [(d.against, d.model) for d in fixed.query_diffs] == [("baseline", ""), ("bm25", "h")]
+    versus = fixed.query_diffs[1]
+    assert versus.nodeid == "t.py::test_search[h]" and versus.worst[0].lost == ("d1",)
+    back = Summary.from_json(json.loads(json.dumps(summary_sections(fixed) | {"tests": []})))
+    assert back.query_diffs == fixed.query_diffs

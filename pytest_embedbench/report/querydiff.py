@@ -1,0 +1,363 @@
+"""Per-query diffs: which queries a test improved, which it degraded, and what they lost.
+
+A test's per-query scores on one metric (the gate's, else nDCG@10) are paired with those of
+its baseline entry or of the run's reference model: each query whose score moved by more than
+:data:`CHANGE_EPSILON` counts as improved or degraded, the rest as unchanged (PyTerrier's
+Experiment reports the same counts against a baseline). The most degraded queries are kept with
+the relevant documents they lost and gained from the top of the ranking (the retrieved lists a
+record keeps, :data:`~pytest_embedbench.result.RETRIEVED_KEPT` deep) and, on a chunked dataset,
+the text of the chunks that won this run's top documents.
+
+A baseline entry keeps per-query scores, not retrieved lists: against it, what a query lost is
+not known, and the diff says so (``documents_known`` False, ``note``) and lists the relevant
+documents missing from this run's list instead of inventing a loss.
+
+:func:`query_diff` is the one computation: the baseline gate calls it (its failure message
+shows :func:`failure_lines`, the top :data:`FAILURE_QUERIES`) and keeps the result in the
+test's record; the summary reads that, and computes the reference model's diffs itself. Every
+writer formats the :class:`QueryDiff` records. Usage::
+
+    diff = query_diff(record.result, entry, metric="ndcg@10", against="baseline")
+    diff.improved, diff.degraded, diff.unchanged, diff.worst[0].lost
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = [
+    "CHANGE_EPSILON",
+    "EXCERPT_CHARS",
+    "FAILURE_QUERIES",
+    "KEPT_QUERIES",
+    "ChunkExcerpt",
+    "QueryChange",
+    "QueryDiff",
+    "counts_text",
+    "excerpt",
+    "failure_lines",
+    "query_diff",
+    "query_label",
+]
+
+#: a per-query change of at most this much is "unchanged": float noise, and the six decimals a
+#: baseline keeps, never count as a change
+CHANGE_EPSILON = 0.001
+#: the most degraded queries a diff keeps (the HTML and Markdown show them)
+KEPT_QUERIES = 10
+#: the most degraded queries a failing gate's message lists
+FAILURE_QUERIES = 5
+#: the characters of a winning chunk's text a report shows
+EXCERPT_CHARS = 160
+#: winning chunks kept per degraded query: this run's first document's, then relevant ones'
+_CHUNKS_PER_QUERY = 3
+
+
+@dataclass(frozen=True)
+class ChunkExcerpt:
+    """The chunk that won one retrieved document (its best-scoring chunk), with the start of
+    its text, its character offsets in the document and its PDF page when it has one."""
+
+    doc_id: str
+    #: the document's rank in this run's list (1 = first)
+    rank: int
+    relevant: bool = False
+    chunk_id: str | None = None
+    start: int | None = None
+    end: int | None = None
+    page: str | None = None
+    text: str = ""
+
+    @property
+    def where(self) -> str:
+        """``[120:240] p. 3``: the offsets, and the page when known."""
+        at = f"[{self.start}:{self.end}]" if self.start is not None else ""
+        return f"{at} p. {self.page}" if self.page is not None else at
+
+
+@dataclass(frozen=True)
+class QueryChange:
+    """One query's score before (the baseline's or the reference model's) and now."""
+
+    query_id: str
+    before: float
+    after: float
+    change: float
+    text: str | None = None
+    #: relevant documents in the before list and not in this run's (None: not known)
+    lost: tuple[str, ...] | None = None
+    #: relevant documents in this run's list and not in the before list (None: not known)
+    gained: tuple[str, ...] | None = None
+    #: relevant documents missing from this run's list
+    missing: tuple[str, ...] = ()
+    #: this run's first document, and whether it is relevant
+    top: str | None = None
+    top_relevant: bool = False
+    #: on a chunked dataset, the chunks that won this run's first and relevant documents
+    chunks: tuple[ChunkExcerpt, ...] = ()
+
+
+@dataclass(frozen=True)
+class QueryDiff:
+    """One test's queries against its baseline entry (``against == "baseline"``) or the
+    reference model (``against`` its name), on ``metric``."""
+
+    nodeid: str
+    dataset: str
+    model: str
+    against: str
+    metric: str
+    #: queries scored on both sides
+    queries: int
+    improved: int
+    degraded: int
+    unchanged: int
+    epsilon: float = CHANGE_EPSILON
+    #: how deep the retrieved lists go
+    depth: int = 0
+    #: whether both sides kept retrieved lists (so lost and gained documents are known)
+    documents_known: bool = False
+    #: why the documents are not known, when they are not
+    note: str = ""
+    chunked: bool = False
+    #: the most degraded queries, worst first (at most :data:`KEPT_QUERIES`)
+    worst: tuple[QueryChange, ...] = ()
+
+    @property
+    def against_baseline(self) -> bool:
+        return self.against == "baseline"
+
+    @property
+    def title(self) -> str:
+        """``test_x.py::test[h] against the baseline`` / ``h against bm25``."""
+        if self.against_baseline:
+            return f"{self.nodeid} against the baseline"
+        return f"{self.model} against {self.against}"
+
+
+def excerpt(text: str, limit: int = EXCERPT_CHARS) -> str:
+    """``text`` on one line, cut to ``limit`` characters at a word (an ellipsis marks a cut)."""
+    flat = " ".join(str(text).split())
+    if len(flat) <= limit:
+        return flat
+    cut = flat[: limit - 1]
+    space = cut.rfind(" ")
+    return (cut[:space] if space > limit // 2 else cut).rstrip() + "…"
+
+
+def query_label(query_id: str, text: str | None, width: int = 50) -> str:
+    """``q07 "where is the invoice"``: the id with its text, cut to ``width`` characters."""
+    if text is None:
+        return query_id
+    flat = " ".join(str(text).split())
+    if len(flat) > width:
+        flat = flat[: width - 3].rstrip() + "..."
+    return f"{query_id} {json.dumps(flat, ensure_ascii=False)}"
+
+
+def _scores(data: Mapping[str, Any] | None, metric: str) -> dict[str, float]:
+    found = ((data or {}).get("per_query") or {}).get(metric)
+    if not isinstance(found, Mapping):
+        return {}
+    out = {}
+    for qid, value in found.items():
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            if math.isfinite(value):
+                out[str(qid)] = float(value)
+    return out
+
+
+def _lists(data: Mapping[str, Any] | None) -> dict[str, list[str]] | None:
+    found = (data or {}).get("retrieved")
+    if not isinstance(found, Mapping):
+        return None
+    return {str(q): [str(d) for d in ids] for q, ids in found.items() if isinstance(ids, list)}
+
+
+def query_diff(
+    result: Mapping[str, Any],
+    before: Mapping[str, Any],
+    *,
+    metric: str,
+    against: str,
+    nodeid: str = "",
+    dataset: str = "",
+    model: str = "",
+    precision: int | None = None,
+    query_texts: Mapping[str, str] | None = None,
+    keep: int = KEPT_QUERIES,
+) -> QueryDiff | None:
+    """``result``'s queries (a record's result: ``per_query``, ``retrieved``, ``relevant``,
+    ``query_texts``, ``winning_chunks``) against ``before`` (a baseline entry, or the reference
+    model's result) on ``metric``; None when either side lacks its per-query scores.
+
+    ``precision``: round this run's scores to the decimals the baseline keeps (the gate's
+    pairs). ``query_texts`` (id -> text) fills in texts the result lacks."""
+    now = _scores(result, metric)
+    then = _scores(before, metric)
+    shared = sorted(set(now) & set(then))
+    if not now or not then or not shared:
+        return None
+    if precision is not None:
+        now = {q: round(v, precision) for q, v in now.items()}
+    changes = {q: now[q] - then[q] for q in shared}
+    improved = sum(1 for c in changes.values() if c > CHANGE_EPSILON)
+    degraded = sum(1 for c in changes.values() if c < -CHANGE_EPSILON)
+    retrieved = _lists(result) or {}
+    earlier = _lists(before)
+    relevant = result.get("relevant") or {}
+    texts = {**(query_texts or {}), **(result.get("query_texts") or {})}
+    chunks = result.get("winning_chunks")
+    worst = sorted((c, q) for q, c in changes.items() if c < -CHANGE_EPSILON)[:keep]
+    known = earlier is not None
+    note = ""
+    depth = max((len(ids) for ids in retrieved.values()), default=0)
+    if not known:
+        whose = "the baseline entry" if against == "baseline" else f"{against}'s result"
+        note = (
+            f"{whose} keeps no retrieved lists, so the documents each query lost or gained are "
+            "not known"
+        )
+        if depth:
+            note += f"; shown instead: its relevant documents missing from this run's top {depth}"
+    return QueryDiff(
+        nodeid=nodeid,
+        dataset=dataset,
+        model=model,
+        against=against,
+        metric=metric,
+        queries=len(shared),
+        improved=improved,
+        degraded=degraded,
+        unchanged=len(shared) - improved - degraded,
+        depth=depth,
+        documents_known=known,
+        note=note,
+        chunked=isinstance(chunks, Mapping),
+        worst=tuple(
+            _change(
+                q,
+                then[q],
+                now[q],
+                texts.get(q),
+                retrieved.get(q) or [],
+                None if earlier is None else earlier.get(q) or [],
+                relevant.get(q) or {},
+                chunks.get(q) if isinstance(chunks, Mapping) else None,
+            )
+            for _, q in worst
+        ),
+    )
+
+
+def _change(
+    qid: str,
+    before: float,
+    after: float,
+    text: str | None,
+    got: Sequence[str],
+    had: Sequence[str] | None,
+    relevant: Mapping[str, Any],
+    won: Any,
+) -> QueryChange:
+    wanted = {d for d, grade in relevant.items() if _positive(grade)}
+    lost = gained = None
+    if had is not None:
+        lost = tuple(d for d in had if d in wanted and d not in got)
+        gained = tuple(d for d in got if d in wanted and d not in had)
+    return QueryChange(
+        query_id=qid,
+        before=before,
+        after=after,
+        change=after - before,
+        text=None if text is None else str(text),
+        lost=lost,
+        gained=gained,
+        missing=tuple(sorted(d for d in wanted if d not in got)),
+        top=got[0] if got else None,
+        top_relevant=bool(got) and got[0] in wanted,
+        chunks=_excerpts(won, wanted),
+    )
+
+
+def _positive(grade: Any) -> bool:
+    return isinstance(grade, (int, float)) and not isinstance(grade, bool) and grade > 0
+
+
+def _excerpts(rows: Any, wanted: set[str]) -> tuple[ChunkExcerpt, ...]:
+    """The winning chunks of this run's first document and of its relevant ones."""
+    if not isinstance(rows, list):
+        return ()
+    out = []
+    for rank, row in enumerate(rows, start=1):
+        if not isinstance(row, Mapping):
+            continue
+        doc = str(row.get("doc_id"))
+        if rank > 1 and doc not in wanted:
+            continue
+        page = row.get("page")
+        out.append(
+            ChunkExcerpt(
+                doc_id=doc,
+                rank=rank,
+                relevant=doc in wanted,
+                chunk_id=None if row.get("chunk_id") is None else str(row.get("chunk_id")),
+                start=row.get("start") if isinstance(row.get("start"), int) else None,
+                end=row.get("end") if isinstance(row.get("end"), int) else None,
+                page=None if page is None else str(page),
+                text=excerpt(str(row.get("text") or "")),
+            )
+        )
+        if len(out) == _CHUNKS_PER_QUERY:
+            break
+    return tuple(out)
+
+
+# -- text ------------------------------------------------------------------------------------
+
+
+def counts_text(diff: QueryDiff) -> str:
+    """``1 improved, 3 degraded, 56 unchanged of 60 (ndcg@10 changed by more than 0.001)``."""
+    return (
+        f"{diff.improved} improved, {diff.degraded} degraded, {diff.unchanged} unchanged of "
+        f"{diff.queries} ({diff.metric} changed by more than {diff.epsilon:g})"
+    )
+
+
+def _ids(ids: Sequence[str]) -> str:
+    return ", ".join(ids) if ids else "none"
+
+
+def change_text(change: QueryChange, diff: QueryDiff) -> str:
+    """One degraded query on one line: its scores, and what it lost and gained (or which
+    relevant documents are missing now, when the before list is not known)."""
+    line = (
+        f"{query_label(change.query_id, change.text)}: {change.before:.3f} -> "
+        f"{change.after:.3f} ({change.change:+.3f})"
+    )
+    if change.lost is not None and change.gained is not None:
+        line += f"; lost {_ids(change.lost)}; gained {_ids(change.gained)}"
+    elif change.missing and diff.depth:
+        line += f"; relevant not in the top {diff.depth} now: {_ids(change.missing)}"
+    if change.top is not None and not change.top_relevant:
+        line += f"; first now: {change.top}"
+        top = next((c for c in change.chunks if c.rank == 1), None)
+        if top is not None and top.text:
+            line += f" {top.where} {json.dumps(excerpt(top.text, 60), ensure_ascii=False)}"
+    return line
+
+
+def failure_lines(diff: QueryDiff, count: int = FAILURE_QUERIES) -> list[str]:
+    """The lines a failing gate adds under its figures: the counts, the ``count`` most
+    degraded queries, and why lost and gained documents are not shown when they are not."""
+    lines = [f"per query: {counts_text(diff)}"]
+    if diff.worst:
+        lines.append(f"most degraded (of {diff.degraded}):")
+        lines.extend(f"  {change_text(c, diff)}" for c in diff.worst[:count])
+    if diff.worst and diff.note:
+        lines.append(f"({diff.note})")
+    return lines

@@ -151,6 +151,32 @@ class Options:
             report="md",
         ),
     )
+    github_summary: Path | None = option(
+        None,
+        OptionSpec(
+            "--embedbench-github-summary",
+            "append the Markdown job summary to this file (default: $GITHUB_STEP_SUMMARY, "
+            "which GitHub Actions sets in every step)",
+            ini="embedbench_github_summary",
+            ini_help="append the Markdown job summary to this path (default: $GITHUB_STEP_SUMMARY)",
+            kind="path",
+            metavar="PATH",
+            report="github_summary",
+        ),
+    )
+    pr_comment: Path | None = option(
+        None,
+        OptionSpec(
+            "--embedbench-pr-comment",
+            "write a pull-request comment in Markdown here (under 65,000 characters: whole "
+            "sections left out with a note when the run has more)",
+            ini="embedbench_pr_comment",
+            ini_help="write the pull-request comment (Markdown) to this path",
+            kind="path",
+            metavar="PATH",
+            report="pr_comment",
+        ),
+    )
     columns: tuple[str, ...] | None = option(
         None,
         OptionSpec(
@@ -451,7 +477,8 @@ def shared_output_file(
 
 def _check_outputs_distinct(options: Options) -> None:
     """Two reports given one file would leave only the last one written: a ConfigError."""
-    flag = {name: Options.spec(name).flag for name in ("json_path", "html_path", "md_path")}
+    names = ("json_path", "html_path", "md_path", "github_summary", "pr_comment")
+    flag = {name: Options.spec(name).flag for name in names}
     written = [(flag[name], getattr(options, name)) for name in flag]
     if options.csv_dir is not None:
         written += [("--embedbench-csv", options.csv_dir / f) for f in CSV_FILES]

@@ -7,6 +7,7 @@ made by :class:`~pytest_embedbench.session.EmbedBenchSession`, kept in ``config.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable, Generator
 from pathlib import Path
 from typing import Any, TypeVar
@@ -30,9 +31,11 @@ from .records import Status
 from .report.artifacts import (
     EXIT_ARTIFACT_FAILED,
     nothing_ran,
+    write_ci_reports,
     write_json,
     write_reports,
 )
+from .report.ci import github_run_url, junit_properties
 from .report.json_report import build_report, machine_info, summary_sections
 from .report.summary import Summary, build_summary
 from .report.terminal import ProgressLines, ProgressPrinter, render_summary
@@ -325,6 +328,12 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, Any, Any]:
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: Any) -> Generator[None, Any, Any]:
+    if call.when == "call" and item.config.getoption("xmlpath", None):
+        # --junitxml: the test's figures and gate verdict as <property> elements; set before
+        # the report is made, so they travel with it (to an xdist controller too)
+        record = _session(item.config).records.get(item.nodeid)
+        if record is not None and item.stash.get(CASE_KEY, None) is not None:
+            item.user_properties.extend(junit_properties(record.to_dict()))
     report = yield
     if report.when == "call" and "_embedbench_case" in getattr(item, "fixturenames", ()):
         # a benchmark test ran (retrieval, searcher, model or workload): known to the
@@ -411,6 +420,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
             csv_dir=options.csv_dir,
             md_path=options.md_path,
             update_baseline=options.update_baseline,
+            github_summary=options.github_summary,
+            pr_comment=options.pr_comment,
         )
         state.summary = build_summary(state, [*state.generated(), *asked])
         return
@@ -437,9 +448,29 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         )
         state.artifacts.extend(written)
         failures.extend(failed)
+    # GitHub Actions: the job summary (appended to $GITHUB_STEP_SUMMARY unless a path is
+    # given) and the pull-request comment, listing the files written above
+    github = options.github_summary or _step_summary()
+    if github is not None or options.pr_comment is not None:
+        written, failed = write_ci_reports(
+            state.summary,
+            github_summary=github,
+            pr_comment=options.pr_comment,
+            artifacts=list(state.artifacts),
+            run_url=github_run_url(os.environ),
+            base=config.invocation_params.dir,
+        )
+        state.artifacts.extend(written)
+        failures.extend(failed)
     state.write_failures = failures
     if failures and session.exitstatus == pytest.ExitCode.OK:
         session.exitstatus = EXIT_ARTIFACT_FAILED
+
+
+def _step_summary() -> Path | None:
+    """The job summary file GitHub Actions names in ``$GITHUB_STEP_SUMMARY`` (None outside)."""
+    found = os.environ.get("GITHUB_STEP_SUMMARY", "").strip()
+    return Path(found) if found else None
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:

@@ -1,5 +1,6 @@
-"""The files a run leaves: the baseline update, the JSON report, the HTML report, the CSV files
-and the Markdown tables, written at its end (each one atomically).
+"""The files a run leaves: the baseline update, the JSON report, the HTML report, the CSV files,
+the Markdown tables and the pull-request comment, written at its end (each one atomically), and
+the GitHub Actions job summary, appended (GitHub's contract for ``$GITHUB_STEP_SUMMARY``).
 
 A file that cannot be written does not lose the run's results silently: each failure is one
 line naming the file, the OS reason and the fix, and the run exits with
@@ -10,13 +11,17 @@ from __future__ import annotations
 
 import errno
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._io import atomic_write_json, atomic_write_text
+
+if TYPE_CHECKING:
+    from .summary import Summary
 
 __all__ = [
     "EXIT_ARTIFACT_FAILED",
     "nothing_ran",
+    "write_ci_reports",
     "write_failure",
     "write_json",
     "write_reports",
@@ -50,6 +55,8 @@ def nothing_ran(
     csv_dir: Path | None,
     md_path: Path | None,
     update_baseline: str | None,
+    github_summary: Path | None = None,
+    pr_comment: Path | None = None,
 ) -> list[str]:
     """The line of a run in which no benchmark test ran (a collection error, every test
     deselected, ``--collect-only``): it writes nothing, since a report of no test would replace
@@ -61,6 +68,8 @@ def nothing_ran(
             ("HTML report", html_path),
             ("CSV files", csv_dir),
             ("Markdown file", md_path),
+            ("GitHub job summary", github_summary),
+            ("PR comment", pr_comment),
             ("baseline", True if update_baseline is not None else None),
         )
         if path is not None
@@ -129,3 +138,67 @@ def write_reports(
                 write_failure("Markdown file", md, exc, "choose another path with --embedbench-md")
             )
     return written, failures
+
+
+def write_ci_reports(
+    summary: Summary,
+    *,
+    github_summary: Path | None = None,
+    pr_comment: Path | None = None,
+    artifacts: list[tuple[str, Path]] | None = None,
+    run_url: str | None = None,
+    base: Path | None = None,
+) -> tuple[list[tuple[str, Path]], list[str]]:
+    """Append the GitHub job summary to ``github_summary`` and write the pull-request comment
+    to ``pr_comment`` (:mod:`.ci`, formatting ``summary``), listing the ``artifacts`` already
+    written (paths shown relative to ``base`` when inside it) and the run's page ``run_url``:
+    what was written (label, path) and the failure lines."""
+    from .ci import render_github_summary, render_pr_comment
+
+    shown = [(label, _shown(path, base)) for label, path in artifacts or []]
+    written: list[tuple[str, Path]] = []
+    failures: list[str] = []
+    if github_summary is not None:
+        text = render_github_summary(summary, artifacts=shown, run_url=run_url)
+        try:
+            # one write in append mode: GitHub collects the file after the step, and other
+            # tools of the step may have appended their own summaries before this one
+            github_summary.parent.mkdir(parents=True, exist_ok=True)
+            with open(github_summary, "a", encoding="utf-8", newline="") as out:
+                # after what is there, on a line of its own (a blank line ends any table)
+                out.write(("\n" if out.tell() else "") + text)
+            written.append(("GitHub job summary", github_summary))
+        except OSError as exc:
+            failures.append(
+                write_failure(
+                    "GitHub job summary",
+                    github_summary,
+                    exc,
+                    "choose another path with --embedbench-github-summary",
+                )
+            )
+    if pr_comment is not None:
+        comment = render_pr_comment(summary, artifacts=shown, run_url=run_url)
+        try:
+            atomic_write_text(pr_comment, comment)
+            written.append(("PR comment", pr_comment))
+        except OSError as exc:
+            failures.append(
+                write_failure(
+                    "PR comment",
+                    pr_comment,
+                    exc,
+                    "choose another path with --embedbench-pr-comment",
+                )
+            )
+    return written, failures
+
+
+def _shown(path: Path, base: Path | None) -> str:
+    """``path`` relative to ``base`` when it lies inside it (a workspace path reads short)."""
+    if base is not None:
+        try:
+            return str(path.relative_to(base))
+        except ValueError:
+            pass
+    return str(path)

@@ -427,16 +427,37 @@ def fit(
             lines += [_left_out_note(left_out, limit, unit), ""]
         return "\n".join([*lines, *tail]).rstrip("\n") + "\n"
 
+    whole = text(parts, [])
+    if size(whole) <= limit:
+        return whole
+    # what every outcome holds at most: head and tail, the <details> lines naming every folded
+    # section, the note naming the longest names (sizes add up over joined lines, so each
+    # section is measured once, not the whole text again for each)
+    longest = sorted(parts, key=lambda p: len(p.name), reverse=True)
+    overhead = size(text([], []))
+    overhead += size(_left_out_note(longest, limit, unit)) + 2
+    folded = [p for p in parts if p.folded]
+    if folded:
+        names = ", ".join(p.name for p in folded)
+        overhead += size(
+            f"<details><summary>{cell(names.capitalize())}</summary>\n\n</details>\n\n"
+        )
+    room = limit - overhead
     kept: list[Section] = []
     left_out: list[Section] = []
     for part in parts:
-        # the note is measured as if every later section were left out too: what is kept fits
-        later = [p for p in parts if p not in kept and p is not part]
-        if size(text([*kept, part], [*left_out, *later])) <= limit:
+        cost = size("\n".join(part.lines)) + 1
+        if cost <= room:
             kept.append(part)
+            room -= cost
         else:
             left_out.append(part)
-    return text(kept, left_out)
+    out = text(kept, left_out)
+    while size(out) > limit and kept:  # never expected: the overhead above is an upper bound
+        kept.pop()
+        left_out = [p for p in parts if p not in kept]
+        out = text(kept, left_out)
+    return out
 
 
 #: the sections a note names one by one; the rest are counted

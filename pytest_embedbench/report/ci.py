@@ -134,7 +134,7 @@ def _model_cells(
             text += " " + cell(f"[{value.low:.3f}, {value.high:.3f}]")
         cells.append(text)
     if dataset.compared:
-        cells.append(cell(delta_text(model.versus)) if model.versus else "")
+        cells.append(cell(delta_text(model.versus)))
     if dataset.with_baseline:
         cells.append(cell(delta_text(model.baseline)))
     sign = _STATUS_SIGNS.get(model.status, "")

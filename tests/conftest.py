@@ -61,6 +61,13 @@ REPO = Path(__file__).resolve().parent.parent
 SCIFACT = Path(os.environ.get("EMBEDBENCH_SCIFACT", REPO.parent / "shared" / "data" / "scifact"))
 
 
+@pytest.fixture(autouse=True)
+def _not_in_a_github_job(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The suite's own pytest runs never append to the job summary of a GitHub Actions job
+    that runs the suite (the plugin appends to $GITHUB_STEP_SUMMARY when it is set)."""
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+
+
 @pytest.fixture(scope="session")
 def scifact_path() -> Path:
     if not (SCIFACT / "corpus.jsonl").is_file():

@@ -447,11 +447,13 @@ class RetrievalResult:
     def retrieved(self) -> dict[str, list[dict[str, Any]]]:
         """Per query, each retrieved document with its score and the chunk that won it (id,
         character span, PDF page): the JSON report's per-query detail on a chunked dataset.
-        The first :data:`RETRIEVED_KEPT` also keep the start of the chunk's text
-        (:data:`EXCERPT_CHARS` characters on one line), for the reports' per-query diffs."""
+        The first :data:`RETRIEVED_KEPT` and the relevant ones also keep the start of the
+        chunk's text (:data:`EXCERPT_CHARS` characters on one line), for the reports' per-query
+        diffs."""
         out: dict[str, list[dict[str, Any]]] = {}
         for qid, ids in self.rankings.items():
             won = (self.winning_chunks or {}).get(qid, [])
+            wanted = {doc for doc, grade in self._qrels.get(qid, {}).items() if grade > 0}
             rows = []
             for rank, (did, score, cid) in enumerate(zip(ids, self.scores[qid], won, strict=True)):
                 chunk = self.chunks[cid]
@@ -464,7 +466,7 @@ class RetrievalResult:
                 }
                 if chunk.page is not None:
                     row["page"] = chunk.page
-                if rank < RETRIEVED_KEPT:
+                if rank < RETRIEVED_KEPT or did in wanted:
                     row["text"] = _excerpt(chunk.text)
                 rows.append(row)
             out[qid] = rows

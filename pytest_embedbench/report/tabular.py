@@ -25,6 +25,7 @@ from .._io import atomic_write_text
 from ..options import CSV_FILES
 from ..redaction import _secret_env_values, redact
 from .columns import FIGURES, Figure, metric_names, path_value
+from .querydiff import QueryChange, QueryDiff, excerpt
 from .stress import TextTable, cutoff_tables, stress_tables
 from .stress_summary import ChunkPoint, NoisePoint
 from .summary import DatasetSummary, Summary, summary_of
@@ -40,6 +41,7 @@ __all__ = [
     "cutoff_csv_rows",
     "gate_columns",
     "gate_csv_rows",
+    "md_diffs",
     "metric_names",
     "query_columns",
     "query_rows",
@@ -400,6 +402,7 @@ def render_markdown(
     for dataset in summary.datasets:
         lines += _md_dataset(dataset, summary.priority)
     lines += _md_gates(summary)
+    lines += md_diffs(summary.query_diffs)
     lines += _md_section("Stress", stress_tables(summary.stress))
     lines += _md_section("Cut-offs", cutoff_tables(summary.cutoffs))
     if summary.notices:
@@ -510,6 +513,70 @@ def _md_gates(summary: Summary) -> list[str]:
     lines = ["### Baseline gate", ""]
     lines += _md_table(["test", "gate", "metric", "baseline", "current", "Δ [95%]"], rows)
     return [*lines, ""]
+
+
+def md_diffs(diffs: Sequence[QueryDiff], *, top: int | None = None) -> list[str]:
+    """The per-query diffs as Markdown: a table of the counts, then per diff its most degraded
+    queries (``top`` of them; default: all the diff kept) with what they lost and gained."""
+    if not diffs:
+        return []
+    lines = [
+        "### Per-query changes",
+        "",
+        f"A query counts as improved or degraded when its score moved by more than "
+        f"{diffs[0].epsilon:g}.",
+        "",
+    ]
+    lines += _md_table(
+        ["test (or model)", "against", "metric", "improved", "degraded", "unchanged", "queries"],
+        [
+            [
+                d.nodeid if d.against_baseline else d.model,
+                d.against,
+                d.metric,
+                str(d.improved),
+                str(d.degraded),
+                str(d.unchanged),
+                str(d.queries),
+            ]
+            for d in diffs
+        ],
+    )
+    lines.append("")
+    for diff in diffs:
+        worst = diff.worst[:top] if top is not None else diff.worst
+        if not worst:
+            continue
+        lines += [f"**{_md(diff.title)}: most degraded ({diff.metric})**", ""]
+        before = "baseline" if diff.against_baseline else diff.against
+        documents = (
+            ["relevant lost", "relevant gained"]
+            if diff.documents_known
+            else [f"relevant not in the top {diff.depth} now"]
+        )
+        rows = [_md_change(c, diff.documents_known) for c in worst]
+        lines += _md_table(["query", f"{before} → now", *documents, "first now"], rows)
+        lines.append("")
+        if diff.note:
+            lines += [f"{_md(diff.note[0].upper() + diff.note[1:])}.", ""]
+    return lines
+
+
+def _md_change(change: QueryChange, known: bool) -> list[str]:
+    query = f"{change.query_id} {change.text}" if change.text else change.query_id
+
+    def ids(found: Sequence[str] | None) -> str:
+        return ", ".join(found) if found else "none"
+
+    documents = [ids(change.lost), ids(change.gained)] if known else [ids(change.missing)]
+    first = change.top or "-"
+    if change.top_relevant:
+        first += " (relevant)"
+    top = next((c for c in change.chunks if c.rank == 1), None)
+    if top is not None and top.text:
+        first += f" {top.where} “{excerpt(top.text, 80)}”"
+    score = f"{change.before:.3f} → {change.after:.3f} ({change.change:+.3f})"
+    return [query, score, *documents, first]
 
 
 def _md_section(heading: str, tables: Sequence[TextTable]) -> list[str]:

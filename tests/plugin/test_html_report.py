@@ -25,6 +25,15 @@ def test_search(retrieval):
 SECRET = "sk-live-config-secret-0123456789"
 ENV_SECRET = "sk-env-secret-abcdefghij"
 CHROMIUM = Path("/usr/bin/chromium")
+#: a quiet headless Chromium: no network of its own, no GPU
+BROWSER_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 
 
 def _run(project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.RunResult:
@@ -178,3 +187,213 @@ def test_xdist_writes_the_same_kind_of_report(project: pytest.Pytester, tmp_path
     assert main(["report", str(project.path / "out" / "r.json"), "-o", str(again)]) == 0
     assert again.read_bytes() == (project.path / "out" / "r.html").read_bytes()
     assert (project.path / "out" / "r.html").read_text().count("queries, worst ndcg@10 first") == 2
+
+
+# -- the page of a full run, laid out in a real browser (issue 30's done-when) -----------------
+
+#: hashed bags of words that read only a text's first 200 words, as a model with a 256-token
+#: limit does: its needle points past that fall to chance, and the report marks them
+LAYOUT_CONFTEST = """
+import sys
+sys.path.insert(0, {repo!r})
+from tests.helpers import HashingProvider
+from pytest_embedbench import register_provider
+
+
+class TruncatingHashing(HashingProvider):
+    name = "hashcut"
+
+    def load(self):
+        super().load()
+        self.info["max_seq_length"] = 256
+
+    def embed_batch(self, texts, *, kind):
+        return super().embed_batch([" ".join(t.split()[:200]) for t in texts], kind=kind)
+
+
+register_provider(TruncatingHashing)
+"""
+LAYOUT_TESTS = """
+import pytest
+from pytest_embedbench import ModelSpec
+
+MODELS = [ModelSpec("hashcut:h", name="h", dim={dim}), "bm25"]
+
+@pytest.mark.embedbench(dataset="topics", models=MODELS)
+def test_search(retrieval):
+    pass
+
+@pytest.mark.embedbench(dataset="topics", models=MODELS,
+                        stress=["needle:1k,2k@0,0.5,1", "noise:typo", "chunk-size:16,32"])
+def test_robust(retrieval):
+    pass
+
+@pytest.mark.embedbench(dataset="topics", models=MODELS)
+def test_cut(retrieval):
+    assert retrieval.cutoffs.calibration_queries > 0
+"""
+TOPIC_WORDS = [
+    f"{a}{b}"
+    for a in ("zor", "mip", "tal", "ven", "qua", "lek", "bry", "dox", "fum")
+    for b in "abcdefghij"
+]
+
+
+def _topics_project(pytester: pytest.Pytester) -> None:
+    """90 guides, each about its own rare word, chunked by characters; query i asks for guide
+    i's word (45 calibration queries: enough for a conformal cut-off at alpha 0.05)."""
+    from .conftest import REPO
+
+    data = pytester.path / "data" / "topics"
+    (data / "qrels").mkdir(parents=True)
+    corpus = [
+        {
+            "_id": f"d{i:02d}",
+            "title": f"The {w} guide",
+            "text": f"Notes about {w} and the {w} procedure. Every team reviews the weekly "
+            f"report before the meeting starts. Ask the {w} desk when the steps are unclear.",
+        }
+        for i, w in enumerate(TOPIC_WORDS)
+    ]
+    queries = [
+        {"_id": f"q{i:02d}", "text": f"where is {w} explained"} for i, w in enumerate(TOPIC_WORDS)
+    ]
+    (data / "corpus.jsonl").write_text("\n".join(json.dumps(r) for r in corpus) + "\n")
+    (data / "queries.jsonl").write_text("\n".join(json.dumps(r) for r in queries) + "\n")
+    qrels = "".join(f"q{i:02d}\td{i:02d}\t1\n" for i in range(len(TOPIC_WORDS)))
+    (data / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\n" + qrels)
+    pytester.makeconftest(LAYOUT_CONFTEST.format(repo=str(REPO)))
+    pytester.makefile(
+        ".yaml",
+        embedbench="datasets:\n  topics:\n    path: data/topics\n    chunking: {strategy: "
+        "recursive, size: 90, overlap: 0, unit: chars, min_chunk_chars: 20}\n",
+    )
+    pytester.makeini(
+        "[pytest]\nembedbench_cache_dir = .cache-embedbench\nembedbench_bootstrap = 1000\n"
+    )
+
+
+def _full_run(pytester: pytest.Pytester) -> tuple[pytest.RunResult, Path]:
+    """Two models, a baseline for one of them recorded, then the run to report: h regressed
+    (12 dimensions instead of 64), bm25 the reference, a needle, noise and chunk-size sweep, and
+    the cut-offs."""
+    _topics_project(pytester)
+    pytester.makepyfile(test_all=LAYOUT_TESTS.format(dim=64))
+    recorded = pytester.runpytest(
+        "-p", "no:cacheprovider", "--embedbench-update-baseline", "-k", "test_search"
+    )
+    recorded.assert_outcomes(passed=2, deselected=20)
+    pytester.makepyfile(test_all=LAYOUT_TESTS.format(dim=12))
+    result = pytester.runpytest(
+        "-p",
+        "no:cacheprovider",
+        "--embedbench-reference=bm25",
+        "--embedbench-json=out/r.json",
+        "--embedbench-html=out/r.html",
+        "--embedbench-md=out/r.md",
+    )
+    return result, pytester.path / "out"
+
+
+#: every SVG label's box against every other's in its chart, and against the chart's own box
+_LABEL_PROBLEMS = """() => {
+  const problems = [];
+  document.querySelectorAll("svg").forEach((svg, s) => {
+    const frame = svg.getBoundingClientRect();
+    const boxes = [...svg.querySelectorAll("text")].map(
+      t => [t.textContent, t.getBoundingClientRect()]);
+    for (const [text, b] of boxes) {
+      if (b.left < frame.left - 0.5 || b.right > frame.right + 0.5 ||
+          b.top < frame.top - 0.5 || b.bottom > frame.bottom + 0.5)
+        problems.push(`svg ${s} (${svg.getAttribute("aria-label")}): "${text}" leaves the chart`);
+    }
+    for (let i = 0; i < boxes.length; i++) for (let j = i + 1; j < boxes.length; j++) {
+      const [ta, a] = boxes[i], [tb, b] = boxes[j];
+      const dx = Math.min(a.right, b.right) - Math.max(a.left, b.left);
+      const dy = Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top);
+      if (dx > 0.5 && dy > 0.5)
+        problems.push(`svg ${s} (${svg.getAttribute("aria-label")}): "${ta}" overlaps "${tb}"`);
+    }
+  });
+  return problems;
+}"""
+
+
+# .ci/run sets EMBEDBENCH_REQUIRE_BROWSER=1: in CI a missing browser fails, never skips
+@pytest.mark.skipif(
+    not CHROMIUM.exists() and not os.environ.get("EMBEDBENCH_REQUIRE_BROWSER"),
+    reason=f"no Chromium at {CHROMIUM} (apt-get install chromium)",
+)
+def test_the_full_report_holds_its_layout_in_chromium(
+    pytester: pytest.Pytester, tmp_path: Path
+) -> None:
+    """Issue 30: no page overflow at 1280 and 1920 px, the stress section drawn as SVG (no
+    nested raw tables), the per-query diff counts listed, no chart label over another or out
+    of its chart. Screenshots of each width are kept in tmp_path (printed on failure)."""
+    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
+    result, out = _full_run(pytester)
+    result.assert_outcomes(passed=21, failed=1)  # h's test_search regressed
+    result.stdout.fnmatch_lines(["*ndcg@10 regressed: baseline 0.*", "    per query: *"])
+    report = json.loads((out / "r.json").read_text())
+    diffs = report["summary"]["query_diffs"]
+    assert [(d["against"], d["model"]) for d in diffs] == [
+        ("baseline", "bm25"),
+        ("baseline", "h"),
+        ("bm25", "h"),
+    ]
+    print(f"screenshots: {tmp_path}")
+    messages: list[str] = []
+    requests: list[str] = []
+    with sync_api.sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=BROWSER_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            page.on("console", lambda m: messages.append(f"{m.type}: {m.text}"))
+            page.on("pageerror", lambda e: messages.append(f"pageerror: {e}"))
+            page.on("request", lambda r: requests.append(r.url))
+            page.goto((out / "r.html").as_uri(), wait_until="load")
+            # every folded table open: none of them may widen the page either
+            page.evaluate("document.querySelectorAll('details').forEach(d => d.open = true)")
+            for width in (1280, 1920):
+                page.set_viewport_size({"width": width, "height": 900})
+                shot = tmp_path / f"report-{width}.png"
+                page.screenshot(path=str(shot), full_page=True)
+                scroll, inner = page.evaluate(
+                    "[document.documentElement.scrollWidth, window.innerWidth]"
+                )
+                assert scroll <= inner, f"{width} px: the page is {scroll} px wide ({shot})"
+                problems = page.evaluate(_LABEL_PROBLEMS)
+                assert not problems, f"{width} px ({shot}):\n" + "\n".join(problems)
+            stress = page.locator("#stress")
+            assert stress.locator("figure.needle svg").count() == 2  # a heatmap per model
+            assert stress.locator("figure.needle svg rect.cell").count() == 2 * 6
+            assert stress.locator("figure.needle svg text", has_text="✂").count() >= 1
+            assert stress.locator("figure.needle svg text", has_text="chance 0.10").count() == 2
+            assert stress.locator("figure.noise svg rect.bar").count() == 2  # typo x 2 models
+            assert stress.locator("figure.noise svg path.whisker").count() == 2
+            assert stress.locator("figure.chunks svg polyline.curve").count() == 2
+            assert stress.locator("figure.chunks svg polygon.band").count() == 2
+            assert stress.locator("table table").count() == 0  # no nested raw tables
+            assert stress.locator("table.heat").count() == 0
+            cut = page.locator("#cutoffs figure.cutoff svg")
+            assert cut.count() == 1  # h's; bm25's scores have no global cut-off
+            assert cut.locator("line.cutoff").count() >= 3
+            assert cut.locator("rect.relevant").count() >= 1
+            assert cut.locator("rect.random").count() >= 1
+            counts = page.locator(".qdiff .qcounts").all_inner_texts()
+            assert counts == [
+                f"{d['improved']} improved · {d['degraded']} degraded · {d['unchanged']} "
+                f"unchanged of {d['queries']} queries (a change of more than 0.001 in ndcg@10)"
+                for d in diffs
+            ]
+            assert page.locator(".qdiff .chunk").count() >= 1  # the winning chunks' text
+        finally:
+            browser.close()
+    errors = [m for m in messages if m.startswith(("error", "pageerror"))]
+    assert not errors, errors
+    assert requests and all(url.startswith("file://") for url in requests), requests
+    keep = os.environ.get("EMBEDBENCH_ARTIFACTS")
+    if keep:  # CI keeps the screenshots beside its logs
+        Path(keep).mkdir(parents=True, exist_ok=True)
+        for width in (1280, 1920):
+            shutil.copy(tmp_path / f"report-{width}.png", Path(keep) / f"layout-{width}.png")

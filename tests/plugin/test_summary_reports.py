@@ -185,9 +185,12 @@ def test_embedbench_report_reproduces_every_output(
         assert (again / name).read_bytes() == (out / "csv" / name).read_bytes(), name
     assert main(["report", str(out / "r.json")]) == 0
     assert capsys.readouterr().out.splitlines() == _section(run.stdout.lines)
-    # the page has the stress and cut-off sections as tables, not a dump of raw keys
+    # the page draws the stress and cut-off sections, tables beside, not a dump of raw keys
     page = (out / "r.html").read_text()
-    assert page.count('<table class="heat">') == 2 and '<table class="cutoffs">' in page
+    assert page.count('<figure class="grid needle"><svg') == 2  # a heatmap per model
+    assert page.count('<figure class="stress-chart noise"><svg') == 1
+    assert page.count('<figure class="stress-chart chunks"><svg') == 1
+    assert '<figure class="grid cutoff"><svg' in page and '<table class="cutoffs">' in page
     assert "keeps_relevant_low" not in page and "expected_random_high" not in page
 
 

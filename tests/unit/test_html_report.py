@@ -197,12 +197,25 @@ def test_stress_results_render_as_tables_only_when_present() -> None:
         ]
     }
     page = render_html(_report(stress=stress))
-    section = page[page.index("<h2>Stress results</h2>") :]
+    section = page[page.index("<h2>Stress results</h2>") : page.index("Environment and")]
     assert "needle hit@1 for bm25 (depth x length; chance 0.10; reads 256 tokens)" in section
-    assert "<th>2048 tok</th><th>8192 tok</th>" in section and "0.75" in section
-    assert '<span class="cut"' in section  # the 8k needle lay past the model's 256 tokens
+    # the needle grid drawn: a cell per point, its hit@1 written in it, the cut one outlined
+    heat = section[section.index('<figure class="grid needle">') :]
+    heat = heat[: heat.index("</figure>")]
+    assert heat.count('<rect class="cell"') == 2 and ">0.75</text>" in heat
+    assert ">2048</text>" in heat and ">8192</text>" in heat and ">50%</text>" in heat
+    assert ">– ✂</text>" in heat and 'stroke="#b3261e"' in heat  # past the model's 256 tokens
+    assert ">chance 0.10</text>" in heat
+    assert "✂ the needle lay past the 256 tokens the model reads" in heat
+    # the noise workload as a bar with its interval and verdict, its table folded away
+    noise = section[section.index('<figure class="stress-chart noise">') :]
+    noise = noise[: noise.index("</figure>")]
+    assert noise.count('<rect class="bar"') == 1 and noise.count('<path class="whisker"') == 1
+    assert '<text x="' in noise and 'class="v-worse">-0.1000 worse</text>' in noise
     assert '-0.1000 [-0.200, -0.010] <span class="v-worse">worse</span>' in section
-    assert "<table><tr><th" not in section.split("Environment")[0]  # no raw key/value dump
+    assert "<details><summary>Query noise as a table</summary>" in section
+    assert '<table class="heat">' not in section
+    assert "<table><tr><th" not in section  # no raw key/value dump
 
 
 def test_priority_and_title_can_be_chosen() -> None:
@@ -262,8 +275,9 @@ def test_a_sampled_latency_shows_by_query_id_and_a_dash_for_queries_not_timed(
     details = details[: details.index("</table>")]
 
     def row(qid: str) -> str:
+        """The query's text row, then its figures' row."""
         start = details.index(f"<code>{qid}</code>")
-        return details[start : details.index("</tr>", start)]
+        return details[start : details.index("</tr>", details.index("</tr>", start) + 5)]
 
     assert "<td>1.5</td>" in row("q1") and "<td>7.2</td>" in row("q3")
     assert "<td>-</td>" in row("q2")

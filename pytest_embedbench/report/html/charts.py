@@ -9,6 +9,56 @@ from ..summary import DatasetSummary
 from ..values import Value
 from .page import _c, _f, _num, _Page, _short
 
+#: the width an SVG label of the page's 11px font takes per character, estimated wide: labels
+#: whose estimated boxes do not overlap never overlap in a browser either
+CHAR_W = 7.0
+#: a label's box above and below its baseline
+ASCENT, DESCENT = 11.0, 4.0
+
+Box = tuple[float, float, float, float]
+
+
+def text_box(x: float, y: float, text: str, anchor: str = "start") -> Box:
+    """The box ``(x0, y0, x1, y1)`` of a label written at ``(x, y)`` (its baseline)."""
+    width = CHAR_W * len(text)
+    x0 = x if anchor == "start" else x - width / 2 if anchor == "middle" else x - width
+    return (x0, y - ASCENT, x0 + width, y + DESCENT)
+
+
+class Labels:
+    """Places labels inside ``bounds`` without overlapping each other: :meth:`place` takes
+    the first candidate position whose box fits, and says None when none does."""
+
+    def __init__(self, bounds: Box) -> None:
+        self.bounds = bounds
+        self.placed: list[Box] = []
+
+    def fits(self, box: Box) -> bool:
+        x0, y0, x1, y1 = self.bounds
+        if box[0] < x0 or box[1] < y0 or box[2] > x1 or box[3] > y1:
+            return False
+        return not any(
+            box[0] < b[2] and b[0] < box[2] and box[1] < b[3] and b[1] < box[3] for b in self.placed
+        )
+
+    def place(
+        self, text: str, candidates: Sequence[tuple[float, float, str]]
+    ) -> tuple[float, float, str] | None:
+        """The first ``(x, y, anchor)`` of ``candidates`` where ``text`` fits (and keep it)."""
+        for x, y, anchor in candidates:
+            box = text_box(x, y, text, anchor)
+            if self.fits(box):
+                self.placed.append(box)
+                return x, y, anchor
+        return None
+
+
+def _text(x: float, y: float, text: str, anchor: str = "start", cls: str = "") -> str:
+    """An SVG label (``text`` already escaped)."""
+    a = "" if anchor == "start" else f' text-anchor="{anchor}"'
+    c = f' class="{cls}"' if cls else ""
+    return f'<text x="{_c(x)}" y="{_c(y)}"{a}{c}>{text}</text>'
+
 
 def _legend(page: _Page, colors: Mapping[str, str]) -> None:
     page.add('<p class="legend">')
@@ -214,17 +264,19 @@ def _scatter(page: _Page, dataset: DatasetSummary, colors: Mapping[str, str]) ->
         f'<text x="{_c(left + plot_w / 2)}" y="{_c(height - 6)}" text-anchor="middle">'
         "p95 latency (ms)</text>"
     )
+    # each point's name beside it, where it overlaps no other name and stays in the plot
+    labels = Labels((left + 2, pad, width - 2, sy(0) - 2))
     for model, at, iv, score, (low, high) in points:
         color = colors[model]
         x, y = sx(at), sy(score)
         name = _short(model)
-        # a label that would leave the chart on the right stands left of its point
-        right = x + 7 + 7 * len(name) <= width
-        anchor = "" if right else ' text-anchor="end"'
-        label = (
-            f'<text x="{_c(x + 7 if right else x - 7)}" y="{_c(y - 6)}"{anchor}>'
-            f"{page.esc(name)}</text>"
-        )
+        spots = [
+            (x + 8 * side, y + dy, "start" if side > 0 else "end")
+            for dy in (-6.0, 14.0, -20.0, 28.0, -34.0, 42.0)
+            for side in (1, -1)
+        ]
+        spot = labels.place(name, spots)
+        label = _text(spot[0], spot[1], page.esc(name), spot[2]) if spot else ""
         parts.append(
             f'<path d="M{_c(x)} {_c(sy(low))}V{_c(sy(high))}M{_c(sx(iv[0]))} {_c(y)}'
             f'H{_c(sx(iv[1]))}" stroke="{color}" fill="none" opacity="0.7"/>'

@@ -52,14 +52,15 @@ def _query_table(page: _Page, test: Mapping[str, Any]) -> None:
     chunks = result.get("winning_chunks") or {}
     by_id = _latency_by_query(result, texts)
     order = sorted(scores, key=lambda q: (_num(scores[q], 0.0), q))
+    columns = 4 + len(extra)
     page.add(
         f"<details><summary>{page.esc(test.get('model'))}: {len(order)} queries, worst "
         f'{page.esc(main)} first <span class="muted">({page.esc(test.get("nodeid"))})'
-        '</span></summary>\n<table><tr><th class="t">query</th>'
+        '</span></summary>\n<div class="wide"><table class="pq"><tr>'
         f"<th>{page.esc(main)}</th>"
         + "".join(f"<th>{page.esc(n)}</th>" for n in extra)
-        + '<th>ms</th><th class="t">retrieved (relevant in green, with grade)</th>'
-        '<th class="t">relevant not retrieved</th></tr>\n'
+        + '<th>ms</th><th class="t wide-col">retrieved, in rank order (relevant in green, with '
+        'grade)</th><th class="t">relevant not retrieved</th></tr>\n'
     )
     for qid in order:
         wanted = relevant.get(qid) or {}
@@ -75,21 +76,28 @@ def _query_table(page: _Page, test: Mapping[str, Any]) -> None:
         missing = ", ".join(page.esc(d) for d in sorted(wanted) if d not in got)
         text = texts.get(qid)
         chunk = None if won else chunks.get(qid)
+        first = won.get(got[0]) if got else None
         chunk_html = (
-            f'<br><span class="iv">winning chunk: {page.esc(_chunk_text(chunk))}</span>'
-            if chunk
-            else ""
+            f'<div class="iv">winning chunk: {page.esc(_chunk_text(chunk))}</div>' if chunk else ""
         )
+        if first is not None and first.get("text"):
+            chunk_html = (
+                f'<div class="chunk"><span class="muted">first: <code>{page.esc(got[0])}'
+                f"</code> {page.esc(_where(first))}</span> &ldquo;{page.esc(first['text'])}"
+                "&rdquo;</div>"
+            )
+        # the query on a row of its own, the width of the table; its figures under it
         page.add(
-            f'<tr><td class="t"><code>{page.esc(qid)}</code>'
-            + (f"<br>{page.esc(text)}" if text else "")
-            + f"{chunk_html}</td><td>{_f(scores.get(qid))}</td>"
+            f'<tr class="qtext"><td class="t" colspan="{columns}"><code>{page.esc(qid)}</code>'
+            + (f" {page.esc(text)}" if text else "")
+            + f"{chunk_html}</td></tr>\n"
+            + f"<tr><td>{_f(scores.get(qid))}</td>"
             + "".join(f"<td>{_f((per_query.get(n) or {}).get(qid))}</td>" for n in extra)
             + f"<td>{_f(by_id.get(qid), '{:.1f}')}</td>"
-            + f'<td class="t"><ol class="ids">{items}</ol></td>'
+            + f'<td class="t wide-col"><ol class="ids">{items}</ol></td>'
             + f'<td class="t miss">{missing}</td></tr>\n'
         )
-    page.add("</table></details>\n")
+    page.add("</table></div></details>\n")
 
 
 def _latency_by_query(result: Mapping[str, Any], texts: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -121,12 +129,19 @@ def _retrieved_items(
     )
 
 
-def _won_html(page: _Page, row: Mapping[str, Any]) -> str:
-    """The winning chunk of one retrieved document: its id, character span and PDF page."""
+def _where(row: Mapping[str, Any]) -> str:
+    """A winning chunk's character span, and its PDF page when it has one."""
     where = f"[{row.get('start')}:{row.get('end')}]"
     if row.get("page") is not None:
         where += f" p. {row.get('page')}"
-    return f' <span class="iv">{page.esc(row.get("chunk_id"))} {page.esc(where)}</span>'
+    return where
+
+
+def _won_html(page: _Page, row: Mapping[str, Any]) -> str:
+    """The winning chunk of one retrieved document: its id and character span (and PDF
+    page); its text's start as the tooltip."""
+    tip = f' title="{page.esc(row["text"])}"' if row.get("text") else ""
+    return f' <span class="iv"{tip}>{page.esc(row.get("chunk_id"))} {page.esc(_where(row))}</span>'
 
 
 def _chunk_text(chunk: Any) -> str:

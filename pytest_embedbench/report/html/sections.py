@@ -12,6 +12,7 @@ from ..summary import DatasetSummary, Recommendation, Summary
 from ..text import tier_lines
 from .assets import _PALETTE
 from .charts import _cost_bars, _latency_bars, _legend, _metric_bars, _scatter
+from .diffs import _diffs
 from .page import _anchor, _f, _Page
 from .queries import _queries
 from .tables import _accuracy, _comparisons, _delta, _figures_table
@@ -71,6 +72,7 @@ def _dataset(page: _Page, summary: Summary, dataset: DatasetSummary, priority: s
     _legend(page, colors)
     _figures_table(page, dataset)
     _comparisons(page, dataset)
+    _diffs(page, summary.diffs(dataset.name))
     _queries(page, summary, dataset.name)
     page.add("</section>\n")
 
@@ -161,6 +163,9 @@ def _gate(page: _Page, summary: Summary) -> None:
                     f'<td class="t">{notes if first else ""}</td></tr>\n'
                 )
         page.add("</table></div>\n")
+    # the diffs of datasets without a table of their own (only stress points were gated)
+    tabled = {d.name for d in summary.datasets}
+    _diffs(page, [d for d in summary.query_diffs if d.dataset not in tabled])
     for label, found in (
         ("Orphaned entries", summary.orphaned),
         ("Not recorded", summary.not_recorded),

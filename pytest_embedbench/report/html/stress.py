@@ -1,17 +1,21 @@
-"""The stress and cut-off sections as tables: per dataset the chunk-size sweep and the noise
-workloads (paired differences with their intervals and verdicts), a needle grid per model
-(depth x haystack length, hit@1 shaded, truncated cells marked), and the cut-off levels with
-their aims and held-out rates. Every figure and flag is the summary's."""
+"""The stress and cut-off sections: per dataset the needle heatmaps, the noise workloads'
+paired differences as bars and the chunk-size sweep as curves (inline SVG, :mod:`.stress_charts`),
+each with its figures as a flat table under a ``<details>``; then the cut-offs drawn on the
+held-out score distributions, with the table of their aims and held-out rates. Every figure and
+flag is the summary's."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from ..stress import aim_text, cutoff_notes, needle_title
-from ..stress_summary import ChunkPoint, CutoffSection, NeedleGrid, NoisePoint, StressSection
+from ..stress_summary import ChunkPoint, CutoffSection, NoisePoint, StressSection
 from ..summary import Summary
 from ..values import Value
+from .assets import _PALETTE
+from .charts import _legend
 from .page import _anchor, _f, _Page
+from .stress_charts import chunk_curves, cutoff_chart, needle_heatmap, noise_bars
 from .tables import _delta
 
 
@@ -27,6 +31,14 @@ def _value(value: Value | None, fmt: str = "{:.4f}", interval: str = "{:.3f}") -
     return text
 
 
+def model_colors(summary: Summary, dataset: str, models: Iterable[str]) -> dict[str, str]:
+    """Each model's colour: the one its dataset's charts give it, then the next free ones."""
+    found = summary.dataset(dataset)
+    order = [m.model for m in found.models] if found is not None else []
+    order += sorted(set(models) - set(order))
+    return {m: _PALETTE[i % len(_PALETTE)] for i, m in enumerate(order)}
+
+
 def _stress(page: _Page, summary: Summary) -> None:
     """The stress section (nothing when no stress test ran)."""
     sections = [s for s in summary.stress if s.chunks or s.noise or s.needles]
@@ -37,9 +49,11 @@ def _stress(page: _Page, summary: Summary) -> None:
         page.add(
             f'<h3 id="stress-{_anchor(section.dataset)}">On {page.esc(section.dataset)}</h3>\n'
         )
-        _chunks(page, section.chunks)
-        _noise(page, section.noise)
+        models = [p.model for p in section.chunks] + [p.model for p in section.noise]
+        colors = model_colors(summary, section.dataset, models)
         _needles(page, section)
+        _noise(page, section.noise, colors)
+        _chunks(page, section.chunks, colors)
     page.add("</section>\n")
 
 
@@ -51,26 +65,39 @@ def _paired_cells(page: _Page, point: ChunkPoint | NoisePoint) -> str:
     )
 
 
-def _chunks(page: _Page, points: Sequence[ChunkPoint]) -> None:
+def _chunks(page: _Page, points: Sequence[ChunkPoint], colors: dict[str, str]) -> None:
     if not points:
         return
     page.add(
-        "<h4>Chunk size against the configured chunking (paired)</h4>\n"
-        '<div class="wide"><table class="stress"><tr><th>model</th><th>chunk tokens</th>'
+        "<h4>Chunk size: nDCG@10 after re-chunking, paired with the configured chunking</h4>\n"
+        f'<figure class="stress-chart chunks">{chunk_curves(page, points, colors)}'
+        "<figcaption>A line per model: nDCG@10 with the documents re-chunked at each size; "
+        "band: its 95% bootstrap interval; dashed: the model on the configured chunking."
+        "</figcaption></figure>\n"
+    )
+    _legend(page, {m: c for m, c in colors.items() if any(p.model == m for p in points)})
+    page.add(
+        '<details><summary>Chunk sizes as a table</summary><div class="wide">'
+        '<table class="stress"><tr><th>model</th><th>chunk tokens</th>'
         "<th>configured nDCG@10</th><th>re-chunked nDCG@10</th><th>Δ [95%]</th>"
         '<th class="t">status</th></tr>\n'
     )
     for p in points:
         page.add(f"<tr><td>{page.esc(p.model)}</td><td>{p.size}</td>" + _paired_cells(page, p))
-    page.add("</table></div>\n")
+    page.add("</table></div></details>\n")
 
 
-def _noise(page: _Page, points: Sequence[NoisePoint]) -> None:
+def _noise(page: _Page, points: Sequence[NoisePoint], colors: dict[str, str]) -> None:
     if not points:
         return
     page.add(
-        "<h4>Query noise (paired, 95% interval)</h4>\n"
-        '<div class="wide"><table class="stress"><tr><th>model</th><th class="t">noise</th>'
+        "<h4>Query noise: nDCG@10 on noisy queries against the clean ones (paired)</h4>\n"
+        f'<figure class="stress-chart noise">{noise_bars(page, points, colors)}'
+        "<figcaption>Bars: the mean paired difference over queries (and seeds); whiskers: its "
+        "95% bootstrap interval; worse / better: the interval excludes 0.</figcaption>"
+        "</figure>\n"
+        '<details><summary>Query noise as a table</summary><div class="wide">'
+        '<table class="stress"><tr><th>model</th><th class="t">noise</th>'
         "<th>seeds</th><th>clean nDCG@10</th><th>noisy nDCG@10</th><th>Δ noisy − clean</th>"
         '<th class="t">status</th></tr>\n'
     )
@@ -79,10 +106,7 @@ def _noise(page: _Page, points: Sequence[NoisePoint]) -> None:
             f'<tr><td>{page.esc(p.model)}</td><td class="t">{page.esc(p.workload)}</td>'
             f"<td>{p.seeds}</td>" + _paired_cells(page, p)
         )
-    page.add(
-        '</table></div>\n<p class="muted">Δ: mean paired difference over queries (and seeds) '
-        "with its 95% bootstrap interval; worse / better: the interval excludes 0.</p>\n"
-    )
+    page.add("</table></div></details>\n")
 
 
 def _needles(page: _Page, section: StressSection) -> None:
@@ -90,36 +114,16 @@ def _needles(page: _Page, section: StressSection) -> None:
         return
     page.add('<h4>Needle in a haystack: hit@1</h4>\n<div class="grids">')
     for grid in section.needles:
-        _needle_grid(page, grid)
+        page.add(
+            f'<figure class="grid needle">{needle_heatmap(page, grid)}'
+            f"<figcaption>{page.esc(needle_title(grid))}</figcaption></figure>"
+        )
     page.add(
-        '</div>\n<p class="muted">Rows: the needle\'s depth in the haystack (0 start, 1 end); '
-        "columns: haystack length in tokens; shade: hit@1. ✂: the needle lay past the tokens "
-        "the model reads, so a miss there is truncation, not a weak model.</p>\n"
+        '</div>\n<p class="muted">Rows: the needle\'s depth in the haystack (0% its start, 100% '
+        "its end); columns: the haystack's length in tokens; shade and number: hit@1, the share "
+        "of needle questions whose haystack came first. ✂ (red outline): the needle lay past "
+        "the tokens the model reads, so a miss there is truncation, not a weak model.</p>\n"
     )
-
-
-def _needle_grid(page: _Page, grid: NeedleGrid) -> None:
-    page.add(
-        '<figure class="grid"><div class="wide"><table class="heat"><tr><th>depth</th>'
-        + "".join(f"<th>{n} tok</th>" for n in grid.lengths)
-        + "</tr>\n"
-    )
-    for depth in grid.depths:
-        page.add(f"<tr><td>{depth:g}</td>")
-        for length in grid.lengths:
-            cell = grid.cell(depth, length)
-            if cell is None:
-                page.add("<td></td>")
-                continue
-            hit = cell.hit1.value if cell.hit1 is not None else None
-            shade = f' style="background:rgba(60,169,81,{hit:.2f})"' if hit is not None else ""
-            cut = ' <span class="cut" title="needle past the model\'s limit">✂</span>'
-            page.add(
-                f'<td{shade} title="{page.esc(cell.workload)}">{_f(hit, "{:.2f}")}'
-                f"{cut if cell.cut else ''}</td>"
-            )
-        page.add("</tr>\n")
-    page.add(f"</table></div><figcaption>{page.esc(needle_title(grid))}</figcaption></figure>")
 
 
 def _cutoffs(page: _Page, summary: Summary) -> None:
@@ -179,6 +183,18 @@ def _cutoff_section(page: _Page, section: CutoffSection) -> None:
                 f"{_rate(row.keeps_queries, row.short_of_target)}</tr>\n"
             )
         page.add("</table></div>\n")
+    charts = [(m, cutoff_chart(page, m)) for m in section.models]
+    drawn = [(m, svg) for m, svg in charts if svg]
+    if drawn:
+        page.add('<div class="grids">')
+        for model, svg in drawn:
+            page.add(
+                f'<figure class="grid cutoff">{svg}<figcaption>{page.esc(model.model)}: the '
+                "held-out relevant-pair and random-pair scores (each as shares of its pairs) and "
+                "each cut-off, with what it keeps and lets through on the held-out queries."
+                "</figcaption></figure>"
+            )
+        page.add("</div>\n")
     notes = [line for m in section.models for line in cutoff_notes(m)]
     if notes:
         page.add('<ul class="notes">' + "".join(f"<li>{page.esc(n)}</li>" for n in notes))

@@ -328,3 +328,97 @@ def test_every_report_says_which_queries_the_latency_was_timed_on() -> None:
         test["result"]["latency"].update(n=0)
     assert not any(line.startswith("latency") for line in render_tables(report["tests"]))
     assert "Latency (query embedding" not in render_markdown(report)
+
+
+_SVG = re.compile(r'<svg [^>]*viewBox="0 0 (\d+) (\d+)"[^>]*>(.*?)</svg>', re.S)
+_LABEL = re.compile(
+    r'<text x="(-?[\d.]+)" y="(-?[\d.]+)"(?: text-anchor="(\w+)")?[^>]*>(.*?)</text>', re.S
+)
+
+
+def _crowded_report() -> dict[str, Any]:
+    """Eight models with long names and near-equal figures, a wide needle grid, three noise
+    workloads, four chunk sizes, and cut-offs whose four lines nearly coincide."""
+    models = [f"a-model-with-a-long-name-{i}" for i in range(8)]
+    tests = [_test(m, _result(m, 0.6 + i / 1000, 1.0 + i / 1000)) for i, m in enumerate(models)]
+    level = {"keeps_relevant": 0.5, "lets_random": 0.01, "target": 0.01}
+    tests[0]["result"]["cutoffs"] = {
+        "levels": {
+            name: {**level, "name": name, "threshold": t}
+            for name, t in (("strict", 0.801), ("balanced", 0.799), ("loose", 0.797))
+        },
+        "conformal": {**level, "name": "conformal", "threshold": 0.798, "target": 0.95},
+        "calibration_queries": 50,
+        "heldout_queries": 50,
+        "distribution": {
+            "edges": [0.2 + 0.02 * i for i in range(33)],
+            "relevant": [0] * 16 + [3] * 16,
+            "random": [40] * 16 + [1] * 16,
+        },
+    }
+    value = {"value": 0.5, "low": 0.4, "high": 0.6, "n": 3}
+    delta = {"value": -0.1, "low": -0.2, "high": -0.01, "n": 3}
+    points = []
+    for m in models[:2]:
+        for length in (1024, 2048, 4096, 8192, 16384, 32768):
+            for depth in (0.0, 0.25, 0.5, 0.75, 1.0):
+                hit = {"hit@1": {**value, "value": 1.0 - depth}}
+                info = {"cut": length > 2048, "chance_hit@1": 0.1, "max_seq_length": 2048}
+                points.append(
+                    _point(
+                        m,
+                        "needle",
+                        f"needle-{length}-{depth}",
+                        {"depth": depth, "length": length},
+                        metrics=hit,
+                        info=info,
+                    )
+                )
+    for m in models:
+        for noise in ("typo", "case-x3", "a-rather-long-noise-name"):
+            points.append(
+                _point(m, "noise", noise, {}, metrics={"ndcg@10": value}, clean=value, delta=delta)
+            )
+        for size in (64, 128, 256, 512):
+            points.append(
+                _point(
+                    m,
+                    "chunk-size",
+                    f"chunk-{size}",
+                    {"size": size},
+                    metrics={"ndcg@10": value},
+                    clean=value,
+                    delta=delta,
+                )
+            )
+    return _report(tests=tests, stress={"tiny": points})
+
+
+def test_no_chart_label_overlaps_another_or_leaves_its_chart() -> None:
+    """Every SVG label's box, estimated as charts.text_box does (wider than any browser draws
+    it), inside its chart and clear of every other label: eight long-named models with
+    near-equal figures, a 6 x 5 needle grid, 24 noise bars, 8 chunk-size curves and four
+    cut-off lines within 0.004 of each other. (The browser test measures the real boxes.)"""
+    from html import unescape
+
+    from pytest_embedbench.report.html.charts import text_box
+
+    page = render_html(_crowded_report())
+    charts = _SVG.findall(page)
+    assert len(charts) >= 8  # metrics, scatter, latency, 2 needles, noise, chunks, cut-off
+    problems = []
+    for width, height, body in charts:
+        boxes = []
+        for x, y, anchor, text in _LABEL.findall(body):
+            box = text_box(float(x), float(y), unescape(text), anchor or "start")
+            if box[0] < 0 or box[1] < 0 or box[2] > int(width) or box[3] > int(height):
+                problems.append(f"{text!r} leaves its {width}x{height} chart: {box}")
+            for other, seen in boxes:
+                if box[0] < seen[2] and seen[0] < box[2] and box[1] < seen[3] and seen[1] < box[3]:
+                    problems.append(f"{text!r} overlaps {other!r}")
+            boxes.append((text, box))
+    assert not problems, "\n".join(problems)
+    # the scatter names what it can: each model at most once, none stacked on another
+    scatter = next(body for _, _, body in charts if "p95 latency (ms)" in body)
+    named = [t for *_, t in _LABEL.findall(scatter) if t.startswith("a-model")]
+    assert 1 <= len(named) <= 8 and len(set(named)) == len(named)

@@ -43,7 +43,12 @@ def _anchor(name: str) -> str:
 
 
 def _short(text: str, width: int = 18) -> str:
-    return text if len(text) <= width else text[: width - 1] + "…"
+    """``text`` in at most ``width`` characters, cut in the middle (``all-Mini…L6-v2``): names
+    that share a start (``model-a-v1``, ``model-a-v2``) stay told apart by their ends."""
+    if len(text) <= width:
+        return text
+    head = (width - 1) // 2
+    return text[:head] + "…" + text[len(text) - (width - 1 - head) :]
 
 
 def _num(value: Any, default: float) -> float:

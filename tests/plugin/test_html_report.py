@@ -319,18 +319,14 @@ _LABEL_PROBLEMS = """() => {
 }"""
 
 
-# .ci/run sets EMBEDBENCH_REQUIRE_BROWSER=1: in CI a missing browser fails, never skips
-@pytest.mark.skipif(
-    not CHROMIUM.exists() and not os.environ.get("EMBEDBENCH_REQUIRE_BROWSER"),
-    reason=f"no Chromium at {CHROMIUM} (apt-get install chromium)",
-)
 def test_the_full_report_holds_its_layout_in_chromium(
     pytester: pytest.Pytester, tmp_path: Path
 ) -> None:
-    """Issue 30: no page overflow at 1280 and 1920 px, the stress section drawn as SVG (no
-    nested raw tables), the per-query diff counts listed, no chart label over another or out
-    of its chart. Screenshots of each width are kept in tmp_path (printed on failure)."""
-    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
+    """Issue 30: the per-query diffs in the JSON, the Markdown and the gate's failure, the
+    saved run re-rendered byte for byte; then in Chromium: no page overflow at 1280 and 1920
+    px, the stress section drawn as SVG (no nested raw tables), the per-query diff counts
+    listed, no chart label over another or out of its chart. Screenshots of each width are
+    kept in tmp_path (printed on failure)."""
     result, out = _full_run(pytester)
     result.assert_outcomes(passed=21, failed=1)  # h's test_search regressed
     result.stdout.fnmatch_lines(["*ndcg@10 regressed: baseline 0.*", "    per query: *"])
@@ -341,6 +337,22 @@ def test_the_full_report_holds_its_layout_in_chromium(
         ("baseline", "h"),
         ("bm25", "h"),
     ]
+    assert (diffs[0]["improved"], diffs[0]["degraded"]) == (0, 0)  # bm25 is as recorded
+    assert diffs[1]["degraded"] > 0 and not diffs[1]["documents_known"]
+    assert diffs[2]["documents_known"] and diffs[2]["worst"][0]["lost"]
+    markdown = (out / "r.md").read_text()
+    assert "### Per-query changes" in markdown
+    assert "| test_all.py::test_search[h] | baseline | ndcg@10 |" in markdown
+    # the saved run renders as the run did, diffs and figures included
+    again = tmp_path / "again"
+    args = ["report", str(out / "r.json"), "-o", str(again / "r.html"), "--md", str(again / "r.md")]
+    assert main(args) == 0
+    assert (again / "r.html").read_bytes() == (out / "r.html").read_bytes()
+    assert (again / "r.md").read_bytes() == markdown.encode()
+    # .ci/run sets EMBEDBENCH_REQUIRE_BROWSER=1: in CI a missing browser fails, never skips
+    if not CHROMIUM.exists() and not os.environ.get("EMBEDBENCH_REQUIRE_BROWSER"):
+        pytest.skip(f"no Chromium at {CHROMIUM} (apt-get install chromium)")
+    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
     print(f"screenshots: {tmp_path}")
     messages: list[str] = []
     requests: list[str] = []

@@ -9,6 +9,7 @@ import json
 import os
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -353,7 +354,7 @@ def test_the_full_report_holds_its_layout_in_chromium(
     if not CHROMIUM.exists() and not os.environ.get("EMBEDBENCH_REQUIRE_BROWSER"):
         pytest.skip(f"no Chromium at {CHROMIUM} (apt-get install chromium)")
     sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
-    print(f"screenshots: {tmp_path}")
+    keep = os.environ.get("EMBEDBENCH_ARTIFACTS")  # CI keeps the screenshots beside its logs
     messages: list[str] = []
     requests: list[str] = []
     with sync_api.sync_playwright() as pw:
@@ -368,44 +369,50 @@ def test_the_full_report_holds_its_layout_in_chromium(
             page.evaluate("document.querySelectorAll('details').forEach(d => d.open = true)")
             for width in (1280, 1920):
                 page.set_viewport_size({"width": width, "height": 900})
+                # a full-page screenshot takes seconds: taken when a check fails (or for CI)
                 shot = tmp_path / f"report-{width}.png"
-                page.screenshot(path=str(shot), full_page=True)
-                scroll, inner = page.evaluate(
-                    "[document.documentElement.scrollWidth, window.innerWidth]"
-                )
-                assert scroll <= inner, f"{width} px: the page is {scroll} px wide ({shot})"
-                problems = page.evaluate(_LABEL_PROBLEMS)
-                assert not problems, f"{width} px ({shot}):\n" + "\n".join(problems)
-            stress = page.locator("#stress")
-            assert stress.locator("figure.needle svg").count() == 2  # a heatmap per model
-            assert stress.locator("figure.needle svg rect.cell").count() == 2 * 6
-            assert stress.locator("figure.needle svg text", has_text="✂").count() >= 1
-            assert stress.locator("figure.needle svg text", has_text="chance 0.10").count() == 2
-            assert stress.locator("figure.noise svg rect.bar").count() == 2  # typo x 2 models
-            assert stress.locator("figure.noise svg path.whisker").count() == 2
-            assert stress.locator("figure.chunks svg polyline.curve").count() == 2
-            assert stress.locator("figure.chunks svg polygon.band").count() == 2
-            assert stress.locator("table table").count() == 0  # no nested raw tables
-            assert stress.locator("table.heat").count() == 0
-            cut = page.locator("#cutoffs figure.cutoff svg")
-            assert cut.count() == 1  # h's; bm25's scores have no global cut-off
-            assert cut.locator("line.cutoff").count() >= 3
-            assert cut.locator("rect.relevant").count() >= 1
-            assert cut.locator("rect.random").count() >= 1
-            counts = page.locator(".qdiff .qcounts").all_inner_texts()
-            assert counts == [
-                f"{d['improved']} improved · {d['degraded']} degraded · {d['unchanged']} "
-                f"unchanged of {d['queries']} queries (a change of more than 0.001 in ndcg@10)"
-                for d in diffs
-            ]
-            assert page.locator(".qdiff .chunk").count() >= 1  # the winning chunks' text
+                try:
+                    _check_layout(page, width, diffs)
+                except AssertionError as failed:
+                    page.screenshot(path=str(shot), full_page=True)
+                    raise AssertionError(f"{failed}\nscreenshot: {shot}") from None
+                if keep:
+                    page.screenshot(path=str(shot), full_page=True)
+                    Path(keep).mkdir(parents=True, exist_ok=True)
+                    shutil.copy(shot, Path(keep) / f"layout-{width}.png")
         finally:
             browser.close()
     errors = [m for m in messages if m.startswith(("error", "pageerror"))]
     assert not errors, errors
     assert requests and all(url.startswith("file://") for url in requests), requests
-    keep = os.environ.get("EMBEDBENCH_ARTIFACTS")
-    if keep:  # CI keeps the screenshots beside its logs
-        Path(keep).mkdir(parents=True, exist_ok=True)
-        for width in (1280, 1920):
-            shutil.copy(tmp_path / f"report-{width}.png", Path(keep) / f"layout-{width}.png")
+
+
+def _check_layout(page: Any, width: int, diffs: list[dict[str, Any]]) -> None:
+    """The done-when's checks of the page at one width."""
+    scroll, inner = page.evaluate("[document.documentElement.scrollWidth, window.innerWidth]")
+    assert scroll <= inner, f"{width} px: the page is {scroll} px wide"
+    problems = page.evaluate(_LABEL_PROBLEMS)
+    assert not problems, f"{width} px:\n" + "\n".join(problems)
+    stress = page.locator("#stress")
+    assert stress.locator("figure.needle svg").count() == 2  # a heatmap per model
+    assert stress.locator("figure.needle svg rect.cell").count() == 2 * 6
+    assert stress.locator("figure.needle svg text", has_text="✂").count() >= 1
+    assert stress.locator("figure.needle svg text", has_text="chance 0.10").count() == 2
+    assert stress.locator("figure.noise svg rect.bar").count() == 2  # typo x 2 models
+    assert stress.locator("figure.noise svg path.whisker").count() == 2
+    assert stress.locator("figure.chunks svg polyline.curve").count() == 2
+    assert stress.locator("figure.chunks svg polygon.band").count() == 2
+    assert stress.locator("table table").count() == 0  # no nested raw tables
+    assert stress.locator("table.heat").count() == 0
+    cut = page.locator("#cutoffs figure.cutoff svg")
+    assert cut.count() == 1  # h's; bm25's scores have no global cut-off
+    assert cut.locator("line.cutoff").count() >= 3
+    assert cut.locator("rect.relevant").count() >= 1
+    assert cut.locator("rect.random").count() >= 1
+    counts = page.locator(".qdiff .qcounts").all_inner_texts()
+    assert counts == [
+        f"{d['improved']} improved · {d['degraded']} degraded · {d['unchanged']} "
+        f"unchanged of {d['queries']} queries (a change of more than 0.001 in ndcg@10)"
+        for d in diffs
+    ]
+    assert page.locator(".qdiff .chunk").count() >= 1  # the winning chunks' text

@@ -295,7 +295,7 @@ def cutoff_chart(page: _Page, model: CutoffModel) -> str | None:
     its pairs), each cut-off as a vertical line, and a legend row per cut-off with what it
     keeps and lets through on the held-out queries (None: no distribution to draw)."""
     dist: ScoreDistribution | None = model.distribution
-    if dist is None or not dist.edges:
+    if dist is None or len(dist.edges) < 2 or not dist.edges[-1] > dist.edges[0]:
         return None
     width, left, right = 600.0, 56.0, 20.0
     plot_w, plot_h = width - left - right, 150.0

@@ -70,6 +70,11 @@ def entry_from_record(record: TestRecord | Mapping[str, Any]) -> dict[str, Any]:
             "per_query": {m: per_query[m] for m in KEPT_METRICS if m in per_query},
         }
     )
+    # each query's top of the ranking (the record keeps RETRIEVED_KEPT ids), so a later run can
+    # name the documents a degraded query lost and gained (absent from older entries: not known)
+    retrieved = result.get("retrieved")
+    if isinstance(retrieved, Mapping):
+        entry["retrieved"] = {str(q): [str(d) for d in ids] for q, ids in sorted(retrieved.items())}
     # what the fingerprints summarise, so a later run can name what changed (absent: not known)
     for key in ("settings", "dataset_parts"):
         if getattr(record, key) is not None:

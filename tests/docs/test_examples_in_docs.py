@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -21,7 +23,7 @@ except ModuleNotFoundError:  # Python 3.10: tomli, which pytest itself needs the
 
 pytest.importorskip("sybil", reason="Sybil is not installed: pip install -e '.[dev]'")
 
-from .runner import blocks, run_page  # noqa: E402
+from .runner import blocks, run_page, same_shape, subprocess_env  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 README = REPO / "README.md"
@@ -92,6 +94,30 @@ def test_every_block_of_the_page_runs(
     summary = run.summary()
     assert sum(summary["ran"].values()) + len(summary["skipped"]) > 0, "a page without examples"
     record_property("docs_examples", json.dumps({"page": page.name, **summary}))
+
+
+@pytest.mark.slow
+def test_the_readme_opening_example_runs(tmp_path: Path) -> None:
+    """The README's first example, as written, on the bundled support documentation (the
+    dataset it names), prints the table the README shows under it."""
+    pytest.importorskip("sentence_transformers")
+    readme = blocks(README)
+    (_, language, test), (_, shown_language, shown) = readme[0], readme[1]
+    assert (language, shown_language) == ("python", "text") and 'dataset="support"' in test
+    shutil.copytree(REPO / "examples" / "support", tmp_path / "support")
+    (tmp_path / "embedbench.yaml").write_text("datasets:\n  support: {path: support}\n")
+    (tmp_path / "test_support.py").write_text(test, encoding="utf-8")
+    env = subprocess_env(tmp_path, tmp_path / "cache")
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    same_shape(shown, done.stdout, "README.md, the opening example")
 
 
 def test_the_readme_is_short() -> None:

@@ -1,6 +1,6 @@
 """What pytest prints when an assertion on an :class:`~pytest_embedbench.stats.Estimate` fails.
 
-``assert retrieval.ndcg_at_10 >= 0.6`` failing shows the value, its bootstrap interval and
+``assert retrieval.ndcg10 >= 0.6`` failing shows the value, its bootstrap interval and
 query count, and the worst queries with their texts; the plugin's
 ``pytest_assertrepr_compare`` hook hands the comparison here.
 """

@@ -216,7 +216,7 @@ class Options:
         OptionSpec(
             "--embedbench-exit-gc",
             "let Python collect every live object at exit, as without the plugin (skipped by "
-            "default: 1.5-2 s once torch is loaded; see the README's 'Stable timings')",
+            "default: 1.5-2 s once torch is loaded; see docs/caching-and-timings.md)",
             ini="embedbench_exit_gc",
             ini_help="run Python's final garbage collection at exit (skipped by default)",
             kind="flag",

@@ -27,7 +27,7 @@ A folder of documents becomes an eval set in the JSONL format that
    the same bytes.
 
 The filters are heuristics, not a judge: a human should read a generated set before it is
-trusted as ground truth (the README says so too).
+trusted as ground truth (docs/generated-evalsets.md says so too).
 
 Usage::
 

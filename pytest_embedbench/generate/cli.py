@@ -215,7 +215,7 @@ def _generate_from_docs(args: argparse.Namespace, progress: _GenerationProgress)
     if not result.rows:
         print(
             f"{_NAME}: no question was kept, so {args.output} was not written; see "
-            "'Generated questions are rejected' in the README",
+            "'Generated questions are rejected' in docs/generated-evalsets.md",
             file=sys.stderr,
         )
         return 1

@@ -206,8 +206,9 @@ def generate_or_reuse_evalset(
             if not result.rows:
                 raise GenerationError(
                     f"{target}: no question survived generation and filtering for "
-                    f"{docs_folder} ({'; '.join(result.report.summary_lines()[2:4])}); see the "
-                    "README's 'Generated questions are rejected' for what to change"
+                    f"{docs_folder} ({'; '.join(result.report.summary_lines()[2:4])}); see "
+                    "'Generated questions are rejected' in docs/generated-evalsets.md for what to "
+                    "change"
                 )
             write_evalset(target, result.rows)
             write_sidecar(target, fingerprint, result.report)

@@ -29,7 +29,7 @@ __all__ = [
 
 
 #: exit status of a run whose tests passed but whose JSON report or baseline was not written
-#: (or, when updating a baseline, whose results did not all reach it); see the README
+#: (or, when updating a baseline, whose results did not all reach it); see docs/reports.md
 EXIT_ARTIFACT_FAILED = 6
 
 

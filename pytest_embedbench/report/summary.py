@@ -981,8 +981,8 @@ def busy_notes(records: Iterable[TestRecord | Mapping[str, Any]]) -> list[str]:
     return [
         f"embedbench: the machine was busy while the queries of {', '.join(sorted(busy))} were "
         f"timed ({'; '.join(detail)}): their latencies are unreliable. For stable timings run "
-        "on an idle machine with OMP_NUM_THREADS set and one pytest worker (README: Stable "
-        "timings)."
+        "on an idle machine with OMP_NUM_THREADS set and one pytest worker (docs/caching-and-"
+        "timings.md, 'Stable timings')."
     ]
 
 

@@ -32,6 +32,7 @@ from .optionspec import (
     parse_priority,
     parse_update_mode,
 )
+from .report.tabular import CSV_FILES
 
 if TYPE_CHECKING:
     from .distributed.settings import RaySettings
@@ -456,7 +457,6 @@ _RAY_SETTINGS = ("ray_workers", "ray_cpus_per_worker", "ray_gpus_per_worker", "r
 
 
 #: the files ``--embedbench-csv`` (and ``embedbench report --csv``) write into their folder
-CSV_FILES = ("results.csv", "queries.csv", "stress.csv", "cutoffs.csv", "gates.csv")
 
 
 def shared_output_file(

@@ -8,9 +8,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..querydiff import QueryDiff, failure_lines, query_diff, query_label
 from ..records import TestRecord, as_record
-from ..report.querydiff import QueryDiff, failure_lines, query_diff, query_label
-from ..report.serial import to_data
+from ..serial import to_data
 from .settings import GATE_ALPHA, GateSettings
 from .store import _PRECISION
 
@@ -24,7 +24,7 @@ class GateOutcome:
     ``warnings`` are lines the terminal prints although the test passes (an inconclusive drop
     under ``inconclusive: warn``); ``changes`` name what differs from the baseline's inputs;
     ``queries`` is the per-query diff on the first gated metric
-    (:class:`~pytest_embedbench.report.querydiff.QueryDiff` as data), which the summary reads.
+    (:class:`~pytest_embedbench.querydiff.QueryDiff` as data), which the summary reads.
     """
 
     status: str  # "missing", "passed", "inconclusive", "regressed", "stale"

@@ -32,11 +32,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, TypedDict
 
 from .._io import finite as finite_data
+from ..querydiff import QueryDiff, query_diff
 from ..records import Status, TestRecord, as_record
+from ..serial import from_data, to_data
 from .columns import FIGURES, direction, metric_names
-from .querydiff import QueryDiff, query_diff
 from .recommend import recommend
-from .serial import from_data, to_data
 from .stress_summary import (
     CutoffSection,
     StressSection,

@@ -22,10 +22,9 @@ from pathlib import Path
 from typing import Any
 
 from .._io import atomic_write_text
-from ..options import CSV_FILES
+from ..querydiff import QueryChange, QueryDiff, excerpt
 from ..redaction import _secret_env_values, redact
 from .columns import FIGURES, Figure, metric_names, path_value
-from .querydiff import QueryChange, QueryDiff, excerpt
 from .stress import TextTable, cutoff_tables, stress_tables
 from .stress_summary import ChunkPoint, NoisePoint
 from .summary import DatasetSummary, Summary, summary_of
@@ -53,6 +52,9 @@ __all__ = [
     "summary_of",
     "write_csv",
 ]
+
+#: the files ``--embedbench-csv`` writes into its folder
+CSV_FILES = ("results.csv", "queries.csv", "stress.csv", "cutoffs.csv", "gates.csv")
 
 
 def _tests(source: Summary | Mapping[str, Any]) -> list[Mapping[str, Any]]:

@@ -5,6 +5,7 @@ reuses it, and a changed document fails collection with the command that regener
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -26,11 +27,9 @@ def chat() -> Iterator[OllamaChatServer]:
         yield server
 
 
-def test_generated_once_reused_then_stale(
-    project: pytest.Pytester, chat: OllamaChatServer, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    pytest.importorskip("bm25s")
-    monkeypatch.delenv("OLLAMA_HOST", raising=False)
+def _handbook_project(project: pytest.Pytester, chat: OllamaChatServer) -> Path:
+    """The handbook documents, an embedbench.yaml that generates their eval set through
+    ``chat``, and the test; the documents folder."""
     docs = project.path / "handbook"
     docs.mkdir()
     for name, text in DOCS.items():
@@ -43,6 +42,15 @@ def test_generated_once_reused_then_stale(
         f"    evalset: {{generate: {{host: '{chat.url}', request_timeout_s: 5}}}}\n",
     )
     project.makepyfile(test_handbook=TEST)
+    return docs
+
+
+def test_generated_once_reused_then_stale(
+    project: pytest.Pytester, chat: OllamaChatServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("bm25s")
+    monkeypatch.delenv("OLLAMA_HOST", raising=False)
+    docs = _handbook_project(project, chat)
     first = project.runpytest("-p", "no:cacheprovider")
     assert first.ret == 0, first.stdout.str()
     first.stdout.fnmatch_lines(["*dataset 'handbook' (* queries, 7 documents)*"])
@@ -122,18 +130,7 @@ def test_a_set_generated_on_an_xdist_worker_is_said_by_the_controller(
     pytest.importorskip("bm25s")
     pytest.importorskip("xdist")
     monkeypatch.delenv("OLLAMA_HOST", raising=False)
-    docs = project.path / "handbook"
-    docs.mkdir()
-    for name, text in DOCS.items():
-        (docs / name).write_text(text + "\n", encoding="utf-8")
-    project.makefile(
-        ".yaml",
-        embedbench="datasets:\n"
-        "  handbook:\n"
-        "    path: handbook\n"
-        f"    evalset: {{generate: {{host: '{chat.url}', request_timeout_s: 5}}}}\n",
-    )
-    project.makepyfile(test_handbook=TEST)
+    _handbook_project(project, chat)
     run = project.runpytest_subprocess("-p", "no:cacheprovider", "-n", "2")
     assert run.ret == 0, run.stdout.str()
     out = run.stdout.str()

@@ -241,7 +241,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     report.add_argument(
         "--csv",
         metavar="DIR",
-        help="write results.csv, queries.csv, stress.csv, cutoffs.csv and gates.csv here",
+        help="write results.csv, queries.csv, stress.csv, cutoffs.csv, cutoff_scores.csv and "
+        "gates.csv here",
     )
     report.add_argument("--md", metavar="PATH", help="write the Markdown tables here")
     report.add_argument(

@@ -131,10 +131,10 @@ class Options:
         None,
         OptionSpec(
             "--embedbench-csv",
-            "write results.csv, queries.csv, stress.csv, cutoffs.csv and gates.csv into this "
-            "folder",
+            "write results.csv, queries.csv, stress.csv, cutoffs.csv, cutoff_scores.csv and "
+            "gates.csv into this folder",
             ini="embedbench_csv",
-            ini_help="folder for the CSV files (results, queries, stress, cutoffs, gates)",
+            ini_help="folder of the CSV files (results, queries, stress, cutoffs, scores, gates)",
             kind="path",
             metavar="DIR",
             report="csv",

@@ -4,20 +4,24 @@
 ``results.csv`` (a row per test, every figure) and ``queries.csv`` (a row per model and query)
 read the summary's records, the JSON report's ``tests``; ``stress.csv``, ``cutoffs.csv`` and
 ``gates.csv`` the summary's stress points, cut-off levels and gate outcomes, with the figures the
-terminal shows. The Markdown has the terminal's sections as GitHub tables. Each file has its
+terminal shows; ``cutoff_scores.csv`` the held-out score histograms the cut-offs are cut from
+(the HTML report's cut-off pictures, a row per model and bin). The Markdown has the terminal's
+sections as GitHub tables, and the score histograms as a table per model. Each file has its
 header even without rows, and every CSV cell goes through :func:`csv_cell`. A saved JSON report
 gives the same files as the run itself (``embedbench report r.json --csv out --md s.md``).
 :data:`FIGURES` is the one list of summary figures: the CSV's columns, the Markdown table's and
 the HTML report's resource table read it, so adding a figure touches one place. Usage::
 
     summary = Summary.from_json(report)
-    write_csv(Path("out"), summary)              # results, queries, stress, cutoffs, gates
+    write_csv(Path("out"), summary)              # results, queries, stress, cutoffs, ..., gates
     text = render_markdown(summary, context=report)  # for a PR comment or $GITHUB_STEP_SUMMARY
 """
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,18 +30,24 @@ from ..querydiff import QueryChange, QueryDiff, excerpt
 from ..redaction import _secret_env_values, redact
 from .columns import FIGURES, Figure, metric_names, path_value
 from .stress import TextTable, cutoff_tables, stress_tables
-from .stress_summary import ChunkPoint, NoisePoint
+from .stress_summary import ChunkPoint, CutoffModel, CutoffSection, NoisePoint
 from .summary import DatasetSummary, Summary, summary_of
-from .text import delta_text, tier_lines
+from .text import delta_text, pct, tier_lines
 from .values import Value
 
 __all__ = [
     "CSV_FILES",
+    "DISTRIBUTION_HEADERS",
     "FIGURES",
     "Figure",
+    "ScoreBin",
     "csv_cell",
     "cutoff_columns",
     "cutoff_csv_rows",
+    "distribution_tables",
+    "score_bins",
+    "score_columns",
+    "score_csv_rows",
     "gate_columns",
     "gate_csv_rows",
     "md_diffs",
@@ -54,7 +64,14 @@ __all__ = [
 ]
 
 #: the files ``--embedbench-csv`` writes into its folder
-CSV_FILES = ("results.csv", "queries.csv", "stress.csv", "cutoffs.csv", "gates.csv")
+CSV_FILES = (
+    "results.csv",
+    "queries.csv",
+    "stress.csv",
+    "cutoffs.csv",
+    "cutoff_scores.csv",
+    "gates.csv",
+)
 
 
 def _tests(source: Summary | Mapping[str, Any]) -> list[Mapping[str, Any]]:
@@ -305,6 +322,180 @@ def cutoff_csv_rows(summary: Summary) -> list[dict[str, Any]]:
     return rows
 
 
+@dataclass(frozen=True)
+class ScoreBin:
+    """One bin of a model's held-out score histograms (:class:`ScoreDistribution`): its score
+    range, the relevant and random pairs scoring in it (counts, and shares of every held-out
+    pair of the kind, the HTML picture's heights), and the cut-off levels that fall in it."""
+
+    index: int
+    low: float
+    high: float
+    relevant: int
+    random: int
+    relevant_share: float
+    random_share: float
+    #: ``(level, threshold)`` of each cut-off whose threshold lies in this bin
+    levels: tuple[tuple[str, float], ...] = ()
+
+
+#: how far past the histogram's range (its edges are rounded to 6 decimals) a cut-off still
+#: counts as in the first or the last bin
+_EDGE_SLACK = 1e-6
+
+
+def _bin_of(edges: Sequence[float], threshold: float) -> int | None:
+    """The bin ``threshold`` falls in (``edges[i] <= t < edges[i + 1]``; the last bin holds
+    its upper edge); None outside the range."""
+    if not edges[0] - _EDGE_SLACK <= threshold <= edges[-1] + _EDGE_SLACK:
+        return None
+    return min(max(bisect_right(edges, threshold) - 1, 0), len(edges) - 2)
+
+
+def score_bins(model: CutoffModel) -> list[ScoreBin]:
+    """The bins of ``model``'s held-out score histograms with the cut-offs in them (none
+    when the summary has no distribution for it)."""
+    dist = model.distribution
+    if dist is None:
+        return []
+    levels: dict[int, list[tuple[str, float]]] = {}
+    for row in model.rows:
+        if row.threshold is None:
+            continue
+        at = _bin_of(dist.edges, row.threshold)
+        if at is not None:
+            levels.setdefault(at, []).append((row.level, row.threshold))
+    relevant, random = max(dist.relevant_pairs, 1), max(dist.random_pairs, 1)
+    return [
+        ScoreBin(
+            index=i,
+            low=dist.edges[i],
+            high=dist.edges[i + 1],
+            relevant=dist.relevant[i],
+            random=dist.random[i],
+            relevant_share=dist.relevant[i] / relevant,
+            random_share=dist.random[i] / random,
+            levels=tuple(levels.get(i, ())),
+        )
+        for i in range(len(dist.relevant))
+    ]
+
+
+def _levels_text(levels: Sequence[tuple[str, float]]) -> str:
+    return ", ".join(f"{level} {threshold:.4f}" for level, threshold in levels)
+
+
+def score_columns() -> list[str]:
+    """The columns of ``cutoff_scores.csv``."""
+    return [
+        *("dataset", "model", "half", "bin", "score_low", "score_high"),
+        *("relevant", "random", "relevant_share", "random_share", "cutoffs"),
+        *("relevant_pairs", "random_pairs", "relevant_unscored", "random_unscored"),
+    ]
+
+
+def score_csv_rows(summary: Summary) -> list[dict[str, Any]]:
+    """``cutoff_scores.csv``: one row per model and bin of the held-out score histograms the
+    cut-offs are cut from (the pairs of each kind and their shares; ``cutoffs``: the levels
+    whose threshold lies in the bin, joined by ``|``; their thresholds are in
+    ``cutoffs.csv``); the pair totals and
+    the pairs the retriever did not return (in no bin) repeat on each of a model's rows."""
+    rows: list[dict[str, Any]] = []
+    for section in summary.cutoffs:
+        for model in section.models:
+            dist = model.distribution
+            if dist is None:
+                continue
+            shared = {
+                "relevant_pairs": dist.relevant_pairs,
+                "random_pairs": dist.random_pairs,
+                "relevant_unscored": dist.relevant_unscored,
+                "random_unscored": dist.random_unscored,
+            }
+            for b in score_bins(model):
+                rows.append(
+                    {
+                        "dataset": section.dataset,
+                        "model": model.model,
+                        "half": dist.half,
+                        "bin": b.index,
+                        "score_low": b.low,
+                        "score_high": b.high,
+                        "relevant": b.relevant,
+                        "random": b.random,
+                        "relevant_share": b.relevant_share,
+                        "random_share": b.random_share,
+                        "cutoffs": "|".join(level for level, _ in b.levels) or None,
+                        **shared,
+                    }
+                )
+    return rows
+
+
+def distribution_tables(sections: Iterable[CutoffSection]) -> list[TextTable]:
+    """Per dataset and model with a distribution, its held-out score histograms as a table:
+    each bin's score range, the relevant and random pairs in it (count and share of the
+    kind's held-out pairs) and the cut-offs that fall in it; then the pair totals, the pairs
+    not returned at all, and the levels without a cut-off or outside the scores' range."""
+    tables = []
+    for section in sections:
+        for model in section.models:
+            dist = model.distribution
+            if dist is None:
+                continue
+            bins = score_bins(model)
+            rows = tuple(
+                (
+                    f"{b.low:.4f}",
+                    f"{b.high:.4f}",
+                    str(b.relevant),
+                    pct(b.relevant_share),
+                    str(b.random),
+                    pct(b.random_share),
+                    _levels_text(b.levels),
+                )
+                for b in bins
+            )
+            after = [
+                f"{kind} pairs: {pairs} {dist.half}"
+                + (f", {unscored} not returned by the retriever (in no bin)" if unscored else "")
+                for kind, pairs, unscored in (
+                    ("relevant", dist.relevant_pairs, dist.relevant_unscored),
+                    ("random", dist.random_pairs, dist.random_unscored),
+                )
+            ]
+            placed = {level for b in bins for level, _ in b.levels}
+            for row in model.rows:
+                if row.threshold is None:
+                    after.append(f"{row.level}: no cut-off (every result kept)")
+                elif row.level not in placed:
+                    after.append(
+                        f"{row.level} {row.threshold:.4f}: outside the {dist.half} scores' range"
+                    )
+            tables.append(
+                TextTable(
+                    f"{dist.half} pair scores of {model.model} on {section.dataset!r}, by bin, "
+                    "with the cut-offs above",
+                    DISTRIBUTION_HEADERS,
+                    rows,
+                    tuple(after),
+                )
+            )
+    return tables
+
+
+#: the columns of a Markdown score distribution table
+DISTRIBUTION_HEADERS = (
+    "score from",
+    "to",
+    "relevant pairs",
+    "share of relevant",
+    "random pairs",
+    "share of random",
+    "cut-offs here",
+)
+
+
 def gate_columns() -> list[str]:
     """The columns of ``gates.csv``."""
     return [
@@ -354,6 +545,7 @@ def write_csv(folder: Path, source: Summary | Mapping[str, Any]) -> list[Path]:
         "queries.csv": (query_columns(metrics), list(query_rows(summary))),
         "stress.csv": (stress_columns(), stress_csv_rows(summary)),
         "cutoffs.csv": (cutoff_columns(), cutoff_csv_rows(summary)),
+        "cutoff_scores.csv": (score_columns(), score_csv_rows(summary)),
         "gates.csv": (gate_columns(), gate_csv_rows(summary)),
     }
     written = []
@@ -396,7 +588,8 @@ def render_markdown(
 ) -> str:
     """The run's sections as GitHub-flavoured Markdown: per dataset, accuracy with intervals,
     speed and footprint, the recommendation and the paired comparisons; then the baseline
-    gate, the stress results, the cut-offs and the notices. ``source`` is a :class:`Summary`
+    gate, the stress results, the cut-offs with the score distributions they are cut from,
+    and the notices. ``source`` is a :class:`Summary`
     (``context``: the JSON report it came from) or a JSON report dict."""
     summary, context = summary_of(source, context)
     secrets = _secret_env_values()
@@ -406,7 +599,9 @@ def render_markdown(
     lines += _md_gates(summary)
     lines += md_diffs(summary.query_diffs)
     lines += _md_section("Stress", stress_tables(summary.stress))
-    lines += _md_section("Cut-offs", cutoff_tables(summary.cutoffs))
+    lines += _md_section(
+        "Cut-offs", [*cutoff_tables(summary.cutoffs), *distribution_tables(summary.cutoffs)]
+    )
     if summary.notices:
         lines += ["### Notes", "", *(f"- {_md(n)}" for n in summary.notices), ""]
     lines.append(

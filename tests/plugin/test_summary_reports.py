@@ -1,5 +1,6 @@
 """One summary, every writer: a stress run with cut-offs written as JSON, HTML, CSV and Markdown
-holds the terminal's figures in each file, ``embedbench report`` on its JSON gives the same
+holds the terminal's figures in each file (and the JSON's score distributions under the
+cut-offs, in the CSV and Markdown), ``embedbench report`` on its JSON gives the same
 bytes (and the terminal's text), and the summary read back from the JSON is the run's."""
 
 from __future__ import annotations
@@ -166,6 +167,72 @@ def test_markdown_and_csv_hold_the_terminals_stress_and_cutoff_figures(
         for column, key in ((4, "keeps_relevant"), (5, "lets_random")):
             expected = "-" if row[key] == "" else f"{100 * float(row[key]):.2f}%"
             assert shown[column].split(" ")[0] == expected, (row["level"], key)
+
+
+def test_markdown_and_csv_hold_the_cutoff_score_distributions(
+    project: pytest.Pytester, run: pytest.RunResult
+) -> None:
+    """The held-out score histograms the HTML draws under the cut-offs: in cutoff_scores.csv
+    the JSON's counts and bin edges, in the Markdown the same bins as a table, with each
+    cut-off the terminal printed in the bin that holds its threshold."""
+    out = project.path / "out"
+    report = json.loads((out / "r.json").read_text())
+    (cut,) = [t for t in report["tests"] if t["nodeid"] == "test_all.py::test_cut[h]"]
+    dist = cut["result"]["cutoffs"]["distribution"]
+    assert len(dist["edges"]) == len(dist["relevant"]) + 1 > 2
+    rows = _csv(out / "csv" / "cutoff_scores.csv")
+    assert {r["model"] for r in rows} == {"h"}  # bm25's scores have no global cut-off
+    assert [int(r["bin"]) for r in rows] == list(range(len(dist["relevant"])))
+    assert [float(r["score_low"]) for r in rows] == dist["edges"][:-1]
+    assert [float(r["score_high"]) for r in rows] == dist["edges"][1:]
+    for kind in ("relevant", "random"):
+        assert [int(r[kind]) for r in rows] == dist[kind]
+        pairs = sum(dist[kind]) + dist[f"{kind}_unscored"]
+        assert {int(r[f"{kind}_pairs"]) for r in rows} == {pairs}
+        assert [float(r[f"{kind}_share"]) for r in rows] == [c / pairs for c in dist[kind]]
+
+    # the Markdown: the CSV's bins, formatted as the other tables are
+    title = "held-out pair scores of h on 'tiny', by bin, with the cut-offs above"
+    table = _markdown_tables((out / "r.md").read_text())[title]
+    assert table[0] == [
+        "score from",
+        "to",
+        "relevant pairs",
+        "share of relevant",
+        "random pairs",
+        "share of random",
+        "cut-offs here",
+    ]
+    assert len(table) - 1 == len(rows)
+    for shown, row in zip(table[1:], rows, strict=True):
+        assert shown[:6] == [
+            f"{float(row['score_low']):.4f}",
+            f"{float(row['score_high']):.4f}",
+            row["relevant"],
+            f"{100 * float(row['relevant_share']):.2f}%",
+            row["random"],
+            f"{100 * float(row['random_share']):.2f}%",
+        ]
+        named = [part.split(" ")[0] for part in shown[6].split(", ") if part]
+        assert named == [n for n in row["cutoffs"].split("|") if n]
+
+    # each cut-off the terminal printed lies in the bin that names it
+    terminal = _terminal_tables(_section(run.stdout.lines))
+    levels = terminal["cut-offs on 'tiny' (calibrated on half the queries, shown on the other)"]
+    placed = {
+        part.split(" ")[0]: (part.split(" ")[1], float(bin_[0]), float(bin_[1]))
+        for bin_ in table[1:]
+        for part in bin_[6].split(", ")
+        if part
+    }
+    for model, level, threshold, *_ in levels[1:]:
+        if threshold == "none":
+            assert level not in placed
+            assert f"- {level}: no cut-off (every result kept)" in (out / "r.md").read_text()
+            continue
+        shown_threshold, low, high = placed[level]
+        assert model == "h" and shown_threshold == threshold
+        assert low - 1e-4 <= float(threshold) <= high + 1e-4
 
 
 def test_embedbench_report_reproduces_every_output(

@@ -16,10 +16,12 @@ from pytest_embedbench.records import Status, TestRecord
 from pytest_embedbench.report.json_report import build_report, summary_sections
 from pytest_embedbench.report.summary import Summary, summarize
 from pytest_embedbench.report.tabular import (
+    CSV_FILES,
     csv_cell,
     cutoff_columns,
     gate_columns,
     result_columns,
+    score_columns,
     stress_columns,
     write_csv,
 )
@@ -254,7 +256,10 @@ def test_every_csv_text_cell_is_neutralised_and_numbers_stay_numbers(tmp_path: P
 
 def test_a_csv_without_rows_has_its_header(tmp_path: Path) -> None:
     report = json.loads(json.dumps(build_report([], configuration={}, rootdir=tmp_path)))
-    results_csv, queries_csv, stress_csv, cutoffs_csv, gates_csv = write_csv(tmp_path, report)
+    files = {path.name: path for path in write_csv(tmp_path, report)}
+    assert list(files) == list(CSV_FILES)
+    results_csv, queries_csv, stress_csv = (files[n] for n in CSV_FILES[:3])
+    cutoffs_csv, scores_csv, gates_csv = (files[n] for n in CSV_FILES[3:])
     assert results_csv.read_text().splitlines() == [",".join(result_columns([]))]
     assert (
         queries_csv.read_text()
@@ -262,6 +267,7 @@ def test_a_csv_without_rows_has_its_header(tmp_path: Path) -> None:
     )
     assert stress_csv.read_text() == ",".join(stress_columns()) + "\n"
     assert cutoffs_csv.read_text() == ",".join(cutoff_columns()) + "\n"
+    assert scores_csv.read_text() == ",".join(score_columns()) + "\n"
     assert gates_csv.read_text() == ",".join(gate_columns()) + "\n"
 
 
@@ -318,8 +324,8 @@ def test_significance_is_decided_once_and_every_writer_shows_that_decision() -> 
 
 
 def test_the_stress_cutoff_and_gate_csv_cells_are_neutralised_too(tmp_path: Path) -> None:
-    """stress.csv, cutoffs.csv and gates.csv write through csv_cell as the others do: a model
-    named like a formula is text, a negative difference stays a number."""
+    """stress.csv, cutoffs.csv, cutoff_scores.csv and gates.csv write through csv_cell as the
+    others do: a model named like a formula is text, a negative difference stays a number."""
     noisy = result(0.5, 1.0)
     noisy["stress"] = {
         "clean": {"ndcg@10": {"value": 0.6, "low": 0.5, "high": 0.7, "n": 4}},
@@ -330,6 +336,14 @@ def test_the_stress_cutoff_and_gate_csv_cells_are_neutralised_too(tmp_path: Path
         "levels": {"strict": {"name": "strict", "target": 0.001, "threshold": -0.5}},
         "conformal": {},
         "meaningful": True,
+        "distribution": {
+            "half": "held-out",
+            "edges": [-1.0, 0.0, 1.0],
+            "relevant": [0, 2],
+            "random": [3, 1],
+            "relevant_unscored": 0,
+            "random_unscored": 0,
+        },
     }
     clean = result(0.6, 1.0) | {"cutoffs": cut}
     gated = {"status": "regressed", "failures": ["=HYPERLINK()"], "deltas": {}}
@@ -340,7 +354,7 @@ def test_the_stress_cutoff_and_gate_csv_cells_are_neutralised_too(tmp_path: Path
     report = json.loads(
         json.dumps(build_report([r.to_dict() for r in records], configuration={}, rootdir=tmp_path))
     )
-    _, _, stress_csv, cutoffs_csv, gates_csv = write_csv(tmp_path, report)
+    _, _, stress_csv, cutoffs_csv, scores_csv, gates_csv = write_csv(tmp_path, report)
     with stress_csv.open(newline="") as fh:
         (row,) = csv.DictReader(fh)
     assert row["model"] == "'=cmd" and row["workload"] == "'-typo"
@@ -348,6 +362,11 @@ def test_the_stress_cutoff_and_gate_csv_cells_are_neutralised_too(tmp_path: Path
     with cutoffs_csv.open(newline="") as fh:
         (row,) = csv.DictReader(fh)
     assert row["model"] == "'+m" and row["threshold"] == "-0.5" and row["level"] == "strict"
+    with scores_csv.open(newline="") as fh:
+        first, second = csv.DictReader(fh)
+    assert first["model"] == "'+m" and first["score_low"] == "-1.0"  # a number, unprefixed
+    assert first["cutoffs"] == "strict" and first["random_share"] == "0.75"
+    assert second["cutoffs"] == "" and second["relevant"] == "2"
     with gates_csv.open(newline="") as fh:
         (row,) = csv.DictReader(fh)
     assert row["test"] == "t.py::test_search[+m]" and row["failures"] == "'=HYPERLINK()"

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -163,6 +163,17 @@ class Options:
             kind="path",
             metavar="PATH",
             report="github_summary",
+        ),
+    )
+    no_github_summary: bool = option(
+        False,
+        OptionSpec(
+            "--embedbench-no-github-summary",
+            "write no GitHub job summary: not to $GITHUB_STEP_SUMMARY in GitHub Actions, nor "
+            "to an ini embedbench_github_summary path",
+            ini="embedbench_no_github_summary",
+            ini_help="write no GitHub job summary, not even in GitHub Actions",
+            kind="flag",
         ),
     )
     pr_comment: Path | None = option(
@@ -412,6 +423,7 @@ class Options:
                 "--embedbench-ray fills the embedding cache: it cannot go with "
                 "--embedbench-no-cache"
             )
+        options = _github_summary_switch(options, cli)
         _check_outputs_distinct(options)
         for name in [n for n in _RAY_SETTINGS if n in values and not options.ray]:
             spec = cls.spec(name)
@@ -473,6 +485,27 @@ def shared_output_file(
         if first != label:
             return first, label, file
     return None
+
+
+def _github_summary_switch(options: Options, cli: _Lookup) -> Options:
+    """``--embedbench-no-github-summary`` (ini ``embedbench_no_github_summary``) against a job
+    summary path: the command line wins over the ini file (the ini's path is dropped, or the
+    ini's switch gives way to the command line's path); both on one level is a ConfigError."""
+    if not options.no_github_summary:
+        return options
+    off, path = Options.spec("no_github_summary"), Options.spec("github_summary")
+    off_on_cli, path_on_cli = cli(off.dest) is not None, cli(path.dest) is not None
+    if off_on_cli == path_on_cli and options.github_summary is not None:
+        where = (
+            f"{off.flag} and {path.flag}" if off_on_cli else f"ini options {off.ini} and {path.ini}"
+        )
+        raise ConfigError(
+            f"{where} conflict: one turns the GitHub job summary off, the other names its "
+            "file; keep one"
+        )
+    if path_on_cli:
+        return replace(options, no_github_summary=False)
+    return replace(options, github_summary=None)
 
 
 def _check_outputs_distinct(options: Options) -> None:

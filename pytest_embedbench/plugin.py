@@ -449,8 +449,9 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         state.artifacts.extend(written)
         failures.extend(failed)
     # GitHub Actions: the job summary (appended to $GITHUB_STEP_SUMMARY unless a path is
-    # given) and the pull-request comment, listing the files written above
-    github = options.github_summary or _step_summary()
+    # given or --embedbench-no-github-summary) and the pull-request comment, listing the files
+    # written above
+    github = options.github_summary or (None if options.no_github_summary else _step_summary())
     if github is not None or options.pr_comment is not None:
         written, failed = write_ci_reports(
             state.summary,

@@ -114,6 +114,43 @@ def test_the_summary_path_and_ini_key_win_over_the_variable(
     assert (project.path / "ci" / "comment.md").read_text().startswith(MARKER)
 
 
+def test_the_switch_leaves_the_step_summary_untouched(
+    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    project.makepyfile(test_basic=BASIC)
+    step = project.path / "step-summary.md"
+    step.write_text("## Lint\n\nall clean\n")
+    on_github(monkeypatch, step)
+    before = step.stat().st_mtime_ns
+    result = project.runpytest("--embedbench-no-github-summary", "--embedbench-pr-comment=c.md")
+    result.assert_outcomes(passed=2)
+    assert step.read_text() == "## Lint\n\nall clean\n" and step.stat().st_mtime_ns == before
+    assert "GitHub job summary" not in result.stdout.str()
+    assert (project.path / "c.md").read_text().startswith(MARKER)  # the comment still comes
+
+    # the ini key does the same, and the command line's path wins over it
+    project.makeini(
+        """
+        [pytest]
+        embedbench_cache_dir = .cache-embedbench
+        embedbench_bootstrap = 2000
+        embedbench_no_github_summary = true
+        """
+    )
+    project.runpytest().assert_outcomes(passed=2)
+    assert step.read_text() == "## Lint\n\nall clean\n"
+    project.runpytest("--embedbench-github-summary=mine.md").assert_outcomes(passed=2)
+    assert (project.path / "mine.md").read_text().startswith("## Embedding retrieval benchmark")
+    assert step.read_text() == "## Lint\n\nall clean\n"
+
+    clash = project.runpytest("--embedbench-no-github-summary", "--embedbench-github-summary=x")
+    assert clash.ret == pytest.ExitCode.USAGE_ERROR
+    clash.stderr.fnmatch_lines(
+        ["*--embedbench-no-github-summary and --embedbench-github-summary conflict*keep one"]
+    )
+    assert not (project.path / "x").exists()
+
+
 def test_without_github_nothing_is_written(project: pytest.Pytester) -> None:
     project.makepyfile(test_basic=BASIC)
     result = project.runpytest()

@@ -402,6 +402,33 @@ def test_the_ci_options_are_paths_from_where_they_were_given(tmp_path: Path) -> 
     assert config["pr_comment"] == options.pr_comment
 
 
+def test_the_switch_and_a_summary_path_follow_command_line_over_ini(tmp_path: Path) -> None:
+    off, path = "embedbench_no_github_summary", "embedbench_github_summary"
+    # the switch alone, on either level: no path, and the plugin leaves $GITHUB_STEP_SUMMARY
+    for options in (_resolve(tmp_path, {off: True}), _resolve(tmp_path, **{off: True})):
+        assert options.no_github_summary and options.github_summary is None
+    # the command line's switch drops the ini's path ...
+    options = _resolve(tmp_path, {off: True}, **{path: "g.md"})
+    assert options.no_github_summary and options.github_summary is None
+    assert options.configuration()["github_summary"] is None
+    # ... and the command line's path wins over the ini's switch
+    options = _resolve(tmp_path, {path: "g.md"}, **{off: True})
+    assert not options.no_github_summary
+    assert options.github_summary == tmp_path / "cwd" / "g.md"
+    # both on one level say two things: the error names them
+    with pytest.raises(
+        ConfigError,
+        match=r"^--embedbench-no-github-summary and --embedbench-github-summary conflict: one "
+        r"turns the GitHub job summary off, the other names its file; keep one$",
+    ):
+        _resolve(tmp_path, {off: True, path: "g.md"})
+    with pytest.raises(
+        ConfigError,
+        match=r"^ini options embedbench_no_github_summary and embedbench_github_summary conflict",
+    ):
+        _resolve(tmp_path, **{off: True, path: "g.md"})
+
+
 def test_a_ci_file_shared_with_another_report_is_an_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"--embedbench-md and --embedbench-pr-comment both"):
         _resolve(tmp_path, {"embedbench_md": "s.md", "embedbench_pr_comment": "s.md"})

@@ -56,7 +56,9 @@ class _ChatBackend(Protocol):
 
     def check(self) -> None: ...
 
-    def complete(self, messages: list[dict[str, str]], *, seed: int) -> str: ...
+    def complete(
+        self, messages: list[dict[str, str]], *, seed: int, schema: dict[str, Any] | None = None
+    ) -> str: ...
 
     def is_unreachable(self, exc: BaseException) -> bool: ...
 
@@ -95,7 +97,9 @@ class _OllamaChat:
     def check(self) -> None:
         self._client.show(self.model)
 
-    def complete(self, messages: list[dict[str, str]], *, seed: int) -> str:
+    def complete(
+        self, messages: list[dict[str, str]], *, seed: int, schema: dict[str, Any] | None = None
+    ) -> str:
         options = {
             "temperature": self.settings.temperature,
             "seed": seed,
@@ -104,7 +108,7 @@ class _OllamaChat:
         response = self._client.chat(
             model=self.model,
             messages=messages,
-            format=QUESTIONS_SCHEMA,
+            format=schema or QUESTIONS_SCHEMA,
             options=options,
             stream=False,
         )
@@ -117,9 +121,85 @@ class _OllamaChat:
         return isinstance(exc, self._ollama.ResponseError) and exc.status_code == 404
 
 
+#: the forms of structured output tried in turn against an OpenAI-compatible server, the first
+#: one it accepts kept for the run: a JSON schema (OpenAI, vLLM, LM Studio), a JSON object with
+#: the schema beside it (llama.cpp's Python server, which refuses ``json_schema``), then none:
+#: the prompt alone asks for the JSON and :func:`~.prompts.parse_questions` reads what comes
+STRUCTURED_OUTPUT = ("json_schema", "json_object", "prompt")
+
+#: words of a server's error that say it refused the ``response_format`` it was sent
+_FORMAT_WORDS = ("response_format", "json_schema", "json_object", "'text'", "structured output")
+
+#: words of a 5xx error body that say the request itself is invalid (a validation error): the
+#: same request would fail the same way, so it is not retried (llama.cpp's Python server answers
+#: its pydantic validation errors with HTTP 500)
+_INVALID_WORDS = (
+    "validation error",
+    "input should be",
+    "invalid request",
+    "invalid_request",
+    "field required",
+    "extra inputs are not permitted",
+    "not supported",
+    "unsupported",
+)
+
+
+def server_message(exc: BaseException, limit: int = 300) -> str:
+    """What the server said in an error answer, in one line: ``HTTP 500: Input should be
+    'text' or 'json_object' ...`` (the ``message`` of an OpenAI-style error body, else the
+    exception's text), at most ``limit`` characters. Not yet redacted: pass it through the
+    generator's scrub before it is shown."""
+    status = status_of(exc)
+    body = getattr(exc, "body", None)
+    text = ""
+    if isinstance(body, dict):
+        inner = body.get("error", body)
+        if isinstance(inner, dict):
+            text = str(inner.get("message") or inner.get("detail") or "")
+        elif isinstance(inner, str):
+            text = inner
+        if not text and "detail" in body:
+            text = str(body["detail"])
+    elif isinstance(body, str):
+        text = body
+    if not text:
+        text = str(getattr(exc, "message", "") or exc) or type(exc).__name__
+    text = " ".join(text.split())
+    if len(text) > limit:
+        text = text[: limit - 3] + "..."
+    return f"HTTP {status}: {text}" if status is not None else f"{type(exc).__name__}: {text}"
+
+
+def refuses_format(exc: BaseException) -> bool:
+    """Whether the server refused the structured-output form it was sent (a 400, 422 or 500
+    whose message names ``response_format`` or its types)."""
+    status = status_of(exc)
+    if status not in (400, 415, 422, 500, 501):
+        return False
+    text = server_message(exc, limit=4000).lower()
+    return any(word in text for word in _FORMAT_WORDS)
+
+
+def is_invalid_request(exc: BaseException) -> bool:
+    """A refusal that a retry cannot change: a 4xx other than a timeout or a rate limit, or a
+    5xx whose message says the request is invalid (a validation error)."""
+    status = status_of(exc)
+    if status is None:
+        return False
+    if 400 <= status < 500:
+        return status not in (408, 409, 425, 429)
+    if status >= 500:
+        text = server_message(exc, limit=4000).lower()
+        return any(word in text for word in _INVALID_WORDS)
+    return False
+
+
 class _OpenAIChat:
-    """``/v1/chat/completions`` through the ``openai`` client, the schema as
-    ``response_format``. Its own retries are off: :class:`RetryPolicy` retries and counts."""
+    """``/v1/chat/completions`` through the ``openai`` client. The schema goes as
+    ``response_format`` in the first form of :data:`STRUCTURED_OUTPUT` the server accepts
+    (``mode``, kept for the run). Its own retries are off: :class:`RetryPolicy` retries and
+    counts."""
 
     def __init__(self, settings: GenerationSettings, host: str) -> None:
         try:
@@ -141,22 +221,50 @@ class _OpenAIChat:
             max_retries=0,
             timeout=settings.request_timeout_s,
         )
+        #: the structured-output form in use: the first the server accepted
+        self.mode = STRUCTURED_OUTPUT[0]
+        #: what the server said when it refused each form it refused, in order
+        self.refusals: list[str] = []
 
     def check(self) -> None:
         """Compatible servers differ in what they list; the first request tells."""
 
-    def complete(self, messages: list[dict[str, str]], *, seed: int) -> str:
-        response = self._client.chat.completions.create(
-            model=self.model,
-            messages=messages,
-            temperature=self.settings.temperature,
-            seed=seed,
-            max_tokens=self.settings.num_predict,
-            response_format={
+    def _response_format(self, schema: dict[str, Any]) -> dict[str, Any] | None:
+        if self.mode == "json_schema":
+            return {
                 "type": "json_schema",
-                "json_schema": {"name": "questions", "schema": QUESTIONS_SCHEMA, "strict": True},
-            },
-        )
+                "json_schema": {"name": "answer", "schema": schema, "strict": True},
+            }
+        if self.mode == "json_object":
+            return {"type": "json_object", "schema": schema}
+        return None
+
+    def complete(
+        self, messages: list[dict[str, str]], *, seed: int, schema: dict[str, Any] | None = None
+    ) -> str:
+        schema = schema or QUESTIONS_SCHEMA
+        while True:
+            extra: dict[str, Any] = {}
+            response_format = self._response_format(schema)
+            if response_format is not None:
+                extra["response_format"] = response_format
+            try:
+                response = self._client.chat.completions.create(
+                    model=self.model,
+                    messages=messages,
+                    temperature=self.settings.temperature,
+                    seed=seed,
+                    max_tokens=self.settings.num_predict,
+                    **extra,
+                )
+            except Exception as exc:
+                place = STRUCTURED_OUTPUT.index(self.mode)
+                if place + 1 < len(STRUCTURED_OUTPUT) and refuses_format(exc):
+                    self.refusals.append(f"{self.mode}: {server_message(exc)}")
+                    self.mode = STRUCTURED_OUTPUT[place + 1]  # remembered for the run
+                    continue
+                raise
+            break
         if not response.choices:
             return ""
         return str(response.choices[0].message.content or "")
@@ -247,18 +355,26 @@ class _Generator:
                 f"{self.scrub(f'{type(exc).__name__}: {exc}')}"
             ) from None
 
-    def request(self, messages: list[dict[str, str]], seed: int, report: GenerationReport) -> str:
+    def request(
+        self,
+        messages: list[dict[str, str]],
+        seed: int,
+        report: GenerationReport,
+        schema: dict[str, Any] | None = None,
+    ) -> str:
         """One answer, retried on timeouts, 429 and 5xx; raises the last error when the
-        retries run out (a GenerationError when no retry can help)."""
+        retries run out (a GenerationError when no retry can help). A refusal that a retry
+        cannot change (a 4xx, or a 5xx that says the request is invalid) is not retried."""
         attempt = 0
         while True:
             report.requests += 1
             try:
-                content = self.backend.complete(messages, seed=seed)
+                content = self.backend.complete(messages, seed=seed, schema=schema)
                 self.answered = True
                 return content
             except Exception as exc:
-                decision = default_retry_decision(exc)  # timeouts, 429, 5xx, connections
+                # timeouts, 429, 5xx, connections; never a request the server calls invalid
+                decision = None if is_invalid_request(exc) else default_retry_decision(exc)
                 if decision is not None and not self.policy.gives_up(decision, attempt):
                     report.retries += 1
                     time.sleep(self.policy.delay(decision, attempt))
@@ -277,6 +393,15 @@ class _Generator:
                     ) from None
                 raise  # counted by the caller: one chunk lost, the run goes on
 
+    def count_failure(self, exc: BaseException, report: GenerationReport) -> str:
+        """Count a request that failed for good under its reason (``request_refused``: the
+        server called it invalid, not retried; ``request_failed``: timeouts or server errors
+        outlasted the retries), with what the server said, redacted; the reason."""
+        reason = "request_refused" if is_invalid_request(exc) else "request_failed"
+        report.failed_chunks[reason] += 1
+        report.server_errors[self.scrub(server_message(exc))] += 1
+        return reason
+
     def questions(
         self, chunk: Chunk, report: GenerationReport
     ) -> tuple[list[tuple[str, str]], int] | None:
@@ -294,7 +419,7 @@ class _Generator:
             except Exception as exc:
                 if status_of(exc) is None and default_retry_decision(exc) is None:
                     raise  # not the server's answer: a defect, never silently counted
-                report.failed_chunks["request_failed"] += 1
+                self.count_failure(exc, report)
                 return None
             parsed, bad = parse_questions(content)
             if parsed is not None:

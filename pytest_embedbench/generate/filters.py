@@ -65,8 +65,16 @@ def _question_words(question: str) -> list[str]:
     return _WORDS.findall(question)
 
 
+#: JSON or markup in a question's text: braces, a key's quote and colon, an
+#: escaped character, a chat template's special token. A small model held to a schema can run
+#: a question into the next object (``"What is ...?}, {"``): a question no user would type
+_MARKUP = re.compile(r'[{}]|"\s*[:,]|\\[nt"\\]|<\|[^|>]*\|>|</?[a-z]+>')
+
+
 def _heuristic_reason(question: str, settings: GenerationSettings) -> str | None:
     """The first heuristic filter ``question`` fails, or None."""
+    if _MARKUP.search(question):
+        return "markup"
     if not question.rstrip().endswith("?"):
         return "no_question_mark"
     words = _question_words(question)

@@ -82,21 +82,36 @@ def _messages(chunk: Chunk, settings: GenerationSettings) -> list[dict[str, str]
 _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
 
 
+def _first_json(text: str) -> Any:
+    """The JSON value of ``text``: the whole text, else the inside of a Markdown code fence,
+    else the first object that starts at a ``{`` with prose before or after it (a model asked
+    for JSON by the prompt alone adds "Sure! Here they are:"). None when there is none."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        pass
+    fenced = _FENCE.search(text)
+    if fenced:
+        try:
+            return json.loads(fenced.group(1))
+        except ValueError:
+            pass
+    start = text.find("{")
+    if start >= 0:
+        try:
+            return json.JSONDecoder().raw_decode(text, start)[0]
+        except ValueError:
+            pass
+    return None
+
+
 def parse_questions(content: str) -> tuple[list[tuple[str, str]] | None, str | None]:
     """``([(question, answer)...], None)``, or ``(None, reason)`` with reason
-    ``"invalid_json"`` or ``"schema_mismatch"``. A JSON object inside a Markdown code fence
-    counts as JSON (small models add fences even when told not to)."""
-    text = content.strip()
-    try:
-        data = json.loads(text)
-    except ValueError:
-        fenced = _FENCE.search(text)
-        try:
-            data = json.loads(fenced.group(1)) if fenced else None
-        except ValueError:
-            data = None
-        if data is None:
-            return None, "invalid_json"
+    ``"invalid_json"`` or ``"schema_mismatch"``. A JSON object inside a Markdown code fence, or
+    with prose around it, counts as JSON (small models add both even when told not to)."""
+    data = _first_json(content.strip())
+    if data is None:
+        return None, "invalid_json"
     if not isinstance(data, dict) or not isinstance(data.get("questions"), list):
         return None, "schema_mismatch"
     out = []

@@ -12,6 +12,8 @@ from .settings import PROMPT_VERSION
 #: why a returned question is not kept, in the order the checks of :mod:`.filters` run: the
 #: filters (its words, the judge, near-duplicates across the set), then the per-chunk cap
 REJECT_REASONS: dict[str, str] = {
+    "markup": "holds JSON or markup debris ('}', '{', '\"question\"'): the model's text ran "
+    "into the next object",
     "no_question_mark": "does not end with '?'",
     "too_short": "fewer words than min_question_words",
     "too_long": "more words than max_question_words",
@@ -35,6 +37,8 @@ CHUNK_FAILURES: dict[str, str] = {
     "invalid_json": "the answer was not JSON, every attempt",
     "schema_mismatch": 'the JSON was not {"questions": [{"question", "answer"}]}, every attempt',
     "request_failed": "timeouts or server errors outlasted the retries",
+    "request_refused": "the server called the request invalid (a 4xx, or a 5xx validation "
+    "error): not retried",
 }
 
 
@@ -63,11 +67,18 @@ class GenerationReport:
     candidates: int = 0
     kept: int = 0
     rejected: Counter[str] = field(default_factory=Counter)
+    #: what the server said when a request failed for good (redacted), and how often
+    server_errors: Counter[str] = field(default_factory=Counter)
+    #: the structured-output form the server accepted (an OpenAI-compatible server:
+    #: json_schema, json_object or prompt; None for Ollama, whose ``format`` takes the schema)
+    structured_output: str | None = None
+    #: what the server said of each structured-output form it refused, in order
+    format_refusals: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data, keys in a fixed order (for the sidecar file and ``--json``)."""
         out = dataclasses.asdict(self)
-        for name in ("bad_answers", "failed_chunks", "rejected"):
+        for name in ("bad_answers", "failed_chunks", "rejected", "server_errors"):
             out[name] = dict(sorted(getattr(self, name).items()))
         return out
 
@@ -118,6 +129,14 @@ class GenerationReport:
             lines.append(f"  unreadable answers ({reason}): {n}")
         for reason, n in sorted(self.failed_chunks.items()):
             lines.append(f"  chunks without questions ({reason}): {n} - {CHUNK_FAILURES[reason]}")
+        for message, n in sorted(self.server_errors.items()):
+            lines.append(f"    the server said ({n}x): {message}")
+        if self.format_refusals:
+            lines.append(
+                f"  structured output: {self.structured_output} (the server refused "
+                + "; ".join(self.format_refusals)
+                + ")"
+            )
         for reason in REJECT_REASONS:
             if self.rejected.get(reason):
                 lines.append(

@@ -77,9 +77,19 @@ def generate_evalset(
             for question, answer in _judged(questions, chunk, settings, report, judge):
                 pool.add(_Candidate(place, chunk.doc_id, chunk.id, question, answer, seed))
         kept = pool.tally(report)  # a later copy can reject an earlier question: recounted
+        _structured_output(backend, generator, report)
         if progress is not None:
             progress(report)
     return GenerationResult(evalset_rows(_rows(kept), settings, backend.host), report)
+
+
+def _structured_output(backend: object, generator: _Generator, report: GenerationReport) -> None:
+    """The structured-output form the server accepted, and what it said of those it refused
+    (an OpenAI-compatible server; Ollama takes the schema as ``format``)."""
+    mode = getattr(backend, "mode", None)
+    if mode is not None:
+        report.structured_output = mode
+        report.format_refusals = [generator.scrub(r) for r in getattr(backend, "refusals", [])]
 
 
 def _documents(

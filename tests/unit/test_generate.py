@@ -732,6 +732,108 @@ def test_openai_missing_model_and_a_refused_chunk(docs: Path) -> None:
         server.reset()
         server.script("400", "429")  # one chunk refused (counted), one rate-limited (retried)
         result = generate_evalset(docs, fast(model="openai:qwen2.5-7b-instruct", host=base))
-    assert result.report.failed_chunks["request_failed"] == 1
+    # a 400 is the server's decision: counted at once, not retried, its own words shown
+    assert result.report.failed_chunks["request_refused"] == 1
+    assert result.report.server_errors == {"HTTP 400: Bad request.": 1}
+    assert "    the server said (1x): HTTP 400: Bad request." in result.report.summary_lines()
     assert result.report.retries == 1
     assert [r["relevant_doc_ids"][0] for r in result.rows][-1] == "g-webhooks.md"
+
+
+class _LlamaCppLikeServer(OpenAIChatServer):
+    """Answers as llama-cpp-python's server does: ``json_schema`` is refused with its pydantic
+    validation error, as HTTP 500 (and, with ``refuse_objects``, ``json_object`` too)."""
+
+    refuse_objects = False
+
+    def _embed(self, request: Any, path: str) -> Any:
+        body = request.body
+        kind = (body.get("response_format") or {}).get("type") if isinstance(body, dict) else None
+        if path.rstrip("/") == self.chat_route and (
+            kind == "json_schema" or (kind == "json_object" and self.refuse_objects)
+        ):
+            return self._error(
+                500,
+                "1 validation error for CreateChatCompletionRequest\nresponse_format.type\n  "
+                f"Input should be 'text' or 'json_object' [type=literal_error, input_value='{kind}'"
+                f", input_type=str] key={SECRET}",
+            )
+        return super()._embed(request, path)
+
+
+def test_a_refused_json_schema_falls_back_once_and_is_remembered(
+    docs: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)  # the server echoes it: never shown
+    with _LlamaCppLikeServer(answerer=scripted_answerer()) as server:
+        result = generate_evalset(
+            docs, fast(model="openai:qwen2.5-7b-instruct", host=server.url + "/v1")
+        )
+        kinds = [(r.body.get("response_format") or {}).get("type") for r in server.chat_requests]
+    # one refusal, then json_object (with the schema) for every later request: never retried
+    assert kinds[0] == "json_schema" and set(kinds[1:]) == {"json_object"}
+    assert result.report.retries == 0 and not result.report.failed_chunks.get("request_failed")
+    assert result.report.structured_output == "json_object"
+    (refusal,) = result.report.format_refusals
+    assert refusal.startswith("json_schema: HTTP 500: 1 validation error") and SECRET not in refusal
+    assert "Input should be 'text' or 'json_object'" in refusal
+    assert [(r["query"], r["relevant_doc_ids"][0]) for r in result.rows][:2] == EXPECTED_KEPT[:2]
+    assert any(
+        line.startswith("  structured output: json_object")
+        for line in (result.report.summary_lines())
+    )
+
+
+def test_a_server_refusing_both_forms_gets_the_json_by_prompt(
+    docs: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    with _LlamaCppLikeServer(answerer=scripted_answerer()) as server:
+        server.refuse_objects = True
+        result = generate_evalset(
+            docs, fast(model="openai:qwen2.5-7b-instruct", host=server.url + "/v1")
+        )
+        bodies = [r.body for r in server.chat_requests]
+    assert [b.get("response_format", {}).get("type") for b in bodies[:3]] == [
+        "json_schema",
+        "json_object",
+        None,
+    ]
+    assert all("response_format" not in b for b in bodies[2:])
+    assert result.report.structured_output == "prompt"
+    assert len(result.report.format_refusals) == 2
+    assert result.report.kept >= 3
+    assert SECRET not in json.dumps(result.report.to_dict())
+
+
+class _InvalidRequestServer(OpenAIChatServer):
+    """Every chat request is answered with a validation error as HTTP 500."""
+
+    def _embed(self, request: Any, path: str) -> Any:
+        if path.rstrip("/") == self.chat_route:
+            return self._error(
+                500,
+                "1 validation error for CreateChatCompletionRequest\nmax_tokens\n  Input should "
+                "be greater than or equal to 1 [type=greater_than_equal]",
+            )
+        return super()._embed(request, path)
+
+
+def test_a_validation_error_is_not_retried_and_its_words_are_shown(docs: Path) -> None:
+    """A 500 that says the request is invalid is the server's decision, as a 400 is: one
+    request per chunk, the reason quotes the server; a plain 500 is retried."""
+    settings = {"model": "openai:qwen2.5-7b-instruct", "max_retries": 2}
+    with _InvalidRequestServer() as server:
+        result = generate_evalset(docs, fast(host=server.url + "/v1", **settings))
+    report = result.report
+    assert (report.requests, report.retries) == (len(DOCS), 0)
+    assert report.failed_chunks == {"request_refused": len(DOCS)}
+    (said,) = report.server_errors
+    assert said.startswith("HTTP 500: 1 validation error for CreateChatCompletionRequest")
+    assert f"    the server said ({len(DOCS)}x): {said}" in report.summary_lines()
+    with OpenAIChatServer(answerer=scripted_answerer()) as plain:
+        plain.script("500", "500", "500")  # the first chunk: retried twice, then counted
+        retried = generate_evalset(docs, fast(host=plain.url + "/v1", **settings))
+    assert retried.report.retries == 2
+    assert retried.report.server_errors == {"HTTP 500: Internal server error.": 1}
+    assert retried.report.failed_chunks["request_failed"] == 1

@@ -8,6 +8,7 @@ Usage::
     embedbench stress needle -m bm25 --context-sizes 2k,8k   # needle.json and needle.md
     embedbench report report.json -o report.html [--priority speed] [--title T]
     embedbench report report.json --csv out/ --md summary.md
+    embedbench report report.json --github-summary "$GITHUB_STEP_SUMMARY" --pr-comment c.md
     embedbench generate-evalset --docs handbook/ --output evalset.jsonl --max-chunks 40
     embedbench generate-evalset --config embedbench.yaml --dataset handbook --regenerate
     embedbench embed --ray local --model hf:MODEL --dataset corpus/   # fill the cache on Ray
@@ -20,8 +21,9 @@ import argparse
 import dataclasses
 import importlib.util
 import json
+import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -31,7 +33,7 @@ from tabulate import tabulate
 from .providers import PROVIDERS, EmbeddingProvider, provider_class
 from .providers.catalogue import CATALOGUE, PRICES_AS_OF
 
-__all__ = ["main", "providers_table"]
+__all__ = ["main", "providers_table", "run_artifacts"]
 
 
 def providers_table() -> dict[str, Any]:
@@ -131,7 +133,7 @@ def _report(args: argparse.Namespace) -> int:
     summary = Summary.from_json(report)
     if args.priority:
         summary = dataclasses.replace(summary, priority=args.priority)
-    if args.output or args.csv or args.md:
+    if args.output or args.csv or args.md or args.github_summary or args.pr_comment:
         return _write_files(args, summary, report)
     lines = render_summary(summary, verbosity=-1 if args.quiet else 0, columns=args.columns)
     lines += summary.notices  # what the run printed under its tables
@@ -140,8 +142,9 @@ def _report(args: argparse.Namespace) -> int:
 
 
 def _write_files(args: argparse.Namespace, summary: Any, report: dict[str, Any]) -> int:
-    """``-o``, ``--csv`` and ``--md``: the files the run would have written from this JSON."""
-    from .report.artifacts import write_failure
+    """``-o``, ``--csv``, ``--md``, ``--github-summary`` and ``--pr-comment``: the files the
+    run would have written from this JSON."""
+    from .report.artifacts import write_ci_reports, write_failure
     from .report.html import render_html
     from .report.tabular import render_markdown, write_csv
 
@@ -168,7 +171,49 @@ def _write_files(args: argparse.Namespace, summary: Any, report: dict[str, Any])
             continue
         for done in written:  # like the end of a run: every file written, by path
             print(f"{label}: {done}")
+    if args.github_summary or args.pr_comment:
+        from .report.ci import github_run_url
+
+        # as the run wrote them: listing the files the run wrote (its configuration names
+        # them), relative to the folder this runs in, and the workflow run's page
+        done, failures = write_ci_reports(
+            summary,
+            github_summary=Path(args.github_summary) if args.github_summary else None,
+            pr_comment=Path(args.pr_comment) if args.pr_comment else None,
+            artifacts=run_artifacts(report),
+            run_url=github_run_url(os.environ),
+            base=Path.cwd(),
+            title=args.title,
+        )
+        for label, path in done:
+            print(f"{label}: {path}")
+        for failure in failures:
+            print(failure, file=sys.stderr)
+        status = 1 if failures else status
     return status
+
+
+def run_artifacts(report: Mapping[str, Any]) -> list[tuple[str, Path]]:
+    """The files a run wrote before its GitHub job summary and PR comment, which list them:
+    ``(label, path)`` in the run's order (the JSON report, the HTML report, each CSV file, the
+    Markdown), from the report's configuration block (the paths the run was given)."""
+    from .options import CSV_FILES
+
+    config = report.get("configuration")
+    config = config if isinstance(config, Mapping) else {}
+
+    def path(key: str) -> Path | None:
+        value = config.get(key)
+        return Path(value) if isinstance(value, str) and value else None
+
+    found: list[tuple[str, Path | None]] = [
+        ("JSON report", path("json")),
+        ("HTML report", path("html")),
+    ]
+    folder = path("csv")
+    found += [("CSV", folder / name) for name in CSV_FILES] if folder is not None else []
+    found.append(("Markdown", path("md")))
+    return [(label, p) for label, p in found if p is not None]
 
 
 def _clashing_output(args: argparse.Namespace) -> str | None:
@@ -177,6 +222,7 @@ def _clashing_output(args: argparse.Namespace) -> str | None:
     from .options import CSV_FILES, shared_output_file
 
     targets = [("-o", args.output), ("--md", args.md)]
+    targets += [("--github-summary", args.github_summary), ("--pr-comment", args.pr_comment)]
     if args.csv:
         targets += [("--csv", str(Path(args.csv) / f)) for f in CSV_FILES]
     outputs = [(f"the report it reads ({args.path})", Path(args.path))]
@@ -230,10 +276,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     report = sub.add_parser(
         "report",
         help="print the comparison table of a saved JSON report, or render it as HTML (-o), "
-        "CSV and Markdown",
+        "CSV, Markdown, a GitHub job summary or a PR comment",
         description="The table pytest printed, from a report written with --embedbench-json; "
-        "with -o, --csv or --md, the HTML report, CSV files or Markdown the run would have "
-        "written (the same bytes: they render from the JSON alone).",
+        "with -o, --csv, --md, --github-summary or --pr-comment, the HTML report, CSV files, "
+        "Markdown, job summary or comment the run would have written (the same bytes: they "
+        "render from the JSON alone; the CI texts list the files the run wrote, relative to "
+        "the current folder, and the workflow run of the GITHUB_* variables).",
     )
     report.add_argument("path", metavar="REPORT.json", help="a report from --embedbench-json")
     report.add_argument("-q", "--quiet", action="store_true", help="the short table of -q")
@@ -245,6 +293,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         "gates.csv here",
     )
     report.add_argument("--md", metavar="PATH", help="write the Markdown tables here")
+    report.add_argument(
+        "--github-summary",
+        metavar="PATH",
+        help="append the GitHub job summary the run wrote to this file (e.g. $GITHUB_STEP_SUMMARY)",
+    )
+    report.add_argument(
+        "--pr-comment", metavar="PATH", help="write the pull-request comment the run wrote here"
+    )
     report.add_argument(
         "--priority",
         choices=["accuracy", "speed", "balanced", "cost"],

@@ -148,18 +148,21 @@ def write_ci_reports(
     artifacts: list[tuple[str, Path]] | None = None,
     run_url: str | None = None,
     base: Path | None = None,
+    title: str | None = None,
 ) -> tuple[list[tuple[str, Path]], list[str]]:
     """Append the GitHub job summary to ``github_summary`` and write the pull-request comment
     to ``pr_comment`` (:mod:`.ci`, formatting ``summary``), listing the ``artifacts`` already
-    written (paths shown relative to ``base`` when inside it) and the run's page ``run_url``:
-    what was written (label, path) and the failure lines."""
+    written (paths shown relative to ``base`` when inside it) and the run's page ``run_url``
+    (``title``: the heading, default the run's): what was written (label, path) and the
+    failure lines."""
     from .ci import render_github_summary, render_pr_comment
 
     shown = [(label, _shown(path, base)) for label, path in artifacts or []]
+    titled = {"title": title} if title else {}
     written: list[tuple[str, Path]] = []
     failures: list[str] = []
     if github_summary is not None:
-        text = render_github_summary(summary, artifacts=shown, run_url=run_url)
+        text = render_github_summary(summary, artifacts=shown, run_url=run_url, **titled)
         try:
             # one write in append mode: GitHub collects the file after the step, and other
             # tools of the step may have appended their own summaries before this one
@@ -178,7 +181,7 @@ def write_ci_reports(
                 )
             )
     if pr_comment is not None:
-        comment = render_pr_comment(summary, artifacts=shown, run_url=run_url)
+        comment = render_pr_comment(summary, artifacts=shown, run_url=run_url, **titled)
         try:
             atomic_write_text(pr_comment, comment)
             written.append(("PR comment", pr_comment))

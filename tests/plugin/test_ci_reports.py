@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 import yaml
 
+from pytest_embedbench.cli import main
 from pytest_embedbench.options import option_specs
 from pytest_embedbench.report.ci import GITHUB_COMMENT_LIMIT, MARKER
 from pytest_embedbench.report.summary import Summary
@@ -305,6 +306,48 @@ def test_a_regression_reaches_the_comment_and_the_junit_file(gated: pytest.Pytes
     assert f"| {diff.improved} | {diff.degraded} | {diff.unchanged} | {diff.queries} |" in counts
     worst = diff.worst[0]
     assert f"- `{worst.query_id}` “{worst.text}”: {worst.before:.3f} → {worst.after:.3f}" in comment
+
+
+def test_embedbench_report_renders_the_job_summary_and_comment_the_run_wrote(
+    gated: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A failing gate's run on GitHub, then ``embedbench report`` on its JSON in a later step:
+    the job summary and the comment come out byte for byte as the run wrote them (its gate
+    verdict, per-query changes, the files it wrote and the run's page)."""
+    write_test(gated, "bm25")
+    gated.runpytest("--embedbench-update-baseline").assert_outcomes(passed=1)
+    write_test(gated, "hashing:weak", ", dim=4")
+    step = gated.path / "step-summary.md"
+    step.write_text("## Lint\n\nall clean\n")
+    on_github(monkeypatch, step)
+    outputs = ("--embedbench-json=out/r.json", "--embedbench-html=out/r.html")
+    gated.runpytest(*outputs, "--embedbench-pr-comment=out/comment.md").assert_outcomes(failed=1)
+    ran = step.read_text().removeprefix("## Lint\n\nall clean\n\n")
+    assert "❌ regressed" in ran and "- HTML report: `out/r.html`" in ran
+    assert "actions/runs/4242#artifacts" in ran and "### Per-query changes" in ran
+
+    again = gated.path / "again"
+    again.mkdir()
+    (again / "summary.md").write_text("## Lint\n\nall clean\n")  # a later step's file
+    capsys.readouterr()  # what the runs printed
+    args = ["report", "out/r.json", "--github-summary", "again/summary.md"]
+    assert main([*args, "--pr-comment", "again/comment.md"]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        "GitHub job summary: again/summary.md",
+        "PR comment: again/comment.md",
+    ]
+    assert (again / "summary.md").read_text() == "## Lint\n\nall clean\n\n" + ran  # appended
+    assert (again / "comment.md").read_bytes() == (gated.path / "out/comment.md").read_bytes()
+    # with another title, as -o and --md take it
+    assert main(["report", "out/r.json", "--pr-comment", "t.md", "--title", "Search"]) == 0
+    assert (gated.path / "t.md").read_text().startswith(MARKER + "\n## Search\n")
+
+    # an output that would overwrite the report read, or another output: nothing is written
+    assert main(["report", "out/r.json", "--pr-comment", "out/r.json"]) == 2
+    assert main(["report", "out/r.json", "--md", "x.md", "--github-summary", "x.md"]) == 2
+    err = capsys.readouterr().err
+    assert "--pr-comment out/r.json is also the report it reads (out/r.json)" in err
+    assert "--github-summary x.md is also --md x.md" in err and not Path("x.md").exists()
 
 
 # -- the documented workflow --------------------------------------------------------------------

@@ -1,7 +1,8 @@
 """One summary, every writer: a stress run with cut-offs written as JSON, HTML, CSV and Markdown
 holds the terminal's figures in each file (and the JSON's score distributions under the
 cut-offs, in the CSV and Markdown), ``embedbench report`` on its JSON gives the same
-bytes (and the terminal's text), and the summary read back from the JSON is the run's."""
+bytes (the GitHub job summary and PR comment included) and the terminal's text, and the
+summary read back from the JSON is the run's."""
 
 from __future__ import annotations
 
@@ -35,6 +36,8 @@ OUTPUTS = (
     "--embedbench-html=out/r.html",
     "--embedbench-csv=out/csv",
     "--embedbench-md=out/r.md",
+    "--embedbench-github-summary=out/job-summary.md",
+    "--embedbench-pr-comment=out/comment.md",
 )
 
 
@@ -244,10 +247,15 @@ def test_embedbench_report_reproduces_every_output(
     out = project.path / "out"
     again = tmp_path / "again"
     args = ["report", str(out / "r.json"), "-o", str(again / "r.html"), "--csv", str(again)]
+    args += ["--github-summary", str(again / "job-summary.md")]
+    args += ["--pr-comment", str(again / "comment.md")]
     assert main([*args, "--md", str(again / "r.md")]) == 0
     capsys.readouterr()
     assert (again / "r.html").read_bytes() == (out / "r.html").read_bytes()
     assert (again / "r.md").read_bytes() == (out / "r.md").read_bytes()
+    for name in ("job-summary.md", "comment.md"):  # the CI texts too, the files listed
+        assert (again / name).read_bytes() == (out / name).read_bytes(), name
+    assert "- CSV: `out/csv/cutoff_scores.csv`" in (out / "comment.md").read_text()
     for name in CSV_FILES:
         assert (again / name).read_bytes() == (out / "csv" / name).read_bytes(), name
     assert main(["report", str(out / "r.json")]) == 0

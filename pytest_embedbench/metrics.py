@@ -24,7 +24,7 @@ import math
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from itertools import chain
+from itertools import chain, compress
 
 import numpy as np
 
@@ -251,12 +251,14 @@ def rank_run(scores: Mapping[str, float]) -> list[str]:
     return [doc_id for _, doc_id in items]
 
 
+def _values(row: Mapping[str, float]) -> Iterable[float]:
+    return row.values()
+
+
 def _run_scores(rows: Sequence[Mapping[str, float]], count: int) -> np.ndarray:
     """Every score of ``rows``, in order, as one float64 array; a NaN is an error naming it."""
     try:
-        scores = np.fromiter(
-            chain.from_iterable(row.values() for row in rows), dtype=np.float64, count=count
-        )
+        scores = np.fromiter(chain.from_iterable(map(_values, rows)), dtype=np.float64, count=count)
     except (TypeError, ValueError):  # scores that only float() understands: the slow path
         scores = np.array([float(v) for row in rows for v in row.values()], dtype=np.float64)
     if np.isnan(scores).any():
@@ -287,29 +289,9 @@ def score_run(
     depth = max(parse_metric(m).k for m in names)
     qids = list(qrels)
     n = len(qids)
-    ideal = np.zeros((n, depth), dtype=np.float64)
-    num_rel = np.zeros(n, dtype=np.float64)
     # only documents with a positive grade can change a metric: place each one by its rank,
     # counted from the run's scores, instead of sorting every run
-    rel_q: list[int] = []
-    rel_doc: list[str] = []
-    rel_grade: list[int] = []
-    for i, qid in enumerate(qids):
-        positive = []
-        for doc_id, grade in qrels[qid].items():
-            if isinstance(grade, bool) or not isinstance(grade, (int, np.integer)) or grade < 0:
-                raise MetricError(
-                    f"qrels[{qid!r}][{doc_id!r}] = {grade!r}: grades must be integers >= 0"
-                )
-            if grade > 0:
-                positive.append(int(grade))
-                rel_q.append(i)
-                rel_doc.append(doc_id)
-                rel_grade.append(int(grade))
-        if positive:
-            positive.sort(reverse=True)
-            ideal[i, : min(depth, len(positive))] = positive[:depth]
-            num_rel[i] = len(positive)
+    rel_q, rel_doc, rel_grade, ideal, num_rel = _positive_judgements(qids, qrels, depth)
     rows = [run.get(qid) or {} for qid in qids]
     lengths = np.fromiter(map(len, rows), dtype=np.int64, count=n)
     scores = _run_scores(rows, int(lengths.sum()))
@@ -318,13 +300,60 @@ def score_run(
     return {name: dict(zip(qids, values.tolist(), strict=True)) for name, values in arrays.items()}
 
 
+def _reject_grade(qids: Sequence[str], qrels: Mapping[str, Mapping[str, int]]) -> None:
+    """Raise the MetricError naming the first grade that is not an integer >= 0."""
+    for qid in qids:
+        for doc_id, grade in qrels[qid].items():
+            if isinstance(grade, bool) or not isinstance(grade, (int, np.integer)) or grade < 0:
+                raise MetricError(
+                    f"qrels[{qid!r}][{doc_id!r}] = {grade!r}: grades must be integers >= 0"
+                )
+
+
+def _positive_judgements(
+    qids: Sequence[str], qrels: Mapping[str, Mapping[str, int]], depth: int
+) -> tuple[np.ndarray, list[str], np.ndarray, np.ndarray, np.ndarray]:
+    """The positively graded documents of every query, as flat arrays (query index, document
+    id, grade), the ``(n_queries, depth)`` ideal grade matrix and the relevant counts.
+
+    The grades are checked in bulk (their types, then their signs); a bad one is a MetricError
+    naming its query and document."""
+    n = len(qids)
+    judged = [qrels[qid] for qid in qids]
+    raw = list(chain.from_iterable(map(_values, judged)))
+    if not all(k is not bool and issubclass(k, (int, np.integer)) for k in set(map(type, raw))):
+        _reject_grade(qids, qrels)
+    try:
+        grades = np.fromiter(raw, dtype=np.int64, count=len(raw))
+    except OverflowError:
+        raise MetricError(
+            "qrels: a grade does not fit in 64 bits; grades are small integers >= 0"
+        ) from None
+    if (grades < 0).any():
+        _reject_grade(qids, qrels)
+    sizes = np.fromiter(map(len, judged), dtype=np.int64, count=n)
+    positive = grades > 0
+    rel_q = np.repeat(np.arange(n, dtype=np.int64), sizes)[positive]
+    rel_grade = grades[positive]
+    rel_doc = list(compress(chain.from_iterable(judged), positive.tolist()))
+    counts = np.bincount(rel_q, minlength=n)
+    # the ideal ranking: each query's positive grades, largest first
+    order = np.lexsort((-rel_grade, rel_q))
+    sorted_q = rel_q[order]
+    place = np.arange(len(order)) - (np.cumsum(counts) - counts)[sorted_q]
+    keep = place < depth
+    ideal = np.zeros((n, depth), dtype=np.float64)
+    ideal[sorted_q[keep], place[keep]] = rel_grade[order][keep]
+    return rel_q, rel_doc, rel_grade, ideal, counts.astype(np.float64)
+
+
 def _place_relevant(
     rows: Sequence[Mapping[str, float]],
     scores: np.ndarray,
     lengths: np.ndarray,
-    rel_q: list[int],
+    rel_q: np.ndarray,
     rel_doc: list[str],
-    rel_grade: list[int],
+    rel_grade: np.ndarray,
     depth: int,
 ) -> np.ndarray:
     """The ``(n_queries, depth)`` grade matrix from the positively graded documents' ranks.
@@ -334,18 +363,56 @@ def _place_relevant(
     every row's values in order, ``lengths`` the row sizes.
     """
     grades = np.zeros((len(rows), depth), dtype=np.float64)
-    item_q, item_s, item_g, item_doc = [], [], [], []
-    for q, doc_id, grade in zip(rel_q, rel_doc, rel_grade, strict=True):
-        value = rows[q].get(doc_id)
-        if value is not None:
-            item_q.append(q)
-            item_s.append(float(value))
-            item_g.append(grade)
-            item_doc.append(doc_id)
-    if not item_q:
+    found = [rows[q].get(doc_id) for q, doc_id in zip(rel_q.tolist(), rel_doc, strict=True)]
+    inside_run = np.fromiter((v is not None for v in found), dtype=bool, count=len(found))
+    if not inside_run.any():
         return grades
-    iq = np.asarray(item_q, dtype=np.int64)
-    sv = np.asarray(item_s, dtype=np.float64)
+    picked = np.flatnonzero(inside_run)
+    iq = rel_q[picked]
+    sv = np.array([float(found[j]) for j in picked.tolist()], dtype=np.float64)
+    item_g = rel_grade[picked].astype(np.float64)
+    widest = int(lengths.max())
+    if len(rows) * widest <= 2 * len(scores) + 1024:
+        higher, equal = _count_padded(scores, lengths, widest, iq, sv)
+    else:  # a few very long rows: compare each item with its own row only
+        higher, equal = _count_segments(scores, lengths, iq, sv)
+    for j in np.flatnonzero((equal > 1) & (higher < depth)):
+        # tied scores: trec_eval puts larger document ids first
+        doc, value = str(rel_doc[picked[j]]), float(sv[j])
+        row = rows[int(iq[j])]
+        higher[j] += sum(1 for d, v in row.items() if float(v) == value and str(d) > doc)
+    inside = higher < depth
+    grades[iq[inside], higher[inside]] = item_g[inside]
+    return grades
+
+
+def _count_padded(
+    scores: np.ndarray, lengths: np.ndarray, widest: int, iq: np.ndarray, sv: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per item, how many of its row's scores are higher and how many equal, from the rows laid
+    out as one ``(n_rows, widest)`` matrix padded with NaN (which compares neither higher nor
+    equal); items are compared in blocks of about :data:`COMPARE_CHUNK` cells."""
+    if widest == 0 or len(scores) == len(lengths) * widest:
+        matrix = scores.reshape(len(lengths), widest)
+    else:
+        matrix = np.full((len(lengths), widest), np.nan)
+        matrix[np.arange(widest) < lengths[:, None]] = scores
+    higher = np.empty(len(iq), dtype=np.int64)
+    equal = np.empty(len(iq), dtype=np.int64)
+    step = max(1, COMPARE_CHUNK // max(widest, 1))
+    for start in range(0, len(iq), step):
+        block = matrix[iq[start : start + step]]
+        ref = sv[start : start + step, None]
+        higher[start : start + step] = np.count_nonzero(block > ref, axis=1)
+        equal[start : start + step] = np.count_nonzero(block == ref, axis=1)
+    return higher, equal
+
+
+def _count_segments(
+    scores: np.ndarray, lengths: np.ndarray, iq: np.ndarray, sv: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """As :func:`_count_padded`, for rows of very different lengths: each item is compared with
+    its own row's segment of ``scores``, in chunks of about :data:`COMPARE_CHUNK` comparisons."""
     offsets = np.cumsum(lengths) - lengths
     higher = np.empty(len(iq), dtype=np.int64)
     equal = np.empty(len(iq), dtype=np.int64)
@@ -365,11 +432,4 @@ def _place_relevant(
         higher[start:stop] = np.add.reduceat(vals > ref, before)
         equal[start:stop] = np.add.reduceat(vals == ref, before)
         start = stop
-    for j in np.flatnonzero((equal > 1) & (higher < depth)):
-        # tied scores: trec_eval puts larger document ids first
-        doc, value = str(item_doc[j]), item_s[j]
-        row = rows[item_q[j]]
-        higher[j] += sum(1 for d, v in row.items() if float(v) == value and str(d) > doc)
-    inside = higher < depth
-    grades[iq[inside], higher[inside]] = np.asarray(item_g, dtype=np.float64)[inside]
-    return grades
+    return higher, equal

@@ -173,3 +173,50 @@ def test_score_run_equals_ranx(seed: int) -> None:
         values = np.asarray(result[name])
         mine = np.asarray([got[ours][q] for q in qids])
         np.testing.assert_allclose(mine, values, atol=1e-12, err_msg=name)
+
+
+@pytest.mark.parametrize("chunk", [7, 4 * 1024 * 1024])
+def test_uneven_rows_equal_pytrec_eval(chunk: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    # one run of 3,000 documents beside 60 runs of 0-3: too uneven for the padded matrix, so
+    # each relevant document is compared with its own row's segment; ties at the long row's end
+    monkeypatch.setattr(metrics_module, "COMPARE_CHUNK", chunk)
+    rng = np.random.default_rng(3)
+    docs = [f"d{i:04d}" for i in range(3000)]
+    qrels = {
+        f"q{q}": {docs[j]: int(rng.integers(0, 3)) for j in range(q, q + 5)} for q in range(61)
+    }
+    run = {"q0": {d: float(rng.integers(0, 6)) / 5 for d in docs}}
+    for q in range(1, 61):
+        run[f"q{q}"] = {docs[j]: float(rng.random()) for j in range(q, q + int(rng.integers(0, 4)))}
+    expected = trec_values(qrels, run)
+    got = score_run(qrels, run, list(expected))
+    for name, per_query in expected.items():
+        for qid, value in per_query.items():
+            assert got[name][qid] == value, (name, qid)
+
+
+def test_uniform_rows_with_numpy_grades_equal_pytrec_eval() -> None:
+    # every run the same length (the matrix needs no padding) and grades as numpy integers
+    rng = np.random.default_rng(11)
+    docs = [f"d{i:03d}" for i in range(40)]
+    qrels = {
+        f"q{q}": {docs[j]: np.int64(rng.integers(0, 4)) for j in rng.choice(40, 6, replace=False)}
+        for q in range(30)
+    }
+    run = {
+        f"q{q}": {docs[j]: float(rng.integers(0, 3)) for j in rng.choice(40, 20, replace=False)}
+        for q in range(30)
+    }
+    plain = {q: {d: int(g) for d, g in judged.items()} for q, judged in qrels.items()}
+    expected = trec_values(plain, run)
+    got = score_run(qrels, run, list(expected))  # type: ignore[arg-type]
+    for name, per_query in expected.items():
+        for qid, value in per_query.items():
+            assert got[name][qid] == value, (name, qid)
+
+
+@pytest.mark.parametrize("grade", [True, -1, 1.0, "2"])
+def test_a_bad_grade_is_named(grade: object) -> None:
+    qrels = {"q1": {"a": 1}, "q2": {"b": 0, "c": grade}}
+    with pytest.raises(metrics_module.MetricError, match=r"qrels\['q2'\]\['c'\] = .*integers >= 0"):
+        score_run(qrels, {"q1": {"a": 1.0}}, ["ndcg@10"])  # type: ignore[arg-type]

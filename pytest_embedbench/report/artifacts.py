@@ -158,7 +158,7 @@ def write_ci_reports(
     from .ci import render_github_summary, render_pr_comment
 
     shown = [(label, _shown(path, base)) for label, path in artifacts or []]
-    titled = {"title": title} if title else {}
+    titled: dict[str, Any] = {"title": title} if title else {}
     written: list[tuple[str, Path]] = []
     failures: list[str] = []
     if github_summary is not None:

@@ -231,6 +231,8 @@ class Case:
     reference: str | None = None
     #: the stress workload point this case runs (None: the dataset as it is)
     workload: Workload | None = None
+    #: the chat model of its configuration's ``paraphrase:`` (for ``noise:paraphrase``)
+    paraphrase: Any = field(default=None, compare=False)
 
     @property
     def settings_fingerprint(self) -> str:
@@ -341,6 +343,7 @@ class CaseBuilder:
                 thresholds,
                 self.gate_settings(gate_config, marker.gate, test, spec, k, cfg),
                 cfg.reference,
+                paraphrase=cfg.paraphrase,
             )
             for spec in specs
         ]

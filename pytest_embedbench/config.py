@@ -81,6 +81,7 @@ _TOP_KEYS = {
     "gate",
     "reference",
     "plugins",
+    "paraphrase",
 }
 _DATASET_KEYS = {"path", "split", "docs", "subset", "name", "evalset", "chunking", "extensions"}
 _SUBSET_KEYS = {"n_queries", "n_distractors", "seed"}
@@ -120,6 +121,9 @@ class ProjectConfig:
     #: what reading this file generated (``evalset: {generate: ...}``): the file written, the
     #: counts kept and rejected by reason, the reminder to review it; empty when reused
     generated: tuple[str, ...] = ()
+    #: the chat model of ``noise:paraphrase`` points (``paraphrase:``, the generator's
+    #: settings: a GenerationSettings), or None
+    paraphrase: Any = None
 
     def apply_provider_options(self, spec: ModelSpec) -> ModelSpec:
         """``spec`` with the configured options for its provider and its short name merged in
@@ -187,8 +191,14 @@ def load_config(path: Path) -> ProjectConfig:
     reference = raw.get("reference")
     if reference is not None and not isinstance(reference, str):
         raise _fail(path, "reference", f"{reference!r} must be a model short name, e.g. bm25")
+    paraphrase = None
+    if raw.get("paraphrase") is not None:
+        from .generate.paraphrase import paraphrase_settings
+
+        paraphrase = paraphrase_settings(raw["paraphrase"], f"{path}: paraphrase")
     return ProjectConfig(
         path=path,
+        paraphrase=paraphrase,
         datasets=datasets,
         models=models,
         providers={str(name): dict(opts) for name, opts in providers.items()},

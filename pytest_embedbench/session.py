@@ -85,6 +85,8 @@ class EmbedBenchSession:
         #: called once, when the first paraphrase point runs
         self.find_paraphraser: Callable[[], Paraphraser | None] = lambda: None
         self._paraphraser: list[Paraphraser | None] = []
+        #: the configured chat paraphrasers (``paraphrase:`` of embedbench.yaml), by settings
+        self._chat_paraphrasers: dict[Any, Any] = {}
 
     # -- configuration ---------------------------------------------------------------------
 
@@ -207,12 +209,11 @@ class EmbedBenchSession:
         assert case.workload is not None
         paraphraser = None
         if dict(case.workload.params).get("noise") == "paraphrase":
-            if not self._paraphraser:
-                self._paraphraser.append(self.find_paraphraser())
-            paraphraser = self._paraphraser[0]
+            paraphraser = self.paraphraser(case)
         paired = case.workload.kind in PAIRED  # noise, chunk sizes: compared with the clean run
         clean = self.result(replace(case, workload=None)) if paired else None
-        return evaluate_workload(
+        before = dict(getattr(paraphraser, "counts", {}))
+        result = evaluate_workload(
             self.evaluator,
             case.model,
             ds,
@@ -221,6 +222,31 @@ class EmbedBenchSession:
             clean=clean,
             paraphraser=paraphraser,
         )
+        if hasattr(paraphraser, "counts_dict"):  # the configured chat model: this point's counts
+            counts = paraphraser.counts_dict()
+            result.info["paraphrase"] = {
+                key: value - before.get(key, 0) if isinstance(value, int) else value
+                for key, value in counts.items()
+            }
+        return result
+
+    def paraphraser(self, case: Case) -> Paraphraser | None:
+        """The chat model of a ``noise:paraphrase`` point: the ``pytest_embedbench_paraphraser``
+        hook's (asked once per run), else the one its embedbench.yaml names (``paraphrase:``,
+        one per configured model, caching in the run's cache folder), else None."""
+        if not self._paraphraser:
+            self._paraphraser.append(self.find_paraphraser())
+        if self._paraphraser[0] is not None or case.paraphrase is None:
+            return self._paraphraser[0]
+        if case.paraphrase not in self._chat_paraphrasers:
+            from .cache import default_cache_dir
+            from .generate.paraphrase import ChatParaphraser
+
+            cache_dir = None
+            if not self.options.no_cache:
+                cache_dir = self.options.cache_dir or default_cache_dir()
+            self._chat_paraphrasers[case.paraphrase] = ChatParaphraser(case.paraphrase, cache_dir)
+        return self._chat_paraphrasers[case.paraphrase]
 
     def evaluate(
         self,

@@ -165,7 +165,7 @@ def server_message(exc: BaseException, limit: int = 300) -> str:
         text = body
     if not text:
         text = str(getattr(exc, "message", "") or exc) or type(exc).__name__
-    text = " ".join(text.split())
+    text = " ".join(text.split()).split(' File "', 1)[0].strip()  # not the server's traceback
     if len(text) > limit:
         text = text[: limit - 3] + "..."
     return f"HTTP {status}: {text}" if status is not None else f"{type(exc).__name__}: {text}"

@@ -260,7 +260,8 @@ NOISE: dict[str, Callable[[str, NoiseKind, np.random.Generator], str]] = {
 
 _NO_PARAPHRASER = (
     "noise 'paraphrase' needs a chat model to rewrite the queries and none is configured: "
-    "implement the pytest_embedbench_paraphraser hook in conftest.py (or pass "
+    "name one in embedbench.yaml (paraphrase: {model: openai:NAME, host: BASE_URL}, or an "
+    "Ollama model), implement the pytest_embedbench_paraphraser hook in conftest.py (or pass "
     "paraphraser=callable(text) -> text from Python), or leave paraphrase out of the workloads"
 )
 
@@ -275,15 +276,22 @@ def perturb(
     """The text of ``query`` with noise ``kind``, the same for the same (seed, kind, query id).
 
     ``query`` is a :class:`~pytest_embedbench.datasets.Query` (its id seeds the draw) or a
-    string (the text is its own id). ``paraphrase`` calls ``paraphraser(text)`` and raises
-    :class:`~pytest_embedbench.exceptions.StressUnavailableError` without one.
+    string (the text is its own id). ``paraphrase`` calls ``paraphraser(text)`` (a
+    :class:`~pytest_embedbench.generate.paraphrase.ChatParaphraser`'s ``paraphrase(text,
+    answer=...)``, with the query's ``answer``, so that a paraphrase copying it is rejected) and
+    raises :class:`~pytest_embedbench.exceptions.StressUnavailableError` without one.
     """
     parsed = parse_noise(kind)
     qid, text = (query.id, query.text) if isinstance(query, Query) else (str(query), str(query))
     if parsed.name == "paraphrase":
         if paraphraser is None:
             raise StressUnavailableError(_NO_PARAPHRASER)
-        rewritten = paraphraser(text)
+        with_answer = getattr(paraphraser, "paraphrase", None)
+        if callable(with_answer) and isinstance(query, Query):  # a ChatParaphraser
+            answer = query.metadata.get("answer") if query.metadata else None
+            rewritten = with_answer(text, answer=answer if isinstance(answer, str) else None)
+        else:
+            rewritten = paraphraser(text)
         return rewritten if isinstance(rewritten, str) and rewritten.strip() else text
     return NOISE[parsed.name](text, parsed, query_rng(seed, str(parsed), qid))
 

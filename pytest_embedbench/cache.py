@@ -6,6 +6,18 @@ the SHA-256 of the text that was embedded; no raw text is stored. Each write is 
 transaction (callers write once per provider batch), so an interrupted run keeps what it
 finished and readers never see half a batch.
 
+Layout (schema 2): each write stores its vectors as one contiguous float32 blob (table
+``batches``: namespace, dimension, count, live slots, data), and one small row per vector maps
+(namespace, key) to its batch and slot (table ``entries``, WITHOUT ROWID). A blob larger than
+a page lies on full overflow pages, so the file holds about 1.0x the raw vector bytes plus
+~40 bytes per vector of key index, whatever the dimension; schema 1 stored a 1.5 KB row per
+vector in a WITHOUT ROWID table, which spilled to overflow pages and took about 3x. A vector
+written again (a damaged one re-embedded) points its entry to the new batch; a batch none of
+whose slots is live any more is deleted. A schema-1 file is migrated in place on first open
+(one transaction, then VACUUM to return the space). Reading many keys of a namespace scans its
+entries in one pass and copies whole blobs, so reading 100k
+vectors costs a few times one ``np.load``.
+
 Faults are told apart, because only one of them justifies touching the file:
 
 * corruption (SQLite reports a malformed image that ``PRAGMA quick_check`` confirms, or "file
@@ -55,7 +67,15 @@ __all__ = ["CacheStats", "EmbeddingCache", "default_cache_dir", "text_key"]
 T = TypeVar("T")
 
 FILENAME = "embeddings.sqlite3"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+#: an older schema that is migrated in place rather than moved aside
+_MIGRATES = "1"
+#: vectors per batch when a schema-1 file is migrated
+_MIGRATE_BATCH = 1024
+#: get_many reads the namespace's whole key index in one pass (instead of looking keys up in
+#: chunks) when it asks for at least this many keys and this share of the namespace
+SCAN_MIN, SCAN_SHARE = 2000, 0.2
+_KEY_BYTES = 32  # a SHA-256 digest (text_key)
 _CHUNK = 500  # SQLite's default limit on host parameters is 999
 #: how long opening, reading or writing keeps retrying "database is locked" before giving up
 BUSY_WAIT_S = 30.0
@@ -195,8 +215,8 @@ class EmbeddingCache:
         return conn
 
     def _open(self) -> sqlite3.Connection:
-        """A configured connection; SQLite errors propagate. A file of another schema version
-        is moved aside here (a format change, not a fault)."""
+        """A configured connection; SQLite errors propagate. A schema-1 file is migrated here;
+        a file of another schema version is moved aside (a format change, not a fault)."""
         conn = sqlite3.connect(self.path, timeout=60.0, isolation_level=None)
         try:
             conn.execute("PRAGMA busy_timeout = 60000")
@@ -206,17 +226,29 @@ class EmbeddingCache:
                 "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)"
             )
             conn.execute(
-                "CREATE TABLE IF NOT EXISTS vectors ("
-                " ns TEXT NOT NULL, key BLOB NOT NULL, dim INTEGER NOT NULL,"
-                " vec BLOB NOT NULL, PRIMARY KEY (ns, key)) WITHOUT ROWID"
-            )
-            conn.execute(
                 "INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)",
                 (str(SCHEMA_VERSION),),
+            )
+            conn.execute(
+                "CREATE TABLE IF NOT EXISTS namespaces (id INTEGER PRIMARY KEY,"
+                " name TEXT NOT NULL UNIQUE, size INTEGER NOT NULL DEFAULT 0)"
+            )
+            conn.execute(
+                "CREATE TABLE IF NOT EXISTS batches (id INTEGER PRIMARY KEY,"
+                " ns INTEGER NOT NULL, dim INTEGER NOT NULL, count INTEGER NOT NULL,"
+                " live INTEGER NOT NULL, keys BLOB NOT NULL, data BLOB NOT NULL)"
+            )
+            conn.execute("CREATE INDEX IF NOT EXISTS batches_ns ON batches (ns)")
+            conn.execute(
+                "CREATE TABLE IF NOT EXISTS entries (ns INTEGER NOT NULL, key BLOB NOT NULL,"
+                " batch INTEGER NOT NULL, slot INTEGER NOT NULL, PRIMARY KEY (ns, key))"
+                " WITHOUT ROWID"
             )
             (version,) = conn.execute(
                 "SELECT value FROM meta WHERE key = 'schema_version'"
             ).fetchone()
+            if version == _MIGRATES:
+                version = self._migrate(conn)
         except BaseException:
             conn.close()
             raise
@@ -225,6 +257,56 @@ class EmbeddingCache:
             self._move_aside(f"schema version {version!r}, expected {SCHEMA_VERSION}")
             return self._open()
         return conn
+
+    def _migrate(self, conn: sqlite3.Connection) -> str:
+        """Move a schema-1 file's rows (one row per vector in table ``vectors``) into batches
+        of :data:`_MIGRATE_BATCH`, in one transaction (another process opening the file at the
+        same time waits, then finds it migrated), then VACUUM to give the space back. A row
+        whose byte length does not match its dimension is left out: it would have been
+        reported damaged and embedded again anyway. Returns the schema version now."""
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            (version,) = conn.execute(
+                "SELECT value FROM meta WHERE key = 'schema_version'"
+            ).fetchone()
+            if version == _MIGRATES:
+                has_rows = conn.execute(
+                    "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'vectors'"
+                ).fetchone()
+                if has_rows:
+                    names = [n for (n,) in conn.execute("SELECT DISTINCT ns FROM vectors")]
+                    for name in names:
+                        self._migrate_namespace(conn, name)
+                    conn.execute("DROP TABLE vectors")
+                conn.execute(
+                    "UPDATE meta SET value = ? WHERE key = 'schema_version'",
+                    (str(SCHEMA_VERSION),),
+                )
+                version = str(SCHEMA_VERSION)
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+        try:
+            conn.execute("VACUUM")
+        except sqlite3.Error:
+            pass  # the space comes back at a later VACUUM; the file is migrated either way
+        return version
+
+    def _migrate_namespace(self, conn: sqlite3.Connection, name: str) -> None:
+        nsid = _namespace_id(conn, name, create=True)
+        rows = conn.execute(
+            "SELECT key, dim, vec FROM vectors WHERE ns = ? ORDER BY dim", (name,)
+        ).fetchall()
+        by_dim: dict[int, list[tuple[bytes, bytes]]] = {}
+        for key, dim, vec in rows:
+            if dim > 0 and len(vec) == 4 * dim:
+                by_dim.setdefault(dim, []).append((bytes(key), bytes(vec)))
+        for dim, items in by_dim.items():
+            for start in range(0, len(items), _MIGRATE_BATCH):
+                part = items[start : start + _MIGRATE_BATCH]
+                _insert_batch(conn, nsid, [k for k, _ in part], dim, b"".join(v for _, v in part))
 
     def _connect(self) -> sqlite3.Connection | None:
         moved = False
@@ -341,29 +423,58 @@ class EmbeddingCache:
     ) -> tuple[dict[bytes, np.ndarray], list[int]]:
         """Cached vectors by key, and the indices of ``keys`` that were missing.
 
-        A stored row is used only if it is what the namespace promises: ``dim`` values (when
-        None, the dimension most rows have), all finite, and of norm 1 when ``unit_norm``. A
-        damaged row counts as missing, so the caller embeds it again and :meth:`put_many`
-        overwrites it; one warning gives the count, the namespace and the file.
+        A stored vector is used only if it is what the namespace promises: ``dim`` values (when
+        None, the dimension every stored batch agrees on), all finite, and of norm 1 when
+        ``unit_norm``. A damaged vector counts as missing, so the caller embeds it again and
+        :meth:`put_many` overwrites it; one warning gives the count, the namespace and the file.
         """
-        found: dict[bytes, np.ndarray] = {}
+        unique, rows, matrix = self._read(namespace, keys, dim, unit_norm)
+        found = {unique[i]: matrix[r] for i, r in enumerate(rows.tolist()) if r >= 0}
+        missing = [i for i, key in enumerate(keys) if key not in found]
+        return found, missing
+
+    def get_matrix(
+        self,
+        namespace: str,
+        keys: Sequence[bytes],
+        *,
+        dim: int,
+        unit_norm: bool = False,
+    ) -> tuple[np.ndarray, list[int]]:
+        """As :meth:`get_many`, as one ``(len(keys), dim)`` float32 matrix in the order of
+        ``keys`` (rows of missing keys are zero) and the indices of the missing keys."""
+        unique, rows, matrix = self._read(namespace, keys, dim, unit_norm)
+        if len(unique) != len(keys):  # repeated keys: each takes its first copy's row
+            place = {key: i for i, key in enumerate(unique)}
+            rows = rows[np.fromiter((place[k] for k in keys), dtype=np.int64, count=len(keys))]
+        hit = rows >= 0
+        if hit.all() and np.array_equal(rows, np.arange(len(rows))):
+            return matrix, []
+        out = np.zeros((len(keys), dim), dtype=np.float32)
+        out[hit] = matrix[rows[hit]]
+        return out, np.flatnonzero(~hit).tolist()
+
+    def _read(
+        self, namespace: str, keys: Sequence[bytes], dim: int | None, unit_norm: bool
+    ) -> tuple[list[bytes], np.ndarray, np.ndarray]:
+        """The distinct ``keys``, for each the row of its sound stored vector in the returned
+        matrix (-1: not stored, or damaged), and that matrix."""
         conn = self._conn()
         unique = list(dict.fromkeys(keys))
-        rows: list[tuple[bytes, int, bytes]] = []
+        found: dict[str, object] = {}
 
         def read() -> None:
-            rows.clear()
-            for start in range(0, len(unique), _CHUNK):
-                chunk = unique[start : start + _CHUNK]
-                marks = ",".join("?" * len(chunk))
-                rows.extend(
-                    conn.execute(  # type: ignore[union-attr]
-                        f"SELECT key, dim, vec FROM vectors WHERE ns = ? AND key IN ({marks})",
-                        (namespace, *chunk),
-                    ).fetchall()
-                )
+            found.clear()
+            conn.execute("BEGIN")  # type: ignore[union-attr]  # one snapshot for both steps
+            try:
+                nsid = _namespace_id(conn, namespace, create=False)  # type: ignore[arg-type]
+                if nsid is not None:
+                    found.update(_locate(conn, nsid, unique))  # type: ignore[arg-type]
+            finally:
+                if conn.in_transaction:  # type: ignore[union-attr]
+                    conn.execute("COMMIT")  # type: ignore[union-attr]
 
-        if conn is not None:
+        if conn is not None and unique:
             try:
                 _retry_busy(read)
             except _Busy as busy:
@@ -371,62 +482,82 @@ class EmbeddingCache:
                     f"embedding cache {str(self.path)!r} could not be read: "
                     f"{self._reason(busy.exc, 'reading it')}; its vectors are embedded again"
                 )
-                rows = []
+                found.clear()
             except sqlite3.Error as exc:
-                rows = []
+                found.clear()
                 if self._corrupt(conn, exc):
                     self._recover(str(exc))
                 else:
                     self._turn_off(self._reason(exc, "reading it"))
-        for key, vec in self._checked(namespace, rows, dim, unit_norm).items():
-            found[key] = vec
-        missing = [i for i, key in enumerate(keys) if key not in found]
-        return found, missing
+        if not found:
+            return unique, np.full(len(unique), -1, dtype=np.int64), _empty(dim)
+        rows, matrix = self._checked(namespace, found, dim, unit_norm)  # type: ignore[arg-type]
+        return unique, rows, matrix
 
     def _checked(
         self,
         namespace: str,
-        rows: list[tuple[bytes, int, bytes]],
+        found: dict,
         dim: int | None,
         unit_norm: bool,
-    ) -> dict[bytes, np.ndarray]:
-        """The rows that hold sound vectors; one warning counts the others by fault."""
-        if not rows:
-            return {}
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Check the located vectors in bulk: per batch its byte length and dimension, per
+        vector finite values and the norm; one warning counts the damaged ones by fault.
+        Returns each key's row in the matrix of the sound ones (-1 for the others)."""
+        batches: list[tuple[int, int, bytes]] = found["batches"]
+        which: np.ndarray = found["which"]
+        slot: np.ndarray = found["slot"]
+        rows = np.full(len(which), -1, dtype=np.int64)
+        bdims = np.array([b[0] for b in batches], dtype=np.int64)
+        counts = np.array([b[1] for b in batches], dtype=np.int64)
+        sizes = np.array([len(b[2]) for b in batches], dtype=np.int64)
+        whole = (bdims > 0) & (sizes == 4 * bdims * counts)
+        stored = which >= 0
         if dim is None:  # the provider learns its dimension from its first answer
-            dims = {d for _, d, blob in rows if d > 0 and len(blob) == 4 * d}
+            dims = set(bdims[np.unique(which[stored])][whole[np.unique(which[stored])]].tolist())
             if len(dims) > 1:
-                # the rows disagree and nothing says which dimension is the model's: guessing
-                # (the most rows) fails the run with the model blamed when the damaged rows are
-                # the most, so none is used and the model's own answers replace them all
+                # the batches disagree and nothing says which dimension is the model's:
+                # guessing (the most rows) fails the run with the model blamed when the
+                # damaged rows are the most, so none is used and the model's answers replace
+                # them all
                 self._warn(
-                    f"embedding cache {str(self.path)!r}: the {len(rows)} vector(s) found in "
-                    f"namespace {namespace!r} have {len(dims)} dimensions "
+                    f"embedding cache {str(self.path)!r}: the {int(stored.sum())} vector(s) "
+                    f"found in namespace {namespace!r} have {len(dims)} dimensions "
                     f"({', '.join(map(str, sorted(dims)))}) and the model has not told its own "
                     "yet; none is used: they are embedded again and overwritten"
                 )
-                return {}
+                return rows, _empty(None)
             dim = dims.pop() if dims else 0
-        good: dict[bytes, np.ndarray] = {}
         faults: dict[str, int] = {}
-        for key, stored_dim, blob in rows:
-            fault = None
-            if len(blob) != 4 * stored_dim:
-                fault = "a byte length that does not match its dimension"
-            elif stored_dim != dim:
-                fault = f"a dimension other than {dim}"
-            else:
-                vec = np.frombuffer(blob, dtype=np.float32)
-                if not np.isfinite(vec).all():
-                    fault = "NaN or infinite values"
-                elif unit_norm:
-                    norm = float(np.linalg.norm(vec.astype(np.float64)))
-                    if abs(norm - 1.0) > NORM_TOLERANCE:
-                        fault = "a norm other than 1 (the namespace normalises)"
-            if fault is None:
-                good[bytes(key)] = vec
-            else:
-                faults[fault] = faults.get(fault, 0) + 1
+        b = np.where(stored, which, 0)
+        broken = stored & (~whole[b] | (slot >= counts[b]))
+        other = stored & ~broken & (bdims[b] != dim)
+        if broken.any():
+            faults["a byte length that does not match its dimension"] = int(broken.sum())
+        if other.any():
+            faults[f"a dimension other than {dim}"] = int(other.sum())
+        ok = np.flatnonzero(stored & ~broken & ~other)
+        matrix = _gather(batches, which[ok], slot[ok], dim)
+        # squared norms in float32 (a relative error near 1e-7, far inside NORM_TOLERANCE):
+        # a NaN or infinite value makes them non-finite, and only those rows are looked at
+        squares = np.einsum("ij,ij->i", matrix, matrix)
+        good = np.ones(len(matrix), dtype=bool)
+        odd = np.flatnonzero(~np.isfinite(squares))
+        if len(odd):
+            good[odd] = np.isfinite(matrix[odd]).all(axis=1)
+        if not good.all():
+            faults["NaN or infinite values"] = int((~good).sum())
+        if unit_norm and good.any():
+            off = good & ~(
+                np.abs(np.sqrt(squares, where=good, out=np.ones_like(squares)) - 1.0)
+                <= NORM_TOLERANCE
+            )
+            if off.any():
+                faults["a norm other than 1 (the namespace normalises)"] = int(off.sum())
+                good &= ~off
+        if not good.all():
+            ok, matrix = ok[good], matrix[good]
+        rows[ok] = np.arange(len(ok))
         if faults:
             total = sum(faults.values())
             detail = ", ".join(f"{n} with {what}" for what, n in sorted(faults.items()))
@@ -435,10 +566,10 @@ class EmbeddingCache:
                 f"{namespace!r} ({detail}) were dropped; they are embedded again and "
                 "overwritten"
             )
-        return good
+        return rows, matrix
 
     def put_many(self, namespace: str, keys: Sequence[bytes], vectors: np.ndarray) -> None:
-        """Store ``vectors[i]`` under ``keys[i]`` in one transaction.
+        """Store ``vectors[i]`` under ``keys[i]`` in one transaction, as one batch.
 
         Never raises for a fault of the file or the disk: a full disk stops writes for the
         rest of the run, a lock that outlasts :data:`BUSY_WAIT_S` skips this batch, each with
@@ -447,18 +578,19 @@ class EmbeddingCache:
         arr = np.ascontiguousarray(vectors, dtype=np.float32)
         if arr.ndim != 2 or arr.shape[0] != len(keys):
             raise CacheError(f"put_many: {len(keys)} keys for vectors of shape {arr.shape}")
-        if self.read_only is not None:
+        if self.read_only is not None or not len(keys):
             return
         conn = self._conn()
         if conn is None:
             return
-        dim = arr.shape[1]
-        rows = [(namespace, key, dim, arr[i].tobytes()) for i, key in enumerate(keys)]
+        keys = [bytes(k) for k in keys]
+        data = arr.tobytes()
 
         def write() -> None:
             try:
                 conn.execute("BEGIN IMMEDIATE")
-                conn.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?, ?)", rows)
+                nsid = _namespace_id(conn, namespace, create=True)
+                _insert_batch(conn, nsid, keys, arr.shape[1], data)  # type: ignore[arg-type]
                 conn.execute("COMMIT")
             except BaseException:
                 if conn.in_transaction:
@@ -469,7 +601,7 @@ class EmbeddingCache:
             _retry_busy(write)
         except _Busy as busy:
             self._warn(
-                f"embedding cache {str(self.path)!r}: {len(rows)} vector(s) not stored: "
+                f"embedding cache {str(self.path)!r}: {len(keys)} vector(s) not stored: "
                 f"{self._reason(busy.exc, 'writing to it')}; results are unaffected"
             )
         except sqlite3.Error as exc:
@@ -490,15 +622,174 @@ class EmbeddingCache:
         """Number of stored vectors (in one namespace, or all)."""
         conn = self._require()
         if namespace is None:
-            return int(conn.execute("SELECT COUNT(*) FROM vectors").fetchone()[0])
+            return int(conn.execute("SELECT COUNT(*) FROM entries").fetchone()[0])
         return int(
-            conn.execute("SELECT COUNT(*) FROM vectors WHERE ns = ?", (namespace,)).fetchone()[0]
+            conn.execute(
+                "SELECT COUNT(*) FROM entries WHERE ns = (SELECT id FROM namespaces"
+                " WHERE name = ?)",
+                (namespace,),
+            ).fetchone()[0]
         )
 
     def clear(self, namespace: str | None = None) -> None:
         """Drop every vector (of one namespace, or all)."""
         conn = self._require()
-        if namespace is None:
-            conn.execute("DELETE FROM vectors")
-        else:
-            conn.execute("DELETE FROM vectors WHERE ns = ?", (namespace,))
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            if namespace is None:
+                for table in ("entries", "batches", "namespaces"):
+                    conn.execute(f"DELETE FROM {table}")
+            else:
+                nsid = _namespace_id(conn, namespace, create=False)
+                if nsid is not None:
+                    for table in ("entries", "batches"):
+                        conn.execute(f"DELETE FROM {table} WHERE ns = ?", (nsid,))
+                    conn.execute("DELETE FROM namespaces WHERE id = ?", (nsid,))
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+
+
+# -- the schema-2 layout, inside the caller's transaction ------------------------------------
+
+
+def _namespace_id(conn: sqlite3.Connection, name: str, *, create: bool) -> int | None:
+    """The row id of namespace ``name``; created when ``create`` (in a write transaction)."""
+    row = conn.execute("SELECT id FROM namespaces WHERE name = ?", (name,)).fetchone()
+    if row is not None:
+        return int(row[0])
+    if not create:
+        return None
+    return int(conn.execute("INSERT INTO namespaces (name) VALUES (?)", (name,)).lastrowid)
+
+
+def _lookup(conn: sqlite3.Connection, nsid: int, keys: Sequence[bytes]) -> dict:
+    """``{key: (batch, slot)}`` of the stored ``keys``, looked up :data:`_CHUNK` at a time."""
+    out: dict[bytes, tuple[int, int]] = {}
+    for start in range(0, len(keys), _CHUNK):
+        chunk = keys[start : start + _CHUNK]
+        marks = ",".join("?" * len(chunk))
+        for key, batch, slot in conn.execute(
+            f"SELECT key, batch, slot FROM entries WHERE ns = ? AND key IN ({marks})",
+            (nsid, *chunk),
+        ):
+            out[bytes(key)] = (batch, slot)
+    return out
+
+
+def _locate(conn: sqlite3.Connection, nsid: int, keys: list[bytes]) -> dict:
+    """Where the stored ``keys`` are: ``batches`` (dim, count, data) read, and per key the
+    index of its batch there (``which``, -1 when not stored) and its ``slot``. When the keys are
+    many and a large share of the namespace, one pass over the namespace's batches (their key
+    lists and data) in place of a B-tree search per key; the newest batch holding a key wins,
+    as its entry says."""
+    if len(keys) >= SCAN_MIN and set(map(len, keys)) == {_KEY_BYTES}:
+        (size,) = conn.execute("SELECT size FROM namespaces WHERE id = ?", (nsid,)).fetchone()
+        if len(keys) >= SCAN_SHARE * size:
+            return _scan(conn, nsid, keys)
+    located = _lookup(conn, nsid, keys)
+    ids = sorted({batch for batch, _ in located.values()})
+    index: dict[int, int] = {}
+    batches: list[tuple[int, int, bytes]] = []
+    for start in range(0, len(ids), _CHUNK):
+        chunk = ids[start : start + _CHUNK]
+        marks = ",".join("?" * len(chunk))
+        for bid, dim, count, data in conn.execute(
+            f"SELECT id, dim, count, data FROM batches WHERE id IN ({marks})", chunk
+        ):
+            index[bid] = len(batches)
+            batches.append((dim, count, bytes(data)))
+    which = np.full(len(keys), -1, dtype=np.int64)
+    slot = np.zeros(len(keys), dtype=np.int64)
+    for i, key in enumerate(keys):
+        place = located.get(key)
+        if place is not None and place[0] in index:  # else deleted since: embedded again
+            which[i], slot[i] = index[place[0]], place[1]
+    return {"batches": batches, "which": which, "slot": slot}
+
+
+def _scan(conn: sqlite3.Connection, nsid: int, keys: list[bytes]) -> dict:
+    """:func:`_locate` by reading every batch of the namespace, keys matched in numpy."""
+    batches: list[tuple[int, int, bytes]] = []
+    key_blobs: list[bytes] = []
+    for dim, count, key_blob, data in conn.execute(
+        "SELECT dim, count, keys, data FROM batches WHERE ns = ? ORDER BY id", (nsid,)
+    ):
+        if len(key_blob) == _KEY_BYTES * count:  # else its keys are unknown: embedded again
+            batches.append((dim, count, bytes(data)))
+            key_blobs.append(key_blob)
+    counts = np.array([c for _, c, _ in batches], dtype=np.int64)
+    raw = b"".join(key_blobs)
+    stored = np.frombuffer(raw, dtype=f"S{_KEY_BYTES}")
+    # keys are SHA-256 digests: sort and search on their first 8 bytes, then compare whole
+    # keys (a shared prefix, about 1 in 2**64, at worst reports a key missing: embedded again)
+    prefix = np.frombuffer(raw, dtype=">u8")[:: _KEY_BYTES // 8]
+    owner = np.repeat(np.arange(len(batches), dtype=np.int64), counts)
+    slots = np.arange(len(stored), dtype=np.int64) - np.repeat(np.cumsum(counts) - counts, counts)
+    order = np.lexsort((owner, prefix))  # by key, then batch: a key's newest copy last
+    stored, prefix, owner, slots = stored[order], prefix[order], owner[order], slots[order]
+    last = np.ones(len(stored), dtype=bool)
+    last[:-1] = stored[1:] != stored[:-1]
+    stored, prefix, owner, slots = stored[last], prefix[last], owner[last], slots[last]
+    wanted = np.array(keys, dtype=f"S{_KEY_BYTES}")
+    want_prefix = np.frombuffer(wanted.tobytes(), dtype=">u8")[:: _KEY_BYTES // 8]
+    which = np.full(len(keys), -1, dtype=np.int64)
+    slot = np.zeros(len(keys), dtype=np.int64)
+    if len(stored):
+        pos = np.minimum(np.searchsorted(prefix, want_prefix), len(stored) - 1)
+        hit = stored[pos] == wanted
+        which[hit], slot[hit] = owner[pos[hit]], slots[pos[hit]]
+    return {"batches": batches, "which": which, "slot": slot}
+
+
+def _gather(
+    batches: list[tuple[int, int, bytes]], which: np.ndarray, slot: np.ndarray, dim: int
+) -> np.ndarray:
+    """The vectors at (batch ``which[i]``, ``slot[i]``), as one ``(len(which), dim)`` matrix:
+    one copy, a batch at a time."""
+    out = np.empty((len(which), dim), dtype=np.float32)
+    if not len(which):
+        return out
+    order = np.argsort(which, kind="stable")
+    sorted_which = which[order]
+    bounds = [0, *(np.flatnonzero(np.diff(sorted_which)) + 1).tolist(), len(order)]
+    for start, stop in zip(bounds[:-1], bounds[1:], strict=True):
+        part = order[start:stop]
+        dim_count_data = batches[int(sorted_which[start])]
+        block = np.frombuffer(dim_count_data[2], dtype=np.float32).reshape(dim_count_data[1], dim)
+        out[part] = block[slot[part]]
+    return out
+
+
+def _empty(dim: int | None) -> np.ndarray:
+    return np.zeros((0, dim or 0), dtype=np.float32)
+
+
+def _insert_batch(
+    conn: sqlite3.Connection, nsid: int, keys: Sequence[bytes], dim: int, data: bytes
+) -> None:
+    """Store one batch (``data`` holds ``len(keys)`` vectors of ``dim`` float32 values) and
+    point its keys' entries at it; batches left with no live slot are deleted. A key given
+    twice keeps its last vector."""
+    slots = {bytes(key): i for i, key in enumerate(keys)}  # the last of a repeated key wins
+    old = _lookup(conn, nsid, list(slots))
+    batch = conn.execute(
+        "INSERT INTO batches (ns, dim, count, live, keys, data) VALUES (?, ?, ?, ?, ?, ?)",
+        (nsid, dim, len(keys), len(slots), b"".join(bytes(k) for k in keys), data),
+    ).lastrowid
+    conn.executemany(
+        "INSERT OR REPLACE INTO entries VALUES (?, ?, ?, ?)",
+        [(nsid, key, batch, slot) for key, slot in slots.items()],
+    )
+    stale: dict[int, int] = {}
+    for previous, _ in old.values():
+        stale[previous] = stale.get(previous, 0) + 1
+    conn.executemany(
+        "UPDATE batches SET live = live - ? WHERE id = ?", [(n, b) for b, n in stale.items()]
+    )
+    conn.executemany("DELETE FROM batches WHERE id = ? AND live <= 0", [(b,) for b in stale])
+    conn.execute(
+        "UPDATE namespaces SET size = size + ? WHERE id = ?", (len(slots) - len(old), nsid)
+    )

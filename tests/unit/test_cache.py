@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import multiprocessing as mp
-import sqlite3
 from pathlib import Path
 
 import numpy as np
@@ -11,6 +10,8 @@ import pytest
 
 from pytest_embedbench import CacheError, EmbedBenchWarning, EmbeddingCache
 from pytest_embedbench.cache import FILENAME, default_cache_dir, text_key
+
+from ..cacherows import set_vectors
 
 
 def test_round_trip_and_namespaces(tmp_path: Path) -> None:
@@ -61,10 +62,7 @@ def test_truncated_vector_counts_as_missing_with_a_warning(tmp_path: Path) -> No
     cache = EmbeddingCache(tmp_path)
     key = text_key("a")
     cache.put_many("m", [key], np.ones((1, 4), dtype=np.float32))
-    conn = sqlite3.connect(tmp_path / FILENAME)
-    conn.execute("UPDATE vectors SET vec = ?", (b"\x00\x01",))
-    conn.commit()
-    conn.close()
+    assert set_vectors(tmp_path / FILENAME, [("m", key, 4, b"\x00\x01")]) == 1
     with pytest.warns(EmbedBenchWarning, match=r"1 damaged vector.*byte length"):
         found, missing = cache.get_many("m", [key])
     assert found == {} and missing == [0]

@@ -31,6 +31,9 @@ import pytest
 from pytest_embedbench import EmbedBenchWarning, EmbeddingCache, Evaluator, RetrievalDataset
 from pytest_embedbench.cache import FILENAME, text_key
 
+from ..cacherows import rows as cache_rows
+from ..cacherows import set_vector, set_vectors
+
 REPO = Path(__file__).resolve().parents[2]
 WORDS = (
     "password invoice export billing card login csv report refund account email team "
@@ -217,15 +220,9 @@ def test_a_write_onto_a_full_disk_stops_writes_but_keeps_reads(small_disk: Path)
 
 def _damage(path: Path, namespace: str, how: dict[str, bytes]) -> None:
     """Overwrite the stored vectors of the given keys (hex) in the real SQLite file."""
-    conn = sqlite3.connect(path)
-    with conn:
-        for key_hex, blob in how.items():
-            done = conn.execute(
-                "UPDATE vectors SET vec = ? WHERE ns = ? AND key = ?",
-                (blob, namespace, bytes.fromhex(key_hex)),
-            )
-            assert done.rowcount == 1
-    conn.close()
+    dim = {key: d for ns, key, d, _ in cache_rows(path) if ns == namespace}
+    changes = [(namespace, bytes.fromhex(k), dim[bytes.fromhex(k)], b) for k, b in how.items()]
+    assert set_vectors(path, changes) == len(how)
 
 
 def test_damaged_rows_are_dropped_embedded_again_and_overwritten(tmp_path: Path) -> None:
@@ -235,9 +232,7 @@ def test_damaged_rows_are_dropped_embedded_again_and_overwritten(tmp_path: Path)
     assert first.evaluate("hashing:h", ds).run == clean.run
     namespace = first.provider("hashing:h").namespace_key()
     first.cache.close()  # type: ignore[union-attr]
-    conn = sqlite3.connect(tmp_path / FILENAME)
-    sound = dict(conn.execute("SELECT key, vec FROM vectors WHERE ns = ?", (namespace,)))
-    conn.close()
+    sound = {key: vec for ns, key, _, vec in cache_rows(tmp_path / FILENAME) if ns == namespace}
     # the documents relevant to the first queries, so a bad vector moves the metrics
     targets = [text_key(ds.document(f"d{3 * j:03d}").embed_text).hex() for j in range(4)]
     rng = np.random.default_rng(1)
@@ -261,9 +256,7 @@ def test_damaged_rows_are_dropped_embedded_again_and_overwritten(tmp_path: Path)
     assert str(tmp_path / FILENAME) in messages[0]
     assert (result.cache.hits, result.cache.misses) == (44, 4)
     assert result.run == clean.run and float(result.ndcg10) == float(clean.ndcg10)
-    conn = sqlite3.connect(tmp_path / FILENAME)
-    repaired = dict(conn.execute("SELECT key, vec FROM vectors WHERE ns = ?", (namespace,)))
-    conn.close()
+    repaired = {k: v for ns, k, _, v in cache_rows(tmp_path / FILENAME) if ns == namespace}
     assert repaired == sound  # every damaged row was overwritten with the right vector
     assert _aside(tmp_path) == []
 
@@ -285,9 +278,9 @@ def _spoil(path: Path) -> dict[str, list[str]]:
     """In every namespace of the real cache file, one row each of: a NaN, +inf, -inf, a zero
     vector, and a sound unit vector of another dimension (its dim column and byte length
     agree, so only the dimension tells). The hex keys spoiled, by namespace and kind."""
-    conn = sqlite3.connect(path)
-    rows = conn.execute("SELECT ns, key, dim, vec FROM vectors ORDER BY ns, key").fetchall()
+    rows = cache_rows(path)
     spoiled: dict[str, list[str]] = {}
+    conn = sqlite3.connect(path)
     with conn:
         for ns in sorted({r[0] for r in rows}):
             mine = [r for r in rows if r[0] == ns]
@@ -301,20 +294,14 @@ def _spoil(path: Path) -> dict[str, list[str]]:
                     vec[:] = 0.0
                 else:
                     vec[1] = {"nan": np.nan, "+inf": np.inf, "-inf": -np.inf}[kind]
-                conn.execute(
-                    "UPDATE vectors SET dim = ?, vec = ? WHERE ns = ? AND key = ?",
-                    (dim, vec.astype(np.float32).tobytes(), ns, key),
-                )
+                set_vector(conn, ns, key, dim, vec.astype(np.float32).tobytes())
                 spoiled.setdefault(ns, []).append(bytes(key).hex())
     conn.close()
     return spoiled
 
 
 def _stored(path: Path) -> dict[tuple[str, bytes], tuple[int, bytes]]:
-    conn = sqlite3.connect(path)
-    rows = {(ns, bytes(k)): (d, bytes(v)) for ns, k, d, v in conn.execute("SELECT * FROM vectors")}
-    conn.close()
-    return rows
+    return {(ns, key): (dim, vec) for ns, key, dim, vec in cache_rows(path)}
 
 
 def test_inf_zero_and_wrong_dimension_rows_beside_nan_are_embedded_again(tmp_path: Path) -> None:
@@ -350,18 +337,15 @@ def test_inf_zero_and_wrong_dimension_rows_beside_nan_are_embedded_again(tmp_pat
 
 def _wrong_dimension(path: Path, share: float) -> None:
     """Give ``share`` of every namespace's rows a sound vector of 3 dimensions fewer."""
+    rows = cache_rows(path)
     conn = sqlite3.connect(path)
-    rows = conn.execute("SELECT ns, key, dim, vec FROM vectors ORDER BY ns, key").fetchall()
     with conn:
         for ns in {r[0] for r in rows}:
             mine = [r for r in rows if r[0] == ns]
             for _, key, dim, blob in mine[: int(len(mine) * share)]:
                 vec = np.frombuffer(blob, dtype=np.float32)[:-3]
                 vec = (vec / np.linalg.norm(vec)).astype(np.float32)
-                conn.execute(
-                    "UPDATE vectors SET dim = ?, vec = ? WHERE ns = ? AND key = ?",
-                    (dim - 3, vec.tobytes(), ns, key),
-                )
+                set_vector(conn, ns, key, dim - 3, vec.tobytes())
     conn.close()
 
 

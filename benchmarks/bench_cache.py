@@ -1,0 +1,128 @@
+"""The embedding cache's size on disk and read speed against ``np.load`` (issue 33).
+
+Writes ``--vectors`` random unit vectors of each ``--dims`` into a fresh cache, one provider
+batch (``--batch``, 32 as the default provider's) per transaction, and reports the file's bytes
+against the raw float32 bytes (target <= 1.1x). For comparison it builds the same vectors in the
+schema-1 layout (one row per vector in a WITHOUT ROWID table, as the cache stored them until
+issue 33), written the same way. Then, for the first dimension, it reads every vector back by
+key, in shuffled key order, with ``get_matrix`` (one matrix, as a search wants it) and with
+``get_many`` (a dict of vectors), alternating with ``np.load`` of the same array saved as .npy
+(the anchor; both from the page cache after a warm-up round), and prints the medians and the
+ratios (target: within 3x ``np.load``).
+
+Usage::
+
+    python benchmarks/bench_cache.py [--vectors 100000] [--dims 384 768 1536] [--rounds 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sqlite3
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from pytest_embedbench.cache import FILENAME, EmbeddingCache, text_key
+
+NAMESPACE = "sentence-transformers:sentence-transformers/all-MiniLM-L6-v2:0123456789abcdef"
+
+
+def folder_bytes(folder: Path) -> int:
+    return sum(p.stat().st_size for p in folder.iterdir() if p.is_file())
+
+
+def write_v2(folder: Path, keys: list[bytes], vectors: np.ndarray, batch: int) -> None:
+    cache = EmbeddingCache(folder)
+    for start in range(0, len(keys), batch):
+        cache.put_many(NAMESPACE, keys[start : start + batch], vectors[start : start + batch])
+    cache.close()
+
+
+def write_v1(folder: Path, keys: list[bytes], vectors: np.ndarray, batch: int) -> None:
+    """The schema-1 layout, as the cache wrote it before issue 33."""
+    folder.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(folder / FILENAME, isolation_level=None)
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute("PRAGMA synchronous = NORMAL")
+    conn.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+    conn.execute(
+        "CREATE TABLE vectors (ns TEXT NOT NULL, key BLOB NOT NULL, dim INTEGER NOT NULL,"
+        " vec BLOB NOT NULL, PRIMARY KEY (ns, key)) WITHOUT ROWID"
+    )
+    conn.execute("INSERT INTO meta VALUES ('schema_version', '1')")
+    dim = vectors.shape[1]
+    for start in range(0, len(keys), batch):
+        conn.execute("BEGIN IMMEDIATE")
+        conn.executemany(
+            "INSERT OR REPLACE INTO vectors VALUES (?, ?, ?, ?)",
+            [
+                (NAMESPACE, keys[i], dim, vectors[i].tobytes())
+                for i in range(start, min(start + batch, len(keys)))
+            ],
+        )
+        conn.execute("COMMIT")
+    conn.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--vectors", type=int, default=100_000)
+    parser.add_argument("--dims", type=int, nargs="+", default=[384, 768, 1536])
+    parser.add_argument("--batch", type=int, default=32)
+    parser.add_argument("--rounds", type=int, default=5)
+    args = parser.parse_args()
+    rng = np.random.default_rng(0)
+    keys = [text_key(f"document {i}") for i in range(args.vectors)]
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        print(f"{args.vectors} vectors written {args.batch} per transaction; bytes on disk / raw")
+        for n, dim in enumerate(args.dims):
+            vectors = rng.standard_normal((args.vectors, dim)).astype(np.float32)
+            vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+            t0 = time.perf_counter()
+            write_v2(root / f"v2-{dim}", keys, vectors, args.batch)
+            wrote = time.perf_counter() - t0
+            write_v1(root / f"v1-{dim}", keys, vectors, args.batch)
+            v2 = folder_bytes(root / f"v2-{dim}") / vectors.nbytes
+            v1 = folder_bytes(root / f"v1-{dim}") / vectors.nbytes
+            print(
+                f"dim {dim:5}: {v2:.3f}x (target <= 1.1x; schema 1: {v1:.3f}x), "
+                f"written in {wrote:.1f} s"
+            )
+            if n == 0:
+                read_vectors = vectors
+                read_dim = dim
+        npy = root / "vectors.npy"
+        np.save(npy, read_vectors)
+        cache = EmbeddingCache(root / f"v2-{read_dim}")
+        order = [keys[i] for i in rng.permutation(len(keys))]
+        times: dict[str, list[float]] = {"np.load": [], "get_matrix": [], "get_many": []}
+        for r in range(args.rounds + 1):
+            t0 = time.perf_counter()
+            np.load(npy)
+            t1 = time.perf_counter()
+            matrix, missing = cache.get_matrix(NAMESPACE, order, dim=read_dim, unit_norm=True)
+            t2 = time.perf_counter()
+            found, _ = cache.get_many(NAMESPACE, order, dim=read_dim, unit_norm=True)
+            t3 = time.perf_counter()
+            assert not missing and len(found) == len(order) and matrix.shape[0] == len(order)
+            if r:  # the first round warms the page cache
+                times["np.load"].append(t1 - t0)
+                times["get_matrix"].append(t2 - t1)
+                times["get_many"].append(t3 - t2)
+        med = {k: statistics.median(v) for k, v in times.items()}
+        print(
+            f"reading {args.vectors} vectors of dim {read_dim} (shuffled keys), "
+            f"median of {args.rounds}:"
+        )
+        for key, value in med.items():
+            ratio = value / med["np.load"]
+            print(f"  {key:10} {1000 * value:8.1f} ms  {ratio:5.2f}x np.load (target <= 3x)")
+
+
+if __name__ == "__main__":
+    main()

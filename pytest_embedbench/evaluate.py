@@ -94,7 +94,15 @@ class Evaluator:
         progress: Progress | None = None,
         latency_passes: int = DEFAULT_LATENCY_PASSES,
         latency_sample: int = DEFAULT_LATENCY_SAMPLE,
+        memory_budget: int | None = None,
     ) -> None:
+        if memory_budget is not None and (not _is_count(memory_budget) or memory_budget < 1):
+            raise ConfigError(
+                f"memory_budget={memory_budget!r}: give the bytes the exact search may hold of "
+                "the corpus vectors, an integer >= 1 (e.g. 2 * 1024**3), or None for no budget"
+            )
+        #: bytes of corpus vectors an embedding model's exact search may hold (None: all)
+        self.memory_budget = memory_budget
         if not _is_count(latency_passes):
             raise ConfigError(
                 f"latency_passes={latency_passes!r}: give an integer >= 1, or 0 to measure no "
@@ -267,6 +275,8 @@ class Evaluator:
         :class:`~.docscore.PooledRetriever` over its chunks (the cache reuses unchanged ones)."""
         stats = stats if stats is not None else BuildStats()
         progress = self._documents_progress()
+        if hasattr(provider, "memory_budget"):
+            provider.memory_budget = self.memory_budget  # type: ignore[attr-defined]
         if ds.chunking is None:
             if self.prefill is not None:
                 self.prefill(provider, ds.documents, self.cache)
@@ -480,6 +490,7 @@ def evaluate(
     progress: Progress | None = None,
     latency_passes: int = DEFAULT_LATENCY_PASSES,
     latency_sample: int = DEFAULT_LATENCY_SAMPLE,
+    memory_budget: int | None = None,
 ) -> RetrievalResult:
     """Evaluate one model on one dataset (see :class:`Evaluator` to reuse loaded models).
 
@@ -487,6 +498,8 @@ def evaluate(
     :func:`~pytest_embedbench.load_dataset`) or a :class:`RetrievalDataset`; ``cache`` True
     (default folder), False, or a folder. ``latency_passes`` and ``latency_sample``: what is
     timed (see :class:`Evaluator`; by default a seeded sample of 50 queries, median of 3 passes).
+    ``memory_budget``: bytes of corpus vectors the exact search may hold (streamed from the
+    cache in shards beyond it; None: all in memory).
     """
     return Evaluator(
         k=k,
@@ -496,4 +509,5 @@ def evaluate(
         progress=progress,
         latency_passes=latency_passes,
         latency_sample=latency_sample,
+        memory_budget=memory_budget,
     ).evaluate(model, dataset, split=split)

@@ -40,7 +40,7 @@ import numpy as np
 
 from .exceptions import ConfigError, MissingExtraError
 
-__all__ = ["ExactIndex", "faiss_available", "topk_desc"]
+__all__ = ["ExactIndex", "ShardedIndex", "faiss_available", "shard_rows", "topk_desc"]
 
 Backend = Literal["auto", "faiss", "numpy"]
 DEFAULT_BLOCK_BYTES = 64 * 1024 * 1024
@@ -340,3 +340,99 @@ class ExactIndex:
         val = self._exact_scores(query[None, :], pos[None, :])[0]
         top = np.lexsort((pos, -val))[:k]
         return pos[top], val[top]
+
+
+#: bytes a shard takes per byte of its float32 vectors while it is searched: the matrix read
+#: from the cache, the blobs it is read from, the index's copy in descending id order and
+#: FAISS's own copy
+SHARD_COPIES = 4
+
+
+def shard_rows(memory_budget: int, dim: int) -> int:
+    """Documents per shard so that searching one stays under ``memory_budget`` bytes."""
+    return max(1, int(memory_budget) // (SHARD_COPIES * 4 * max(1, int(dim))))
+
+
+class ShardedIndex:
+    """Exact inner-product search over vectors that are never all in memory.
+
+    ``load(lo, hi)`` returns the float32 vectors of ``ids[lo:hi]`` (read from the embedding
+    cache, or a spill file); :meth:`search` loads ``rows`` documents at a time, searches each
+    shard with an :class:`ExactIndex` (its exact float64 top k) and keeps a running top k,
+    merged by the same rule: float64 score descending, then document id descending. A
+    document's float64 score has the same bits in any shard (see
+    :meth:`ExactIndex._exact_scores`), so the rankings equal those of one ExactIndex over the
+    whole corpus, ties across shard boundaries included.
+
+    Usage::
+
+        index = ShardedIndex(ids, 384, load, rows=shard_rows(2**30, 384))
+        positions, scores = index.search(query_vectors, k=10)
+    """
+
+    def __init__(
+        self,
+        ids: Sequence[str],
+        dim: int,
+        load: Any,
+        *,
+        rows: int,
+        backend: Backend = "auto",
+    ) -> None:
+        if backend not in ("auto", "faiss", "numpy"):
+            raise ConfigError(f"index backend {backend!r}: use 'auto', 'faiss' or 'numpy'")
+        if backend == "auto":
+            backend = "faiss" if faiss_available() else "numpy"
+        self.backend: str = backend
+        self.ids: tuple[str, ...] = tuple(ids)
+        self.dim = int(dim)
+        self.rows = max(1, int(rows))
+        self._load = load
+        # the tie rule across shards: each document's place in descending id order
+        order = sorted(range(len(self.ids)), key=self.ids.__getitem__, reverse=True)
+        self._id_rank = np.empty(len(self.ids), dtype=np.int64)
+        self._id_rank[np.asarray(order, dtype=np.int64)] = np.arange(len(self.ids))
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the vectors held at once: one shard."""
+        return min(self.rows, len(self.ids)) * self.dim * 4
+
+    def ids_of(self, positions: np.ndarray) -> list[str]:
+        return [self.ids[p] for p in positions if p >= 0]
+
+    def search(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """As :meth:`ExactIndex.search`, one shard at a time."""
+        q = np.asarray(queries, dtype=np.float32)
+        if q.ndim == 1:
+            q = q[None, :]
+        if q.ndim != 2 or q.shape[1] != self.dim:
+            raise ConfigError(
+                f"query vectors have shape {q.shape}; the index holds {self.dim}-d vectors"
+            )
+        if k < 1:
+            raise ConfigError(f"k={k!r}: ask for at least one result")
+        positions = np.full((len(q), k), -1, dtype=np.int64)
+        scores = np.full((len(q), k), -np.inf, dtype=np.float64)
+        for lo in range(0, len(self.ids), self.rows):
+            hi = min(len(self.ids), lo + self.rows)
+            shard = ExactIndex(self._load(lo, hi), self.ids[lo:hi], backend=self.backend)  # type: ignore[arg-type]
+            pos, val = shard.search(q, k)
+            del shard
+            positions, scores = self._merge(
+                positions, scores, np.where(pos >= 0, pos + lo, -1), val, k
+            )
+        return positions, scores
+
+    def _merge(
+        self, pos_a: np.ndarray, val_a: np.ndarray, pos_b: np.ndarray, val_b: np.ndarray, k: int
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The top k of two top-k lists per row: score descending, then id descending."""
+        pos = np.concatenate([pos_a, pos_b], axis=1)
+        val = np.concatenate([val_a, val_b], axis=1)
+        rank = np.where(pos >= 0, self._id_rank[np.maximum(pos, 0)], len(self.ids))
+        order = np.lexsort((rank, -val), axis=-1)[:, :k]
+        return np.take_along_axis(pos, order, axis=1), np.take_along_axis(val, order, axis=1)

@@ -24,6 +24,7 @@ from .optionspec import (
     PRIORITIES,
     OptionSpec,
     option,
+    parse_bytes,
     parse_int,
     parse_models_option,
     parse_non_negative_float,
@@ -379,6 +380,18 @@ class Options:
             ini_help="timed passes over the sampled queries (default 3; 0: no latency)",
             parse=parse_non_negative_int,
             metavar="N",
+        ),
+    )
+    memory_budget: int | None = option(  # evaluate.Evaluator(memory_budget=)
+        None,
+        OptionSpec(
+            "--embedbench-memory-budget",
+            "bytes of corpus vectors an embedding model's exact search may hold, e.g. 2GB; "
+            "beyond it the vectors are streamed from the cache in shards (same rankings)",
+            ini="embedbench_memory_budget",
+            ini_help="bytes of corpus vectors exact search may hold (e.g. 2GB; default: all)",
+            parse=parse_bytes,
+            metavar="SIZE",
         ),
     )
     latency_sample: int = option(  # measure.DEFAULT_LATENCY_SAMPLE

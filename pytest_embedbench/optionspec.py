@@ -14,6 +14,7 @@ __all__ = [
     "PRIORITIES",
     "OptionSpec",
     "option",
+    "parse_bytes",
     "parse_int",
     "parse_models_option",
     "parse_non_negative_float",
@@ -73,6 +74,26 @@ def parse_non_negative_float(value: str) -> float:
     if not number >= 0 or number == float("inf"):  # NaN fails ">= 0"
         raise argparse.ArgumentTypeError(f"{value!r} must be a finite number, 0 or more")
     return number
+
+
+_BYTE_UNITS = {"": 1, "b": 1, "kb": 1000, "mb": 1000**2, "gb": 1000**3, "tb": 1000**4}
+_BYTE_UNITS.update({"kib": 1024, "mib": 1024**2, "gib": 1024**3, "tib": 1024**4})
+
+
+def parse_bytes(value: str) -> int:
+    """A size: bytes, or a number with a unit (``512MB``, ``2GiB``, ``1.5GB``)."""
+    text = str(value).strip().lower().replace(" ", "")
+    number = text.rstrip("kmgtib")
+    unit = text[len(number) :]
+    try:
+        size = float(number) * _BYTE_UNITS[unit]
+    except (ValueError, KeyError):
+        raise argparse.ArgumentTypeError(
+            f"{value!r} is not a size: give bytes or a number with a unit, e.g. 512MB or 2GiB"
+        ) from None
+    if not size >= 1 or size == float("inf"):
+        raise argparse.ArgumentTypeError(f"{value!r} must be at least 1 byte")
+    return int(size)
 
 
 def parse_int(value: str) -> int:

@@ -103,6 +103,7 @@ class EmbedBenchSession:
                 progress=self.progress,
                 latency_passes=self.options.latency_passes,
                 latency_sample=self.options.latency_sample,
+                memory_budget=self.options.memory_budget,
             )
             if self.options.ray:
                 from .distributed import prefill_hook

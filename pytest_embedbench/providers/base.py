@@ -220,6 +220,9 @@ class EmbeddingProvider(Provider):
         }
     )
     default_batch_size: ClassVar[int] = 32
+    #: bytes the exact search may hold of the corpus vectors (None: all in memory); the
+    #: evaluator sets it from ``--embedbench-memory-budget`` / ``memory_budget=``
+    memory_budget: int | None = None
     #: the provider's limit of texts per request; a larger batch_size is an error
     max_batch_size: ClassVar[int] = 100_000
     #: hosted APIs get concurrent batches and retries by default
@@ -481,8 +484,16 @@ class EmbeddingProvider(Provider):
         stats: BuildStats | None = None,
         progress: Callable[[int, int], None] | None = None,
     ) -> Retriever:
-        """Embed ``documents`` (through ``cache``) and index them exactly (see dense.py)."""
-        return build_dense(self, documents, cache=cache, stats=stats, progress=progress)
+        """Embed ``documents`` (through ``cache``) and index them exactly (see dense.py); with
+        :attr:`memory_budget` set, the vectors are streamed from the cache in shards."""
+        return build_dense(
+            self,
+            documents,
+            cache=cache,
+            stats=stats,
+            progress=progress,
+            memory_budget=self.memory_budget,
+        )
 
 
 class RankingProvider(Provider):

@@ -137,12 +137,18 @@ def build_dense(
     cache: EmbeddingCache | None = None,
     stats: BuildStats | None = None,
     progress: Progress | None = None,
+    memory_budget: int | None = None,
 ) -> DenseRetriever:
-    """Embed ``documents`` (cache first), index them exactly, and time both into ``stats``."""
+    """Embed ``documents`` (cache first), index them exactly, and time both into ``stats``.
+
+    With ``memory_budget`` (bytes), the vectors are never all in memory: see
+    :func:`build_streamed`."""
     from ..index import ExactIndex
 
     stats = stats if stats is not None else BuildStats()
     provider.ensure_loaded()
+    if memory_budget is not None:
+        return build_streamed(provider, documents, cache, stats, progress, memory_budget)
     texts = [d.embed_text for d in documents]
     if progress is not None:
         progress(0, len(texts))
@@ -160,6 +166,81 @@ def build_dense(
     stats.document_embedding_s += t1 - t0
     stats.index_build_s += t2 - t1
     stats.documents += len(texts)
+    provider.info["index_backend"] = index.backend
+    return DenseRetriever(provider, index, cache)
+
+
+def build_streamed(
+    provider: Embedder,
+    documents: Sequence[Document],
+    cache: EmbeddingCache | None,
+    stats: BuildStats,
+    progress: Progress | None,
+    memory_budget: int,
+) -> DenseRetriever:
+    """:func:`build_dense` under a memory budget: documents embedded (or found in the cache)
+    one shard at a time, and a :class:`~pytest_embedbench.index.ShardedIndex` that reads them
+    back a shard at a time for each search, from the cache (a vector the cache lost since is
+    embedded again), or without a cache from a temporary spill file of raw float32 rows."""
+    import tempfile
+    import weakref
+
+    from ..index import ShardedIndex, shard_rows
+
+    texts = [d.embed_text for d in documents]
+    n = len(texts)
+    t0 = time.perf_counter()
+    spill = None if cache is not None else tempfile.TemporaryFile(prefix="embedbench-")
+    # embedding shards sized for the widest common vectors until the model tells its own
+    step = shard_rows(memory_budget, provider.dimension or 4096)
+    embedded = 0
+    dim = provider.dimension or 0
+    for lo in range(0, n, step):
+        hi = min(n, lo + step)
+        vectors, missed = embed_cached(provider, texts[lo:hi], cache, kind="document")
+        embedded += missed
+        dim = int(vectors.shape[1])
+        if spill is not None:
+            spill.write(np.ascontiguousarray(vectors, dtype=np.float32).tobytes())
+        if progress is not None:
+            progress(hi, n)
+        del vectors
+    rows = shard_rows(memory_budget, dim)
+    stats.cache_hits += n - embedded
+    stats.cache_misses += embedded
+    t1 = time.perf_counter()
+    if spill is not None:
+
+        def load(lo: int, hi: int) -> np.ndarray:
+            spill.seek(lo * dim * 4)
+            data = spill.read((hi - lo) * dim * 4)
+            return np.frombuffer(data, dtype=np.float32).reshape(hi - lo, dim)
+
+    else:
+        namespace, keys = document_keys(provider, texts)
+
+        def load(lo: int, hi: int) -> np.ndarray:
+            matrix, missing = cache.get_matrix(  # type: ignore[union-attr]
+                namespace, keys[lo:hi], dim=dim, unit_norm=provider.normalize
+            )
+            if missing:  # lost since (a full disk, another process cleared it): embed again
+                again = provider.embed([texts[lo + i] for i in missing], kind="document")
+                matrix = np.array(matrix) if not matrix.flags.writeable else matrix
+                matrix[missing] = again
+            return matrix
+
+    index = ShardedIndex(
+        [d.id for d in documents],
+        dim,
+        load,
+        rows=rows,
+        backend=provider.options.get("index_backend", "auto"),
+    )
+    if spill is not None:
+        weakref.finalize(index, spill.close)  # the temporary file goes with the index
+    stats.document_embedding_s += t1 - t0
+    stats.index_build_s += time.perf_counter() - t1
+    stats.documents += n
     provider.info["index_backend"] = index.backend
     return DenseRetriever(provider, index, cache)
 

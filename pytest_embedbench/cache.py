@@ -519,6 +519,8 @@ class EmbeddingCache:
         sizes = np.array([len(b[2]) for b in batches], dtype=np.int64)
         whole = (bdims > 0) & (sizes == 4 * bdims * counts)
         stored = which >= 0
+        if not stored.any():
+            return rows, _empty(dim)
         if dim is None:  # the provider learns its dimension from its first answer
             dims = set(bdims[np.unique(which[stored])][whole[np.unique(which[stored])]].tolist())
             if len(dims) > 1:

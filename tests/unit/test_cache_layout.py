@@ -148,3 +148,18 @@ def test_a_batch_whose_vectors_were_all_written_again_is_deleted(tmp_path: Path)
     conn.close()
     assert batches == [(4, 2), (4, 4), (2, 2)]
     assert cache.count("ns") == 8
+
+
+@pytest.mark.parametrize("scan_min", [1, 10**9], ids=["one-pass", "per-key"])
+def test_keys_none_of_which_is_stored_are_all_missing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, scan_min: int
+) -> None:
+    monkeypatch.setattr(cache_module, "SCAN_MIN", scan_min)
+    cache = EmbeddingCache(tmp_path)
+    cache.put_many("ns", [text_key("stored")], _unit(1, 8))
+    asked = [text_key(f"never {i}") for i in range(3)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert cache.get_many("ns", asked, dim=8) == ({}, [0, 1, 2])
+        matrix, missing = cache.get_matrix("ns", asked, dim=8)
+    assert missing == [0, 1, 2] and matrix.shape == (3, 8) and not matrix.any()

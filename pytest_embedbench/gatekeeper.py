@@ -8,6 +8,7 @@ are relative to; the session keeps one and hands it the records. Usable without 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from .baseline import DEFAULT_BASELINE, BaselineFile, check_thresholds, entry_from_record, gate
@@ -84,7 +85,7 @@ class Gatekeeper:
             return failures
         measured = getattr(result, "_cutoffs", None)
         if measured is not None:  # the test read retrieval.cutoffs: the report keeps them
-            record.result["cutoffs"] = measured.to_dict()
+            record.result = replace(record.result, cutoffs=measured.to_dict())
         if self.options.update_baseline == "all":
             return failures  # accepting the current numbers: nothing to gate against
         bad = self.baseline.problem or self.baseline.damaged.get(self.key(nodeid))
@@ -98,7 +99,7 @@ class Gatekeeper:
             n_resamples=self.options.bootstrap,
             query_texts={q.id: q.text for q in dataset().queries},
         )
-        record.baseline = outcome.to_dict()
+        record.baseline = outcome
         return failures + outcome.failures
 
     def write(self, records: Mapping[str, TestRecord]) -> list[str]:

@@ -333,7 +333,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: Any) -> Generator[None, A
         # the report is made, so they travel with it (to an xdist controller too)
         record = _session(item.config).records.get(item.nodeid)
         if record is not None and item.stash.get(CASE_KEY, None) is not None:
-            item.user_properties.extend(junit_properties(record.to_dict()))
+            item.user_properties.extend(junit_properties(record))
     report = yield
     if report.when == "call" and "_embedbench_case" in getattr(item, "fixturenames", ()):
         # a benchmark test ran (retrieval, searcher, model or workload): known to the

@@ -159,8 +159,16 @@ def query_label(query_id: str, text: str | None, width: int = 50) -> str:
     return f"{query_id} {json.dumps(flat, ensure_ascii=False)}"
 
 
-def _scores(data: Mapping[str, Any] | None, metric: str) -> dict[str, float]:
-    found = ((data or {}).get("per_query") or {}).get(metric)
+def _part(data: Any, name: str) -> Any:
+    """One part of a side of the diff: a field of a record's typed result (``ResultData``),
+    or a key of a baseline entry (JSON read from the baseline file)."""
+    if data is None:
+        return None
+    return data.get(name) if isinstance(data, Mapping) else getattr(data, name, None)
+
+
+def _scores(data: Any, metric: str) -> dict[str, float]:
+    found = (_part(data, "per_query") or {}).get(metric)
     if not isinstance(found, Mapping):
         return {}
     out = {}
@@ -171,16 +179,18 @@ def _scores(data: Mapping[str, Any] | None, metric: str) -> dict[str, float]:
     return out
 
 
-def _lists(data: Mapping[str, Any] | None) -> dict[str, list[str]] | None:
-    found = (data or {}).get("retrieved")
+def _lists(data: Any) -> dict[str, list[str]] | None:
+    found = _part(data, "retrieved")
     if not isinstance(found, Mapping):
         return None
-    return {str(q): [str(d) for d in ids] for q, ids in found.items() if isinstance(ids, list)}
+    return {
+        str(q): [str(d) for d in ids] for q, ids in found.items() if isinstance(ids, (list, tuple))
+    }
 
 
 def query_diff(
-    result: Mapping[str, Any],
-    before: Mapping[str, Any],
+    result: Any,
+    before: Any,
     *,
     metric: str,
     against: str,
@@ -191,9 +201,10 @@ def query_diff(
     query_texts: Mapping[str, str] | None = None,
     keep: int = KEPT_QUERIES,
 ) -> QueryDiff | None:
-    """``result``'s queries (a record's result: ``per_query``, ``retrieved``, ``relevant``,
-    ``query_texts``, ``winning_chunks``) against ``before`` (a baseline entry, or the reference
-    model's result) on ``metric``; None when either side lacks its per-query scores.
+    """``result``'s queries (a record's ``ResultData``: ``per_query``, ``retrieved``,
+    ``relevant``, ``query_texts``, ``winning_chunks``) against ``before`` (a baseline entry as
+    read from its file, or the reference model's ``ResultData``) on ``metric``; None when
+    either side lacks its per-query scores.
 
     ``precision``: round this run's scores to the decimals the baseline keeps (the gate's
     pairs). ``query_texts`` (id -> text) fills in texts the result lacks."""
@@ -209,9 +220,9 @@ def query_diff(
     degraded = sum(1 for c in changes.values() if c < -CHANGE_EPSILON)
     retrieved = _lists(result) or {}
     earlier = _lists(before)
-    relevant = result.get("relevant") or {}
-    texts = {**(query_texts or {}), **(result.get("query_texts") or {})}
-    chunks = result.get("winning_chunks")
+    relevant = _part(result, "relevant") or {}
+    texts = {**(query_texts or {}), **(_part(result, "query_texts") or {})}
+    chunks = _part(result, "winning_chunks")
     worst = sorted((c, q) for q, c in changes.items() if c < -CHANGE_EPSILON)[:keep]
     known = earlier is not None
     note = ""
@@ -290,26 +301,25 @@ def _positive(grade: Any) -> bool:
 
 def _excerpts(rows: Any, wanted: set[str]) -> tuple[ChunkExcerpt, ...]:
     """The winning chunks of this run's first document and of its relevant ones."""
-    if not isinstance(rows, list):
+    if not isinstance(rows, (list, tuple)):
         return ()
     out = []
     for rank, row in enumerate(rows, start=1):
-        if not isinstance(row, Mapping):
-            continue
-        doc = str(row.get("doc_id"))
+        doc = str(_part(row, "doc_id"))
         if rank > 1 and doc not in wanted:
             continue
-        page = row.get("page")
+        page, chunk_id = _part(row, "page"), _part(row, "chunk_id")
+        start, end = _part(row, "start"), _part(row, "end")
         out.append(
             ChunkExcerpt(
                 doc_id=doc,
                 rank=rank,
                 relevant=doc in wanted,
-                chunk_id=None if row.get("chunk_id") is None else str(row.get("chunk_id")),
-                start=row.get("start") if isinstance(row.get("start"), int) else None,
-                end=row.get("end") if isinstance(row.get("end"), int) else None,
+                chunk_id=None if chunk_id is None else str(chunk_id),
+                start=start if isinstance(start, int) else None,
+                end=end if isinstance(end, int) else None,
                 page=None if page is None else str(page),
-                text=excerpt(str(row.get("text") or "")),
+                text=excerpt(str(_part(row, "text") or "")),
             )
         )
         if len(out) == _CHUNKS_PER_QUERY:

@@ -13,10 +13,11 @@ import enum
 import hashlib
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .redaction import redact
+from .resultdata import GateOutcome, ResultData, as_outcome, as_result
 
 if TYPE_CHECKING:
     from .datasets import RetrievalDataset
@@ -93,9 +94,10 @@ _RANK = {
 class TestRecord:
     """One retrieval test's record: which case it ran, how it ended, and its result summary.
 
-    ``result`` is ``RetrievalResult.to_dict(per_query=True)`` (plus the per-query latencies the
-    latency gate compares), ``baseline`` the gate's ``GateOutcome.to_dict()``; the fingerprints
-    and their parts let a baseline comparison name what changed.
+    ``result`` is ``RetrievalResult.data(per_query=True)`` (with the per-query latencies the
+    latency gate compares), ``baseline`` what the gate found; the fingerprints and their parts
+    let a baseline comparison name what changed. A mapping given for either is read into its
+    type (a record built by hand, or by an older version).
     """
 
     __test__ = False  # not a pytest test class, whatever its name
@@ -108,20 +110,26 @@ class TestRecord:
     k: list[int]
     status: Status = Status.RUNNING
     error: str | None = None
-    result: dict[str, Any] | None = None
+    result: ResultData | None = None
     settings_fingerprint: str | None = None
     settings: dict[str, Any] | None = None
     dataset_parts: dict[str, Any] | None = None
     machine_fingerprint: str | None = None
     reference: str | None = None
-    baseline: dict[str, Any] | None = None
+    baseline: GateOutcome | None = None
     #: the stress workload point (``Workload.to_dict()``); None for an unstressed test
     workload: dict[str, Any] | None = None
+
+    def __post_init__(self) -> None:
+        self.result = as_result(self.result)
+        self.baseline = as_outcome(self.baseline)
 
     def to_dict(self) -> dict[str, Any]:
         """The record as JSON-ready data (the JSON report's ``tests`` entries)."""
         out = {name: getattr(self, name) for name in FIELDS}
         out["status"] = self.status.value
+        out["result"] = self.result.to_dict() if self.result is not None else None
+        out["baseline"] = self.baseline.to_dict() if self.baseline is not None else None
         return out
 
     @classmethod
@@ -131,7 +139,7 @@ class TestRecord:
         values = {name: data[name] for name in FIELDS if name in data}
         values["status"] = Status(values.get("status") or Status.RUNNING)
         values["k"] = list(values.get("k") or [])
-        for name in ("test", "model", "spec", "dataset"):
+        for name in ("nodeid", "test", "model", "spec", "dataset"):
             values.setdefault(name, "")
         return cls(**values)
 
@@ -168,9 +176,9 @@ class TestRecord:
         if result is not None:
             # per_query_ms stays by query id (the timed sample): the latency gate compares the
             # distributions of its values, the reports show each timed query's latency
-            record.result = result.to_dict(per_query=True)
+            data = result.data(per_query=True)
             # the provider's settings as applied (a base_url with a password, say)
-            record.result["model_info"] = redact(record.result["model_info"])
+            record.result = replace(data, model_info=redact(data.model_info))
         return record
 
 

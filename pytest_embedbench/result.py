@@ -24,6 +24,17 @@ from .exceptions import ConfigError, MetricError
 from .measure import LatencyStats, Timings
 from .metrics import METRICS, compute, grade_matrix, parse_metric
 from .providers import ModelSpec, Provider
+from .resultdata import (
+    CacheData,
+    ChunkHit,
+    CostData,
+    LatencyData,
+    MetricData,
+    ResourcesData,
+    ResultData,
+    TokensData,
+)
+from .serial import from_data
 from .stats import Estimate, bootstrap, paired_bootstrap
 
 if TYPE_CHECKING:
@@ -377,42 +388,48 @@ class RetrievalResult:
         return {qid: dict(j) for qid, j in self._qrels.items()}
 
     def to_dict(self, *, per_query: bool = False) -> dict[str, Any]:
-        """A JSON-ready summary (metrics as ``{value, low, high, n}``)."""
-        out: dict[str, Any] = {
-            "model": self.name,
-            "spec": self.model.spec,
-            "dataset": self.dataset_name,
-            "dataset_fingerprint": self.dataset_fingerprint,
-            "queries": len(self.query_ids),
-            "documents": self.n_documents,
-            "k": list(self.k),
-            "metrics": {name: est.to_dict() for name, est in self.metrics().items()},
-            "latency": self.latency.to_dict(),
-            "cold_query_ms": self.cold_query_ms,
-            "timings": self.timings.to_dict(),
-            "documents_per_s": self.documents_per_s,
-            "peak_rss_mb": self.peak_rss_mb,
-            "added_rss_mb": self.added_rss_mb,
-            "process_peak_rss_mb": self.process_peak_rss_mb,
-            "start_rss_mb": self.start_rss_mb,
-            "environment": self.environment,
-            "cache": self.cache.to_dict(),
-            "query_cache": self.query_cache.to_dict(),
-            "tokens": self.tokens,
-            "cost": self.cost,
-            "model_info": {k: v for k, v in self.model_info.items() if _jsonable(v)},
-            "resources": self.resources,
-            "seed": self.seed,
-        }
-        if self.chunking is not None:
-            out["chunking"] = self._chunking_summary(self.chunking)
-        if self._cutoffs is not None:
-            out["cutoffs"] = self._cutoffs.to_dict()
+        """A JSON-ready summary (metrics as ``{value, low, high, n}``): :meth:`data`'s form."""
+        return self.data(per_query=per_query).to_dict()
+
+    def data(self, *, per_query: bool = False) -> ResultData:
+        """What the JSON report, an xdist worker and the baseline keep of this result, typed;
+        ``per_query``: with each query's scores, text, top ids, judgements and, on a chunked
+        dataset, winning chunks, and the timed queries' latencies by id."""
+        latency = self.latency.to_dict()
         if per_query:
             # the timed queries only (a seeded sample by default), by id; empty when none was
-            out["latency"]["per_query_ms"] = self.latency.by_query(self.query_ids)
-            out.update(self._per_query_detail())
-        return out
+            latency["per_query_ms"] = self.latency.by_query(self.query_ids)
+        return ResultData(
+            model=self.name,
+            spec=self.model.spec,
+            dataset=self.dataset_name,
+            dataset_fingerprint=self.dataset_fingerprint,
+            queries=len(self.query_ids),
+            documents=self.n_documents,
+            k=tuple(self.k),
+            metrics={
+                name: from_data(MetricData, est.to_dict()) for name, est in self.metrics().items()
+            },
+            latency=from_data(LatencyData, latency),
+            cold_query_ms=self.cold_query_ms,
+            timings=self.timings.to_dict(),
+            documents_per_s=self.documents_per_s,
+            peak_rss_mb=self.peak_rss_mb,
+            added_rss_mb=self.added_rss_mb,
+            process_peak_rss_mb=self.process_peak_rss_mb,
+            start_rss_mb=self.start_rss_mb,
+            environment=dict(self.environment),
+            cache=from_data(CacheData, self.cache.to_dict()),
+            query_cache=from_data(CacheData, self.query_cache.to_dict()),
+            tokens=from_data(TokensData, self.tokens),
+            cost=from_data(CostData, self.cost),
+            model_info={k: v for k, v in self.model_info.items() if _jsonable(v)},
+            resources=from_data(ResourcesData, self.resources),
+            seed=self.seed,
+            chunking=self._chunking_summary(self.chunking) if self.chunking is not None else None,
+            cutoffs=self._cutoffs.to_dict() if self._cutoffs is not None else None,
+            **(self._per_query_detail() if per_query else {}),
+        )
 
     def _chunking_summary(self, chunking: ChunkingSettings) -> dict[str, Any]:
         """The chunking settings with the number of chunks and the chunk depths searched."""
@@ -434,14 +451,17 @@ class RetrievalResult:
                 for name in self.metrics()
             },
             "query_texts": dict(self.query_texts),
-            "retrieved": {qid: ids[:RETRIEVED_KEPT] for qid, ids in self.rankings.items()},
+            "retrieved": {qid: tuple(ids[:RETRIEVED_KEPT]) for qid, ids in self.rankings.items()},
             "relevant": {
                 qid: {doc: grade for doc, grade in sorted(j.items()) if grade > 0}
                 for qid, j in self._qrels.items()
             },
         }
         if self.winning_chunks is not None:
-            out["winning_chunks"] = self.retrieved()
+            out["winning_chunks"] = {
+                qid: tuple(from_data(ChunkHit, hit) for hit in hits)
+                for qid, hits in self.retrieved().items()
+            }
         return out
 
     def retrieved(self) -> dict[str, list[dict[str, Any]]]:

@@ -5,7 +5,9 @@ keeps them as plain data. :func:`to_data` walks a record's fields (as pytest-ben
 ``Stats.fields`` drives ``as_dict``), so a field added to a dataclass is written and read with no
 other change; :func:`from_data` rebuilds the record from its type hints: ``X | None``,
 ``tuple[X, ...]``, ``dict[str, X]``, nested dataclasses and plain JSON values. Non-finite
-floats are written as null, as everywhere in the JSON report. Usage::
+floats are written as null, as everywhere in the JSON report. A field declared with
+``field(default=None, metadata=OMIT_NONE)`` is left out of the data while it is None (an
+optional part, such as a result's per-query detail, is absent rather than null). Usage::
 
     data = to_data(summary)                         # JSON-ready
     assert from_data(Summary, json.loads(json.dumps(data))) == summary
@@ -21,7 +23,10 @@ from collections.abc import Mapping
 from functools import cache
 from typing import Any, TypeVar, Union
 
-__all__ = ["from_data", "to_data"]
+__all__ = ["OMIT_NONE", "from_data", "to_data"]
+
+#: a field's metadata: leave the field out of :func:`to_data`'s dict while it is None
+OMIT_NONE: Mapping[str, bool] = {"omit_none": True}
 
 T = TypeVar("T")
 
@@ -30,7 +35,11 @@ def to_data(value: Any) -> Any:
     """``value`` as JSON data: a dataclass as a dict of its fields (in field order), tuples as
     lists, NaN and infinities as None."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: to_data(getattr(value, f.name)) for f in dataclasses.fields(value)}
+        return {
+            f.name: to_data(getattr(value, f.name))
+            for f in dataclasses.fields(value)
+            if not (f.metadata.get("omit_none") and getattr(value, f.name) is None)
+        }
     if isinstance(value, Mapping):
         return {str(k): to_data(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):

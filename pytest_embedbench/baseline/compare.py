@@ -5,48 +5,16 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from ..querydiff import QueryDiff, failure_lines, query_diff, query_label
 from ..records import TestRecord, as_record
-from ..serial import to_data
+from ..resultdata import GateDelta, GateOutcome, ResultData
 from .settings import GATE_ALPHA, GateSettings
 from .store import _PRECISION
 
 __all__ = ["GateOutcome", "gate"]
-
-
-@dataclass
-class GateOutcome:
-    """What the gate found for one test: its status, the failure lines and Δ figures.
-
-    ``warnings`` are lines the terminal prints although the test passes (an inconclusive drop
-    under ``inconclusive: warn``); ``changes`` name what differs from the baseline's inputs;
-    ``queries`` is the per-query diff on the first gated metric
-    (:class:`~pytest_embedbench.querydiff.QueryDiff` as data), which the summary reads.
-    """
-
-    status: str  # "missing", "passed", "inconclusive", "regressed", "stale"
-    failures: list[str] = field(default_factory=list)
-    changes: list[str] = field(default_factory=list)
-    deltas: dict[str, dict[str, Any]] = field(default_factory=dict)
-    notes: list[str] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
-    queries: dict[str, Any] | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        out = {
-            "status": self.status,
-            "failures": self.failures,
-            "warnings": self.warnings,
-            "changes": self.changes,
-            "deltas": self.deltas,
-            "notes": self.notes,
-        }
-        if self.queries is not None:
-            out["queries"] = self.queries
-        return out
 
 
 def _flatten(value: Any, prefix: str = "") -> dict[str, Any]:
@@ -114,9 +82,9 @@ def _settings_changed(
 
 def _changes(record: TestRecord, entry: Mapping[str, Any]) -> list[str]:
     """What differs between the baseline's inputs and this run's, naming each change."""
-    result = record.result or {}
+    result = record.result or ResultData()
     changes = []
-    if entry.get("dataset_fingerprint") != result["dataset_fingerprint"]:
+    if entry.get("dataset_fingerprint") != result.dataset_fingerprint:
         old_parts, new_parts = entry.get("dataset_parts"), record.dataset_parts
         detail = _what_changed(old_parts, new_parts) if old_parts and new_parts else []
         changes.append(
@@ -124,7 +92,7 @@ def _changes(record: TestRecord, entry: Mapping[str, Any]) -> list[str]:
             if detail
             else "the dataset changed (fingerprint "
             f"{str(entry.get('dataset_fingerprint'))[:12]} -> "
-            f"{str(result['dataset_fingerprint'])[:12]}); re-record to see which part"
+            f"{result.dataset_fingerprint[:12]}); re-record to see which part"
         )
     spec_changed = entry.get("spec") != record.spec
     if entry.get("settings_fingerprint") != record.settings_fingerprint:
@@ -141,7 +109,7 @@ def _changes(record: TestRecord, entry: Mapping[str, Any]) -> list[str]:
                 f"the settings changed (fingerprint {entry.get('settings_fingerprint')} -> "
                 f"{record.settings_fingerprint}); re-record to see which"
             )
-    revision = result.get("model_info", {}).get("revision")
+    revision = result.model_info.get("revision")
     if entry.get("model_revision") != revision:
         changes.append(
             f"the model revision changed ({entry.get('model_revision')!r} -> {revision!r})"
@@ -179,7 +147,8 @@ def gate(
     record = as_record(record)
     outcome = GateOutcome("passed")
     outcome.changes.extend(_changes(record, entry))
-    current_pq = (record.result or {}).get("per_query", {})
+    result = record.result or ResultData()
+    current_pq = result.per_query or {}
     base_pq = entry.get("per_query", {})
     changed = f"; {'; '.join(outcome.changes)}" if outcome.changes else ""
     for metric in settings.metrics:
@@ -201,7 +170,7 @@ def gate(
         pairs = _Pairs(metric, shared, current, base)
         _metric_gate(pairs, settings, outcome, seed, n_resamples)
         diff = query_diff(
-            record.result or {},
+            result,
             entry,
             metric=metric,
             against="baseline",
@@ -212,8 +181,8 @@ def gate(
             query_texts=query_texts,
         )
         if outcome.queries is None and diff is not None:
-            outcome.queries = to_data(diff)
-        if outcome.deltas[metric]["regressed"] or outcome.deltas[metric]["inconclusive"]:
+            outcome.queries = diff
+        if outcome.deltas[metric].regressed or outcome.deltas[metric].inconclusive:
             _report_drop(pairs, settings, outcome, query_texts, diff)
     if settings.latency_p95_pct is not None:
         _latency_gate(record, entry, settings, outcome)
@@ -257,18 +226,18 @@ def _metric_gate(
     base_mean = sum(old) / len(old)
     material = -float(diff) > settings.allowed_drop(base_mean)
     regressed = diff.high < 0 and material
-    outcome.deltas[pairs.metric] = {
-        "baseline": base_mean,
-        "current": sum(cur) / len(cur),
-        "difference": float(diff),
-        "low": diff.low,
-        "high": diff.high,
-        "shared_queries": len(pairs.shared),
-        "significant": diff.high < 0 or diff.low > 0,
-        "regressed": regressed,
-        "inconclusive": material and not regressed,
-        "minimum_detectable": minimum_detectable_effect(diff.per_query, alpha=GATE_ALPHA),
-    }
+    outcome.deltas[pairs.metric] = GateDelta(
+        baseline=base_mean,
+        current=sum(cur) / len(cur),
+        difference=float(diff),
+        low=diff.low,
+        high=diff.high,
+        shared_queries=len(pairs.shared),
+        significant=bool(diff.high < 0 or diff.low > 0),
+        regressed=bool(regressed),
+        inconclusive=bool(material and not regressed),
+        minimum_detectable=minimum_detectable_effect(diff.per_query, alpha=GATE_ALPHA),
+    )
 
 
 def _signed(change: float) -> str:
@@ -308,18 +277,18 @@ def _report_drop(
     lost = _lost_most(pairs, query_texts)
     block = "".join(f"\n    {line}" for line in failure_lines(diff)) if diff is not None else ""
     figures = (
-        f"baseline {d['baseline']:.4f}, current {d['current']:.4f}, difference "
-        f"{d['difference']:+.4f} [{d['low']:+.4f}, {d['high']:+.4f}] (95% paired bootstrap over "
+        f"baseline {d.baseline:.4f}, current {d.current:.4f}, difference "
+        f"{d.difference:+.4f} [{d.low:+.4f}, {d.high:+.4f}] (95% paired bootstrap over "
         f"{n} shared queries; tolerance {settings.describe_tolerance()})"
     )
-    if d["regressed"]:
+    if d.regressed:
         outcome.status = "regressed"
         outcome.failures.append(f"{metric} regressed: {figures}{block or lost}")
         return
     line = (
         f"{metric} inconclusive: {figures}: the drop is beyond the tolerance but not "
         f"significant; the smallest drop these {n} queries can detect is about "
-        f"{d['minimum_detectable']:.4f} (80% power, alpha {GATE_ALPHA:g}){lost}. Add queries "
+        f"{d.minimum_detectable:.4f} (80% power, alpha {GATE_ALPHA:g}){lost}. Add queries "
         "to the eval set, or re-record the baseline with --embedbench-update-baseline if the "
         "change is intended"
     )
@@ -350,8 +319,8 @@ def _latency_gate(
     recorded without per-query latencies falls back to the p95 rule with the floor, and says so.
     """
     base_lat = entry.get("latency", {}) or {}
-    cur_lat = (record.result or {}).get("latency", {}) or {}
-    base_p95, cur_p95 = base_lat.get("p95_ms"), cur_lat.get("p95_ms")
+    cur_lat = (record.result or ResultData()).latency
+    base_p95, cur_p95 = base_lat.get("p95_ms"), cur_lat.p95_ms
     if base_p95 is None or cur_p95 is None or _not_timed(base_p95) or _not_timed(cur_p95):
         outcome.notes.append(
             "latency gate: no p95 to compare (a run with latency_passes=0 times no query)"
@@ -364,7 +333,7 @@ def _latency_gate(
     rise = cur_p95 - base_p95
     material = cur_p95 > base_p95 * (1 + pct / 100.0) and rise > floor
     base_ms = _latency_values(base_lat.get("per_query_ms"))
-    cur_ms = _latency_values(cur_lat.get("per_query_ms"))
+    cur_ms = _latency_values(cur_lat.per_query_ms)
     p_value: float | None = None
     if base_ms and cur_ms:
         from scipy.stats import mannwhitneyu
@@ -383,12 +352,12 @@ def _latency_gate(
             f"version), so only p95 was compared, with the {floor:g} ms floor; re-record it "
             "with --embedbench-update-baseline to compare distributions"
         )
-    outcome.deltas["latency.p95_ms"] = {
-        "baseline": base_p95,
-        "current": cur_p95,
-        "p_value": p_value,
-        "regressed": material and significant,
-    }
+    outcome.deltas["latency.p95_ms"] = GateDelta(
+        baseline=base_p95,
+        current=cur_p95,
+        p_value=p_value,
+        regressed=bool(material and significant),
+    )
     if material and significant:
         outcome.status = "regressed"
         outcome.failures.append(

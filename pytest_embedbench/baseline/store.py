@@ -47,34 +47,37 @@ def entry_from_record(record: TestRecord | Mapping[str, Any]) -> dict[str, Any]:
     result = record.result
     if result is None:
         raise ValueError(f"{record.nodeid}: a record without a result has no baseline entry")
-    per_query = result.get("per_query", {})
+    per_query = result.per_query or {}
+    latency = result.latency
     entry: dict[str, Any] = _round(
         {
             "model": record.model,
             "spec": record.spec,
             "dataset": record.dataset,
-            "dataset_fingerprint": result["dataset_fingerprint"],
+            "dataset_fingerprint": result.dataset_fingerprint,
             "settings_fingerprint": record.settings_fingerprint,
-            "model_revision": result.get("model_info", {}).get("revision"),
+            "model_revision": result.model_info.get("revision"),
             "machine_fingerprint": record.machine_fingerprint,
-            "queries": result["queries"],
+            "queries": result.queries,
             "metrics": {
-                name: {k: v for k, v in est.items() if k in ("value", "low", "high", "n")}
-                for name, est in sorted(result["metrics"].items())
+                name: {"value": est.value, "low": est.low, "high": est.high, "n": est.n}
+                for name, est in sorted(result.metrics.items())
             },
             "latency": {
-                k: result["latency"][k]
-                for k in ("p50_ms", "p95_ms", "p99_ms", "per_query_ms")
-                if k in result["latency"]
+                "p50_ms": latency.p50_ms,
+                "p95_ms": latency.p95_ms,
+                "p99_ms": latency.p99_ms,
+                **({} if latency.per_query_ms is None else {"per_query_ms": latency.per_query_ms}),
             },
             "per_query": {m: per_query[m] for m in KEPT_METRICS if m in per_query},
         }
     )
     # each query's top of the ranking (the record keeps RETRIEVED_KEPT ids), so a later run can
     # name the documents a degraded query lost and gained (absent from older entries: not known)
-    retrieved = result.get("retrieved")
-    if isinstance(retrieved, Mapping):
-        entry["retrieved"] = {str(q): [str(d) for d in ids] for q, ids in sorted(retrieved.items())}
+    if result.retrieved is not None:
+        entry["retrieved"] = {
+            str(q): [str(d) for d in ids] for q, ids in sorted(result.retrieved.items())
+        }
     # what the fingerprints summarise, so a later run can name what changed (absent: not known)
     for key in ("settings", "dataset_parts"):
         if getattr(record, key) is not None:

@@ -31,7 +31,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..records import TestRecord, as_record
 from ..redaction import _secret_env_values, redact
+from ..resultdata import ResultData
 from .columns import resolve_column
 from .stress import TextTable, cutoff_tables, stress_tables
 from .summary import DatasetSummary, Gate, ModelSummary, Summary
@@ -553,45 +555,39 @@ def github_run_url(env: Mapping[str, str]) -> str | None:
 
 #: the prefix of every property name
 PREFIX = "embedbench."
-#: the latency figures a test's properties carry, with their interval keys
-_LATENCY = (("p50_ms", "p50_interval_ms"), ("p95_ms", "p95_interval_ms"))
 
 
-def junit_properties(record: Mapping[str, Any]) -> list[tuple[str, Any]]:
-    """The ``<property>`` pairs of one test record (``TestRecord.to_dict()``, a JSON report's
+def junit_properties(record: TestRecord | Mapping[str, Any]) -> list[tuple[str, Any]]:
+    """The ``<property>`` pairs of one test record (a :class:`TestRecord`, or a JSON report's
     ``tests`` entry): model, dataset, queries, every metric with its interval bounds
     (``embedbench.ndcg@10``, ``.low``, ``.high``), the p50 and p95 latency with theirs, and the
     baseline gate's verdict ``embedbench.gate`` (``none`` when no gate ran: the test failed
     first, or the run updated the baseline). Values are the record's, so each equals the JSON
     report's; a missing or non-finite one is left out."""
+    record = as_record(record)
     out: list[tuple[str, Any]] = []
-    result = record.get("result") or {}
-    for name in ("model", "dataset"):
-        if record.get(name) is not None:
-            out.append((PREFIX + name, redact(str(record[name]))))
-    workload = (record.get("workload") or {}).get("id")
+    result = record.result or ResultData()
+    for name, value in (("model", record.model), ("dataset", record.dataset)):
+        if value:
+            out.append((PREFIX + name, redact(value)))
+    workload = (record.workload or {}).get("id")
     if workload:
         out.append((PREFIX + "workload", redact(str(workload))))
-    if isinstance(result.get("queries"), int):
-        out.append((PREFIX + "queries", result["queries"]))
-    for name, entry in sorted((result.get("metrics") or {}).items()):
-        if not isinstance(entry, Mapping):
-            continue
-        for suffix, key in (("", "value"), (".low", "low"), (".high", "high")):
-            value = finite(entry.get(key))
-            if value is not None:
-                out.append((f"{PREFIX}{name}{suffix}", value))
-    latency = result.get("latency") or {}
-    for key, interval_key in _LATENCY:
-        value = finite(latency.get(key))
+    if record.result is not None:
+        out.append((PREFIX + "queries", result.queries))
+    for name, metric in sorted(result.metrics.items()):
+        for suffix, value in (("", metric.value), (".low", metric.low), (".high", metric.high)):
+            if finite(value) is not None:
+                out.append((f"{PREFIX}{name}{suffix}", finite(value)))
+    for key in ("p50_ms", "p95_ms"):
+        value = finite(getattr(result.latency, key))
         if value is None:
             continue
         out.append((PREFIX + key, value))
-        interval = latency.get(interval_key)
-        if isinstance(interval, (list, tuple)) and len(interval) == 2:
-            for suffix, bound in zip((".low", ".high"), interval, strict=True):
-                if finite(bound) is not None:
-                    out.append((PREFIX + key + suffix, finite(bound)))
-    gate = (record.get("baseline") or {}).get("status")
-    out.append((PREFIX + "gate", str(gate) if gate else "none"))
+        interval = result.latency.interval(key)
+        for suffix, bound in zip((".low", ".high"), interval or (), strict=False):
+            if finite(bound) is not None:
+                out.append((PREFIX + key + suffix, finite(bound)))
+    gate = record.baseline.status if record.baseline is not None else None
+    out.append((PREFIX + "gate", gate or "none"))
     return out

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, is_dataclass
 from typing import Any
 
 from ..exceptions import MetricError
@@ -33,9 +33,10 @@ __all__ = [
 _FAMILY_ORDER = ("ndcg", "recall", "mrr", "precision", "hit", "map")
 
 
-def metric_names(results: Sequence[Mapping[str, Any] | None]) -> list[str]:
-    """The metrics any of ``results`` has, by family (nDCG, recall, MRR ...) then cut-off."""
-    names = {name for r in results if r for name in (r.get("metrics") or {})}
+def metric_names(results: Sequence[Any]) -> list[str]:
+    """The metrics any of ``results`` (``ResultData``, or a JSON report's result dicts) has, by
+    family (nDCG, recall, MRR ...) then cut-off."""
+    names = {name for r in results if r for name in (_part(r, "metrics") or {})}
 
     def order(name: str) -> tuple[int, int, str]:
         family, _, k = name.partition("@")
@@ -45,12 +46,22 @@ def metric_names(results: Sequence[Mapping[str, Any] | None]) -> list[str]:
     return sorted(names, key=order)
 
 
-def path_value(result: Mapping[str, Any] | None, *path: str) -> Any:
+def _part(value: Any, name: str) -> Any:
+    """A field of a typed result part (a dataclass), or a key of its JSON form."""
+    if isinstance(value, Mapping):
+        return value.get(name)
+    if is_dataclass(value):
+        return getattr(value, name, None)
+    return None
+
+
+def path_value(result: Any, *path: str) -> Any:
+    """The value at ``path`` in a result (``("latency", "p95_ms")``); None when absent."""
     value: Any = result
     for part in path:
-        if not isinstance(value, Mapping) or part not in value:
+        value = _part(value, part)
+        if value is None:
             return None
-        value = value[part]
     return value
 
 
@@ -72,7 +83,7 @@ class Figure:
     higher_is_better: bool | None = None
     scale: float = 1.0
 
-    def get(self, result: Mapping[str, Any] | None) -> float | None:
+    def get(self, result: Any) -> float | None:
         value = _number(path_value(result, *self.path))
         return None if value is None else value * self.scale
 

@@ -44,13 +44,18 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
+
+from ..resultdata import GateDelta, LatencyData, ResultData, as_result
 
 __all__ = [
     "ACCURACY_ALPHA",
     "FREE_PROVIDERS",
     "WEIGHTS",
+    "ModelRow",
     "accuracy_tiers",
+    "as_row",
     "p95_interval",
     "recommend",
     "speed_tiers",
@@ -66,6 +71,38 @@ WEIGHTS: dict[str, tuple[float, float, float]] = {
 ACCURACY_ALPHA = 0.05
 #: providers that run locally and cost nothing per token
 FREE_PROVIDERS = frozenset({"hf", "bm25", "hybrid", "ollama"})
+
+
+@dataclass
+class ModelRow:
+    """One model on one dataset as folded from its records (the input of the comparisons and
+    the recommendation; the reports read the summary's ``ModelSummary``): the fullest result,
+    the gate's nDCG@10 Δ when gated, the worst status, the first error, the number of tests."""
+
+    dataset: str
+    model: str
+    spec: str
+    result: ResultData | None = None
+    baseline: GateDelta | None = None
+    status: str = "passed"
+    error: str | None = None
+    tests: int = 0
+
+
+def as_row(row: ModelRow | Mapping[str, Any]) -> ModelRow:
+    """``row`` as a :class:`ModelRow` (a mapping of its fields is read, its ``result`` with
+    :meth:`ResultData.from_dict <pytest_embedbench.resultdata.ResultData.from_dict>`)."""
+    if isinstance(row, ModelRow):
+        return row
+    return ModelRow(
+        dataset=str(row.get("dataset") or ""),
+        model=str(row.get("model") or ""),
+        spec=str(row.get("spec") or ""),
+        result=as_result(row.get("result")),
+        status=str(row.get("status") or "passed"),
+        error=row.get("error"),
+        tests=int(row.get("tests") or 0),
+    )
 
 
 def _normalise(values: Sequence[float | None], *, invert: bool) -> list[float | None]:
@@ -85,33 +122,33 @@ def _normalise(values: Sequence[float | None], *, invert: bool) -> list[float | 
     return out
 
 
-def p95_interval(latency: Mapping[str, Any]) -> tuple[float, float] | None:
+def p95_interval(latency: LatencyData) -> tuple[float, float] | None:
     """The p95 interval of one result's ``latency`` block (None when p95 is unknown): the
     stored ``p95_interval_ms``, else computed from ``per_query_ms``, else the point p95."""
     from ..measure import quantile_interval
 
-    p95 = latency.get("p95_ms")
+    p95 = latency.p95_ms
     if p95 is None or not math.isfinite(p95):
         return None
-    stored = latency.get("p95_interval_ms")
-    if stored is not None and all(v is not None and math.isfinite(v) for v in stored):
-        return float(stored[0]), float(stored[1])
-    per_query = latency.get("per_query_ms")
+    stored = latency.interval("p95_ms")
+    if stored is not None:
+        return stored
+    per_query = latency.per_query_ms
     if per_query:
         values = per_query.values() if isinstance(per_query, Mapping) else per_query
         return quantile_interval(list(values), 95)
     return float(p95), float(p95)
 
 
-def speed_tiers(rows: Sequence[Mapping[str, Any]]) -> list[list[str]]:
+def speed_tiers(rows: Sequence[ModelRow | Mapping[str, Any]]) -> list[list[str]]:
     """Models grouped by overlapping p95 intervals, fastest tier first (see the module doc);
     models without a p95 are left out."""
     timed = []
-    for row in rows:
-        latency = (row.get("result") or {}).get("latency") or {}
+    for row in map(as_row, rows):
+        latency = row.result.latency if row.result is not None else LatencyData()
         interval = p95_interval(latency)
-        if interval is not None:
-            timed.append((float(latency["p95_ms"]), row["model"], interval))
+        if interval is not None and latency.p95_ms is not None:
+            timed.append((float(latency.p95_ms), row.model, interval))
     timed.sort(key=lambda t: (t[0], t[1]))
     tiers: list[list[str]] = []
     leader: tuple[float, float] | None = None
@@ -125,16 +162,20 @@ def speed_tiers(rows: Sequence[Mapping[str, Any]]) -> list[list[str]]:
 
 
 def accuracy_tiers(
-    rows: Sequence[Mapping[str, Any]], *, seed: int = 0, n_resamples: int | None = None
+    rows: Sequence[ModelRow | Mapping[str, Any]],
+    *,
+    seed: int = 0,
+    n_resamples: int | None = None,
 ) -> list[list[str]]:
     """Models grouped by nDCG@10 that their queries cannot tell apart, best tier first (see the
     module doc); models without an nDCG@10 are left out."""
     from ..stats import DEFAULT_RESAMPLES
 
-    scored = [(v, r["model"], r) for r in rows if (v := _value(r, "ndcg@10")) is not None]
+    typed = [as_row(r) for r in rows]
+    scored = [(v, r.model, r) for r in typed if (v := _value(r, "ndcg@10")) is not None]
     scored.sort(key=lambda t: (-t[0], t[1]))
     tiers: list[list[str]] = []
-    leader: Mapping[str, Any] | None = None
+    leader: ModelRow | None = None
     for _, model, row in scored:
         if leader is not None and not _differs(leader, row, seed, n_resamples or DEFAULT_RESAMPLES):
             tiers[-1].append(model)
@@ -144,13 +185,13 @@ def accuracy_tiers(
     return tiers
 
 
-def _differs(a: Mapping[str, Any], b: Mapping[str, Any], seed: int, n_resamples: int) -> bool:
+def _differs(a: ModelRow, b: ModelRow, seed: int, n_resamples: int) -> bool:
     """Whether ``a``'s and ``b``'s per-query nDCG@10 differ significantly on their shared
     queries (True when either lacks per-query scores: nothing says they are alike)."""
     from ..stats import compare_scores
 
-    mine = ((a.get("result") or {}).get("per_query") or {}).get("ndcg@10")
-    theirs = ((b.get("result") or {}).get("per_query") or {}).get("ndcg@10")
+    mine = a.result.scores("ndcg@10") if a.result is not None else {}
+    theirs = b.result.scores("ndcg@10") if b.result is not None else {}
     if not mine or not theirs:
         return True
     shared = sorted(set(mine) & set(theirs))
@@ -164,46 +205,49 @@ def _differs(a: Mapping[str, Any], b: Mapping[str, Any], seed: int, n_resamples:
     return bool(comparison.p_value < ACCURACY_ALPHA)
 
 
-def _value(row: Mapping[str, Any], metric: str) -> float | None:
+def _value(row: ModelRow, metric: str) -> float | None:
     """The row's value of ``metric``; None when its run did not compute that cut-off."""
-    entry = row["result"]["metrics"].get(metric)
-    return None if entry is None else float(entry["value"])
+    entry = row.result.metrics.get(metric) if row.result is not None else None
+    return None if entry is None or entry.value is None else float(entry.value)
 
 
-def _cost(row: Mapping[str, Any]) -> float | None:
-    result = row["result"] or {}
-    usd = (result.get("cost") or {}).get("usd")
+def _cost(row: ModelRow) -> float | None:
+    usd = row.result.cost.usd if row.result is not None else None
     if usd is not None:
         return float(usd)
-    provider = str(row.get("spec", "")).split(":", 1)[0].lower()
+    provider = row.spec.split(":", 1)[0].lower()
     return 0.0 if provider in FREE_PROVIDERS else None
 
 
 def recommend(
-    rows: Sequence[Mapping[str, Any]], *, seed: int = 0, n_resamples: int | None = None
+    rows: Sequence[ModelRow | Mapping[str, Any]],
+    *,
+    seed: int = 0,
+    n_resamples: int | None = None,
 ) -> dict[str, Any] | None:
     """Picks for every priority over one dataset's rows (None when no model succeeded);
-    ``seed`` and ``n_resamples`` drive the paired bootstrap of the accuracy tiers."""
-    ok = [r for r in rows if r.get("result") is not None and r.get("status") != "error"]
+    ``seed`` and ``n_resamples`` drive the paired bootstrap of the accuracy tiers. The picks
+    are the JSON report's ``recommendations`` entry for the dataset."""
+    ok = [r for r in map(as_row, rows) if r.result is not None and r.status != "error"]
     if not ok:
         return None
     # every model of an accuracy tier is as accurate as the tier's best (None for a run
     # without k=10: accuracy 0)
     levels = accuracy_tiers(ok, seed=seed, n_resamples=n_resamples)
-    best = {r["model"]: _value(r, "ndcg@10") for r in ok}
+    best = {r.model: _value(r, "ndcg@10") for r in ok}
     tier_ndcg = {model: best[tier[0]] for tier in levels for model in tier}
-    ndcg = [tier_ndcg.get(r["model"]) for r in ok]
+    ndcg = [tier_ndcg.get(r.model) for r in ok]
     tiers = speed_tiers(ok)
-    point = {r["model"]: r["result"]["latency"].get("p95_ms") for r in ok}
+    point = {r.model: r.result.latency.p95_ms if r.result else None for r in ok}
     # every model of a tier is as fast as the tier's fastest model
     tier_p95 = {model: point[tier[0]] for tier in tiers for model in tier}
-    p95 = [tier_p95.get(r["model"]) for r in ok]
+    p95 = [tier_p95.get(r.model) for r in ok]
     costs = [_cost(r) for r in ok]
     accuracy = _normalise(ndcg, invert=False)
     speed = _normalise(p95, invert=True)
     cost = [0.5 if c is None else c for c in _normalise(costs, invert=True)]
     components = {
-        r["model"]: {
+        r.model: {
             "accuracy": a if a is not None else 0.0,
             "speed": s if s is not None else 0.5,
             "cost": c,
@@ -214,16 +258,16 @@ def recommend(
     for priority, (wa, ws, wc) in WEIGHTS.items():
         scored = []
         for r in ok:
-            comp = components[r["model"]]
+            comp = components[r.model]
             score = wa * comp["accuracy"] + ws * comp["speed"] + wc * comp["cost"]
             ties: tuple[float, ...] = (round(score, 12), _value(r, "ndcg@10") or 0.0)
             if priority == "accuracy":
                 ties += (  # a metric the run did not compute (its k lacks 100) counts 0
                     _value(r, "recall@100") or 0.0,
                     _value(r, "mrr@10") or 0.0,
-                    -(tier_p95.get(r["model"]) or math.inf),
+                    -(tier_p95.get(r.model) or math.inf),
                 )
-            scored.append((ties, r["model"], score))
+            scored.append((ties, r.model, score))
         # best first: highest tie tuple, then the name in ascending order
         scored.sort(key=lambda x: (tuple(-t for t in x[0]), x[1]))
         _, model, score = scored[0]

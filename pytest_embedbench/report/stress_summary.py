@@ -19,6 +19,8 @@ from typing import Any
 
 from ..cutoffs import LEVELS
 from ..records import TestRecord, as_record
+from ..resultdata import ResultData
+from ..serial import to_data
 from .values import Delta, Value, finite, interval_delta, value_of
 
 __all__ = [
@@ -213,12 +215,13 @@ def stress_points(
 def point_row(
     model: str,
     workload: Mapping[str, Any],
-    result: Mapping[str, Any] | None,
+    result: ResultData | None,
     status: str,
 ) -> dict[str, Any]:
-    """One point's row from its workload and ``StressedResult.to_dict()`` data."""
-    stress = (result or {}).get("stress") or {}
-    metrics = (result or {}).get("metrics") or {}
+    """One point's row (the JSON report's form) from its workload and ``StressedResult``
+    data."""
+    stress = result.stress if result is not None else None
+    metrics = result.metrics if result is not None else {}
     return {
         "model": model,
         "kind": workload.get("kind"),
@@ -226,10 +229,10 @@ def point_row(
         "params": workload.get("params") or {},
         "seeds": workload.get("seeds") or [],
         "status": status,
-        "metrics": {m: metrics[m] for m in (HEADLINE, "hit@1") if m in metrics},
-        "clean": (stress.get("clean") or {}).get(HEADLINE),
-        "delta": (stress.get("delta") or {}).get(HEADLINE),
-        "info": stress.get("info") or {},
+        "metrics": {m: to_data(metrics[m]) for m in (HEADLINE, "hit@1") if m in metrics},
+        "clean": to_data((stress.clean or {}).get(HEADLINE)) if stress else None,
+        "delta": to_data((stress.delta or {}).get(HEADLINE)) if stress else None,
+        "info": stress.info if stress else {},
     }
 
 
@@ -318,7 +321,7 @@ def cutoff_rows(
     carries its model's ``meaningful``, ``reason``, ``notes`` and query counts."""
     out: dict[str, dict[str, list[dict[str, Any]]]] = {}
     for record in sorted((as_record(r) for r in records), key=lambda r: r.nodeid):
-        found = (record.result or {}).get("cutoffs")
+        found = record.result.cutoffs if record.result is not None else None
         if not found or record.workload is not None:
             continue
         per_model = out.setdefault(record.dataset, {})

@@ -26,17 +26,17 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol, TypedDict
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .._io import finite as finite_data
 from ..querydiff import QueryDiff, query_diff
 from ..records import Status, TestRecord, as_record
+from ..resultdata import GateDelta, GateOutcome, LatencyData, ResultData
 from ..serial import from_data, to_data
 from .columns import FIGURES, direction, metric_names
-from .recommend import recommend
+from .recommend import ModelRow, recommend
 from .stress_summary import (
     CutoffSection,
     StressSection,
@@ -45,7 +45,7 @@ from .stress_summary import (
     stress_points,
     stress_sections,
 )
-from .values import Delta, Value, best_marks, finite, p_significant, value_of, verdict
+from .values import Delta, Value, best_marks, finite, p_significant, verdict
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -455,20 +455,6 @@ def summarize(
     )
 
 
-class ModelRow(TypedDict):
-    """One model on one dataset as folded from its records (the input of the comparisons and
-    the recommendation; the reports read :class:`ModelSummary`)."""
-
-    dataset: str
-    model: str
-    spec: str
-    baseline: dict[str, Any] | None  # the gate's nDCG@10 Δ entry, when gated
-    result: dict[str, Any] | None
-    status: str
-    error: str | None
-    tests: int
-
-
 def model_rows(
     records: Iterable[TestRecord | Mapping[str, Any]],
 ) -> dict[str, list[ModelRow]]:
@@ -484,14 +470,7 @@ def model_rows(
         row = by_key.get(key)
         if row is None:
             row = by_key[key] = ModelRow(
-                dataset=record.dataset,
-                model=record.model,
-                spec=record.spec,
-                baseline=None,
-                result=None,
-                status=Status.PASSED.value,
-                error=None,
-                tests=0,
+                dataset=record.dataset, model=record.model, spec=record.spec
             )
         _fold(row, record)
     out: dict[str, list[ModelRow]] = {}
@@ -501,32 +480,31 @@ def model_rows(
 
 
 def _fold(row: ModelRow, record: TestRecord) -> None:
-    row["tests"] += 1
+    row.tests += 1
     found = record.result
-    if found is not None and (row["result"] is None or _better(found, row["result"])):
-        row["result"] = found  # the fullest, coldest run (see _better)
-    deltas = (record.baseline or {}).get("deltas") or {}
-    if row["baseline"] is None and "ndcg@10" in deltas:
-        row["baseline"] = deltas["ndcg@10"]
-    if record.status.rank > Status(row["status"]).rank:
-        row["status"] = record.status.value
-    if record.error and not row["error"]:
-        row["error"] = record.error
+    if found is not None and (row.result is None or _better(found, row.result)):
+        row.result = found  # the fullest, coldest run (see _better)
+    deltas = record.baseline.deltas if record.baseline is not None else {}
+    if row.baseline is None and "ndcg@10" in deltas:
+        row.baseline = deltas["ndcg@10"]
+    if record.status.rank > Status(row.status).rank:
+        row.status = record.status.value
+    if record.error and not row.error:
+        row.error = record.error
 
 
-def _better(candidate: Mapping[str, Any], current: Mapping[str, Any]) -> bool:
+def _better(candidate: ResultData, current: ResultData) -> bool:
     """Which of two results of one model on one dataset the table shows: the one with more
     metrics (a test asking for fewer cut-offs would blank columns), then a cold run (it
     measured documents/s; a warm one, every document cached, could not), then the one that
     loaded the model (what the model adds to memory)."""
 
-    def rank(result: Mapping[str, Any]) -> tuple[int, bool, float]:
-        value = result.get("documents_per_s")
-        added = result.get("added_rss_mb")
+    def rank(result: ResultData) -> tuple[int, bool, float]:
+        added = finite(result.added_rss_mb)
         return (
-            len(result.get("metrics") or {}),
-            isinstance(value, (int, float)) and math.isfinite(value),
-            float(added) if isinstance(added, (int, float)) and math.isfinite(added) else 0.0,
+            len(result.metrics),
+            finite(result.documents_per_s) is not None,
+            added if added is not None else 0.0,
         )
 
     return rank(candidate) > rank(current)
@@ -539,9 +517,9 @@ def _dataset(
     reference: str | None,
     rec: Mapping[str, Any] | None,
 ) -> DatasetSummary:
-    results = [r["result"] for r in rows]
+    results = [r.result for r in rows]
     metrics = metric_names(results)
-    values = [_figures(r["result"], metrics) for r in rows]
+    values = [_figures(r.result, metrics) for r in rows]
     keys = [*metrics, *(f.key for f in FIGURES)]
     for key in keys:  # the best of each column, the one rule (values.best_marks)
         column = [(v.get(key) or Value(None)).value for v in values]
@@ -552,24 +530,24 @@ def _dataset(
     compared_with = reference if versus else None
     models = tuple(
         ModelSummary(
-            model=row["model"],
-            spec=row["spec"],
-            status=row["status"],
-            error=row["error"],
-            tests=row["tests"],
+            model=row.model,
+            spec=row.spec,
+            status=row.status,
+            error=row.error,
+            tests=row.tests,
             figures=figures,
-            vram_source=((row["result"] or {}).get("resources") or {}).get("vram_source"),
-            baseline=_baseline_delta(row["baseline"]),
-            versus=_versus_delta(versus.get(row["model"])),
-            is_reference=compared_with is not None and row["model"] == compared_with,
+            vram_source=row.result.resources.vram_source if row.result is not None else None,
+            baseline=_baseline_delta(row.baseline),
+            versus=_versus_delta(versus.get(row.model)),
+            is_reference=compared_with is not None and row.model == compared_with,
         )
         for row, figures in zip(rows, values, strict=True)
     )
     return DatasetSummary(
         name=name,
         models=models,
-        queries=first.get("queries") if first else None,
-        documents=first.get("documents") if first else None,
+        queries=first.queries if first else None,
+        documents=first.documents if first else None,
         metrics=tuple(metrics),
         reference=compared_with,
         latency_basis=latency_basis(rows),
@@ -577,46 +555,47 @@ def _dataset(
     )
 
 
-def _figures(result: Mapping[str, Any] | None, metrics: Sequence[str]) -> dict[str, Value]:
+def _figures(result: ResultData | None, metrics: Sequence[str]) -> dict[str, Value]:
     """Every metric and figure of one result that has a value."""
     out: dict[str, Value] = {}
+    if result is None:
+        return out
     for name in metrics:
-        found = value_of(((result or {}).get("metrics") or {}).get(name))
-        if found is not None:
-            out[name] = found
-    latency = (result or {}).get("latency") or {}
+        metric = result.metrics.get(name)
+        if metric is not None and finite(metric.value) is not None:
+            out[name] = Value(finite(metric.value), finite(metric.low), finite(metric.high))
     for figure in FIGURES:
         value = finite(figure.get(result))
         if value is None:
             continue
         low = high = None
-        interval = latency.get(figure.key.replace("_ms", "_interval_ms"))
-        if figure.path[0] == "latency" and isinstance(interval, list) and len(interval) == 2:
+        interval = result.latency.interval(figure.key) if figure.path[0] == "latency" else None
+        if interval is not None:
             low, high = finite(interval[0]), finite(interval[1])
         out[figure.key] = Value(value, low, high)
     return out
 
 
-def _baseline_delta(entry: Mapping[str, Any] | None, metric: str = "ndcg@10") -> Delta | None:
+def _baseline_delta(entry: GateDelta | None, metric: str = "ndcg@10") -> Delta | None:
     """A gate's difference entry (of ``metric``) as a :class:`Delta` (its significance is the
     gate's: the paired bootstrap interval excludes 0)."""
-    if not entry or finite(entry.get("difference")) is None:
+    if entry is None or finite(entry.difference) is None:
         return None
-    value, low, high = (finite(entry.get(k)) for k in ("difference", "low", "high"))
-    significant = entry.get("significant")
+    value, low, high = finite(entry.difference), finite(entry.low), finite(entry.high)
+    significant = entry.significant
     if significant is None:  # an entry without the flag: the interval decides, as the gate does
         significant = low is not None and high is not None and (high < 0 or low > 0)
     return Delta(
         difference=value,
         low=low,
         high=high,
-        n=entry.get("shared_queries"),
+        n=entry.shared_queries,
         significant=bool(significant),
         verdict=verdict(
             value,
             bool(significant),
-            regressed=bool(entry.get("regressed")),
-            inconclusive=bool(entry.get("inconclusive")),
+            regressed=bool(entry.regressed),
+            inconclusive=bool(entry.inconclusive),
         ),
         test="bootstrap",
         against="baseline",
@@ -724,26 +703,26 @@ def _gates(records: Sequence[TestRecord]) -> tuple[Gate, ...]:
     out = []
     for record in records:
         outcome = record.baseline
-        if not outcome:
+        if outcome is None:
             continue
         metrics = [
             GateMetric(
                 metric=metric,
-                baseline=finite(d.get("baseline")),
-                current=finite(d.get("current")),
+                baseline=finite(d.baseline),
+                current=finite(d.current),
                 delta=_baseline_delta(d, metric),
-                p_value=finite(d.get("p_value")),
-                regressed=bool(d.get("regressed")),
+                p_value=finite(d.p_value),
+                regressed=bool(d.regressed),
             )
-            for metric, d in sorted((outcome.get("deltas") or {}).items())
+            for metric, d in sorted(outcome.deltas.items())
         ]
         out.append(
             Gate(
                 nodeid=record.nodeid,
-                status=str(outcome.get("status") or ""),
+                status=outcome.status,
                 metrics=tuple(metrics),
-                failures=tuple(outcome.get("failures") or ()),
-                warnings=tuple(outcome.get("warnings") or ()),
+                failures=tuple(outcome.failures),
+                warnings=tuple(outcome.warnings),
             )
         )
     return tuple(out)
@@ -755,28 +734,25 @@ def query_diffs(records: Sequence[TestRecord], reference: str | None) -> tuple[Q
     nDCG@10 (the metric of the paired comparisons), computed here."""
     out: list[QueryDiff] = []
     for record in records:
-        data = (record.baseline or {}).get("queries")
-        if isinstance(data, Mapping):
-            out.append(from_data(QueryDiff, data))
+        if record.baseline is not None and record.baseline.queries is not None:
+            out.append(record.baseline.queries)
     if reference is not None:
         for dataset, rows in model_rows(records).items():
-            ref = next((r for r in rows if r["model"] == reference and r["result"]), None)
+            ref = next((r for r in rows if r.model == reference and r.result), None)
             if ref is None:
                 continue
             for row in rows:
-                if row is ref or row["result"] is None:
+                if row is ref or row.result is None:
                     continue
-                nodeid = next(
-                    (r.nodeid for r in records if r.result is row["result"]), row["model"]
-                )
+                nodeid = next((r.nodeid for r in records if r.result is row.result), row.model)
                 diff = query_diff(
-                    row["result"],
-                    ref["result"] or {},
+                    row.result,
+                    ref.result,
                     metric="ndcg@10",
                     against=reference,
                     nodeid=nodeid,
                     dataset=dataset,
-                    model=row["model"],
+                    model=row.model,
                 )
                 if diff is not None:
                     out.append(diff)
@@ -793,8 +769,8 @@ def _totals(records: Sequence[TestRecord], datasets: Sequence[DatasetSummary]) -
             value = (model.figures.get("ndcg@10") or Value(None)).value
             if value is not None and (best is None or value > best[0]):
                 best = (value, model.model)
-    hits = sum(((r.result or {}).get("cache") or {}).get("hits", 0) for r in records)
-    misses = sum(((r.result or {}).get("cache") or {}).get("misses", 0) for r in records)
+    hits = sum(r.result.cache.hits for r in records if r.result is not None)
+    misses = sum(r.result.cache.misses for r in records if r.result is not None)
     return Totals(
         tests=len(records),
         statuses=dict(sorted(statuses.items())),
@@ -824,8 +800,8 @@ def comparisons(
     if reference is None:
         return out
     for dataset, found in rows.items():
-        ref = next((r for r in found if r["model"] == reference and r["result"]), None)
-        if ref is None or "ndcg@10" not in (ref["result"] or {}).get("per_query", {}):
+        ref = next((r for r in found if r.model == reference and r.result), None)
+        if ref is None or ref.result is None or not ref.result.scores("ndcg@10"):
             continue  # no reference here, or a run without k=10
         out[dataset] = _compare_with(ref, found, reference, seed, n_resamples)
     return out
@@ -836,13 +812,13 @@ def _compare_with(
 ) -> dict[str, dict[str, Any]]:
     from ..stats import compare_scores, holm
 
-    assert ref["result"] is not None
-    ref_scores = ref["result"]["per_query"]["ndcg@10"]
+    assert ref.result is not None
+    ref_scores = ref.result.scores("ndcg@10")
     found = []
     for row in rows:
-        if row is ref or row["result"] is None:
+        if row is ref or row.result is None:
             continue
-        scores = row["result"]["per_query"].get("ndcg@10") or {}
+        scores = row.result.scores("ndcg@10")
         shared = sorted(set(scores) & set(ref_scores))
         if not shared:
             continue
@@ -852,9 +828,9 @@ def _compare_with(
             test="randomization",
             seed=seed,
             n_resamples=n_resamples,
-            name=f"ndcg@10 {row['model']} - {reference}",
+            name=f"ndcg@10 {row.model} - {reference}",
         )
-        found.append((row["model"], comparison))
+        found.append((row.model, comparison))
     adjusted = holm([c.p_value for _, c in found])
     out: dict[str, dict[str, Any]] = {}
     for (model, comparison), p_holm in zip(found, adjusted, strict=True):
@@ -885,28 +861,25 @@ def baseline_notices(
     session: RunState, records: Sequence[TestRecord], orphans: Sequence[str]
 ) -> list[str]:
     """What the user should know about the baseline, ending with what to do next."""
-    outcomes = [(r.nodeid, r.baseline or {}) for r in records if r.result is not None]
+    outcomes = [(r.nodeid, r.baseline or GateOutcome("")) for r in records if r.result is not None]
     lines: list[str] = []
     for nodeid, outcome in outcomes:  # changed inputs are always worth a line
-        if outcome.get("changes") and outcome.get("status") != "missing":
-            if outcome.get("failures"):  # its failure says what changed: once is enough
+        if outcome.changes and outcome.status != "missing":
+            if outcome.failures:  # its failure says what changed: once is enough
                 lines.append(
                     f"{nodeid}: gated against a baseline of other inputs; what changed is in "
                     "its failure above"
                 )
                 continue
             lines.append(
-                f"{nodeid}: compared with a baseline of other inputs: "
-                + "; ".join(outcome["changes"])
+                f"{nodeid}: compared with a baseline of other inputs: " + "; ".join(outcome.changes)
             )
     for nodeid, outcome in outcomes:
-        lines.extend(
-            f"{nodeid}: {w} (a warning: the test passed)" for w in outcome.get("warnings", [])
-        )
-    missing = [o for _, o in outcomes if o.get("status") == "missing"]
+        lines.extend(f"{nodeid}: {w} (a warning: the test passed)" for w in outcome.warnings)
+    missing = [o for _, o in outcomes if o.status == "missing"]
     if session.options.update_baseline is None and missing:
         lines.append(_missing_line(len(missing), session.baseline.path))
-    lines.extend(sorted({n for _, o in outcomes for n in o.get("notes", [])}))
+    lines.extend(sorted({n for _, o in outcomes for n in o.notes}))
     if orphans:
         lines.append(
             f"{len(orphans)} baseline entr{'y belongs' if len(orphans) == 1 else 'ies belong'}"
@@ -961,11 +934,10 @@ def busy_notes(records: Iterable[TestRecord | Mapping[str, Any]]) -> list[str]:
     its load covers the scored pass only)."""
     busy: dict[str, Mapping[str, Any]] = {}
     for record in sorted((as_record(r) for r in records), key=lambda r: r.nodeid):
-        result = record.result or {}
-        latency = result.get("latency")
-        if isinstance(latency, Mapping) and _timed(latency) is None:
+        result = record.result or ResultData()
+        if _timed(result.latency) is None:
             continue  # nothing was timed
-        load = (result.get("environment") or {}).get("load") or {}
+        load = result.environment.get("load") or {}
         if load.get("busy"):
             busy.setdefault(record.model, load)
     if not busy:
@@ -986,28 +958,26 @@ def busy_notes(records: Iterable[TestRecord | Mapping[str, Any]]) -> list[str]:
     ]
 
 
-def _timed(latency: Mapping[str, Any]) -> tuple[int, int, int] | None:
+def _timed(latency: LatencyData) -> tuple[int, int, int] | None:
     """``(timed queries, queries in the run, passes)`` of one latency block (None: nothing
     timed). Older reports lack ``queries``: every query was timed then."""
-    n = latency.get("n")
+    n = latency.n
     if not isinstance(n, int) or isinstance(n, bool) or n <= 0:
         return None
-    queries = latency.get("queries")
-    queries = queries if isinstance(queries, int) and queries >= n else n
-    passes = latency.get("passes")
-    return n, queries, passes if isinstance(passes, int) and passes > 0 else 1
+    queries = latency.queries if latency.queries >= n else n
+    return n, queries, latency.passes if latency.passes > 0 else 1
 
 
-def latency_basis(rows: Iterable[Mapping[str, Any]]) -> str | None:
+def latency_basis(rows: Iterable[ModelRow]) -> str | None:
     """What the latency figures of ``rows`` (:class:`ModelRow`\\ s) were measured over, for a
     table's legend: e.g. ``"median of 3 timed passes over a seeded sample of 50 of 300
     queries"`` (None when no row timed anything). Rows timed differently are named one by one,
     in table order."""
     timed: dict[tuple[int, int, int], list[str]] = {}
     for row in rows:
-        basis = _timed(((row.get("result") or {}).get("latency")) or {})
+        basis = _timed(row.result.latency) if row.result is not None else None
         if basis is not None:
-            timed.setdefault(basis, []).append(row["model"])
+            timed.setdefault(basis, []).append(row.model)
 
     def words(basis: tuple[int, int, int]) -> str:
         n, queries, passes = basis

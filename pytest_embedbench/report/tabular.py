@@ -27,8 +27,9 @@ from typing import Any
 
 from .._io import atomic_write_text
 from ..querydiff import QueryChange, QueryDiff, excerpt
+from ..records import TestRecord
 from ..redaction import _secret_env_values, redact
-from .columns import FIGURES, Figure, metric_names, path_value
+from .columns import FIGURES, Figure, metric_names
 from .stress import TextTable, cutoff_tables, stress_tables
 from .stress_summary import ChunkPoint, CutoffModel, CutoffSection, NoisePoint
 from .summary import DatasetSummary, Summary, summary_of
@@ -74,10 +75,10 @@ CSV_FILES = (
 )
 
 
-def _tests(source: Summary | Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    """The run's tests as the JSON report keeps them, by node id."""
+def _records(source: Summary | Mapping[str, Any]) -> list[TestRecord]:
+    """The run's test records, by node id."""
     summary, _ = summary_of(source)
-    return sorted((r.to_dict() for r in summary.records), key=lambda t: str(t.get("nodeid")))
+    return sorted(summary.records, key=lambda r: r.nodeid)
 
 
 def result_columns(metrics: Sequence[str]) -> list[str]:
@@ -102,31 +103,31 @@ def query_columns(metrics: Sequence[str]) -> list[str]:
 
 def result_rows(source: Summary | Mapping[str, Any]) -> list[dict[str, Any]]:
     """``results.csv``: one row per test (and so per model), every summary figure."""
-    tests = _tests(source)
-    metrics = metric_names([t.get("result") for t in tests])
+    records = _records(source)
+    metrics = metric_names([r.result for r in records])
     rows = []
-    for test in tests:
-        result = test.get("result")
+    for record in records:
+        result = record.result
         row: dict[str, Any] = {
-            "test": test.get("nodeid"),
-            "dataset": test.get("dataset"),
-            "model": test.get("model"),
-            "spec": test.get("spec"),
-            "status": test.get("status"),
-            "queries": path_value(result, "queries"),
-            "documents": path_value(result, "documents"),
+            "test": record.nodeid,
+            "dataset": record.dataset,
+            "model": record.model,
+            "spec": record.spec,
+            "status": record.status.value,
+            "queries": result.queries if result is not None else None,
+            "documents": result.documents if result is not None else None,
         }
         for name in metrics:
-            entry = path_value(result, "metrics", name) or {}
-            row[name] = entry.get("value")
-            row[f"{name}_low"] = entry.get("low")
-            row[f"{name}_high"] = entry.get("high")
+            entry = result.metrics.get(name) if result is not None else None
+            row[name] = entry.value if entry is not None else None
+            row[f"{name}_low"] = entry.low if entry is not None else None
+            row[f"{name}_high"] = entry.high if entry is not None else None
         for figure in FIGURES:
             row[figure.key] = figure.get(result)
-        row["vram_source"] = path_value(result, "resources", "vram_source")
-        row["tokens_estimated"] = path_value(result, "tokens", "estimated")
-        row["baseline_status"] = path_value(test, "baseline", "status")
-        row["error"] = test.get("error")
+        row["vram_source"] = result.resources.vram_source if result is not None else None
+        row["tokens_estimated"] = result.tokens.estimated if result is not None else None
+        row["baseline_status"] = record.baseline.status if record.baseline is not None else None
+        row["error"] = record.error
         rows.append(row)
     return rows
 
@@ -134,35 +135,32 @@ def result_rows(source: Summary | Mapping[str, Any]) -> list[dict[str, Any]]:
 def query_rows(source: Summary | Mapping[str, Any]) -> Iterator[dict[str, Any]]:
     """``queries.csv``: one row per test's model and query (a test's own queries in query id
     order): its metrics, latency, retrieved and relevant ids (space-free ids joined by ``|``)."""
-    tests = _tests(source)
+    records = _records(source)
     # every row has every column (a test with other cut-offs leaves its cells empty)
-    names = metric_names([t.get("result") for t in tests])
-    for test in tests:
-        result = test.get("result")
-        if not result:
+    names = metric_names([r.result for r in records])
+    for record in records:
+        result = record.result
+        if result is None:
             continue
-        per_query = result.get("per_query") or {}
-        latency = path_value(result, "latency", "per_query_ms")
-        qids = sorted(next(iter(per_query.values()), {}))
-        by_id = latency if isinstance(latency, Mapping) else {}
-        if isinstance(latency, list) and len(latency) == len(qids):
-            # the record keeps latencies in the dataset's query order; the ids in that order
-            # (a report without query_texts cannot tell that order: no latency column then)
-            order = list((result.get("query_texts") or {}).keys())
-            by_id = dict(zip(order, latency, strict=False))
-        for qid in qids:
+        per_query = result.per_query or {}
+        texts = result.query_texts or {}
+        # the record keeps latencies by query id (an older one: a list in the dataset's query
+        # order, read in the order of its query texts; without them, no latency column)
+        by_id = result.latency.by_query(list(texts))
+        retrieved, relevant = result.retrieved or {}, result.relevant or {}
+        for qid in sorted(next(iter(per_query.values()), {})):
             row: dict[str, Any] = {
-                "test": test.get("nodeid"),
-                "dataset": test.get("dataset"),
-                "model": test.get("model"),
+                "test": record.nodeid,
+                "dataset": record.dataset,
+                "model": record.model,
                 "query_id": qid,
-                "query": (result.get("query_texts") or {}).get(qid),
+                "query": texts.get(qid),
             }
             for name in names:
                 row[name] = (per_query.get(name) or {}).get(qid)
             row["latency_ms"] = by_id.get(qid)
-            row["retrieved"] = "|".join((result.get("retrieved") or {}).get(qid) or [])
-            row["relevant"] = "|".join(sorted((result.get("relevant") or {}).get(qid) or {}))
+            row["retrieved"] = "|".join(retrieved.get(qid) or ())
+            row["relevant"] = "|".join(sorted(relevant.get(qid) or {}))
             yield row
 
 
@@ -539,7 +537,7 @@ def write_csv(folder: Path, source: Summary | Mapping[str, Any]) -> list[Path]:
     """Write :data:`CSV_FILES` into ``folder`` (each atomically, each with its header even
     without rows) from a :class:`Summary` or a JSON report dict; their paths."""
     summary, _ = summary_of(source)
-    metrics = metric_names([t.get("result") for t in _tests(summary)])
+    metrics = metric_names([r.result for r in _records(summary)])
     tables = {
         "results.csv": (result_columns(metrics), result_rows(summary)),
         "queries.csv": (query_columns(metrics), list(query_rows(summary))),

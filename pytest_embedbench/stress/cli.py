@@ -103,7 +103,7 @@ def run(args: argparse.Namespace) -> int:
         for point in points:
             try:
                 result = evaluate_workload(evaluator, model, dataset, point, k=k)
-                row = point_row(result.name, point.to_dict(), result.to_dict(), "passed")
+                row = point_row(result.name, point.to_dict(), result.data(), "passed")
             except EmbedBenchError as exc:
                 row = point_row(model, point.to_dict(), None, "error")
                 row["error"] = f"{type(exc).__name__}: {exc}"

@@ -25,7 +25,7 @@ Usage::
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -34,6 +34,8 @@ from ..datasets import RetrievalDataset
 from ..exceptions import ConfigError
 from ..metrics import parse_metric
 from ..result import RetrievalResult
+from ..resultdata import MetricData, ResultData, StressData
+from ..serial import from_data
 from ..stats import Estimate, paired_bootstrap
 from .chunks import chunk_size_dataset, parse_size
 from .needle import depth_id, length_id, needle_dataset, parse_length
@@ -237,15 +239,18 @@ class StressedResult(RetrievalResult):
             self._deltas[name] = est
         return self._deltas[name]
 
-    def to_dict(self, *, per_query: bool = False) -> dict[str, Any]:
-        out = super().to_dict(per_query=per_query)
+    def data(self, *, per_query: bool = False) -> ResultData:
+        """The result's data with its ``stress`` part: the workload, what it measured and,
+        paired with the clean run, the clean figures and the differences."""
         headline = [f"{family}@{k}" for family in ("ndcg", "recall") for k in self.k]
-        stress: dict[str, Any] = {**self.workload.to_dict(), "info": self.info}
+        clean = delta = None
         if self.clean is not None:
-            stress["clean"] = {m: self.clean.metric(m).to_dict() for m in headline}
-            stress["delta"] = {m: self.delta(m).to_dict() for m in headline}
-        out["stress"] = stress
-        return out
+            clean = {m: from_data(MetricData, self.clean.metric(m).to_dict()) for m in headline}
+            delta = {m: from_data(MetricData, self.delta(m).to_dict()) for m in headline}
+        stress = from_data(StressData, {**self.workload.to_dict(), "info": dict(self.info)})
+        return replace(
+            super().data(per_query=per_query), stress=replace(stress, clean=clean, delta=delta)
+        )
 
 
 def stressed_dataset(

@@ -79,7 +79,7 @@ def test_same_scores_pass() -> None:
     current = record(scores(100, 0))
     outcome = gate(current, entry_from_record(current), GateSettings())
     assert outcome.status == "passed" and not outcome.failures and not outcome.changes
-    assert outcome.deltas["ndcg@10"]["difference"] == pytest.approx(0.0, abs=1e-6)
+    assert outcome.deltas["ndcg@10"].difference == pytest.approx(0.0, abs=1e-6)
 
 
 def test_a_real_drop_fails_with_values_interval_and_losers() -> None:
@@ -132,7 +132,7 @@ def test_changes_are_listed_and_shared_queries_compared() -> None:
         GateSettings(),
     )
     assert outcome.status == "passed"
-    assert outcome.deltas["ndcg@10"]["shared_queries"] == 70
+    assert outcome.deltas["ndcg@10"].shared_queries == 70
     assert any("dataset changed" in c for c in outcome.changes)
     assert any("settings changed" in c for c in outcome.changes)
     assert any("revision changed (None -> 'abc')" in c for c in outcome.changes)
@@ -346,11 +346,11 @@ def test_a_drop_beyond_tolerance_that_is_not_significant_is_inconclusive() -> No
     outcome = gate(record(stubbed), entry, GateSettings(), query_texts=texts)
     assert outcome.status == "inconclusive" and not outcome.failures
     delta = outcome.deltas["ndcg@10"]
-    assert delta["inconclusive"] and not delta["regressed"] and delta["high"] >= 0
+    assert delta.inconclusive and not delta.regressed and delta.high >= 0
     # MDE = (z[0.975] + z[0.8]) * sd(d) / sqrt(n), d = 0 except three -1s
     d = np.array([-1.0 if q in ("q03", "q07", "q11") else 0.0 for q in sorted(base)])
     expected = (1.959964 + 0.841621) * d.std(ddof=1) / np.sqrt(13)
-    assert delta["minimum_detectable"] == pytest.approx(expected, rel=1e-5)
+    assert delta.minimum_detectable == pytest.approx(expected, rel=1e-5)
     (warning,) = outcome.warnings
     assert warning.startswith("ndcg@10 inconclusive: baseline 1.0000, current 0.7692")
     assert f"the smallest drop these 13 queries can detect is about {expected:.4f}" in warning
@@ -488,7 +488,7 @@ def test_latency_gate_ignores_jitter_below_the_floor() -> None:
         settings,
     )
     assert outcome.status == "passed", outcome.failures
-    assert outcome.deltas["latency.p95_ms"]["p_value"] < 0.05
+    assert outcome.deltas["latency.p95_ms"].p_value < 0.05
     assert entry_from_record(record(scores(3, 6), latencies=[1.0, 2.0, 3.0]))["latency"][
         "per_query_ms"
     ] == [1.0, 2.0, 3.0]
@@ -503,8 +503,8 @@ def test_latency_gate_compares_distributions_not_percentiles() -> None:
     spiky = base[:56] + [60.0, 61.0, 62.0, 63.0]
     outcome = gate(record(scores(60, 6), latencies=spiky), entry, settings)
     assert (
-        outcome.deltas["latency.p95_ms"]["current"]
-        > 1.2 * outcome.deltas["latency.p95_ms"]["baseline"]
+        outcome.deltas["latency.p95_ms"].current
+        > 1.2 * outcome.deltas["latency.p95_ms"].baseline
     )
     assert outcome.status == "passed", outcome.failures
     # every query slower: significant, beyond the percentage and the floor
@@ -534,7 +534,7 @@ def test_latency_gate_reads_latencies_by_query_id_and_old_lists() -> None:
     for entry in (old, new):
         same = gate(record(scores(60, 6), latencies=by_id(base)), entry, settings)
         assert same.status == "passed", same.failures
-        assert same.deltas["latency.p95_ms"]["p_value"] is not None  # not the p95-only rule
+        assert same.deltas["latency.p95_ms"].p_value is not None  # not the p95-only rule
         slow = gate(
             record(scores(60, 6), latencies=by_id([v * 1.5 for v in base])), entry, settings
         )

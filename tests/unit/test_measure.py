@@ -404,8 +404,9 @@ def test_busy_rule_and_note() -> None:
     monitor.others_cpus = 0.1
     assert not monitor.busy
     busy_load = {"busy": True, "others_cpus": 1.2, "cpus": 2, "loadavg_before": [3.5, 2, 1]}
+    timed = {"latency": {"n": 30, "queries": 30, "passes": 1}}
     records = [
-        {"nodeid": "t[a]", "model": "a", "result": {"environment": {"load": busy_load}}},
+        {"nodeid": "t[a]", "model": "a", "result": {"environment": {"load": busy_load}, **timed}},
         {"nodeid": "t[b]", "model": "b", "result": {"environment": {"load": {"busy": False}}}},
     ]
     (note,) = busy_notes(records)

@@ -73,8 +73,8 @@ def test_a_run_records_typed_results_and_a_summary(tmp_path: Path) -> None:
     (record,) = state.records.values()
     assert isinstance(record, TestRecord)
     assert record.status is Status.PASSED
-    assert record.result is not None and record.result["queries"] == 4
-    assert record.baseline is not None and record.baseline["status"] == "missing"
+    assert record.result is not None and record.result.queries == 4
+    assert record.baseline is not None and record.baseline.status == "missing"
     summary = build_summary(state)
     assert [r.nodeid for r in summary.records] == ["test_x.py::test_search[bm25]"]
     (dataset,) = summary.datasets
@@ -105,7 +105,7 @@ def test_a_baseline_written_and_read_back_gates_the_next_run(tmp_path: Path) -> 
     second = session(tmp_path, baseline=path)
     assert run_test(second, tmp_path) == []
     (record,) = second.records.values()
-    assert record.baseline is not None and record.baseline["status"] == "passed"
+    assert record.baseline is not None and record.baseline.status == "passed"
 
 
 def test_setup_failures_are_errors_and_keep_the_first_message(tmp_path: Path) -> None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ...records import TestRecord
+from ...resultdata import ChunkHit, ResultData
 from ..columns import metric_names
 from ..summary import Summary
 from .page import _f, _num, _Page
@@ -13,49 +15,54 @@ from .page import _f, _num, _Page
 def _queries(page: _Page, summary: Summary, dataset: str) -> None:
     """Per test and model, its queries worst first (by nDCG@10 or the first metric), with
     what was retrieved against what was relevant, inside ``<details>``."""
-    tests = sorted(
+    records = sorted(
         (
-            r.to_dict()
+            r
             for r in summary.records
             # a stress point's queries are not the dataset's: they are in the stress section
             if r.dataset == dataset and r.result and not r.workload
         ),
-        key=lambda t: str(t.get("nodeid")),
+        key=lambda r: r.nodeid,
     )
     # one model's queries once, even when several tests ran it: the test with most metrics
-    by_model: dict[str, dict[str, Any]] = {}
-    for test in tests:
-        model = str(test.get("model"))
-        size = len(test["result"].get("per_query") or {})
-        if model not in by_model or size > len(by_model[model]["result"].get("per_query") or {}):
-            by_model[model] = test
+    by_model: dict[str, TestRecord] = {}
+    for record in records:
+        size = len(_result(record).per_query or {})
+        if record.model not in by_model or size > len(
+            _result(by_model[record.model]).per_query or {}
+        ):
+            by_model[record.model] = record
     shown = [by_model[m] for m in sorted(by_model)]
     if not shown:
         return
     page.add("<h3>Per-query results</h3>\n")
-    for test in shown:
-        _query_table(page, test)
+    for record in shown:
+        _query_table(page, record)
 
 
-def _query_table(page: _Page, test: Mapping[str, Any]) -> None:
-    result = test["result"]
-    per_query = result.get("per_query") or {}
+def _result(record: TestRecord) -> ResultData:
+    return record.result or ResultData()
+
+
+def _query_table(page: _Page, record: TestRecord) -> None:
+    result = _result(record)
+    per_query = result.per_query or {}
     names = [n for n in metric_names([result]) if n in per_query]
     if not names:
         return
     main = "ndcg@10" if "ndcg@10" in names else names[0]
     extra = [n for n in names if n.split("@")[0] in ("recall", "mrr") and n != main][:3]
     scores = per_query[main]
-    texts = result.get("query_texts") or {}
-    retrieved = result.get("retrieved") or {}
-    relevant = result.get("relevant") or {}
-    chunks = result.get("winning_chunks") or {}
-    by_id = _latency_by_query(result, texts)
+    texts = result.query_texts or {}
+    retrieved = result.retrieved or {}
+    relevant = result.relevant or {}
+    chunks = result.winning_chunks or {}
+    by_id = result.latency.by_query(list(texts))
     order = sorted(scores, key=lambda q: (_num(scores[q], 0.0), q))
     columns = 4 + len(extra)
     page.add(
-        f"<details><summary>{page.esc(test.get('model'))}: {len(order)} queries, worst "
-        f'{page.esc(main)} first <span class="muted">({page.esc(test.get("nodeid"))})'
+        f"<details><summary>{page.esc(record.model)}: {len(order)} queries, worst "
+        f'{page.esc(main)} first <span class="muted">({page.esc(record.nodeid)})'
         '</span></summary>\n<div class="wide"><table class="pq"><tr>'
         f"<th>{page.esc(main)}</th>"
         + "".join(f"<th>{page.esc(n)}</th>" for n in extra)
@@ -64,26 +71,18 @@ def _query_table(page: _Page, test: Mapping[str, Any]) -> None:
     )
     for qid in order:
         wanted = relevant.get(qid) or {}
-        got = retrieved.get(qid) or []
-        rows = chunks.get(qid)
+        got = retrieved.get(qid) or ()
         # a chunked dataset: each retrieved document with the chunk that won it
-        won = (
-            {r.get("doc_id"): r for r in rows if isinstance(r, Mapping)}
-            if isinstance(rows, list)
-            else {}
-        )
+        won = {hit.doc_id: hit for hit in chunks.get(qid) or ()}
         items = _retrieved_items(page, got, wanted, won)
         missing = ", ".join(page.esc(d) for d in sorted(wanted) if d not in got)
         text = texts.get(qid)
-        chunk = None if won else chunks.get(qid)
         first = won.get(got[0]) if got else None
-        chunk_html = (
-            f'<div class="iv">winning chunk: {page.esc(_chunk_text(chunk))}</div>' if chunk else ""
-        )
-        if first is not None and first.get("text"):
+        chunk_html = ""
+        if first is not None and first.text:
             chunk_html = (
                 f'<div class="chunk"><span class="muted">first: <code>{page.esc(got[0])}'
-                f"</code> {page.esc(_where(first))}</span> &ldquo;{page.esc(first['text'])}"
+                f"</code> {page.esc(_where(first))}</span> &ldquo;{page.esc(first.text)}"
                 "&rdquo;</div>"
             )
         # the query on a row of its own, the width of the table; its figures under it
@@ -100,20 +99,11 @@ def _query_table(page: _Page, test: Mapping[str, Any]) -> None:
     page.add("</table></div></details>\n")
 
 
-def _latency_by_query(result: Mapping[str, Any], texts: Mapping[str, Any]) -> Mapping[str, Any]:
-    """Per-query latency by query id: stored by id, or as a list in the order of the texts."""
-    latency = (result.get("latency") or {}).get("per_query_ms")
-    by_id: Mapping[str, Any] = latency if isinstance(latency, Mapping) else {}
-    if isinstance(latency, list) and texts and len(latency) == len(texts):
-        by_id = dict(zip(texts, latency, strict=True))
-    return by_id
-
-
 def _retrieved_items(
     page: _Page,
-    got: Sequence[Any],
+    got: Sequence[str],
     wanted: Mapping[str, Any],
-    won: Mapping[Any, Mapping[str, Any]],
+    won: Mapping[str, ChunkHit],
 ) -> str:
     """One query's retrieved ids as list items: relevant ones green with their grade, each
     with the chunk that won it on a chunked dataset."""
@@ -129,22 +119,16 @@ def _retrieved_items(
     )
 
 
-def _where(row: Mapping[str, Any]) -> str:
+def _where(hit: ChunkHit) -> str:
     """A winning chunk's character span, and its PDF page when it has one."""
-    where = f"[{row.get('start')}:{row.get('end')}]"
-    if row.get("page") is not None:
-        where += f" p. {row.get('page')}"
+    where = f"[{hit.start}:{hit.end}]"
+    if hit.page is not None:
+        where += f" p. {hit.page}"
     return where
 
 
-def _won_html(page: _Page, row: Mapping[str, Any]) -> str:
+def _won_html(page: _Page, hit: ChunkHit) -> str:
     """The winning chunk of one retrieved document: its id and character span (and PDF
     page); its text's start as the tooltip."""
-    tip = f' title="{page.esc(row["text"])}"' if row.get("text") else ""
-    return f' <span class="iv"{tip}>{page.esc(row.get("chunk_id"))} {page.esc(_where(row))}</span>'
-
-
-def _chunk_text(chunk: Any) -> str:
-    if isinstance(chunk, Mapping):
-        return ", ".join(f"{k}={chunk[k]}" for k in sorted(chunk))
-    return str(chunk)
+    tip = f' title="{page.esc(hit.text)}"' if hit.text else ""
+    return f' <span class="iv"{tip}>{page.esc(hit.chunk_id)} {page.esc(_where(hit))}</span>'

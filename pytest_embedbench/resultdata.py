@@ -1,0 +1,301 @@
+"""A test's results as data, typed: :class:`ResultData` and :class:`GateOutcome`.
+
+What a :class:`~pytest_embedbench.result.RetrievalResult` leaves behind once its test ends (the
+JSON report's ``tests[].result``, what an xdist worker sends, what the baseline gate, the
+summary and the reports read) and what the baseline gate found. Each class is a frozen
+dataclass whose fields are its one list of keys: :func:`~pytest_embedbench.serial.to_data`
+writes them and :func:`~pytest_embedbench.serial.from_data` reads them (as pytest-benchmark's
+``Stats.fields`` drives its ``as_dict``), so string keys exist only in the JSON. Usage::
+
+    data = result.data(per_query=True)            # a ResultData
+    data.metrics["ndcg@10"].value, data.latency.p95_ms, data.cache.hit_rate
+    assert ResultData.from_dict(json.loads(json.dumps(data.to_dict()))) == data
+
+Parts whose keys are open (the provider's ``model_info``, the ``environment``, ``timings`` by
+stage, the chunking settings, the cut-offs' own JSON) stay mappings.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .querydiff import QueryDiff
+from .serial import OMIT_NONE, from_data, to_data
+
+__all__ = [
+    "CacheData",
+    "ChunkHit",
+    "CostData",
+    "GateDelta",
+    "GateOutcome",
+    "LatencyData",
+    "MetricData",
+    "ResourcesData",
+    "ResultData",
+    "StressData",
+    "TokensData",
+    "as_result",
+]
+
+
+@dataclass(frozen=True)
+class MetricData:
+    """A metric's mean over the judged queries with its bootstrap interval (``Estimate``)."""
+
+    value: float | None = None
+    low: float | None = None
+    high: float | None = None
+    n: int = 0
+
+
+@dataclass(frozen=True)
+class LatencyData:
+    """Per-query latency figures (``LatencyStats``); ``per_query_ms`` by query id, kept in a
+    record (the latency gate compares its distribution), absent from a bare summary (records of
+    older versions kept a list in query order: :meth:`by_query` reads either)."""
+
+    n: int = 0
+    queries: int = 0
+    passes: int = 0
+    mean_ms: float | None = None
+    p50_ms: float | None = None
+    p90_ms: float | None = None
+    p95_ms: float | None = None
+    p99_ms: float | None = None
+    max_ms: float | None = None
+    qps: float | None = None
+    p50_interval_ms: tuple[float | None, ...] = ()
+    p95_interval_ms: tuple[float | None, ...] = ()
+    per_query_ms: dict[str, float] | list[float] | None = field(default=None, metadata=OMIT_NONE)
+
+    def by_query(self, order: Sequence[str] = ()) -> dict[str, float]:
+        """The timed queries' latencies by id (an older record's list is read in ``order``,
+        the dataset's query order, when the lengths agree; else nothing is known by id)."""
+        found = self.per_query_ms
+        if isinstance(found, Mapping):
+            return dict(found)
+        if isinstance(found, list) and order and len(found) == len(order):
+            return dict(zip(order, found, strict=True))
+        return {}
+
+    def interval(self, key: str) -> tuple[float, float] | None:
+        """``p50_ms``'s or ``p95_ms``'s interval (None when not measured)."""
+        found = getattr(self, key.replace("_ms", "_interval_ms"), None)
+        if not found or len(found) != 2 or any(_missing(v) for v in found):
+            return None
+        return float(found[0]), float(found[1])
+
+
+@dataclass(frozen=True)
+class CacheData:
+    """Embedding-cache lookups of one run."""
+
+    hits: int = 0
+    misses: int = 0
+    hit_rate: float | None = None
+
+
+@dataclass(frozen=True)
+class TokensData:
+    """Tokens of the documents and queries as sent (``estimated``: not the model's tokenizer)."""
+
+    documents: int | None = None
+    queries: int | None = None
+    estimated: bool | None = None
+
+
+@dataclass(frozen=True)
+class CostData:
+    """Estimated USD to embed the corpus and queries once at the list price."""
+
+    price_per_1m_tokens: float | None = None
+    usd: float | None = None
+
+
+@dataclass(frozen=True)
+class ResourcesData:
+    """Index size, vector dimension, load and batch times, tokens/s and the GPU memory peak."""
+
+    dimension: int | None = None
+    index_bytes: int | None = None
+    bytes_per_document: float | None = None
+    model_load_s: float | None = None
+    document_batches: int = 0
+    cold_batch_ms: float | None = None
+    warm_batch_p50_ms: float | None = None
+    warm_batch_p95_ms: float | None = None
+    tokens_per_s: float | None = None
+    vram_peak_mb: float | None = None
+    vram_source: str | None = None
+    device: str | None = None
+
+
+@dataclass(frozen=True)
+class ChunkHit:
+    """A retrieved document on a chunked dataset: its score and the chunk that won it (the
+    first ones and the relevant ones keep the start of the chunk's ``text``)."""
+
+    doc_id: str
+    score: float
+    chunk_id: str
+    start: int
+    end: int
+    page: int | None = field(default=None, metadata=OMIT_NONE)
+    text: str | None = field(default=None, metadata=OMIT_NONE)
+
+
+@dataclass(frozen=True)
+class StressData:
+    """A stress point's workload, what the workload measured (``info``) and, when the clean
+    run was paired, the clean figures and the paired differences of the headline metrics."""
+
+    kind: str = ""
+    id: str = ""
+    spec: str = ""
+    params: dict[str, Any] = field(default_factory=dict)
+    seeds: tuple[int, ...] = ()
+    info: dict[str, Any] = field(default_factory=dict)
+    clean: dict[str, MetricData] | None = field(default=None, metadata=OMIT_NONE)
+    delta: dict[str, MetricData] | None = field(default=None, metadata=OMIT_NONE)
+
+
+@dataclass(frozen=True)
+class ResultData:
+    """One model's results on one dataset, as a record keeps them.
+
+    The per-query detail (``per_query`` scores by metric and query, ``query_texts``, the top
+    ``retrieved`` ids, the ``relevant`` judgements and, on a chunked dataset, the
+    ``winning_chunks``) is there in a record and absent from a bare summary."""
+
+    model: str = ""
+    spec: str = ""
+    dataset: str = ""
+    dataset_fingerprint: str = ""
+    queries: int = 0
+    documents: int = 0
+    k: tuple[int, ...] = ()
+    metrics: dict[str, MetricData] = field(default_factory=dict)
+    latency: LatencyData = field(default_factory=LatencyData)
+    cold_query_ms: float | None = None
+    timings: dict[str, float] = field(default_factory=dict)
+    documents_per_s: float | None = None
+    peak_rss_mb: float | None = None
+    added_rss_mb: float | None = None
+    process_peak_rss_mb: float | None = None
+    start_rss_mb: float | None = None
+    environment: dict[str, Any] = field(default_factory=dict)
+    cache: CacheData = field(default_factory=CacheData)
+    query_cache: CacheData = field(default_factory=CacheData)
+    tokens: TokensData = field(default_factory=TokensData)
+    cost: CostData = field(default_factory=CostData)
+    model_info: dict[str, Any] = field(default_factory=dict)
+    resources: ResourcesData = field(default_factory=ResourcesData)
+    seed: int | None = None
+    chunking: dict[str, Any] | None = field(default=None, metadata=OMIT_NONE)
+    cutoffs: dict[str, Any] | None = field(default=None, metadata=OMIT_NONE)
+    stress: StressData | None = field(default=None, metadata=OMIT_NONE)
+    per_query: dict[str, dict[str, float]] | None = field(default=None, metadata=OMIT_NONE)
+    query_texts: dict[str, str] | None = field(default=None, metadata=OMIT_NONE)
+    retrieved: dict[str, tuple[str, ...]] | None = field(default=None, metadata=OMIT_NONE)
+    relevant: dict[str, dict[str, int]] | None = field(default=None, metadata=OMIT_NONE)
+    winning_chunks: dict[str, tuple[ChunkHit, ...]] | None = field(default=None, metadata=OMIT_NONE)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON report's form (non-finite numbers as null)."""
+        data: dict[str, Any] = to_data(self)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ResultData:
+        """The result of :meth:`to_dict`'s data (or of an older report: a missing key takes its
+        default, an unknown one is ignored, and the shapes older versions wrote are read)."""
+        return from_data(cls, _upgraded(data))
+
+    def metric_value(self, name: str) -> float | None:
+        """``name``'s mean (None when not measured or not finite)."""
+        found = self.metrics.get(name)
+        return None if found is None or _missing(found.value) else found.value
+
+    def scores(self, metric: str) -> dict[str, float]:
+        """``metric`` per query id (empty when the detail was not kept)."""
+        return dict((self.per_query or {}).get(metric) or {})
+
+
+def _upgraded(data: Mapping[str, Any]) -> Mapping[str, Any]:
+    """Older reports' shapes in today's: a winning chunk per query instead of one per retrieved
+    document is dropped (which documents it won is not known)."""
+    chunks = data.get("winning_chunks")
+    if not isinstance(chunks, Mapping) or all(isinstance(v, list) for v in chunks.values()):
+        return data
+    return {**data, "winning_chunks": {q: v for q, v in chunks.items() if isinstance(v, list)}}
+
+
+def as_result(value: ResultData | Mapping[str, Any] | None) -> ResultData | None:
+    """``value`` as :class:`ResultData` (a mapping is read with :meth:`ResultData.from_dict`)."""
+    if value is None or isinstance(value, ResultData):
+        return value
+    return ResultData.from_dict(value)
+
+
+@dataclass(frozen=True)
+class GateDelta:
+    """The gate's figures for one gated metric (a paired bootstrap of the per-query scores
+    against the baseline's) or for ``latency.p95_ms`` (a Mann-Whitney U test's ``p_value``);
+    the fields the other kind has no value for are absent from the JSON."""
+
+    baseline: float | None = None
+    current: float | None = None
+    regressed: bool = False
+    difference: float | None = field(default=None, metadata=OMIT_NONE)
+    low: float | None = field(default=None, metadata=OMIT_NONE)
+    high: float | None = field(default=None, metadata=OMIT_NONE)
+    shared_queries: int | None = field(default=None, metadata=OMIT_NONE)
+    significant: bool | None = field(default=None, metadata=OMIT_NONE)
+    inconclusive: bool | None = field(default=None, metadata=OMIT_NONE)
+    minimum_detectable: float | None = field(default=None, metadata=OMIT_NONE)
+    #: the latency test's p-value (absent when the baseline kept no per-query latencies)
+    p_value: float | None = field(default=None, metadata=OMIT_NONE)
+
+
+@dataclass
+class GateOutcome:
+    """What the baseline gate found for one test: its status, the failure lines and Δ figures.
+
+    ``warnings`` are lines the terminal prints although the test passes (an inconclusive drop
+    under ``inconclusive: warn``); ``changes`` name what differs from the baseline's inputs;
+    ``queries`` is the per-query diff on the first gated metric, which the summary reads.
+    """
+
+    status: str  # "missing", "passed", "inconclusive", "regressed", "stale"
+    failures: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    changes: list[str] = field(default_factory=list)
+    deltas: dict[str, GateDelta] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    queries: QueryDiff | None = field(default=None, metadata=OMIT_NONE)
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = to_data(self)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> GateOutcome:
+        outcome = from_data(cls, {"status": "", **data})
+        # lists stay lists (the gate appends to them)
+        outcome.failures, outcome.warnings = list(outcome.failures), list(outcome.warnings)
+        outcome.changes, outcome.notes = list(outcome.changes), list(outcome.notes)
+        return outcome
+
+
+def as_outcome(value: GateOutcome | Mapping[str, Any] | None) -> GateOutcome | None:
+    """``value`` as a :class:`GateOutcome` (a mapping is read with ``from_dict``)."""
+    if value is None or isinstance(value, GateOutcome):
+        return value
+    return GateOutcome.from_dict(value)
+
+
+def _missing(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and not math.isfinite(value))

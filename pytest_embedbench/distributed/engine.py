@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 import time
 import warnings
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -123,12 +123,16 @@ def embed_documents(
     ray = require_ray()
     connect(settings.address, num_cpus=settings.local_cpus)
     _check_fits(ray, settings)
-    items = _batches(provider, texts, pending.todo.values(), settings.batch_size)
+    size = settings.batch_size or provider.batch_size
     # no more actors than batches: an idle actor would load the model for nothing (and Ray
     # Data warns that the pool cannot be used in full)
-    report.workers = min(settings.workers, len(items))
-    out = _map_on_ray(ray, provider, pending.namespace, items, settings, report.workers)
-    _write_back(out, cache, provider.dimension, pending, report, progress)
+    report.workers = min(settings.workers, -(-len(pending.todo) // size))
+    done = report.cached
+    for items in _windows(provider, texts, pending.todo.values(), size):
+        # one window of batches at a time: the driver holds only its texts
+        workers = min(report.workers, len(items))
+        out = _map_on_ray(ray, provider, pending.namespace, items, settings, workers)
+        done = _write_back(out, cache, provider.dimension, pending, report, progress, done)
     return report
 
 
@@ -193,6 +197,10 @@ class _Pending:
 
 #: keys looked up in the cache at a time (the found vectors of one slice are in memory at once)
 LOOKUP_SLICE = 10_000
+#: texts the driver hands Ray at once: the uncached documents go through Ray in windows of
+#: about this many (whole batches), so the driver never holds every uncached text (each window
+#: starts its actor pool again, which loads the model again: a few seconds per window)
+WINDOW_TEXTS = 100_000
 
 
 def _lookup(provider: EmbeddingProvider, texts: Sequence[str], cache: EmbeddingCache) -> _Pending:
@@ -217,24 +225,25 @@ def _lookup(provider: EmbeddingProvider, texts: Sequence[str], cache: EmbeddingC
     return _Pending(namespace=namespace, keys=keys, missing=list(missing), todo=todo)
 
 
-def _batches(
-    provider: EmbeddingProvider,
-    texts: Sequence[str],
-    rows: Collection[int],
-    batch_size: int | None,
-) -> list[dict[str, Any]]:
-    """The driver makes the batches, as in-process embedding does (longest first, batch_size
-    each), and each Ray call gets one: the same texts pad together, so the same vectors."""
-    prepared = {i: provider.prepare(texts[i], "document") for i in rows}
-    order = sorted(rows, key=lambda i: (-len(prepared[i]), i))
-    size = batch_size or provider.batch_size
-    return [
-        {
-            "rows": np.array(order[s : s + size], dtype=np.int64),
-            "texts": [texts[i] for i in order[s : s + size]],
-        }
-        for s in range(0, len(order), size)
-    ]
+def _windows(
+    provider: EmbeddingProvider, texts: Sequence[str], rows: Collection[int], size: int
+) -> Iterator[list[dict[str, Any]]]:
+    """The batches, a window at a time. The driver makes them as in-process embedding does
+    (longest first, ``size`` each) and each Ray call gets one, so the same texts pad together
+    and give the same vectors: the rows are ordered once by their prepared lengths (the
+    lengths only are kept), and a window's batches get their texts when it is reached."""
+    lengths = {i: len(provider.prepare(texts[i], "document")) for i in rows}
+    order = sorted(lengths, key=lambda i: (-lengths[i], i))
+    per_window = max(size, WINDOW_TEXTS // size * size)
+    for w in range(0, len(order), per_window):
+        part = order[w : w + per_window]
+        yield [
+            {
+                "rows": np.array(part[s : s + size], dtype=np.int64),
+                "texts": [texts[i] for i in part[s : s + size]],
+            }
+            for s in range(0, len(part), size)
+        ]
 
 
 def _map_on_ray(
@@ -276,14 +285,16 @@ def _write_back(
     pending: _Pending,
     report: RayEmbedReport,
     progress: Progress | None,
-) -> None:
+    done: int,
+) -> int:
     """Read the batches back from the workers and store each in the cache as it arrives,
-    counting documents (every copy of a text) for ``progress`` and the report."""
+    counting documents (every copy of a text) for ``progress`` and the report, from ``done``
+    (the documents counted before this window); returns the count after it."""
     keys = pending.keys
     row_to_copies: dict[int, list[int]] = {}
     for i in pending.missing:
         row_to_copies.setdefault(pending.todo[keys[i]], []).append(i)
-    done, total = report.cached, report.documents
+    total = report.documents
     t0 = time.perf_counter()
     try:
         for batch in out.iter_batches(batch_size=None, batch_format="numpy"):
@@ -299,7 +310,8 @@ def _write_back(
             if progress is not None:
                 progress(done, total)
     finally:
-        report.seconds = time.perf_counter() - t0
+        report.seconds += time.perf_counter() - t0
+    return done
 
 
 def _checked_batch(batch: dict[str, Any], dim: int | None, model: str) -> tuple[list[int], Any]:

@@ -217,3 +217,39 @@ def test_on_a_cluster_such_a_worker_is_a_warning(ray_cluster: Any) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # one that fits: nothing said
         _check_fits(ray_cluster, RaySettings(address="auto"))
+
+
+def test_the_driver_hands_ray_one_window_of_texts_at_a_time(
+    ray_cluster: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 33: the uncached texts go through Ray in windows (here 2 batches of 32 each), the
+    vectors still equal the in-process ones and progress counts every document once."""
+    from pytest_embedbench.distributed import engine
+
+    monkeypatch.setattr(engine, "WINDOW_TEXTS", 64)
+    windows: list[int] = []
+    real = engine._map_on_ray
+
+    def spy(ray: Any, provider: Any, namespace: str, items: list, *rest: Any) -> Any:
+        windows.append(sum(len(item["texts"]) for item in items))
+        return real(ray, provider, namespace, items, *rest)
+
+    monkeypatch.setattr(engine, "_map_on_ray", spy)
+    cache = EmbeddingCache(tmp_path)
+    provider = create_provider("hashing:h")
+    seen: list[int] = []
+    report = embed_documents(
+        provider,
+        TEXTS,
+        cache,
+        RaySettings(address="local", workers=2),
+        progress=lambda done, total: seen.append(done),
+    )
+    assert windows == [64, 64, 22]
+    assert report.embedded == len(TEXTS) and report.batches == 5
+    assert seen == sorted(seen) and seen[-1] == len(TEXTS)
+    namespace, keys = document_keys(provider, TEXTS)
+    found, missing = cache.get_many(namespace, keys)
+    assert missing == []
+    expected = create_provider("hashing:h").embed(TEXTS, kind="document")
+    np.testing.assert_allclose(np.stack([found[k] for k in keys]), expected, atol=1e-6)

@@ -1,0 +1,111 @@
+"""A record's typed result: one field list writes and reads it (issue 29, step 2)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from pytest_embedbench import evaluate
+from pytest_embedbench.records import TestRecord
+from pytest_embedbench.resultdata import (
+    GateDelta,
+    GateOutcome,
+    LatencyData,
+    ResultData,
+)
+
+pytest.importorskip("bm25s")
+
+
+def _fields(cls: type) -> set[str]:
+    return {f.name for f in dataclasses.fields(cls)}
+
+
+def test_a_real_result_round_trips_through_json_by_its_fields(beir_folder: Path) -> None:
+    result = evaluate("bm25", beir_folder, k=(1, 10))
+    data = result.data(per_query=True)
+    written = data.to_dict()
+    # the JSON keys are the dataclass's fields, nothing else
+    assert set(written) <= _fields(ResultData)
+    assert set(written["latency"]) <= _fields(LatencyData)
+    back = ResultData.from_dict(json.loads(json.dumps(written)))
+    assert back.to_dict() == written
+    # read back typed: the values the result itself reports
+    assert back.metrics["ndcg@10"].value == pytest.approx(float(result.ndcg10))
+    assert back.metrics["ndcg@10"].low == pytest.approx(result.ndcg10.low)
+    assert back.scores("ndcg@10") == pytest.approx(
+        dict(zip(result.query_ids, result.per_query("ndcg@10").tolist(), strict=True))
+    )
+    assert back.retrieved == {q: tuple(ids[:10]) for q, ids in result.rankings.items()}
+    assert back.latency.p95_ms == pytest.approx(result.latency.p95_ms)
+    # the optional parts are absent, not null, from a bare summary
+    bare = result.to_dict()
+    for name in ("per_query", "query_texts", "retrieved", "relevant", "winning_chunks"):
+        assert name not in bare
+    assert "per_query_ms" not in bare["latency"]
+
+
+def test_not_a_number_is_null_in_json_and_none_when_read() -> None:
+    data = ResultData(documents_per_s=math.nan, latency=LatencyData(p95_ms=math.inf))
+    written = data.to_dict()
+    assert written["documents_per_s"] is None and written["latency"]["p95_ms"] is None
+    back = ResultData.from_dict(json.loads(json.dumps(written, allow_nan=False)))
+    assert back.documents_per_s is None and back.latency.p95_ms is None
+
+
+def test_a_gate_outcome_round_trips_and_each_delta_keeps_only_its_own_keys() -> None:
+    outcome = GateOutcome(
+        "regressed",
+        failures=["ndcg@10 regressed"],
+        deltas={
+            "ndcg@10": GateDelta(
+                baseline=0.8,
+                current=0.7,
+                regressed=True,
+                difference=-0.1,
+                low=-0.15,
+                high=-0.05,
+                shared_queries=40,
+                significant=True,
+                inconclusive=False,
+                minimum_detectable=0.04,
+            ),
+            "latency.p95_ms": GateDelta(baseline=10.0, current=11.0, p_value=0.3),
+        },
+    )
+    written = outcome.to_dict()
+    assert "p_value" not in written["deltas"]["ndcg@10"]
+    assert set(written["deltas"]["latency.p95_ms"]) == {
+        "baseline",
+        "current",
+        "p_value",
+        "regressed",
+    }
+    assert "queries" not in written  # no per-query diff: absent
+    back = GateOutcome.from_dict(json.loads(json.dumps(written)))
+    assert back == outcome
+    back.failures.append("more")  # the gate appends to its lists
+    assert outcome.failures == ["ndcg@10 regressed"]
+
+
+def test_a_record_given_mappings_reads_them_into_their_types() -> None:
+    record = TestRecord(
+        nodeid="t.py::t[bm25]",
+        test="t",
+        model="bm25",
+        spec="bm25",
+        dataset="d",
+        k=[10],
+        result={"queries": 3, "metrics": {"ndcg@10": {"value": 0.5, "n": 3}}},
+        baseline={"status": "passed", "deltas": {"ndcg@10": {"difference": 0.01}}},
+    )
+    assert isinstance(record.result, ResultData) and record.result.queries == 3
+    assert record.result.metrics["ndcg@10"].value == 0.5
+    assert isinstance(record.baseline, GateOutcome)
+    assert record.baseline.deltas["ndcg@10"].difference == 0.01
+    again = TestRecord.from_dict(json.loads(json.dumps(record.to_dict())))
+    assert again == record

@@ -50,6 +50,7 @@ FLOORS: dict[str, int] = {
     "plugin": PYTEST,
     "cases": PYTEST,
     "session": PYTEST,
+    "finish": PYTEST,
     "gatekeeper": PYTEST,
     "_xdist": PYTEST,
     "handle": PYTEST,

@@ -187,8 +187,12 @@ def build_streamed(
 
     from ..index import ShardedIndex, shard_rows
 
-    texts = [d.embed_text for d in documents]
-    n = len(texts)
+    n = len(documents)
+
+    def texts_of(lo: int, hi: int) -> list[str]:
+        # made per shard, not kept: a million texts would outweigh a small budget
+        return [documents[i].embed_text for i in range(lo, hi)]
+
     t0 = time.perf_counter()
     spill = None if cache is not None else tempfile.TemporaryFile(prefix="embedbench-")
     # embedding shards sized for the widest common vectors until the model tells its own
@@ -197,7 +201,7 @@ def build_streamed(
     dim = provider.dimension or 0
     for lo in range(0, n, step):
         hi = min(n, lo + step)
-        vectors, missed = embed_cached(provider, texts[lo:hi], cache, kind="document")
+        vectors, missed = embed_cached(provider, texts_of(lo, hi), cache, kind="document")
         embedded += missed
         dim = int(vectors.shape[1])
         if spill is not None:
@@ -217,14 +221,15 @@ def build_streamed(
             return np.frombuffer(data, dtype=np.float32).reshape(hi - lo, dim)
 
     else:
-        namespace, keys = document_keys(provider, texts)
 
         def load(lo: int, hi: int) -> np.ndarray:
+            texts = texts_of(lo, hi)
+            namespace, keys = document_keys(provider, texts)
             matrix, missing = cache.get_matrix(  # type: ignore[union-attr]
-                namespace, keys[lo:hi], dim=dim, unit_norm=provider.normalize
+                namespace, keys, dim=dim, unit_norm=provider.normalize
             )
             if missing:  # lost since (a full disk, another process cleared it): embed again
-                again = provider.embed([texts[lo + i] for i in missing], kind="document")
+                again = provider.embed([texts[i] for i in missing], kind="document")
                 matrix = np.array(matrix) if not matrix.flags.writeable else matrix
                 matrix[missing] = again
             return matrix

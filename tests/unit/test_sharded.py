@@ -88,3 +88,18 @@ def test_a_bad_budget_is_named() -> None:
     assert parse_bytes("4096") == 4096
     with pytest.raises(argparse.ArgumentTypeError, match="'lots' is not a size"):
         parse_bytes("lots")
+
+
+def test_vectors_the_cache_lost_after_the_build_are_embedded_again(tmp_path: Path) -> None:
+    from pytest_embedbench import EmbeddingCache
+    from pytest_embedbench.providers import create_provider
+    from pytest_embedbench.providers.dense import build_dense
+
+    ds = _dataset()
+    texts = [q.text for q in ds.queries]
+    provider = create_provider("hashing:h")
+    plain = build_dense(provider, ds.documents, cache=None)
+    cache = EmbeddingCache(tmp_path)
+    budgeted = build_dense(provider, ds.documents, cache=cache, memory_budget=64 * 4 * 4 * 10)
+    cache.clear()  # another process cleared the cache between the build and the search
+    assert budgeted.search_many(texts, 10) == plain.search_many(texts, 10)

@@ -157,6 +157,13 @@ class ExactIndex:
         """Document ids for positions returned by :meth:`search` (``-1`` padding dropped)."""
         return [self.ids[p] for p in positions if p >= 0]
 
+    def vectors_in_order(self) -> np.ndarray:
+        """The stored vectors in the order of :attr:`ids` (a copy), for another index over
+        the same vectors (:mod:`~pytest_embedbench.ann`)."""
+        given = np.empty_like(self._stored_to_given)
+        given[self._stored_to_given] = np.arange(len(self._stored_to_given))
+        return self._vectors[given]
+
     def search(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         """Top-k positions and scores per query row, ``(n_queries, k)``, padded with -1 / -inf.
 

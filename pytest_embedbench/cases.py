@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ._io import read_yaml
+from .ann import IndexSpec, parse_indexes
 from .baseline import GateConfig, GateSettings, Threshold, ThresholdSet, load_thresholds
 from .baseline.thresholds import check_named, named_in
 from .config import (
@@ -91,6 +92,8 @@ class MarkerArgs:
     #: :data:`UNSET` when not given (None or False: no chunking)
     chunking: Any = UNSET
     stress: Any = None
+    #: index specs (``["exact", "faiss:hnsw(M=32)"]``): each embedding model once per index
+    indexes: Any = None
 
     @classmethod
     def parse(cls, kwargs: Mapping[str, Any], args: Sequence[Any] = ()) -> MarkerArgs:
@@ -233,6 +236,8 @@ class Case:
     workload: Workload | None = None
     #: the chat model of its configuration's ``paraphrase:`` (for ``noise:paraphrase``)
     paraphrase: Any = field(default=None, compare=False)
+    #: the index its queries go through (None: the model's own exact search)
+    index: IndexSpec | None = None
 
     @property
     def settings_fingerprint(self) -> str:
@@ -243,12 +248,17 @@ class Case:
     def key(self) -> tuple[Any, ...]:
         if self.workload is not None:
             return (self.model, self.dataset_key, self.k, self.workload)
+        if self.index is not None:
+            return (self.model, self.dataset_key, self.k, self.index)
         return (self.model, self.dataset_key, self.k)
 
     @property
     def id(self) -> str:
-        """The pytest id: the model's short name, then the workload point's (``-typo``)."""
+        """The pytest id: the model's short name, then the workload point's (``-typo``) or
+        the index's (``-faiss:hnsw(M=32)``)."""
         name = self.model.short_name
+        if self.index is not None:
+            name = f"{name}-{self.index.id}"
         return name if self.workload is None else f"{name}-{self.workload.id}"
 
     @property
@@ -348,6 +358,18 @@ class CaseBuilder:
             for spec in specs
         ]
         self.model_names.update(spec.short_name for spec in specs)
+        indexes = self._indexes(marker.indexes, cfg, test_path)
+        if indexes:  # each embedding model x index, each its own test
+            if marker.stress is not None:
+                raise ConfigError(
+                    f"{test_path.name}: {MARKER} gives both stress= and indexes=; measure "
+                    "them in separate tests"
+                )
+            cases = [
+                replace(case, index=index) if has_vectors(case.model) else case
+                for case in cases
+                for index in (indexes if has_vectors(case.model) else (None,))
+            ]
         points = self._workloads(marker.stress, test_path)
         if points:  # model x workload point, each its own test
             return [replace(case, workload=point) for case in cases for point in points]
@@ -423,6 +445,14 @@ class CaseBuilder:
         if ref.kind == "object":
             return f"dataset {ref.name!r}: chunking"
         return f"{cfg.path}: datasets.{marker.dataset}.chunking"
+
+    @staticmethod
+    def _indexes(raw: Any, cfg: ProjectConfig, test_path: Path) -> tuple[IndexSpec, ...]:
+        """The marker's ``indexes=``, else embedbench.yaml's ``indexes:`` (ConfigError naming
+        where, with a did-you-mean, when a spec is bad)."""
+        if raw is not None:
+            return parse_indexes(raw, f"{test_path.name}: {MARKER} indexes")
+        return cfg.indexes
 
     def _workloads(self, stress: Any, test_path: Path) -> list[Workload]:
         """The marker's ``stress=`` points (ConfigError naming the test file when bad)."""
@@ -645,6 +675,19 @@ class CaseBuilder:
             for path, cfg in sorted(self._configs.items(), key=lambda kv: str(kv[0]))
             if path is not None
         ]
+
+
+def has_vectors(spec: ModelSpec) -> bool:
+    """Whether ``spec``'s model embeds (so an index axis applies); a lexical model, a ranker
+    or a hybrid runs once, on its own search."""
+    from .exceptions import UnknownProviderError
+    from .providers import provider_class
+    from .providers.base import EmbeddingProvider
+
+    try:
+        return issubclass(provider_class(spec.provider), EmbeddingProvider)
+    except UnknownProviderError:
+        return False
 
 
 def has_own_tokenizer(spec: ModelSpec) -> bool:

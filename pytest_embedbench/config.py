@@ -52,6 +52,7 @@ from pathlib import Path
 from typing import Any
 
 from ._io import read_yaml
+from .ann import IndexSpec, parse_indexes
 from .chunking import ChunkingSettings
 from .datasets import DOCUMENT_SUFFIXES
 from .exceptions import ConfigError, MetricError, UnknownProviderError, did_you_mean, unknown_hint
@@ -82,6 +83,7 @@ _TOP_KEYS = {
     "reference",
     "plugins",
     "paraphrase",
+    "indexes",
 }
 _DATASET_KEYS = {"path", "split", "docs", "subset", "name", "evalset", "chunking", "extensions"}
 _SUBSET_KEYS = {"n_queries", "n_distractors", "seed"}
@@ -116,6 +118,8 @@ class ProjectConfig:
     thresholds: Mapping[str, Any] = field(default_factory=dict)
     gate: Mapping[str, Any] = field(default_factory=dict)
     reference: str | None = None
+    #: the index axis (``indexes:``): each embedding model runs once per index
+    indexes: tuple[IndexSpec, ...] = ()
     #: the file's content as written (the JSON report keeps it, secrets redacted)
     raw: Mapping[str, Any] = field(default_factory=dict)
     #: what reading this file generated (``evalset: {generate: ...}``): the file written, the
@@ -191,6 +195,7 @@ def load_config(path: Path) -> ProjectConfig:
     reference = raw.get("reference")
     if reference is not None and not isinstance(reference, str):
         raise _fail(path, "reference", f"{reference!r} must be a model short name, e.g. bm25")
+    indexes = parse_indexes(raw.get("indexes"), f"{path}: indexes")
     paraphrase = None
     if raw.get("paraphrase") is not None:
         from .generate.paraphrase import paraphrase_settings
@@ -206,6 +211,7 @@ def load_config(path: Path) -> ProjectConfig:
         thresholds=dict(thresholds),
         gate=dict(gate),
         reference=reference,
+        indexes=indexes,
         raw=dict(raw),
         generated=tuple(generated),
     )

@@ -28,6 +28,7 @@ from .resultdata import (
     CacheData,
     ChunkHit,
     CostData,
+    IndexData,
     LatencyData,
     MetricData,
     ResourcesData,
@@ -38,6 +39,7 @@ from .serial import from_data
 from .stats import Estimate, bootstrap, paired_bootstrap
 
 if TYPE_CHECKING:
+    from .ann import IndexRun
     from .chunking import ChunkingSettings
     from .docscore import PooledRun
     from .types import Chunk
@@ -126,6 +128,11 @@ class RetrievalResult:
         #: builds this run's retriever again (set by the Evaluator), for :attr:`cutoffs`
         self.retriever_factory: Any = None
         self._cutoffs: Cutoffs | None = None
+        #: what the index axis measured (None: the test has no ``indexes=``), see
+        #: :meth:`attach_index`
+        self.index: IndexRun | None = None
+        #: the exact search's result on the same query vectors (with :attr:`index`)
+        self.exact: RetrievalResult | None = None
 
     def _set_run(
         self,
@@ -286,6 +293,98 @@ class RetrievalResult:
             name=f"{name} {self.name} - {other.name}",
         )
 
+    # -- the index axis --------------------------------------------------------------------
+
+    def attach_index(self, run: IndexRun, dataset: RetrievalDataset) -> None:
+        """Keep what an index run measured, and score the exact rankings of the same query
+        vectors (``run.exact_rankings``) so :meth:`delta_vs_exact` pairs them query by query."""
+        self.index = run
+        self.exact = RetrievalResult(
+            model=self.model,
+            dataset=dataset,
+            rankings=run.exact_rankings,
+            scores=run.exact_scores,
+            k=self.k,
+            timings=Timings(),
+            latency=LatencyStats.from_seconds(np.empty((0, 0))),
+            cold_query_ms=math.nan,
+            documents_per_s=math.nan,
+            peak_rss_mb=math.nan,
+            cache=CacheStats(),
+            model_info={},
+            seed=self.seed,
+            n_resamples=self.n_resamples,
+            level=self.level,
+        )
+
+    def _index_run(self) -> IndexRun:
+        if self.index is None:
+            raise ConfigError(
+                f"{self.name!r} on {self.dataset_name!r} ran without an index axis; give the "
+                'embedbench marker indexes=["exact", "faiss:hnsw(M=32,efSearch=64)"] (or '
+                "indexes: in embedbench.yaml) to measure one"
+            )
+        return self.index
+
+    def neighbour_recall(self, k: int = 10) -> Estimate:
+        """The share of the exact top ``k`` that the index's top ``k`` holds, averaged over
+        the queries (ann-benchmarks' recall), with its bootstrap interval."""
+        run = self._index_run()
+        if k not in run.neighbours:
+            raise MetricError(
+                f"neighbour_recall({k}): this run measured k={sorted(run.neighbours)}; add {k} "
+                "to the cut-offs"
+            )
+        est = bootstrap(
+            run.neighbours[k],
+            n_resamples=self.n_resamples,
+            level=self.level,
+            seed=self.seed,
+            name=f"neighbour_recall@{k}",
+        )
+        est.context = f"{self.name} {run.spec} on {self.dataset_name}"
+        return est
+
+    def delta_vs_exact(self, name: str = "ndcg@10") -> Estimate:
+        """Paired difference ``index - exact`` of metric ``name`` on the same queries, with its
+        interval (below 0: the index costs that much)."""
+        run = self._index_run()
+        assert self.exact is not None
+        mine, theirs = self.paired_scores(self.exact, name)
+        return paired_bootstrap(
+            mine,
+            theirs,
+            n_resamples=self.n_resamples,
+            level=self.level,
+            seed=self.seed,
+            name=f"{name} {run.spec} - exact",
+        )
+
+    def _index_data(self) -> IndexData | None:
+        run = self.index
+        if run is None:
+            return None
+
+        def metric(est: Estimate) -> MetricData:
+            return from_data(MetricData, est.to_dict())
+
+        return IndexData(
+            spec=run.spec.spec,
+            engine=run.spec.engine,
+            description=run.description,
+            deterministic=run.deterministic,
+            note=run.note,
+            build_s=run.build_s,
+            bytes=run.nbytes,
+            p50_ms=run.p50_ms,
+            p95_ms=run.p95_ms,
+            qps=run.qps,
+            neighbour_recall={
+                f"neighbour_recall@{k}": metric(self.neighbour_recall(k)) for k in run.neighbours
+            },
+            delta={name: metric(self.delta_vs_exact(name)) for name in self.metrics()},
+        )
+
     @property
     def tokens(self) -> dict[str, Any]:
         """Tokens of the documents and queries as sent, and whether they are estimated
@@ -428,6 +527,7 @@ class RetrievalResult:
             seed=self.seed,
             chunking=self._chunking_summary(self.chunking) if self.chunking is not None else None,
             cutoffs=self._cutoffs.to_dict() if self._cutoffs is not None else None,
+            index=self._index_data(),
             **(self._per_query_detail() if per_query else {}),
         )
 

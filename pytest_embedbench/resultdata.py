@@ -31,6 +31,7 @@ __all__ = [
     "CostData",
     "GateDelta",
     "GateOutcome",
+    "IndexData",
     "LatencyData",
     "MetricData",
     "ResourcesData",
@@ -163,6 +164,27 @@ class StressData:
 
 
 @dataclass(frozen=True)
+class IndexData:
+    """What the index axis measured (``tests[].result.index``): the index spec, what the
+    engine built, its build time, size and own query latency, the neighbour recall of its
+    top k against the exact top k, and per metric the paired delta against exact search on
+    the same queries, with its interval."""
+
+    spec: str = ""
+    engine: str = ""
+    description: str = ""
+    deterministic: bool = True
+    note: str = ""
+    build_s: float | None = None
+    bytes: int | None = None
+    p50_ms: float | None = None
+    p95_ms: float | None = None
+    qps: float | None = None
+    neighbour_recall: dict[str, MetricData] = field(default_factory=dict)
+    delta: dict[str, MetricData] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class ResultData:
     """One model's results on one dataset, as a record keeps them.
 
@@ -202,6 +224,8 @@ class ResultData:
     retrieved: dict[str, tuple[str, ...]] | None = field(default=None, metadata=OMIT_NONE)
     relevant: dict[str, dict[str, int]] | None = field(default=None, metadata=OMIT_NONE)
     winning_chunks: dict[str, tuple[ChunkHit, ...]] | None = field(default=None, metadata=OMIT_NONE)
+    #: the index axis's figures (absent when the test has no ``indexes=``)
+    index: IndexData | None = field(default=None, metadata=OMIT_NONE)
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON report's form (non-finite numbers as null)."""

@@ -193,6 +193,12 @@ class EmbedBenchSession:
                 ds = self.dataset(case.dataset)
                 if case.workload is not None:
                     self._results[key] = self._stressed(case, ds)
+                elif case.index is not None:
+                    from .ann import evaluate_indexed
+
+                    self._results[key] = evaluate_indexed(
+                        self.evaluator, case.model, ds, case.index, k=case.k
+                    )
                 else:
                     self._results[key] = self.evaluator.evaluate(case.model, ds, k=case.k)
             except (KeyboardInterrupt, SystemExit):

@@ -64,6 +64,7 @@ __all__ = [
     "VectorIndex",
     "create_index",
     "evaluate_indexed",
+    "has_vectors",
     "index_class",
     "measure_index",
     "neighbour_recall",
@@ -178,6 +179,19 @@ def parse_indexes(raw: Any, where: str) -> tuple[IndexSpec, ...]:
     if dupes:
         raise ConfigError(f"{where}: index(es) {dupes} appear more than once")
     return tuple(specs)
+
+
+def has_vectors(spec: ModelSpec) -> bool:
+    """Whether ``spec``'s model embeds (so an index axis applies); a lexical model, a ranker
+    or a hybrid runs once, on its own search."""
+    from .exceptions import UnknownProviderError
+    from .providers import provider_class
+    from .providers.base import EmbeddingProvider
+
+    try:
+        return issubclass(provider_class(spec.provider), EmbeddingProvider)
+    except UnknownProviderError:
+        return False
 
 
 # -- the engines ----------------------------------------------------------------------------

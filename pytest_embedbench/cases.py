@@ -23,9 +23,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ._io import read_yaml
-from .ann import IndexSpec, parse_indexes
+from .ann import IndexSpec, has_vectors, parse_indexes
 from .baseline import GateConfig, GateSettings, Threshold, ThresholdSet, load_thresholds
-from .baseline.thresholds import check_named, named_in
+from .baseline.thresholds import check_named, named_in, threshold_depth
 from .config import (
     DatasetEntry,
     Options,
@@ -677,19 +677,6 @@ class CaseBuilder:
         ]
 
 
-def has_vectors(spec: ModelSpec) -> bool:
-    """Whether ``spec``'s model embeds (so an index axis applies); a lexical model, a ranker
-    or a hybrid runs once, on its own search."""
-    from .exceptions import UnknownProviderError
-    from .providers import provider_class
-    from .providers.base import EmbeddingProvider
-
-    try:
-        return issubclass(provider_class(spec.provider), EmbeddingProvider)
-    except UnknownProviderError:
-        return False
-
-
 def has_own_tokenizer(spec: ModelSpec) -> bool:
     """Whether ``spec``'s model brings its own tokenizer (a hybrid: either leg); an unknown
     provider counts as having one, its own tests fail with the list of providers."""
@@ -727,8 +714,8 @@ def check_thresholds_computed(rules: Iterable[Threshold], test: str, k: tuple[in
     """A threshold on a metric deeper than the case retrieves (``recall@100`` with ``k: [1,
     5, 10]``) is an error naming the rule's file and key, at collection, not a failing test."""
     for rule in rules:
-        if "@" in rule.key and parse_metric(rule.key).k > max(k):
-            depth = parse_metric(rule.key).k
+        depth = threshold_depth(rule.key)
+        if depth is not None and depth > max(k):
             raise ConfigError(
                 f"{rule.origin}: threshold {rule.key}, but {test or 'the test'} computes "
                 f"k={list(k)} only; add {depth} to k (embedbench.yaml k: or the marker's k=), "

@@ -17,7 +17,9 @@ A thresholds file (``--embedbench-thresholds``, or the ``thresholds`` key of
 More specific entries replace less specific ones for the same key (defaults < models < tests <
 tests.models). Keys are metric names (``ndcg@10``), ``latency.<p50_ms|p90_ms|p95_ms|p99_ms|
 mean_ms|max_ms|qps>``, ``peak_rss_mb``, ``documents_per_s``, ``cache.hit_rate`` and
-``timings.<stage>_s``.
+``timings.<stage>_s``; with an index axis (docs/indexes.md), ``index.neighbour_recall@K``,
+``index.delta.<metric>`` (the paired delta against exact search) and ``index.<qps|p50_ms|
+p95_ms|build_s|bytes>``.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .._io import read_yaml
+from ..ann import has_vectors
 from ..exceptions import ConfigError, MetricError, did_you_mean, unknown_hint
 from ..metrics import METRICS, parse_metric
 
@@ -67,6 +70,9 @@ _TIMINGS = {
     "total_s",
 }
 _PLAIN = {"peak_rss_mb", "documents_per_s", "cache.hit_rate"}
+#: the index axis's figures (``index.<name>``); ``index.neighbour_recall@K`` and
+#: ``index.delta.<metric>`` (the paired delta against exact) take a cut-off
+_INDEX = {"qps", "p50_ms", "p95_ms", "build_s", "bytes"}
 _SECTIONS = {"defaults", "models", "tests"}
 
 
@@ -103,6 +109,8 @@ def _check_key(key: str, origin: str) -> str:
                 f"Use {sorted(_TIMINGS)}"
             )
         return key
+    if key.startswith("index."):
+        return _check_index_key(key, origin)
     if key in _PLAIN:
         return key
     try:
@@ -114,13 +122,52 @@ def _check_key(key: str, origin: str) -> str:
         ) from None
 
 
+def _check_index_key(key: str, origin: str) -> str:
+    """``index.qps`` and the like, ``index.neighbour_recall@K``, ``index.delta.<metric>``."""
+    name = key.split(".", 1)[1]
+    if name in _INDEX:
+        return key
+    base, _, depth = name.partition("@")
+    if base == "neighbour_recall" and depth.isdigit() and int(depth) >= 1:
+        return f"index.neighbour_recall@{int(depth)}"
+    if name.startswith("delta."):
+        try:
+            return f"index.delta.{parse_metric(name.split('.', 1)[1])}"
+        except MetricError as exc:
+            raise ConfigError(f"{origin}: threshold key {key!r}: {exc}") from None
+    raise ConfigError(
+        f"{origin}: unknown index key {key!r}{did_you_mean(key, _key_names(key)) or '.'} "
+        f"Use index.neighbour_recall@K, index.delta.<metric> (e.g. index.delta.ndcg@10) or "
+        f"{sorted(f'index.{n}' for n in _INDEX)}"
+    )
+
+
+def threshold_depth(key: str) -> int | None:
+    """The cut-off a threshold key needs computed (None: none)."""
+    if key.startswith("index.neighbour_recall@"):
+        return int(key.rpartition("@")[2])
+    if key.startswith("index.delta."):
+        return parse_metric(key.split(".", 2)[2]).k
+    if "@" in key and not key.startswith("index."):
+        return parse_metric(key).k
+    return None
+
+
 def _key_names(key: str) -> list[str]:
     """The threshold keys a misspelt ``key`` may have meant: every metric at its cut-off
     (``ndgc@10`` -> ``ndcg@10``), the plain keys, and the latency and timing keys."""
     depth = key.rpartition("@")[2]
     metrics = [f"{name}@{depth if depth.isdigit() else 10}" for name in METRICS]
     latency = [f"latency.{name}" for name in _LATENCY]
-    return [*metrics, *_PLAIN, *latency, *(f"timings.{name}" for name in _TIMINGS)]
+    index = [f"index.{name}" for name in _INDEX]
+    index += [f"index.neighbour_recall@{depth if depth.isdigit() else 10}"]
+    return [
+        *metrics,
+        *_PLAIN,
+        *latency,
+        *(f"timings.{name}" for name in _TIMINGS),
+        *index,
+    ]
 
 
 def parse_rule(key: str, rule: Any, origin: str) -> Threshold:
@@ -140,9 +187,17 @@ def parse_rule(key: str, rule: Any, origin: str) -> Threshold:
 def _check_possible(threshold: Threshold, rule: Any) -> None:
     """A rule no value can meet (``ndcg@10 >= 1.5``, ``recall@10 < 0``) is a ConfigError: every
     metric and the cache hit rate lie in [0, 1], and nothing measured is negative."""
+    op, limit = threshold.op, threshold.limit
+    if threshold.key.startswith("index.delta."):  # a difference of two metrics: [-1, 1]
+        if (op in (">=", ">") and limit >= 1) or (op in ("<=", "<") and limit <= -1):
+            raise ConfigError(
+                f"{threshold.origin}: threshold {threshold.key} {rule!r} can never hold: a "
+                "delta against exact lies in [-1, 1]; a gate on it reads like "
+                '">= -0.01" (at most 0.01 lost)'
+            )
+        return
     bounded = threshold.key == "cache.hit_rate" or "@" in threshold.key
     high = 1.0 if bounded else math.inf
-    op, limit = threshold.op, threshold.limit
     impossible = (
         (op == ">=" and limit > high)
         or (op == ">" and limit >= high)
@@ -246,6 +301,8 @@ def value_of(result: RetrievalResult, key: str) -> tuple[float, str]:
     if key.startswith("timings."):
         value = float(getattr(result.timings, key.split(".", 1)[1]))
         return value, f"{value:.4g}"
+    if key.startswith("index."):
+        return _index_value(result, key.split(".", 1)[1])
     if key == "peak_rss_mb":
         return result.peak_rss_mb, f"{result.peak_rss_mb:.1f}"
     if key == "documents_per_s":
@@ -253,6 +310,21 @@ def value_of(result: RetrievalResult, key: str) -> tuple[float, str]:
     if key == "cache.hit_rate":
         return result.cache.hit_rate, f"{result.cache.hit_rate:.3f}"
     est = result.metric(key)
+    return float(est), f"{float(est):.4f} [{est.low:.4f}, {est.high:.4f}]"
+
+
+def _index_value(result: RetrievalResult, name: str) -> tuple[float, str]:
+    """An ``index.<name>`` figure of ``result`` (which has an index axis)."""
+    if name.startswith("neighbour_recall@"):
+        est = result.neighbour_recall(int(name.rpartition("@")[2]))
+    elif name.startswith("delta."):
+        est = result.delta_vs_exact(name.split(".", 1)[1])
+    else:
+        run = result.index
+        assert run is not None
+        found = run.nbytes if name == "bytes" else getattr(run, name)
+        value = math.nan if found is None else float(found)
+        return value, f"{value:.4g}"
     return float(est), f"{float(est):.4f} [{est.low:.4f}, {est.high:.4f}]"
 
 
@@ -264,6 +336,15 @@ def check_thresholds(result: RetrievalResult, rules: list[Threshold]) -> list[st
             failures.append(
                 f"{rule.key}: not measured, the run timed no query (latency_passes=0); set "
                 f"--embedbench-latency-passes to 1 or more, or drop the rule  ({rule.origin})"
+            )
+            continue
+        if rule.key.startswith("index.") and result.index is None:
+            if not has_vectors(result.model):
+                continue  # a lexical model or a ranker runs once, without the index axis
+            failures.append(
+                f"{rule.key}: not measured, the test has no index axis; give the marker "
+                f"indexes=[...] (or indexes: in embedbench.yaml), or drop the rule  "
+                f"({rule.origin})"
             )
             continue
         value, shown = value_of(result, rule.key)

@@ -36,6 +36,7 @@ from ..records import Status, TestRecord, as_record
 from ..resultdata import GateDelta, GateOutcome, LatencyData, ResultData
 from ..serial import from_data, to_data
 from .columns import FIGURES, direction, metric_names
+from .index_summary import IndexSection, index_sections
 from .recommend import ModelRow, recommend
 from .stress_summary import (
     CutoffSection,
@@ -267,6 +268,9 @@ class Summary:
     priority: str = "balanced"
     stress: tuple[StressSection, ...] = ()
     cutoffs: tuple[CutoffSection, ...] = ()
+    #: the index axis: per dataset, each model through each index (absent from the JSON
+    #: when no test has ``indexes=``)
+    indexes: tuple[IndexSection, ...] = ()
     gates: tuple[Gate, ...] = ()
     #: per-query diffs: each gated test against its baseline entry, each model against the
     #: reference model (by dataset; :mod:`.querydiff`)
@@ -302,6 +306,8 @@ class Summary:
         ``tests``)."""
         out: dict[str, Any] = {"version": SUMMARY_VERSION}
         for f in dataclasses.fields(self):
+            if f.name == "indexes" and not self.indexes:
+                continue  # a run without the index axis keeps its JSON as it was
             if f.name != "records":
                 out[f.name] = to_data(getattr(self, f.name))
         return out
@@ -441,6 +447,7 @@ def summarize(
         priority=priority,
         stress=stress_sections(stress if stress is not None else stress_points(found)),
         cutoffs=cutoff_sections(cutoff_rows(found)),
+        indexes=index_sections(found),
         gates=_gates(found),
         query_diffs=query_diffs(found, reference),
         totals=_totals(found, datasets),
@@ -466,6 +473,9 @@ def model_rows(
     for record in sorted((as_record(r) for r in records), key=lambda r: r.nodeid):
         if record.workload is not None:
             continue  # a stress point has its own section (stress_summary), not a table row
+        index = record.result.index if record.result is not None else None
+        if index is not None and index.engine != "exact":
+            continue  # an approximate index has its own section (index_summary)
         key = (record.dataset, record.model)
         row = by_key.get(key)
         if row is None:

@@ -21,6 +21,7 @@ from tabulate import tabulate
 
 from ..records import TestRecord
 from .columns import Column, column_names, default_columns, latency_keys, resolve_column
+from .index_tables import render_indexes
 from .stress import render_cutoffs, render_stress
 from .summary import (
     DatasetSummary,
@@ -85,7 +86,12 @@ def render_summary(
     section (chunk sizes, noise deltas, needle grids) and its cut-offs; ``columns`` names the
     columns to show (``--embedbench-columns``; default: the standard table)."""
     lines = _render(summary, verbosity=verbosity, columns=columns)
-    return lines + render_stress(summary.stress) + render_cutoffs(summary.cutoffs)
+    return (
+        lines
+        + render_indexes(summary.indexes)
+        + render_stress(summary.stress)
+        + render_cutoffs(summary.cutoffs)
+    )
 
 
 def render_tables(

@@ -1,0 +1,178 @@
+"""The index axis's sections as text tables (the terminal's and the Markdown's) and as CSV
+rows: :func:`index_tables` formats the summary's :class:`~.index_summary.IndexSection`\\ s
+cell by cell, so every writer shows the same figures."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from .index_summary import IndexSection
+from .stress import TextTable, text_lines
+from .values import Delta, Value
+
+__all__ = [
+    "INDEX_LEGEND",
+    "index_columns",
+    "index_csv_rows",
+    "index_tables",
+    "metric_label",
+    "render_indexes",
+    "size_text",
+]
+
+#: the lines under an index table
+INDEX_LEGEND = (
+    "nR@k: share of the exact top k the index returns (ann-benchmarks' recall), 95% interval; "
+    "Δ: the index's metric minus exact search's on the same queries (paired, 95% interval); "
+    "p50/p95/QPS: the index's own search time per query vector, one at a time"
+)
+
+
+def _interval(value: Value | None) -> str:
+    if value is None or value.value is None:
+        return "-"
+    if value.low is None or value.high is None:
+        return f"{value.value:.4f}"
+    return f"{value.value:.4f} [{value.low:.3f}, {value.high:.3f}]"
+
+
+def _signed(delta: Delta | None) -> str:
+    if delta is None or delta.difference is None:
+        return "-"
+    text = f"{delta.difference:+.4f}"
+    if delta.low is not None and delta.high is not None:
+        text += f" [{delta.low:+.3f}, {delta.high:+.3f}]"
+    return text + (" *" if delta.significant else "")
+
+
+def _num(value: float | None, fmt: str) -> str:
+    return "-" if value is None else fmt.format(value)
+
+
+def size_text(n: int | None) -> str:
+    """Bytes as KiB/MiB/GiB."""
+    if n is None:
+        return "-"
+    size = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if size < 1024 or unit == "GiB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{n} B"  # pragma: no cover
+
+
+def metric_label(name: str) -> str:
+    family, _, k = name.partition("@")
+    labels = {"ndcg": "nDCG", "mrr": "MRR", "recall": "R", "precision": "P", "hit": "Hit"}
+    return f"{labels.get(family, family)}@{k}" if k else name
+
+
+def index_tables(sections: Sequence[IndexSection]) -> list[TextTable]:
+    """One table per dataset: model, index, metric, Δ vs exact, nR@k, latency, build, size;
+    under it the legend and each index's determinism note where it is not deterministic."""
+    tables = []
+    for section in sections:
+        label = metric_label(section.metric)
+        rows = tuple(
+            (
+                r.model,
+                r.index,
+                _interval(r.metric),
+                _signed(r.delta),
+                _interval(r.neighbour_recall),
+                _num(r.p50_ms, "{:.3f}"),
+                _num(r.p95_ms, "{:.3f}"),
+                _num(r.qps, "{:,.0f}"),
+                _num(r.build_s, "{:.3f}"),
+                size_text(r.bytes),
+                r.status,
+            )
+            for r in section.rows
+        )
+        after = [INDEX_LEGEND + "; * the interval excludes 0"]
+        after += [
+            f"{r.model} {r.index}: not deterministic: {r.note}"
+            for r in section.rows
+            if not r.deterministic
+        ]
+        tables.append(
+            TextTable(
+                f"indexes on {section.dataset!r}: each against exact search on the same queries",
+                (
+                    "model",
+                    "index",
+                    label,
+                    f"Δ {label} vs exact",
+                    f"nR@{section.k}",
+                    "p50 ms",
+                    "p95 ms",
+                    "QPS",
+                    "build s",
+                    "size",
+                    "status",
+                ),
+                rows,
+                tuple(after),
+            )
+        )
+    return tables
+
+
+def render_indexes(sections: Sequence[IndexSection]) -> list[str]:
+    """The index section's lines for the terminal."""
+    return text_lines(index_tables(sections))
+
+
+def index_columns() -> list[str]:
+    """The columns of ``indexes.csv``."""
+    return [
+        *("dataset", "model", "index", "description", "metric", "value", "low", "high"),
+        *("delta", "delta_low", "delta_high", "neighbour_k", "neighbour_recall"),
+        *("neighbour_recall_low", "neighbour_recall_high", "p50_ms", "p95_ms", "qps"),
+        *("build_s", "bytes", "deterministic", "note", "status"),
+    ]
+
+
+def index_csv_rows(sections: Sequence[IndexSection]) -> list[dict[str, Any]]:
+    """``indexes.csv``: one row per model and index, the terminal's figures unrounded."""
+
+    def cells(value: Value | None) -> tuple[Any, Any, Any]:
+        if value is None:
+            return None, None, None
+        return value.value, value.low, value.high
+
+    rows = []
+    for section in sections:
+        for r in section.rows:
+            value, low, high = cells(r.metric)
+            nr, nr_low, nr_high = cells(r.neighbour_recall)
+            delta = r.delta
+            rows.append(
+                {
+                    "dataset": section.dataset,
+                    "model": r.model,
+                    "index": r.index,
+                    "description": r.description,
+                    "metric": section.metric,
+                    "value": value,
+                    "low": low,
+                    "high": high,
+                    "delta": delta.difference if delta else None,
+                    "delta_low": delta.low if delta else None,
+                    "delta_high": delta.high if delta else None,
+                    "neighbour_k": section.k,
+                    "neighbour_recall": nr,
+                    "neighbour_recall_low": nr_low,
+                    "neighbour_recall_high": nr_high,
+                    "p50_ms": r.p50_ms,
+                    "p95_ms": r.p95_ms,
+                    "qps": r.qps,
+                    "build_s": r.build_s,
+                    "bytes": r.bytes,
+                    "deterministic": r.deterministic,
+                    "note": r.note,
+                    "status": r.status,
+                }
+            )
+    return rows

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from ..records import TestRecord
 from ..resultdata import MetricData
-from .values import Delta, Value, finite
+from .values import Delta, Value, finite, verdict
 
 __all__ = ["IndexRow", "IndexSection", "index_sections"]
 
@@ -56,12 +56,23 @@ def _value(entry: MetricData | None) -> Value | None:
     return Value(finite(entry.value), finite(entry.low), finite(entry.high))
 
 
-def _delta(entry: MetricData | None) -> Delta | None:
+def _delta(entry: MetricData | None, metric: str) -> Delta | None:
     if entry is None or finite(entry.value) is None:
         return None
     low, high = finite(entry.low), finite(entry.high)
     significant = low is not None and high is not None and (low > 0 or high < 0)
-    return Delta(finite(entry.value), low, high, significant=significant)
+    difference = finite(entry.value)
+    return Delta(
+        difference,
+        low,
+        high,
+        n=entry.n,
+        significant=significant,
+        verdict=verdict(difference, significant),
+        test="bootstrap",
+        against="exact",
+        metric=metric,
+    )
 
 
 def index_sections(records: Iterable[TestRecord]) -> tuple[IndexSection, ...]:
@@ -84,7 +95,7 @@ def index_sections(records: Iterable[TestRecord]) -> tuple[IndexSection, ...]:
                 status=record.status.value,
                 description=found.description,
                 metric=_value(result.metrics.get(metric)),
-                delta=_delta(found.delta.get(metric)),
+                delta=_delta(found.delta.get(metric), metric),
                 neighbour_recall=_value(found.neighbour_recall.get(f"neighbour_recall@{k}")),
                 p50_ms=finite(found.p50_ms),
                 p95_ms=finite(found.p95_ms),

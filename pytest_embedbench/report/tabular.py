@@ -30,6 +30,7 @@ from ..querydiff import QueryChange, QueryDiff, excerpt
 from ..records import TestRecord
 from ..redaction import _secret_env_values, redact
 from .columns import FIGURES, Figure, metric_names
+from .index_tables import index_columns, index_csv_rows, index_tables
 from .stress import TextTable, cutoff_tables, stress_tables
 from .stress_summary import ChunkPoint, CutoffModel, CutoffSection, NoisePoint
 from .summary import DatasetSummary, Summary, summary_of
@@ -64,6 +65,8 @@ __all__ = [
     "write_csv",
 ]
 
+#: written beside :data:`CSV_FILES` when a test had an index axis (``indexes=``)
+INDEX_CSV = "indexes.csv"
 #: the files ``--embedbench-csv`` writes into its folder
 CSV_FILES = (
     "results.csv",
@@ -546,8 +549,12 @@ def write_csv(folder: Path, source: Summary | Mapping[str, Any]) -> list[Path]:
         "cutoff_scores.csv": (score_columns(), score_csv_rows(summary)),
         "gates.csv": (gate_columns(), gate_csv_rows(summary)),
     }
+    names = list(CSV_FILES)
+    if summary.indexes:  # the index axis's file, only where a test had indexes=
+        tables[INDEX_CSV] = (index_columns(), index_csv_rows(summary.indexes))
+        names.append(INDEX_CSV)
     written = []
-    for name in CSV_FILES:
+    for name in names:
         columns, rows = tables[name]
         path = folder / name
         atomic_write_text(path, _csv_text(columns, rows))
@@ -596,6 +603,7 @@ def render_markdown(
         lines += _md_dataset(dataset, summary.priority)
     lines += _md_gates(summary)
     lines += md_diffs(summary.query_diffs)
+    lines += _md_section("Indexes", index_tables(summary.indexes))
     lines += _md_section("Stress", stress_tables(summary.stress))
     lines += _md_section(
         "Cut-offs", [*cutoff_tables(summary.cutoffs), *distribution_tables(summary.cutoffs)]

@@ -7,6 +7,7 @@ from typing import Any
 
 from ..summary import Summary, summary_of
 from .assets import _CSS, CSP
+from .indexes import _indexes
 from .page import _anchor, _Page
 from .sections import _commit_line, _dataset, _environment, _gate, _notices, _stat_cards
 from .stress import _cutoffs, _stress
@@ -45,6 +46,8 @@ def render_html(
     links = [(f"ds-{_anchor(d.name)}", d.name) for d in summary.datasets]
     if any(s.chunks or s.noise or s.needles for s in summary.stress):
         links.append(("stress", "stress results"))
+    if summary.indexes:
+        links.append(("indexes", "indexes"))
     if summary.cutoffs:
         links.append(("cutoffs", "score cut-offs"))
     if links:
@@ -56,6 +59,7 @@ def render_html(
     for dataset in summary.datasets:
         _dataset(page, summary, dataset, priority)
     _gate(page, summary)
+    _indexes(page, summary)
     _stress(page, summary)
     _cutoffs(page, summary)
     _notices(page, summary)

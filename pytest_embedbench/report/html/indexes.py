@@ -1,0 +1,113 @@
+"""The index axis's section: per dataset, the ann-benchmarks picture (neighbour recall
+against queries per second, a point per model and index) and the table of every figure,
+metric and paired delta against exact search included. Every figure is the summary's."""
+
+from __future__ import annotations
+
+import math
+
+from ..index_summary import IndexSection
+from ..index_tables import INDEX_LEGEND, metric_label, size_text
+from ..summary import Summary
+from .assets import _PALETTE
+from .page import _anchor, _c, _f, _Page
+from .stress import _value
+from .tables import _delta
+
+
+def _indexes(page: _Page, summary: Summary) -> None:
+    """The index section (nothing when no test had ``indexes=``)."""
+    if not summary.indexes:
+        return
+    page.add('<section id="indexes"><h2>Indexes against exact search</h2>\n')
+    for section in summary.indexes:
+        page.add(f'<h3 id="idx-{_anchor(section.dataset)}">On {page.esc(section.dataset)}</h3>\n')
+        page.add(_chart(page, section))
+        _table(page, section)
+    page.add(f'<p class="muted">{page.esc(INDEX_LEGEND)}.</p>\n</section>\n')
+
+
+def _chart(page: _Page, section: IndexSection) -> str:
+    """Neighbour recall (x) against QPS (y, log scale), a labelled point per row."""
+    points = [r for r in section.rows if r.qps and r.neighbour_recall and r.neighbour_recall.value]
+    if not points:
+        return ""
+    longest = max(len(f"{r.model} {r.index}") for r in points)
+    right = 40.0 + 6.8 * longest  # the legend beside the plot
+    left, bottom, top, plot_w = 56.0, 36.0, 12.0, 340.0
+    width, height = left + plot_w + right, max(260.0, 40.0 + 16.0 * len(points))
+    plot_h = height - top - bottom
+    logs = [math.log10(r.qps) for r in points if r.qps]
+    lo, hi = math.floor(min(logs)), math.ceil(max(logs))
+    hi = hi if hi > lo else lo + 1
+    x_lo = min(0.0, *(r.neighbour_recall.value or 0.0 for r in points if r.neighbour_recall))
+
+    def sx(v: float) -> float:
+        return left + (v - x_lo) / (1.0 - x_lo if x_lo < 1.0 else 1.0) * plot_w
+
+    def sy(qps: float) -> float:
+        return top + plot_h - (math.log10(qps) - lo) / (hi - lo) * plot_h
+
+    parts = [
+        f'<svg viewBox="0 0 {_c(width)} {_c(height)}" width="{_c(width)}" '
+        f'height="{_c(height)}" role="img" aria-label="neighbour recall against QPS">',
+        f'<path d="M{_c(left)} {_c(top)}V{_c(top + plot_h)}H{_c(left + plot_w)}" '
+        'stroke="#888" fill="none"/>',
+    ]
+    for e in range(lo, hi + 1):
+        y = sy(10.0**e)
+        parts.append(
+            f'<text x="{_c(left - 6)}" y="{_c(y + 4)}" text-anchor="end" font-size="11">'
+            f"1e{e}</text>"
+        )
+    for tick in (x_lo, (x_lo + 1.0) / 2, 1.0):
+        parts.append(
+            f'<text x="{_c(sx(tick))}" y="{_c(top + plot_h + 16)}" text-anchor="middle" '
+            f'font-size="11">{tick:.2f}</text>'
+        )
+    parts.append(
+        f'<text x="{_c(left + plot_w / 2)}" y="{_c(height - 4)}" text-anchor="middle" '
+        f'font-size="11">nR@{section.k} (share of the exact top {section.k})</text>'
+    )
+    parts.append(
+        f'<text x="12" y="{_c(top + plot_h / 2)}" font-size="11" text-anchor="middle" '
+        f'transform="rotate(-90 12 {_c(top + plot_h / 2)})">QPS (log)</text>'
+    )
+    for i, r in enumerate(points):
+        assert r.neighbour_recall is not None and r.qps is not None
+        x, y = sx(r.neighbour_recall.value or 0.0), sy(r.qps)
+        color = _PALETTE[i % len(_PALETTE)]
+        label = page.esc(f"{r.model} {r.index}")
+        parts.append(
+            f'<circle cx="{_c(x)}" cy="{_c(y)}" r="5" fill="{color}"><title>{label}: nR@'
+            f"{section.k} {r.neighbour_recall.value:.4f}, {r.qps:,.0f} QPS</title></circle>"
+        )
+        ly = top + 12 + 16 * i
+        parts.append(
+            f'<circle cx="{_c(left + plot_w + 16)}" cy="{_c(ly - 4)}" r="4" fill="{color}"/>'
+            f'<text x="{_c(left + plot_w + 24)}" y="{_c(ly)}" font-size="11">{label}</text>'
+        )
+    parts.append("</svg>")
+    return '<figure class="stress-chart">' + "".join(parts) + "</figure>\n"
+
+
+def _table(page: _Page, section: IndexSection) -> None:
+    label = page.esc(metric_label(section.metric))
+    page.add(
+        '<div class="wide"><table class="stress"><tr><th>model</th><th class="t">index</th>'
+        f"<th>{label}</th><th>Δ {label} vs exact</th><th>nR@{section.k}</th><th>p50 ms</th>"
+        "<th>p95 ms</th><th>QPS</th><th>build s</th><th>size</th>"
+        '<th class="t">status</th></tr>\n'
+    )
+    for r in section.rows:
+        det = "" if r.deterministic else f'<br><span class="iv">{page.esc(r.note)}</span>'
+        page.add(
+            f'<tr><td>{page.esc(r.model)}</td><td class="t"><code>{page.esc(r.index)}</code>'
+            f'<br><span class="iv">{page.esc(r.description)}</span>{det}</td>'
+            f"<td>{_value(r.metric)}</td><td>{_delta(page, r.delta)}</td>"
+            f"<td>{_value(r.neighbour_recall)}</td><td>{_f(r.p50_ms, '{:.3f}')}</td>"
+            f"<td>{_f(r.p95_ms, '{:.3f}')}</td><td>{_f(r.qps, '{:,.0f}')}</td>"
+            f"<td>{_f(r.build_s, '{:.3f}')}</td><td>{page.esc(size_text(r.bytes))}</td>"
+            f'<td class="t {page.esc(r.status)}">{page.esc(r.status)}</td></tr>\n'
+        )
+    page.add("</table></div>\n")

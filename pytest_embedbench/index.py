@@ -349,10 +349,10 @@ class ExactIndex:
         return pos[top], val[top]
 
 
-#: bytes a shard takes per byte of its float32 vectors while it is searched: the matrix read
-#: from the cache, the blobs it is read from, the index's copy in descending id order and
-#: FAISS's own copy
-SHARD_COPIES = 4
+#: bytes a shard takes per byte of its float32 vectors while it is searched: the cache's blobs,
+#: those laid side by side, the matrix gathered in key order, the index's copy in descending id
+#: order and FAISS's own copy
+SHARD_COPIES = 5
 
 
 def shard_rows(memory_budget: int, dim: int) -> int:

@@ -49,7 +49,7 @@ def test_sharded_rankings_equal_the_in_memory_search(backend: str, rows: int, k:
 
 
 def test_shard_rows_follow_the_budget() -> None:
-    assert shard_rows(2**30, 384) == 2**30 // (4 * 4 * 384)
+    assert shard_rows(2**30, 384) == 2**30 // (5 * 4 * 384)
     assert shard_rows(10, 1536) == 1  # a tiny budget still makes progress
 
 
@@ -70,7 +70,7 @@ def test_a_budgeted_evaluation_ranks_as_the_in_memory_one(
     ds = _dataset()
     where = tmp_path / "cache" if cache else False
     plain = Evaluator(cache=where, latency_passes=0).evaluate("hashing:h", ds)
-    budget = 64 * 4 * 4 * 10  # ten 64-d documents per shard: twelve shards
+    budget = 64 * 4 * 5 * 10  # ten 64-d documents per shard: twelve shards
     budgeted = Evaluator(cache=where, latency_passes=0, memory_budget=budget).evaluate(
         "hashing:h", ds
     )
@@ -100,6 +100,6 @@ def test_vectors_the_cache_lost_after_the_build_are_embedded_again(tmp_path: Pat
     provider = create_provider("hashing:h")
     plain = build_dense(provider, ds.documents, cache=None)
     cache = EmbeddingCache(tmp_path)
-    budgeted = build_dense(provider, ds.documents, cache=cache, memory_budget=64 * 4 * 4 * 10)
+    budgeted = build_dense(provider, ds.documents, cache=cache, memory_budget=64 * 4 * 5 * 10)
     cache.clear()  # another process cleared the cache between the build and the search
     assert budgeted.search_many(texts, 10) == plain.search_many(texts, 10)

@@ -328,7 +328,8 @@ class _Generator:
             else:
                 fix = "pass a --model the server serves (and check that --host ends in /v1)"
             return GenerationError(
-                f"model {s.model_name!r} is not available at {self.backend.host}: {fix}"
+                f"model {s.model_name!r} is not available at {self.backend.host}: {fix} (the "
+                f"server said: {self.scrub(server_message(exc))})"
             )
         if self.backend.is_unreachable(exc):
             if s.provider == "ollama":
@@ -388,7 +389,7 @@ class _Generator:
                 if status_of(exc) in (401, 403):  # every later request would fail the same
                     raise GenerationError(
                         f"{self.settings.provider} server at {self.backend.host} refused the "
-                        f"request: {self.scrub(f'{type(exc).__name__}: {exc}')}; check "
+                        f"request: {self.scrub(server_message(exc))}; check "
                         "OPENAI_API_KEY (or the server's key setting)"
                     ) from None
                 raise  # counted by the caller: one chunk lost, the run goes on

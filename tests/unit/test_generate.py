@@ -727,7 +727,11 @@ def test_config_reader_generates_once_then_reuses_or_says_stale(
 def test_openai_missing_model_and_a_refused_chunk(docs: Path) -> None:
     with OpenAIChatServer(answerer=scripted_answerer()) as server:
         base = server.url + "/v1"
-        with pytest.raises(GenerationError, match=r"model 'nope' is not available at .*/v1"):
+        with pytest.raises(
+            GenerationError,
+            match=r"model 'nope' is not available at .*/v1: .*\(the server said: HTTP 404: The "
+            r"model `nope` does not exist\)",
+        ):
             generate_evalset(docs, fast(model="openai:nope", host=base))
         server.reset()
         server.script("400", "429")  # one chunk refused (counted), one rate-limited (retried)
@@ -837,3 +841,19 @@ def test_a_validation_error_is_not_retried_and_its_words_are_shown(docs: Path) -
     assert retried.report.retries == 2
     assert retried.report.server_errors == {"HTTP 500: Internal server error.": 1}
     assert retried.report.failed_chunks["request_failed"] == 1
+
+
+def test_a_refused_key_stops_the_run_with_the_servers_words(
+    docs: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    with OpenAIChatServer(answerer=scripted_answerer()) as server:
+        server.script("401")
+        with pytest.raises(GenerationError) as refused:
+            generate_evalset(
+                docs, fast(model="openai:qwen2.5-7b-instruct", host=server.url + "/v1")
+            )
+        assert len(server.chat_requests) == 1  # a 401 is never retried
+    message = str(refused.value)
+    assert "refused the request: HTTP 401: Invalid API key.; check OPENAI_API_KEY" in message
+    assert SECRET not in message

@@ -37,8 +37,10 @@ def pytest_embedbench_update_json(config: pytest.Config, report: dict[str, Any])
 @pytest.hookspec(firstresult=True)
 def pytest_embedbench_paraphraser(config: pytest.Config) -> Any:
     """The chat model that rewrites queries for ``noise:paraphrase`` stress points: a callable
-    ``paraphrase(text) -> text``; the first non-None result is used. With none, paraphrase
-    points skip and say why. Asked once per run, when the first paraphrase point runs.
+    ``paraphrase(text) -> text``; the first non-None result is used. With none, the chat
+    model of embedbench.yaml's ``paraphrase:`` rewrites them (cached, bad paraphrases rejected
+    and counted); without that either, paraphrase points skip and say why. Asked once per run,
+    when the first paraphrase point runs.
 
     Example ``conftest.py`` with a local Ollama chat model::
 

@@ -49,11 +49,8 @@ from .index import ExactIndex
 from .providers.retriever import Retriever
 
 if TYPE_CHECKING:
-    from .datasets import RetrievalDataset
-    from .evaluate import Evaluator
     from .providers.dense import DenseRetriever
     from .providers.spec import ModelSpec
-    from .result import RetrievalResult
 
 __all__ = [
     "INDEX_ENTRY_POINT_GROUP",
@@ -63,7 +60,6 @@ __all__ = [
     "IndexedRetriever",
     "VectorIndex",
     "create_index",
-    "evaluate_indexed",
     "has_vectors",
     "index_class",
     "measure_index",
@@ -530,39 +526,3 @@ def measure_index(
         exact_rankings=rankings,
         exact_scores=scores,
     )
-
-
-def evaluate_indexed(
-    evaluator: Evaluator,
-    model: ModelSpec,
-    dataset: RetrievalDataset,
-    index: IndexSpec,
-    *,
-    k: tuple[int, ...],
-) -> RetrievalResult:
-    """``model`` on ``dataset`` with its queries answered through ``index``: the corpus
-    vectors from the embedding cache (embedded once for every index of the model), the index
-    built over them, the run scored as any other, and the index's figures attached
-    (:meth:`~pytest_embedbench.result.RetrievalResult.attach_index`)."""
-    from .providers.dense import DenseRetriever
-    from .providers.retriever import BuildStats
-
-    provider = evaluator.provider(model)
-    if dataset.chunking is not None:
-        raise ConfigError(
-            f"index {index.spec!r}: a chunked dataset ({dataset.name!r}) is not indexed yet; "
-            "drop chunking or indexes= for this test"
-        )
-    stats = BuildStats()
-    inner = evaluator.build_retriever(provider, dataset, stats=stats)
-    if not isinstance(inner, DenseRetriever):
-        raise ConfigError(
-            f"index {index.spec!r}: model {model.short_name!r} has no vectors to index"
-        )
-    retriever = IndexedRetriever(inner, index, seed=evaluator.seed)
-    result = evaluator.evaluate(model, dataset, k=k, retriever=retriever)
-    result.timings.document_embedding_s = stats.document_embedding_s
-    result.timings.index_build_s = retriever.build_s
-    run = measure_index(retriever, [q.id for q in dataset.queries], result.k)
-    result.attach_index(run, dataset)
-    return result

@@ -194,7 +194,7 @@ class EmbedBenchSession:
                 if case.workload is not None:
                     self._results[key] = self._stressed(case, ds)
                 elif case.index is not None:
-                    from .ann import evaluate_indexed
+                    from .indexed import evaluate_indexed
 
                     self._results[key] = evaluate_indexed(
                         self.evaluator, case.model, ds, case.index, k=case.k

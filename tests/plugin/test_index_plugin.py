@@ -1,0 +1,162 @@
+"""The index axis (issue 35) through pytest, as a user runs it: each index built on the bundled
+support dataset (59 documents, 52 judged queries) from the hashing model's cached vectors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("faiss", reason="the index axis's FAISS engine needs faiss-cpu")
+
+SUPPORT = Path(__file__).resolve().parents[2] / "examples" / "support"
+
+TESTS = f"""
+import faiss
+import numpy as np
+import pytest
+
+from pytest_embedbench import ExactIndex
+from pytest_embedbench.ann import VectorIndex, register_index
+
+INDEXES = [
+    "exact",
+    "faiss:hnsw(M=16,efSearch=64)",
+    "faiss:ivf(nlist=16,nprobe=1)",
+    "faiss:hnsw(M=4,efSearch=1)",
+    "brute",
+]
+
+
+@register_index
+class BruteIndex(VectorIndex):
+    # a custom engine through the same registry as the built-in ones: numpy brute force
+    name = "brute"
+
+    def build(self, vectors, ids):
+        self.vectors = np.asarray(vectors, dtype=np.float64)
+
+    def search(self, queries, k):
+        scores = np.atleast_2d(queries).astype(np.float64) @ self.vectors.T
+        order = np.argsort(-scores, axis=1, kind="stable")[:, :k]
+        return order, np.take_along_axis(scores, order, axis=1)
+
+
+def direct(model, corpus, texts, factory, ef_search):
+    # the same vectors indexed by FAISS directly, as its docs do it
+    docs = model.embed([d.embed_text for d in corpus], kind="document")
+    queries = model.embed(texts, kind="query")
+    faiss.omp_set_num_threads(1)
+    index = faiss.index_factory(docs.shape[1], factory, faiss.METRIC_INNER_PRODUCT)
+    index.hnsw.efConstruction = 40
+    index.hnsw.efSearch = ef_search
+    index.add(docs)
+    _, found = index.search(queries, 10)
+    exact, _ = ExactIndex(docs, [d.id for d in corpus]).search(queries, 10)
+    recall = [len(set(f) & set(e)) / 10 for f, e in zip(found, exact)]
+    return index, found, float(np.mean(recall))
+
+
+@pytest.mark.embedbench(
+    dataset={str(SUPPORT)!r}, models=["hashing:h", "bm25"], k=[1, 5, 10], indexes=INDEXES
+)
+def test_index(retrieval, model, corpus):
+    run = retrieval.index
+    if run is None:  # bm25 has no vectors: it runs once, on its own search
+        assert retrieval.name == "bm25"
+        return
+    spec = run.spec.spec
+    recall, delta = retrieval.neighbour_recall(10), retrieval.delta_vs_exact("ndcg@10")
+    if spec in ("exact", "brute"):
+        assert recall == 1.0 and (recall.low, recall.high) == (1.0, 1.0)
+        assert float(delta) == 0.0 and (delta.low, delta.high) == (0.0, 0.0)
+    elif spec.startswith("faiss:hnsw(M=16"):
+        texts = list(retrieval.query_texts.values())
+        index, found, want = direct(model, corpus, texts, "HNSW16,Flat", 64)
+        assert float(recall) == want
+        ids = [d.id for d in corpus]
+        assert list(retrieval.rankings.values()) == [[ids[p] for p in row] for row in found]
+        assert run.nbytes == faiss.serialize_index(index).size
+        assert run.description == "faiss.index_factory(64, 'HNSW16,Flat', METRIC_INNER_PRODUCT)"
+        assert run.deterministic and run.build_s > 0 and run.qps > 0
+        assert 0 < run.p50_ms <= run.p95_ms
+    else:  # the deliberately weak settings
+        assert recall < 1.0 and recall.low <= recall <= recall.high
+        assert delta < 0 and delta.low < delta < delta.high
+        assert retrieval.ndcg10 < retrieval.exact.ndcg10
+"""
+
+
+def test_indexes_through_pytest(project: pytest.Pytester) -> None:
+    project.makepyfile(test_indexes=TESTS)
+    result = project.runpytest("-p", "no:randomly", "--embedbench-json=out.json")
+    result.assert_outcomes(passed=6)  # 5 indexes for the hashing model, bm25 once
+    result.stdout.fnmatch_lines(
+        [
+            "indexes on 'support': each against exact search on the same queries",
+            "*model*index*nDCG@10*vs exact*nR@10*p50 ms*p95 ms*QPS*build s*size*status*",
+            "h*exact*+0.0000 [[]+0.000, +0.000]*1.0000 [[]1.000, 1.000]*passed",
+            "h*faiss:hnsw(M=4,efSearch=1)*-0.0*",
+        ]
+    )
+    report = json.loads((project.path / "out.json").read_text())
+    by_id = {t["nodeid"].partition("[")[2].rstrip("]"): t["result"] for t in report["tests"]}
+    assert sorted(by_id) == sorted(
+        [
+            "bm25",
+            "h-exact",
+            "h-faiss:hnsw(M=16,efSearch=64)",
+            "h-faiss:ivf(nlist=16,nprobe=1)",
+            "h-faiss:hnsw(M=4,efSearch=1)",
+            "h-brute",
+        ]
+    )
+    assert "index" not in by_id["bm25"]  # no axis, no key: the JSON as it was
+    weak = by_id["h-faiss:ivf(nlist=16,nprobe=1)"]["index"]
+    assert weak["spec"] == "faiss:ivf(nlist=16,nprobe=1)" and weak["deterministic"] is True
+    assert weak["neighbour_recall"]["neighbour_recall@10"]["value"] < 1
+    delta = weak["delta"]["ndcg@10"]
+    assert delta["low"] < delta["value"] < 0 < delta["high"] or delta["high"] < 0
+    assert [s["dataset"] for s in report["summary"]["indexes"]] == ["support"]
+
+    # pytest -k selects an index as it selects a model
+    selected = project.runpytest("-p", "no:randomly", "-k", "hnsw")
+    selected.assert_outcomes(passed=2)
+
+
+def test_index_thresholds_and_typos(project: pytest.Pytester) -> None:
+    project.makepyfile(
+        test_gate=f"""
+        import pytest
+
+        @pytest.mark.embedbench(
+            dataset={str(SUPPORT)!r},
+            models=["hashing:h"],
+            k=[10],
+            indexes=["faiss:ivf(nlist=16,nprobe=1)"],
+            thresholds={{
+                "index.neighbour_recall@10": ">= 0.98",
+                "index.delta.ndcg@10": ">= -0.01",
+            }},
+        )
+        def test_gate(retrieval):
+            pass
+        """,
+        test_typo="""
+        import pytest
+
+        @pytest.mark.embedbench(dataset="tiny", models=["hashing:h"], indexes=["faiss:hnws"])
+        def test_typo(retrieval):
+            pass
+        """,
+    )
+    result = project.runpytest("-p", "no:randomly", "--continue-on-collection-errors")
+    result.assert_outcomes(failed=1, errors=1)
+    result.stdout.fnmatch_lines(["*engine 'faiss' has no kind 'hnws'; did you mean 'hnsw'?*"])
+    result.stdout.fnmatch_lines(
+        [
+            "*index.delta.ndcg@10 = -0.0* is not >= -0.01*",
+            "*index.neighbour_recall@10 = 0.2* is not >= 0.98*",
+        ]
+    )

@@ -335,7 +335,7 @@ class FaissIndex(VectorIndex):
                 index.hnsw.efConstruction = int(p("efConstruction", 40))
                 index.hnsw.efSearch = int(p("efSearch", 16))
             if kind in ("ivf", "ivfpq"):
-                ivf = faiss.extract_index_ivf(index)
+                ivf = faiss.downcast_index(faiss.extract_index_ivf(index))
                 ivf.cp.seed = self.seed
                 ivf.nprobe = int(p("nprobe", 1))
                 if kind == "ivfpq":

@@ -1,0 +1,110 @@
+"""The index axis on real vectors (issue 35): build time, size, QPS and recall per index.
+
+all-MiniLM-L6-v2 over the SciFact test split (5,183 documents, 300 queries): the corpus is
+embedded once into one cache folder (the first run's cost; later runs read it), then indexed
+once per spec through :func:`~pytest_embedbench.indexed.evaluate_indexed`, exactly what a test
+with ``indexes=[...]`` runs. Per index it prints the build time, the size, the index's own
+query latency (one query vector at a time: p50, p95, QPS) with QPS as a ratio to exact search
+(the anchor), the neighbour recall@10 against exact search and nDCG@10 with its paired delta
+against exact on the same queries.
+
+Usage::
+
+    python benchmarks/bench_ann.py [--data ../shared/data/scifact] [--model SPEC]
+        [--cache DIR] [--json OUT] [--index SPEC ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+from pytest_embedbench import load_dataset
+from pytest_embedbench.ann import IndexSpec
+from pytest_embedbench.evaluate import Evaluator
+from pytest_embedbench.indexed import evaluate_indexed
+from pytest_embedbench.providers import ModelSpec
+
+INDEXES = (
+    "exact",
+    "faiss:flat",
+    "faiss:hnsw(M=32,efSearch=16)",
+    "faiss:hnsw(M=32,efSearch=64)",
+    "faiss:hnsw(M=32,efSearch=1)",
+    "faiss:ivf(nlist=256,nprobe=1)",
+    "faiss:ivf(nlist=256,nprobe=8)",
+    "faiss:ivf(nlist=256,nprobe=32)",
+    "faiss:ivfpq(nlist=256,nprobe=8,m=48,nbits=8)",
+)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    root = Path(__file__).resolve().parents[1]
+    parser.add_argument("--data", default=str(root.parent / "shared" / "data" / "scifact"))
+    parser.add_argument("--model", default="hf:sentence-transformers/all-MiniLM-L6-v2")
+    parser.add_argument("--cache", default="/tmp/embedbench-bench-ann-cache")
+    parser.add_argument("--json", help="write the figures here")
+    parser.add_argument("--index", action="append", help="an index spec (default: a sweep)")
+    args = parser.parse_args()
+
+    ds = load_dataset(args.data)
+    spec = ModelSpec(args.model)
+    ev = Evaluator(k=(1, 10, 100), cache=args.cache, seed=0, latency_passes=0)
+    t0 = time.perf_counter()
+    provider = ev.provider(spec)
+    ev.build_retriever(provider, ds)  # the corpus into the cache: embedded once for all
+    corpus_s = time.perf_counter() - t0
+    print(
+        f"{spec.short_name} on {ds.name}: {len(ds.documents)} documents, {len(ds.queries)} "
+        f"queries; corpus ready in {corpus_s:.1f} s (model load and any embedding)"
+    )
+    rows = []
+    for raw in args.index or INDEXES:
+        index = IndexSpec.parse(raw, "--index")
+        t1 = time.perf_counter()
+        result = evaluate_indexed(ev, spec, ds, index, k=(1, 10, 100))
+        run = result.index
+        assert run is not None
+        delta = result.delta_vs_exact("ndcg@10")
+        recall = result.neighbour_recall(10)
+        rows.append(
+            {
+                "index": index.spec,
+                "description": run.description,
+                "build_s": run.build_s,
+                "bytes": run.nbytes,
+                "p50_ms": run.p50_ms,
+                "p95_ms": run.p95_ms,
+                "qps": run.qps,
+                "neighbour_recall@10": [float(recall), recall.low, recall.high],
+                "ndcg@10": [float(result.ndcg10), result.ndcg10.low, result.ndcg10.high],
+                "delta_ndcg@10": [float(delta), delta.low, delta.high],
+                "wall_s": time.perf_counter() - t1,
+            }
+        )
+    anchor = next((r["qps"] for r in rows if r["index"] == "exact"), None)
+    print(
+        "| index | build s | size | p50 ms | p95 ms | QPS | QPS / exact | nR@10 | nDCG@10 "
+        "| Δ nDCG@10 vs exact |"
+    )
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    for r in rows:
+        nr, nd, d = r["neighbour_recall@10"], r["ndcg@10"], r["delta_ndcg@10"]
+        ratio = f"{r['qps'] / anchor:.1f}x" if anchor else "-"
+        size = f"{r['bytes'] / 1024 / 1024:.2f} MiB" if r["bytes"] is not None else "-"
+        print(
+            f"| `{r['index']}` | {r['build_s']:.3f} | {size} | {r['p50_ms']:.3f} | "
+            f"{r['p95_ms']:.3f} | {r['qps']:,.0f} | {ratio} | {nr[0]:.4f} [{nr[1]:.3f}, "
+            f"{nr[2]:.3f}] | {nd[0]:.4f} | {d[0]:+.4f} [{d[1]:+.4f}, {d[2]:+.4f}] |"
+        )
+    if args.json:
+        Path(args.json).write_text(
+            json.dumps({"corpus_s": corpus_s, "model": spec.spec, "rows": rows}, indent=2)
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,101 @@
+"""Index specs, their errors, and the FAISS engines' determinism (issue 35)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from pytest_embedbench.ann import IndexSpec, create_index, neighbour_recall, parse_indexes
+from pytest_embedbench.config import load_config
+from pytest_embedbench.exceptions import ConfigError
+
+
+def test_spec_is_canonical_and_typed() -> None:
+    spec = IndexSpec.parse(" faiss : hnsw( M = 32 , efSearch=64 ) ", "here")
+    assert spec == IndexSpec("faiss", "hnsw", (("M", 32), ("efSearch", 64)))
+    assert spec.spec == spec.id == "faiss:hnsw(M=32,efSearch=64)"
+    assert IndexSpec.parse("exact", "here").is_exact
+
+
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        ("fiass:hnsw", "unknown index engine 'fiass'; did you mean 'faiss'?"),
+        ("faiss:hnws", "has no kind 'hnws'; did you mean 'hnsw'?"),
+        ("faiss:hnsw(efsearch=4)", "'efsearch=4' is not a parameter of faiss:hnsw; did you mean"),
+        ("faiss:ivf(nlist=4,nlist=8)", "nlist is given twice"),
+        ("faiss:hnsw(M=)", "a parameter has no value"),
+        ("faiss hnsw", "is not engine[:kind][(name=value,...)]"),
+        (3, "give a spec string"),
+    ],
+)
+def test_bad_specs_name_the_place_and_the_fix(raw: object, message: str) -> None:
+    with pytest.raises(ConfigError, match="^where\\[0\\]: .*") as info:
+        parse_indexes([raw], "where")
+    assert message in str(info.value)
+
+
+def test_duplicates_are_refused() -> None:
+    with pytest.raises(ConfigError, match=r"\['exact'\] appear more than once"):
+        parse_indexes(["exact", "exact"], "where")
+
+
+def test_yaml_key_and_its_typo(tmp_path: Path) -> None:
+    path = tmp_path / "embedbench.yaml"
+    path.write_text("indexes: [exact, 'faiss:ivf(nlist=8)']\n")
+    assert [s.spec for s in load_config(path).indexes] == ["exact", "faiss:ivf(nlist=8)"]
+    path.write_text("indexs: [exact]\n")
+    with pytest.raises(ConfigError, match="did you mean 'indexes'"):
+        load_config(path)
+    path.write_text("indexes: ['faiss:ivf(nprobes=2)']\n")
+    with pytest.raises(ConfigError, match=r"indexes\[0\].*did you mean 'nprobe'"):
+        load_config(path)
+
+
+def _vectors(n: int = 600, dim: int = 32) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    rng = np.random.default_rng(1)
+    docs = rng.standard_normal((n, dim)).astype(np.float32)
+    docs /= np.linalg.norm(docs, axis=1, keepdims=True)
+    queries = rng.standard_normal((40, dim)).astype(np.float32)
+    return docs, queries, [f"d{i:04d}" for i in range(n)]
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "faiss:hnsw(M=8,efSearch=8)",
+        "faiss:ivf(nlist=16,nprobe=2)",
+        "faiss:ivfpq(nlist=8,m=8,nbits=6)",
+    ],
+)
+def test_faiss_builds_are_deterministic(raw: str) -> None:
+    pytest.importorskip("faiss")
+    docs, queries, ids = _vectors()
+    found = []
+    for _ in range(2):
+        index = create_index(IndexSpec.parse(raw, "here"), seed=7)
+        index.build(docs, ids)
+        found.append(index.search(queries, 10))
+        assert index.nbytes and "deterministic" in index.note
+    np.testing.assert_array_equal(found[0][0], found[1][0])
+    np.testing.assert_array_equal(found[0][1], found[1][1])
+
+
+def test_ivf_settings_the_data_cannot_train_are_errors() -> None:
+    pytest.importorskip("faiss")
+    docs, _, ids = _vectors(n=20)
+    with pytest.raises(ConfigError, match="nlist=64 lists for 20 documents.*nlist <= 20"):
+        create_index(IndexSpec.parse("faiss:ivf(nlist=64)", "here")).build(docs, ids)
+    with pytest.raises(ConfigError, match="m=5 must divide the dimension 32"):
+        create_index(IndexSpec.parse("faiss:ivfpq(nlist=4,m=5)", "here")).build(docs, ids)
+    with pytest.raises(ConfigError, match="nbits=8 trains 256 centroids.*nbits <= 4"):
+        create_index(IndexSpec.parse("faiss:ivfpq(nlist=4,m=8)", "here")).build(docs, ids)
+
+
+def test_neighbour_recall_is_the_share_of_the_exact_top_k() -> None:
+    exact = np.array([[0, 1, 2], [3, 4, -1]])
+    found = np.array([[2, 0, 9], [4, 3, -1]])
+    np.testing.assert_allclose(neighbour_recall(found, exact, 3), [2 / 3, 1.0])
+    np.testing.assert_allclose(neighbour_recall(found, exact, 1), [0.0, 0.0])

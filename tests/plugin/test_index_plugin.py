@@ -160,3 +160,34 @@ def test_index_thresholds_and_typos(project: pytest.Pytester) -> None:
             "*index.neighbour_recall@10 = 0.2* is not >= 0.98*",
         ]
     )
+
+
+def test_lancedb_through_pytest(project: pytest.Pytester) -> None:
+    pytest.importorskip("lancedb", reason="LanceDB is an optional engine: pip install lancedb")
+    project.makepyfile(
+        test_lance=f"""
+        import pytest
+
+        @pytest.mark.embedbench(
+            dataset={str(SUPPORT)!r},
+            models=["hashing:h"],
+            k=[10],
+            indexes=["lancedb", "lancedb:ivf_flat(num_partitions=8,nprobes=1)"],
+        )
+        def test_lance(retrieval):
+            run = retrieval.index
+            if run.spec.kind == "":  # LanceDB's flat scan: exact search, embedded
+                assert retrieval.neighbour_recall(10) == 1.0
+                assert float(retrieval.delta_vs_exact("ndcg@10")) == 0.0
+                assert run.deterministic
+            else:  # one partition of eight probed
+                assert retrieval.neighbour_recall(10) < 1.0
+                assert not run.deterministic and "takes no seed" in run.note
+            assert run.nbytes > 0
+        """
+    )
+    result = project.runpytest("-p", "no:randomly")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(
+        ["*h*lancedb:ivf_flat(num_partitions=8,nprobes=1)*not deterministic*"]
+    )

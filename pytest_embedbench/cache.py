@@ -76,8 +76,8 @@ _MIGRATE_BATCH = 1024
 #: chunks) when it asks for at least this many keys and this share of the namespace
 SCAN_MIN, SCAN_SHARE = 2000, 0.2
 _KEY_BYTES = 32  # a SHA-256 digest (text_key)
-#: bytes of the file SQLite reads through a memory map (the rest through read())
-MMAP_BYTES = 1 << 30
+#: bytes of the file SQLite reads through a memory map (the rest through read()); 0: none
+MMAP_BYTES = 0
 _CHUNK = 500  # SQLite's default limit on host parameters is 999
 #: how long opening, reading or writing keeps retrying "database is locked" before giving up
 BUSY_WAIT_S = 30.0
@@ -224,9 +224,8 @@ class EmbeddingCache:
             conn.execute("PRAGMA busy_timeout = 60000")
             conn.execute("PRAGMA journal_mode = WAL")
             conn.execute("PRAGMA synchronous = NORMAL")
-            # reads go through a memory map of the file (up to MMAP_BYTES) instead of one
-            # read() per 4 KB page: a bulk read of a namespace's blobs then costs about one
-            # copy; SQLite still checks every page it reads (corruption is still reported)
+            # no memory map: its pages would count in the process's RSS (a budgeted search
+            # that streams a 1.6 GB cache showed 1 GB more), for ~10% faster bulk reads
             conn.execute(f"PRAGMA mmap_size = {MMAP_BYTES}")
             conn.execute(
                 "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)"

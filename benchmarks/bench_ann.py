@@ -37,6 +37,9 @@ INDEXES = (
     "faiss:ivf(nlist=256,nprobe=8)",
     "faiss:ivf(nlist=256,nprobe=32)",
     "faiss:ivfpq(nlist=256,nprobe=8,m=48,nbits=8)",
+    "lancedb",
+    "lancedb:ivf_pq(num_partitions=64,num_sub_vectors=48,nprobes=8)",
+    "lancedb:ivf_hnsw_sq(num_partitions=4,nprobes=4,ef=128)",
 )
 
 
@@ -61,9 +64,13 @@ def main() -> None:
         f"{spec.short_name} on {ds.name}: {len(ds.documents)} documents, {len(ds.queries)} "
         f"queries; corpus ready in {corpus_s:.1f} s (model load and any embedding)"
     )
+    available = {"lancedb": _importable("lancedb"), "faiss": _importable("faiss")}
     rows = []
     for raw in args.index or INDEXES:
         index = IndexSpec.parse(raw, "--index")
+        if not available.get(index.engine, True):
+            print(f"{index.spec}: skipped, {index.engine} is not installed")
+            continue
         t1 = time.perf_counter()
         result = evaluate_indexed(ev, spec, ds, index, k=(1, 10, 100))
         run = result.index
@@ -104,6 +111,12 @@ def main() -> None:
         Path(args.json).write_text(
             json.dumps({"corpus_s": corpus_s, "model": spec.spec, "rows": rows}, indent=2)
         )
+
+
+def _importable(module: str) -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec(module) is not None
 
 
 if __name__ == "__main__":

@@ -452,6 +452,11 @@ class LanceIndex(VectorIndex):
         if p("nprobes") is not None:
             query = query.nprobes(int(p("nprobes")))
         if p("ef") is not None:
+            if int(p("ef")) < k:
+                raise ConfigError(
+                    f"index {self.spec.spec!r}: ef={p('ef')} is below the depth searched "
+                    f"(k={k}); LanceDB's HNSW needs ef >= the test's largest k: give ef >= {k}"
+                )
             query = query.ef(int(p("ef")))
         if p("refine_factor") is not None:
             query = query.refine_factor(int(p("refine_factor")))

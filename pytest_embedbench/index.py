@@ -411,6 +411,15 @@ class ShardedIndex:
     def ids_of(self, positions: np.ndarray) -> list[str]:
         return [self.ids[p] for p in positions if p >= 0]
 
+    def vectors_in_order(self) -> np.ndarray:
+        """Every vector in the order of :attr:`ids`, read shard by shard into one matrix (for
+        an approximate index over the same vectors, which holds them all anyway)."""
+        out = np.empty((len(self.ids), self.dim), dtype=np.float32)
+        for lo in range(0, len(self.ids), self.rows):
+            hi = min(len(self.ids), lo + self.rows)
+            out[lo:hi] = self._load(lo, hi)
+        return out
+
     def search(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         """As :meth:`ExactIndex.search`, one shard at a time."""
         q = np.asarray(queries, dtype=np.float32)

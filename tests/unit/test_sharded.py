@@ -46,6 +46,7 @@ def test_sharded_rankings_equal_the_in_memory_search(backend: str, rows: int, k:
     np.testing.assert_array_equal(val, expected_val)
     assert max(hi - lo for lo, hi in loads) <= rows  # never more than a shard at once
     assert sharded.nbytes == min(rows, 300) * 16 * 4
+    np.testing.assert_array_equal(sharded.vectors_in_order(), whole.vectors_in_order())
 
 
 def test_shard_rows_follow_the_budget() -> None:

@@ -330,12 +330,12 @@ class FaissIndex(VectorIndex):
         threads = faiss.omp_get_max_threads()
         faiss.omp_set_num_threads(1)  # HNSW insertion under threads depends on their order
         try:
-            index = faiss.index_factory(dim, factory, faiss.METRIC_INNER_PRODUCT)
+            index: Any = faiss.index_factory(dim, factory, faiss.METRIC_INNER_PRODUCT)
             if kind == "hnsw":
                 index.hnsw.efConstruction = int(p("efConstruction", 40))
                 index.hnsw.efSearch = int(p("efSearch", 16))
             if kind in ("ivf", "ivfpq"):
-                ivf = faiss.downcast_index(faiss.extract_index_ivf(index))
+                ivf: Any = faiss.downcast_index(faiss.extract_index_ivf(index))
                 ivf.cp.seed = self.seed
                 ivf.nprobe = int(p("nprobe", 1))
                 if kind == "ivfpq":
@@ -422,6 +422,7 @@ class LanceIndex(VectorIndex):
             options: dict[str, Any] = {"distance_type": "dot"}
             if p("num_partitions") is not None:
                 options["num_partitions"] = int(p("num_partitions"))
+            config: Any
             if kind == "ivf_pq":
                 config = lance_index.IvfPq(
                     **options,
@@ -448,7 +449,8 @@ class LanceIndex(VectorIndex):
         positions = np.full((len(q), k), -1, dtype=np.int64)
         scores = np.full((len(q), k), -np.inf, dtype=np.float64)
         p = self.spec.param
-        query = self._table.search(q if len(q) > 1 else q[0]).distance_type("dot").limit(k)
+        query: Any = self._table.search(q if len(q) > 1 else q[0])
+        query = query.distance_type("dot").limit(k)
         if p("nprobes") is not None:
             query = query.nprobes(int(p("nprobes")))
         if p("ef") is not None:

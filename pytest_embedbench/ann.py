@@ -399,7 +399,7 @@ class LanceIndex(VectorIndex):
             import pyarrow as pa
         except ImportError:
             raise MissingExtraError(
-                f"index {self.spec.spec!r} needs LanceDB: pip install lancedb"
+                f"index {self.spec.spec!r} needs LanceDB: pip install 'pytest-embedbench[lancedb]'"
             ) from None
         x = np.ascontiguousarray(vectors, dtype=np.float32)
         n, dim = x.shape

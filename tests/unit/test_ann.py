@@ -99,3 +99,20 @@ def test_neighbour_recall_is_the_share_of_the_exact_top_k() -> None:
     found = np.array([[2, 0, 9], [4, 3, -1]])
     np.testing.assert_allclose(neighbour_recall(found, exact, 3), [2 / 3, 1.0])
     np.testing.assert_allclose(neighbour_recall(found, exact, 1), [0.0, 0.0])
+
+
+def test_an_index_under_a_memory_budget_equals_one_without(tmp_path: Path) -> None:
+    pytest.importorskip("faiss")
+    from pytest_embedbench import load_dataset
+    from pytest_embedbench.evaluate import Evaluator
+    from pytest_embedbench.indexed import evaluate_indexed
+    from pytest_embedbench.providers import ModelSpec
+
+    ds = load_dataset(Path(__file__).resolve().parents[2] / "examples" / "support")
+    spec, index = ModelSpec("hashing:h"), IndexSpec.parse("faiss:hnsw(M=8,efSearch=4)", "here")
+    found = []
+    for budget in (None, 4096):  # 4 KiB: a few documents per shard
+        ev = Evaluator(k=(10,), cache=tmp_path, latency_passes=0, memory_budget=budget)
+        result = evaluate_indexed(ev, spec, ds, index, k=(10,))
+        found.append((result.rankings, float(result.neighbour_recall(10))))
+    assert found[0] == found[1]

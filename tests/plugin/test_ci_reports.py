@@ -233,7 +233,8 @@ def assert_properties_equal_json(properties: dict[str, str], test: dict[str, Any
 
 
 @pytest.mark.parametrize(
-    "mode", [pytest.param([], id="serial"), pytest.param(["-n", "2"], id="xdist")]
+    "mode",
+    [pytest.param([], id="serial"), pytest.param(["-n", "2"], id="xdist", marks=pytest.mark.slow)],
 )
 def test_junit_properties_equal_the_json_report(project: pytest.Pytester, mode: list[str]) -> None:
     project.makepyfile(test_basic=BASIC)

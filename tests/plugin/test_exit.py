@@ -39,7 +39,12 @@ _holder.file.write("written, never closed")
 
 
 @pytest.mark.parametrize(
-    ("args", "skipped"), [([], True), (["--embedbench-exit-gc"], False)], ids=["default", "kept"]
+    ("args", "skipped"),
+    [
+        pytest.param([], True, id="default"),
+        # the same run keeping the collection: the full suite checks it
+        pytest.param(["--embedbench-exit-gc"], False, id="kept", marks=pytest.mark.slow),
+    ],
 )
 def test_the_final_collection_is_skipped_unless_kept(
     project: pytest.Pytester, args: list[str], skipped: bool
@@ -57,6 +62,7 @@ def test_the_final_collection_is_skipped_unless_kept(
     assert report["configuration"]["exit_gc"] is not skipped
 
 
+@pytest.mark.slow  # the option's ini twin: the full suite checks it
 def test_the_ini_key_keeps_the_final_collection(project: pytest.Pytester) -> None:
     project.makeconftest(CONFTEST + AT_EXIT)
     project.makepyfile(test_exit=TEST)

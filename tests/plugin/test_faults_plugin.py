@@ -423,6 +423,7 @@ def pytest_runtest_protocol(item, nextitem):
 """
 
 
+@pytest.mark.slow  # a second worker-crash scenario under xdist: the full suite runs it
 def test_a_replacement_worker_left_one_test_of_a_group_is_not_left_waiting(
     project: pytest.Pytester,
 ) -> None:

@@ -83,7 +83,12 @@ def test_four_runs_sharing_one_cache_agree_and_leave_it_whole(project: pytest.Py
     assert not [p.name for p in cache_dir.iterdir() if ".corrupt-" in p.name]
     conn = sqlite3.connect(cache_dir / FILENAME)
     assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
-    counts = dict(conn.execute("SELECT ns, COUNT(*) FROM vectors GROUP BY ns").fetchall())
+    counts = dict(
+        conn.execute(
+            "SELECT n.name, COUNT(*) FROM entries e JOIN namespaces n ON n.id = e.ns"
+            " GROUP BY n.name"
+        ).fetchall()
+    )
     conn.close()
     assert len(counts) == 6 and set(counts.values()) == {60}, counts  # 3 models x docs, queries
 

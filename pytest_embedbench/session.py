@@ -229,8 +229,9 @@ class EmbedBenchSession:
             clean=clean,
             paraphraser=paraphraser,
         )
-        if hasattr(paraphraser, "counts_dict"):  # the configured chat model: this point's counts
-            counts = paraphraser.counts_dict()
+        counts_dict = getattr(paraphraser, "counts_dict", None)
+        if counts_dict is not None:  # the configured chat model: this point's counts
+            counts = counts_dict()
             result.info["paraphrase"] = {
                 key: value - before.get(key, 0) if isinstance(value, int) else value
                 for key, value in counts.items()

@@ -576,14 +576,14 @@ def junit_properties(record: TestRecord | Mapping[str, Any]) -> list[tuple[str, 
     if record.result is not None:
         out.append((PREFIX + "queries", result.queries))
     for name, metric in sorted(result.metrics.items()):
-        for suffix, value in (("", metric.value), (".low", metric.low), (".high", metric.high)):
-            if finite(value) is not None:
-                out.append((f"{PREFIX}{name}{suffix}", finite(value)))
+        for suffix, figure in (("", metric.value), (".low", metric.low), (".high", metric.high)):
+            if finite(figure) is not None:
+                out.append((f"{PREFIX}{name}{suffix}", finite(figure)))
     for key in ("p50_ms", "p95_ms"):
-        value = finite(getattr(result.latency, key))
-        if value is None:
+        latency = finite(getattr(result.latency, key))
+        if latency is None:
             continue
-        out.append((PREFIX + key, value))
+        out.append((PREFIX + key, latency))
         interval = result.latency.interval(key)
         for suffix, bound in zip((".low", ".high"), interval or (), strict=False):
             if finite(bound) is not None:

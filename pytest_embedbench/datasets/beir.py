@@ -23,9 +23,15 @@ def load_beir(
     shown to a retriever.
     """
     root = Path(path)
+    available = sorted(p.stem for p in (root / "qrels").glob("*.tsv"))
+    if not isinstance(split, str) or not _is_split_name(split):
+        raise DatasetError(
+            f"{root}: split {split!r} is not a split name: a split names a file "
+            f"qrels/<split>.tsv inside the dataset folder (no path separators, no leading dot); "
+            f"available splits: {available!r}"
+        )
     qrels_path = root / "qrels" / f"{split}.tsv"
     if not qrels_path.is_file():
-        available = sorted(p.stem for p in (root / "qrels").glob("*.tsv"))
         raise DatasetError(
             f"{qrels_path}: no qrels for split {split!r}; available splits: {available!r}"
         )
@@ -39,6 +45,19 @@ def load_beir(
         name=name or root.resolve().name,
         source=str(root),
         qrels_origins=origins,
+    )
+
+
+def _is_split_name(split: str) -> bool:
+    """Whether ``split`` is a bare file stem (``test``, ``dev-small``), so that
+    ``qrels/<split>.tsv`` stays inside the dataset folder."""
+    return (
+        bool(split)
+        and not split.startswith(".")
+        and "/" not in split
+        and "\\" not in split
+        and "\0" not in split
+        and Path(split).name == split
     )
 
 

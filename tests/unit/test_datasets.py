@@ -48,6 +48,18 @@ def test_unknown_split_lists_available(beir_folder: Path) -> None:
         load_beir(beir_folder, split="dev")
 
 
+@pytest.mark.parametrize("split", ["../../outside/test", "../test", "/etc/test", ".hidden", "a/b"])
+def test_split_that_would_read_outside_the_folder_is_refused(
+    beir_folder: Path, tmp_path: Path, split: str
+) -> None:
+    # a qrels file planted outside the dataset folder is never read through ``split``
+    outside = beir_folder.parent / "outside"
+    outside.mkdir(exist_ok=True)
+    (outside / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td1\t1\n")
+    with pytest.raises(DatasetError, match=r"is not a split name.*qrels/<split>.tsv.*\['test'\]"):
+        load_beir(beir_folder, split=split)
+
+
 def test_malformed_json_line_names_file_and_line(beir_folder: Path) -> None:
     corpus = beir_folder / "corpus.jsonl"
     lines = corpus.read_text().splitlines()

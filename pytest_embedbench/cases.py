@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ._io import read_yaml
-from .ann import IndexSpec, has_vectors, parse_indexes
+from .ann import IndexSpec, has_vectors
 from .baseline import GateConfig, GateSettings, Threshold, ThresholdSet, load_thresholds
 from .baseline.thresholds import check_named, named_in, threshold_depth
 from .config import (
@@ -45,6 +45,7 @@ from .exceptions import (
     unknown_hint,
 )
 from .metrics import parse_cutoffs, parse_metric
+from .options import named_indexes
 from .providers import ModelSpec, spec_fingerprint
 from .stress.workloads import Workload, parse_workloads
 
@@ -238,6 +239,8 @@ class Case:
     paraphrase: Any = field(default=None, compare=False)
     #: the index its queries go through (None: the model's own exact search)
     index: IndexSpec | None = None
+    #: the name the index axis gave it (its test id shows the name instead of the spec)
+    index_name: str | None = None
 
     @property
     def settings_fingerprint(self) -> str:
@@ -258,7 +261,7 @@ class Case:
         the index's (``-faiss:hnsw(M=32)``)."""
         name = self.model.short_name
         if self.index is not None:
-            name = f"{name}-{self.index.id}"
+            name = f"{name}-{self.index_name or self.index.id}"
         return name if self.workload is None else f"{name}-{self.workload.id}"
 
     @property
@@ -358,7 +361,7 @@ class CaseBuilder:
             for spec in specs
         ]
         self.model_names.update(spec.short_name for spec in specs)
-        indexes = self._indexes(marker.indexes, cfg, test_path)
+        indexes = self._indexes(marker, cfg, test_path, chunked=dataset.chunking is not None)
         if indexes:  # each embedding model x index, each its own test
             if marker.stress is not None:
                 raise ConfigError(
@@ -366,9 +369,9 @@ class CaseBuilder:
                     "them in separate tests"
                 )
             cases = [
-                replace(case, index=index) if has_vectors(case.model) else case
+                replace(case, index=index, index_name=name) if has_vectors(case.model) else case
                 for case in cases
-                for index in (indexes if has_vectors(case.model) else (None,))
+                for name, index in (indexes if has_vectors(case.model) else ((None, None),))
             ]
         points = self._workloads(marker.stress, test_path)
         if points:  # model x workload point, each its own test
@@ -446,13 +449,19 @@ class CaseBuilder:
             return f"dataset {ref.name!r}: chunking"
         return f"{cfg.path}: datasets.{marker.dataset}.chunking"
 
-    @staticmethod
-    def _indexes(raw: Any, cfg: ProjectConfig, test_path: Path) -> tuple[IndexSpec, ...]:
-        """The marker's ``indexes=``, else embedbench.yaml's ``indexes:`` (ConfigError naming
-        where, with a did-you-mean, when a spec is bad)."""
-        if raw is not None:
-            return parse_indexes(raw, f"{test_path.name}: {MARKER} indexes")
-        return cfg.indexes
+    def _indexes(
+        self, marker: MarkerArgs, cfg: ProjectConfig, test_path: Path, *, chunked: bool
+    ) -> tuple[tuple[str | None, IndexSpec], ...]:
+        """``--embedbench-indexes`` (ini ``embedbench_indexes``), which replaces every test's
+        index axis and gives one to the tests without (not to a stress test or a chunked
+        dataset, which take no index axis); else the marker's ``indexes=``, else
+        embedbench.yaml's ``indexes:``; each index with its name (None: its spec names it).
+        A bad spec is a ConfigError naming where, with a did-you-mean."""
+        if self.options.indexes and marker.stress is None and not chunked:
+            return named_indexes(self.options.indexes, "--embedbench-indexes")
+        if marker.indexes is not None:
+            return named_indexes(marker.indexes, f"{test_path.name}: {MARKER} indexes")
+        return tuple((cfg.index_names.get(spec.spec), spec) for spec in cfg.indexes)
 
     def _workloads(self, stress: Any, test_path: Path) -> list[Workload]:
         """The marker's ``stress=`` points (ConfigError naming the test file when bad)."""

@@ -52,12 +52,12 @@ from pathlib import Path
 from typing import Any
 
 from ._io import read_yaml
-from .ann import IndexSpec, parse_indexes
+from .ann import IndexSpec
 from .chunking import ChunkingSettings
 from .datasets import DOCUMENT_SUFFIXES
 from .exceptions import ConfigError, MetricError, UnknownProviderError, did_you_mean, unknown_hint
 from .metrics import parse_cutoffs, parse_metric
-from .options import PRIORITIES, Options
+from .options import PRIORITIES, Options, named_indexes
 from .providers.spec import ModelSpec
 
 __all__ = [
@@ -120,6 +120,8 @@ class ProjectConfig:
     reference: str | None = None
     #: the index axis (``indexes:``): each embedding model runs once per index
     indexes: tuple[IndexSpec, ...] = ()
+    #: the names ``indexes:`` gives its specs (a mapping, or ``name=spec``), by spec
+    index_names: Mapping[str, str] = field(default_factory=dict)
     #: the file's content as written (the JSON report keeps it, secrets redacted)
     raw: Mapping[str, Any] = field(default_factory=dict)
     #: what reading this file generated (``evalset: {generate: ...}``): the file written, the
@@ -195,7 +197,7 @@ def load_config(path: Path) -> ProjectConfig:
     reference = raw.get("reference")
     if reference is not None and not isinstance(reference, str):
         raise _fail(path, "reference", f"{reference!r} must be a model short name, e.g. bm25")
-    indexes = parse_indexes(raw.get("indexes"), f"{path}: indexes")
+    named = named_indexes(raw.get("indexes"), f"{path}: indexes")
     paraphrase = None
     if raw.get("paraphrase") is not None:
         from .generate.paraphrase import paraphrase_settings
@@ -211,7 +213,8 @@ def load_config(path: Path) -> ProjectConfig:
         thresholds=dict(thresholds),
         gate=dict(gate),
         reference=reference,
-        indexes=indexes,
+        indexes=tuple(spec for _, spec in named),
+        index_names={spec.spec: name for name, spec in named if name is not None},
         raw=dict(raw),
         generated=tuple(generated),
     )

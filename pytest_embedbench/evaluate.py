@@ -213,6 +213,7 @@ class Evaluator:
         lives in a server, its resident size as the memory figure."""
         info = _model_info(provider)
         resources = _resources(provider, retriever, info, cold_model, batches_before)
+        resources["cache_vectors"] = _cache_vectors(self.cache, stats)
         chunked = None
         if isinstance(retriever, PooledRetriever):
             chunked = PooledRun(retriever.chunks, run.winners or [], retriever.depths)
@@ -439,6 +440,17 @@ def _documents_per_s(stats: BuildStats) -> float:
     if stats.document_embedding_s == 0 and stats.index_build_s > 0:
         return stats.documents / stats.index_build_s  # lexical indexing
     return math.nan  # every document came from the cache: nothing measured
+
+
+def _cache_vectors(cache: EmbeddingCache | None, stats: BuildStats) -> int | None:
+    """How many of this run's document (or chunk) vectors the embedding cache holds: those
+    found there, and those embedded unless the cache stopped taking writes (None: no cache,
+    or a model without vectors)."""
+    if cache is None or cache.unavailable is not None:
+        return None
+    if not stats.cache_hits + stats.cache_misses:
+        return None  # a lexical model: nothing embedded
+    return stats.cache_hits + (0 if cache.read_only else stats.cache_misses)
 
 
 def _model_info(provider: Provider) -> dict[str, Any]:

@@ -14,7 +14,8 @@ options from :func:`option_specs` and builds :class:`Options` with :meth:`Option
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable, Iterable
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -33,9 +34,10 @@ from .optionspec import (
     parse_priority,
     parse_update_mode,
 )
-from .report.tabular import CSV_FILES
+from .report.tabular import CSV_FILES, INDEX_CSV
 
 if TYPE_CHECKING:
+    from .ann import IndexSpec
     from .distributed.settings import RaySettings
 
 __all__ = [
@@ -45,6 +47,8 @@ __all__ = [
     "CSV_FILES",
     "option_specs",
     "parse_columns",
+    "named_indexes",
+    "parse_indexes_option",
     "parse_int",
     "parse_models_option",
     "parse_non_negative_float",
@@ -77,6 +81,77 @@ def parse_columns(value: str) -> tuple[str, ...]:
     return names
 
 
+_INDEX_NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
+
+
+def _split_top(value: str, sep: str) -> list[str]:
+    """``value`` split at each ``sep`` outside parentheses (a spec's parameters keep theirs)."""
+    parts, depth, start = [], 0, 0
+    for i, char in enumerate(value):
+        depth += {"(": 1, ")": -1}.get(char, 0)
+        if char == sep and depth == 0:
+            parts.append(value[start:i])
+            start = i + 1
+    parts.append(value[start:])
+    return parts
+
+
+def named_indexes(raw: Any, where: str) -> tuple[tuple[str | None, IndexSpec], ...]:
+    """The index axis as a marker, embedbench.yaml or ``--embedbench-indexes`` gives it: a
+    list of specs (``"exact"``, ``"name=spec"``) or a mapping of name to spec. A named index
+    shows its name in the test id (``h-prod`` rather than ``h-faiss:hnsw(M=32,efSearch=64)``),
+    so its baseline entry stays when its parameters change and the gate compares them. Each
+    spec is checked against its engine; a ConfigError names ``where``."""
+    from .ann import IndexSpec, parse_indexes
+
+    if raw is None:
+        return ()
+    if isinstance(raw, Mapping):
+        pairs: list[tuple[str | None, Any]] = [(str(k), v) for k, v in raw.items()]
+    else:
+        items = [raw] if isinstance(raw, (str, IndexSpec)) else raw
+        if not isinstance(items, Sequence) or isinstance(items, (bytes, bytearray)):
+            raise ConfigError(f"{where}: expected a list of index specs, got {raw!r}")
+        pairs = []
+        for item in items:
+            name, spec = None, item
+            if isinstance(item, str):
+                head, *rest = _split_top(item, "=")
+                if rest and "(" not in head:
+                    name, spec = head.strip(), "=".join(rest).strip()
+            pairs.append((name, spec))
+    for name, _ in pairs:
+        if name is not None and not _INDEX_NAME.match(name):
+            raise ConfigError(
+                f"{where}: index name {name!r}: use letters, digits, '_', '.' and '-' (it "
+                "becomes part of the test id), e.g. prod"
+            )
+    specs = parse_indexes([spec for _, spec in pairs], where)
+    shown = [name or spec.id for (name, _), spec in zip(pairs, specs, strict=True)]
+    dupes = sorted({n for n in shown if shown.count(n) > 1})
+    if dupes:
+        raise ConfigError(f"{where}: index name(s) {dupes} appear more than once")
+    return tuple((name, spec) for (name, _), spec in zip(pairs, specs, strict=True))
+
+
+def parse_indexes_option(value: str) -> tuple[str, ...]:
+    """``--embedbench-indexes exact,faiss:hnsw(M=32,efSearch=64)``: comma-separated index
+    specs (a comma inside a spec's parentheses belongs to the spec), each optionally named
+    (``prod=faiss:hnsw(M=32,efSearch=16)``) and checked against its engine's kinds and
+    parameters; a bad one names the option, the value and the fix."""
+    specs = [part.strip() for part in _split_top(value, ",") if part.strip()]
+    if not specs:
+        raise argparse.ArgumentTypeError(
+            f"--embedbench-indexes {value!r}: give comma-separated index specs, e.g. "
+            "'exact,faiss:hnsw(M=32,efSearch=64)'"
+        )
+    try:
+        found = named_indexes(specs, f"--embedbench-indexes {value!r}")
+    except ConfigError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return tuple(spec.spec if name is None else f"{name}={spec.spec}" for name, spec in found)
+
+
 @dataclass(frozen=True)
 class Options:
     """The plugin's options after parsing (command line wins over ini)."""
@@ -89,6 +164,18 @@ class Options:
             ini="embedbench_models",
             ini_help="comma-separated model specs that replace every test's models",
             parse=parse_models_option,
+            metavar="SPECS",
+        ),
+    )
+    indexes: tuple[str, ...] | None = option(
+        None,
+        OptionSpec(
+            "--embedbench-indexes",
+            "comma-separated index specs that replace every test's index axis (each embedding "
+            "model runs once per index), e.g. 'exact,faiss:hnsw(M=32,efSearch=64)'",
+            ini="embedbench_indexes",
+            ini_help="comma-separated index specs that replace every test's index axis",
+            parse=parse_indexes_option,
             metavar="SPECS",
         ),
     )
@@ -132,10 +219,11 @@ class Options:
         None,
         OptionSpec(
             "--embedbench-csv",
-            "write results.csv, queries.csv, stress.csv, cutoffs.csv, cutoff_scores.csv and "
-            "gates.csv into this folder",
+            "write results.csv, queries.csv, stress.csv, cutoffs.csv, cutoff_scores.csv, "
+            "gates.csv and, when a test has an index axis, indexes.csv into this folder",
             ini="embedbench_csv",
-            ini_help="folder of the CSV files (results, queries, stress, cutoffs, scores, gates)",
+            ini_help="folder of the CSV files (results, queries, stress, cutoffs, scores, gates, "
+            "indexes)",
             kind="path",
             metavar="DIR",
             report="csv",
@@ -195,7 +283,7 @@ class Options:
         OptionSpec(
             "--embedbench-columns",
             "the terminal table's columns, comma-separated (metrics such as ndcg@10, or "
-            "p50_ms, p95_ms, documents_per_s, added_rss_mb, dimension, index_mb, "
+            "p50_ms, p95_ms, documents_per_s, added_rss_mb, dimension, index_mb, cache_mb, "
             "model_load_s, tokens_per_s, vram_peak_mb, cost_usd ...)",
             ini="embedbench_columns",
             ini_help="comma-separated columns of the terminal table",
@@ -481,9 +569,6 @@ class Options:
 _RAY_SETTINGS = ("ray_workers", "ray_cpus_per_worker", "ray_gpus_per_worker", "ray_batch_size")
 
 
-#: the files ``--embedbench-csv`` (and ``embedbench report --csv``) write into their folder
-
-
 def shared_output_file(
     outputs: Iterable[tuple[str, Path | None]],
 ) -> tuple[str, str, Path] | None:
@@ -527,7 +612,7 @@ def _check_outputs_distinct(options: Options) -> None:
     flag = {name: Options.spec(name).flag for name in names}
     written = [(flag[name], getattr(options, name)) for name in flag]
     if options.csv_dir is not None:
-        written += [("--embedbench-csv", options.csv_dir / f) for f in CSV_FILES]
+        written += [("--embedbench-csv", options.csv_dir / f) for f in (*CSV_FILES, INDEX_CSV)]
     clash = shared_output_file(written)
     if clash is not None:
         first, second, path = clash

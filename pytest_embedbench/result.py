@@ -34,6 +34,7 @@ from .resultdata import (
     ResourcesData,
     ResultData,
     TokensData,
+    storage_figures,
 )
 from .serial import from_data
 from .stats import Estimate, bootstrap, paired_bootstrap
@@ -464,6 +465,7 @@ class RetrievalResult:
                 if index_bytes is not None and self.n_documents
                 else None
             ),
+            "cache_bytes": _cache_bytes(m.get("cache_vectors"), m.get("dimension")),
             "model_load_s": self.timings.model_load_s,
             "document_batches": len(batches),
             "cold_batch_ms": cold * 1000.0 if cold is not None else None,
@@ -474,6 +476,34 @@ class RetrievalResult:
             "vram_source": m.get("vram_source"),
             "device": m.get("device"),
         }
+
+    # -- storage and indexing figures (docs/baselines.md "Storage and indexing gates") -------
+
+    @property
+    def bytes_per_doc(self) -> float:
+        """Bytes the search index holds per document (NaN: the model does not tell)."""
+        return self._storage("bytes_per_doc")
+
+    @property
+    def index_mb(self) -> float:
+        """The search index's bytes in MiB (2**20 bytes; NaN: the model does not tell)."""
+        return self._storage("index_mb")
+
+    @property
+    def cache_mb(self) -> float:
+        """The float32 bytes of this run's document (or chunk) vectors that the embedding
+        cache holds, in MiB (NaN: no cache, or a model without vectors)."""
+        return self._storage("cache_mb")
+
+    @property
+    def docs_per_s(self) -> float:
+        """Documents embedded per second (:attr:`documents_per_s`; NaN: all were cached)."""
+        return self._storage("docs_per_s")
+
+    def _storage(self, name: str) -> float:
+        found = storage_figures(from_data(ResourcesData, self.resources), self.documents_per_s)
+        value = found[name]
+        return math.nan if value is None else float(value)
 
     @property
     def run(self) -> dict[str, dict[str, float]]:
@@ -595,6 +625,14 @@ class RetrievalResult:
 
 #: the characters of a winning chunk's text the per-query detail keeps
 EXCERPT_CHARS = 160
+
+
+def _cache_bytes(vectors: Any, dimension: Any) -> int | None:
+    """The float32 bytes of ``vectors`` cached vectors of ``dimension`` values (None: not
+    known)."""
+    if vectors is None or not dimension:
+        return None
+    return int(vectors) * int(dimension) * 4
 
 
 def _excerpt(text: str) -> str:

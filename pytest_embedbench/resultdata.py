@@ -26,6 +26,7 @@ from .querydiff import QueryDiff
 from .serial import OMIT_NONE, from_data, to_data
 
 __all__ = [
+    "MIB",
     "CacheData",
     "ChunkHit",
     "CostData",
@@ -39,7 +40,12 @@ __all__ = [
     "StressData",
     "TokensData",
     "as_result",
+    "storage_figures",
 ]
+
+#: bytes in the MB of the storage figures (``index_mb``, ``cache_mb``): a MiB, as in
+#: ``peak_rss_mb``
+MIB = 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -123,6 +129,8 @@ class ResourcesData:
     dimension: int | None = None
     index_bytes: int | None = None
     bytes_per_document: float | None = None
+    #: the float32 bytes of this run's document vectors the embedding cache holds
+    cache_bytes: int | None = None
     model_load_s: float | None = None
     document_batches: int = 0
     cold_batch_ms: float | None = None
@@ -243,9 +251,33 @@ class ResultData:
         found = self.metrics.get(name)
         return None if found is None or _missing(found.value) else found.value
 
+    @property
+    def storage(self) -> dict[str, float | None]:
+        """:func:`storage_figures` of this result."""
+        return storage_figures(self.resources, self.documents_per_s)
+
     def scores(self, metric: str) -> dict[str, float]:
         """``metric`` per query id (empty when the detail was not kept)."""
         return dict((self.per_query or {}).get(metric) or {})
+
+
+def storage_figures(
+    resources: ResourcesData, documents_per_s: float | None
+) -> dict[str, float | None]:
+    """The storage and indexing figures by name (None: not measured), computed here only:
+    ``bytes_per_doc`` (the search index's bytes over the documents), ``index_mb`` (those bytes
+    in MiB), ``cache_mb`` (the float32 bytes of the run's document vectors the embedding cache
+    holds, in MiB) and ``docs_per_s`` (documents embedded per second)."""
+
+    def mib(value: float | None) -> float | None:
+        return None if value is None else value / MIB
+
+    return {
+        "bytes_per_doc": resources.bytes_per_document,
+        "index_mb": mib(resources.index_bytes),
+        "cache_mb": mib(resources.cache_bytes),
+        "docs_per_s": None if _missing(documents_per_s) else documents_per_s,
+    }
 
 
 def _upgraded(data: Mapping[str, Any]) -> Mapping[str, Any]:

@@ -11,8 +11,8 @@ from typing import Any
 from ..querydiff import QueryDiff, failure_lines, query_diff, query_label
 from ..records import TestRecord, as_record
 from ..resultdata import GateDelta, GateOutcome, ResultData
-from .settings import GATE_ALPHA, GateSettings
-from .store import _PRECISION
+from .settings import GATE_ALPHA, NOISY_FIGURES, FigureRule, GateSettings, figure_direction
+from .store import _PRECISION, index_figures
 
 __all__ = ["GateOutcome", "gate"]
 
@@ -116,6 +116,9 @@ def _changes(record: TestRecord, entry: Mapping[str, Any]) -> list[str]:
         )
     if spec_changed:
         changes.append(f"the model spec changed ({entry.get('spec')!r} -> {record.spec!r})")
+    base_index = entry.get("index") or {}
+    if result.index is not None and base_index and base_index.get("spec") != result.index.spec:
+        changes.append(f"the index changed ({base_index.get('spec')!r} -> {result.index.spec!r})")
     return changes
 
 
@@ -186,6 +189,13 @@ def gate(
             _report_drop(pairs, settings, outcome, query_texts, diff)
     if settings.latency_p95_pct is not None:
         _latency_gate(record, entry, settings, outcome)
+    if "figures" not in entry and any("." not in rule.key for rule in settings.figures):
+        outcome.notes.append(
+            "storage gate: the baseline entry has no storage figures (recorded by an older "
+            "version); re-record it with --embedbench-update-baseline to gate them"
+        )
+    for rule in settings.figures:
+        _figure_gate(rule, record, entry, outcome)
     if outcome.failures and outcome.changes:  # once for the test, not once per metric
         outcome.failures.append(
             f"compared with a baseline of other inputs: {'; '.join(outcome.changes)}"
@@ -298,6 +308,72 @@ def _report_drop(
         outcome.failures.append(line + " (gate: inconclusive: fail)" + block)
     else:
         outcome.warnings.append(line)
+
+
+def _figure_values(
+    key: str, result: ResultData, entry: Mapping[str, Any]
+) -> tuple[Any, Any, str | None]:
+    """A gate figure's baseline and current values, or why it is not compared."""
+    if not key.startswith("index."):
+        if "figures" not in entry:
+            return None, None, ""  # said once for the test
+        return entry["figures"].get(key), result.storage.get(key), None
+    if result.index is None:
+        return None, None, ""  # no index axis: nothing to say
+    base = entry.get("index")
+    if not isinstance(base, Mapping):
+        return None, None, "the baseline entry has no index figures"
+    name = key.removeprefix("index.")
+    return (base.get("figures") or {}).get(name), index_figures(result).get(name), None
+
+
+def _figure_gate(
+    rule: FigureRule, record: TestRecord, entry: Mapping[str, Any], outcome: GateOutcome
+) -> None:
+    """One storage, indexing or index-axis figure against the baseline's value: worse by more
+    than the rule's tolerance is a regression (sizes and times may not grow, rates, neighbour
+    recall and the delta against exact may not fall). Timings and rates (``docs_per_s``,
+    ``index.qps`` ...) are compared only on the baseline's machine."""
+    key = rule.key
+    base, current, why = _figure_values(key, record.result or ResultData(), entry)
+    if why == "":
+        return
+    if why is None and _missing_value(base) and _missing_value(current):
+        return  # measured in neither (a lexical model's cache_mb): nothing to compare
+    if why is None and (_missing_value(base) or _missing_value(current)):
+        why = "not measured in " + ("the baseline" if _missing_value(base) else "this run")
+    if why is None and key in NOISY_FIGURES:
+        if entry.get("machine_fingerprint") != record.machine_fingerprint:
+            why = "this machine differs from the baseline's"
+    if why is not None:
+        outcome.notes.append(f"{key} gate skipped: {why}")
+        return
+    base, current = float(base), float(current)
+    higher = figure_direction(key)
+    worse = (base - current) if higher else (current - base)
+    regressed = worse > rule.allowed(base) + 1e-12
+    outcome.deltas[key] = GateDelta(baseline=base, current=current, regressed=regressed)
+    if not regressed:
+        return
+    outcome.status = "regressed"
+    change = current - base
+    pct = f", {change / abs(base):+.1%}" if base else ""
+    way = "fell" if higher else "grew"
+    outcome.failures.append(
+        f"{key} regressed: baseline {_figure_text(base)}, current {_figure_text(current)} "
+        f"({change:+.4g}{pct}): it {way} by more than the tolerance {rule.describe()} "
+        f"({'higher' if higher else 'lower'} is better). Fix the cause, or if the change is "
+        f"intended re-record the baseline with --embedbench-update-baseline, or set "
+        f"gate: figures: {{{key}: ...}} in embedbench.yaml (null stops gating it)"
+    )
+
+
+def _figure_text(value: float) -> str:
+    return f"{value:.4f}" if abs(value) < 10 else f"{value:.6g}"
+
+
+def _missing_value(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and not math.isfinite(value))
 
 
 def _not_timed(p95: Any) -> bool:

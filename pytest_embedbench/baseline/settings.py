@@ -11,7 +11,15 @@ from ..exceptions import ConfigError, unknown_hint
 from ..metrics import parse_metric
 from .store import KEPT_METRICS
 
-__all__ = ["GATE_ALPHA", "INCONCLUSIVE", "GateConfig", "GateSettings"]
+__all__ = [
+    "DEFAULT_FIGURES",
+    "GATE_ALPHA",
+    "INCONCLUSIVE",
+    "FigureRule",
+    "GateConfig",
+    "GateSettings",
+    "figure_direction",
+]
 
 _GATE_KEYS = {
     "metrics",
@@ -20,6 +28,7 @@ _GATE_KEYS = {
     "latency_p95_pct",
     "latency_floor_ms",
     "min_shared",
+    "figures",
     "models",
     "tests",
 }
@@ -27,6 +36,99 @@ _GATE_KEYS = {
 INCONCLUSIVE = ("warn", "fail")
 #: the gate's significance level (its paired bootstrap interval is the 95% one)
 GATE_ALPHA = 0.05
+#: the figures a baseline gates unless told otherwise: the deterministic ones (sizes, the
+#: index's neighbour recall and its delta against exact); timings and rates are gated only
+#: when named (``gate: figures:``), since they vary from run to run
+DEFAULT_FIGURES: tuple[tuple[str, Any], ...] = (
+    ("bytes_per_doc", "5%"),
+    ("index_mb", "5%"),
+    ("cache_mb", "5%"),
+    ("index.bytes", "5%"),
+    ("index.neighbour_recall@10", 0.01),
+    ("index.delta.ndcg@10", 0.01),
+)
+#: the gated figures that are timings or rates: compared only on the baseline's machine
+NOISY_FIGURES = frozenset(
+    {"docs_per_s", "index.qps", "index.p50_ms", "index.p95_ms", "index.build_s"}
+)
+_STORAGE = ("bytes_per_doc", "index_mb", "cache_mb", "docs_per_s")
+_INDEX_PLAIN = ("bytes", "build_s", "qps", "p50_ms", "p95_ms")
+
+
+def figure_direction(key: str) -> bool:
+    """Whether a higher value of gate figure ``key`` is better (rates, neighbour recall, the
+    delta against exact) or worse (sizes, times)."""
+    return key in ("docs_per_s", "index.qps") or key.startswith(
+        ("index.neighbour_recall@", "index.delta.")
+    )
+
+
+def _figure_key(key: Any, origin: str) -> str:
+    """A gate figure key checked: a storage figure, ``index.<bytes|build_s|qps|p50_ms|
+    p95_ms>``, ``index.neighbour_recall@K`` or ``index.delta.<metric>``."""
+    from ..exceptions import MetricError, did_you_mean
+
+    text = str(key)
+    if text in _STORAGE or text in {f"index.{n}" for n in _INDEX_PLAIN}:
+        return text
+    name = text.removeprefix("index.")
+    base, _, depth = name.partition("@")
+    if text.startswith("index.") and base == "neighbour_recall" and depth.isdigit():
+        if int(depth) >= 1:
+            return f"index.neighbour_recall@{int(depth)}"
+    if text.startswith("index.delta."):
+        try:
+            return f"index.delta.{parse_metric(text.split('.', 2)[2])}"
+        except MetricError as exc:
+            raise ConfigError(f"{origin}.figures.{text}: {exc}") from None
+    known = [*_STORAGE, *(f"index.{n}" for n in _INDEX_PLAIN), "index.neighbour_recall@10"]
+    raise ConfigError(
+        f"{origin}.figures: unknown figure {text!r}{did_you_mean(text, known) or '.'} Gate "
+        f"figures: {list(_STORAGE)}, {[f'index.{n}' for n in _INDEX_PLAIN]}, "
+        "index.neighbour_recall@K and index.delta.<metric> (e.g. index.delta.ndcg@10)"
+    )
+
+
+@dataclass(frozen=True)
+class FigureRule:
+    """One gated figure (``bytes_per_doc``, ``index.neighbour_recall@10`` ...) and how much
+    worse than the baseline it may get: ``tolerance`` absolute, or a share of the baseline
+    value when ``relative``."""
+
+    key: str
+    tolerance: float
+    relative: bool
+
+    def allowed(self, baseline_value: float) -> float:
+        return self.tolerance * abs(baseline_value) if self.relative else self.tolerance
+
+    def describe(self) -> str:
+        return (
+            f"{self.tolerance * 100:g}% of the baseline" if self.relative else f"{self.tolerance:g}"
+        )
+
+
+def _default_figures() -> tuple[FigureRule, ...]:
+    return tuple(FigureRule(k, *_parse_tolerance(t, "gate")) for k, t in DEFAULT_FIGURES)
+
+
+def _parse_figures(raw: Any, base: tuple[FigureRule, ...], origin: str) -> tuple[FigureRule, ...]:
+    """``figures:``: figure key -> tolerance (``"5%"`` or an absolute ``0.01``), over
+    ``base``'s; ``null`` (or ``off``) stops gating that figure."""
+    if not isinstance(raw, Mapping):
+        raise ConfigError(
+            f"{origin}.figures: {raw!r} must be a mapping of figure to tolerance, e.g. "
+            '{bytes_per_doc: "5%", index.neighbour_recall@10: 0.01, docs_per_s: "30%"}'
+        )
+    rules = {rule.key: rule for rule in base}
+    for key, tol in raw.items():
+        name = _figure_key(key, origin)
+        if tol is None or tol is False or tol == "off":
+            rules.pop(name, None)
+            continue
+        tolerance, relative = _parse_tolerance(tol, f"{origin}.figures.{key}")
+        rules[name] = FigureRule(name, tolerance, relative)
+    return tuple(rules[k] for k in sorted(rules))
 
 
 @dataclass(frozen=True)
@@ -39,6 +141,8 @@ class GateSettings:
     ``latency_p95_pct`` turns on the latency gate: p95 may not rise more than that percentage
     and more than ``latency_floor_ms`` milliseconds, and the per-query latencies must be
     significantly slower (compared only when the machine matches the baseline's).
+    ``figures`` are the storage, indexing and index-axis figures gated against the baseline's
+    values (:data:`DEFAULT_FIGURES` unless told otherwise).
     """
 
     metrics: tuple[str, ...] = ("ndcg@10", "recall@100")
@@ -48,6 +152,7 @@ class GateSettings:
     latency_p95_pct: float | None = None
     latency_floor_ms: float = 2.0
     min_shared: float = 0.5
+    figures: tuple[FigureRule, ...] = field(default_factory=_default_figures)
 
     def allowed_drop(self, baseline_value: float) -> float:
         return self.tolerance * abs(baseline_value) if self.relative else self.tolerance
@@ -110,6 +215,7 @@ def _parse_gate_block(block: Mapping[str, Any], base: GateSettings, origin: str)
         "latency_p95_pct": base.latency_p95_pct,
         "latency_floor_ms": base.latency_floor_ms,
         "min_shared": base.min_shared,
+        "figures": base.figures,
     }
     if "metrics" in block:
         values["metrics"] = _parse_metrics(block["metrics"], origin)
@@ -138,6 +244,8 @@ def _parse_gate_block(block: Mapping[str, Any], base: GateSettings, origin: str)
                 "warn (print it, the test passes) or fail (the test fails)"
             )
         values["inconclusive"] = choice
+    if "figures" in block:
+        values["figures"] = _parse_figures(block["figures"], base.figures, origin)
     if "min_shared" in block:
         share = block["min_shared"]
         if isinstance(share, bool) or not isinstance(share, (int, float)) or not 0 < share <= 1:

@@ -13,6 +13,7 @@ from typing import Any
 
 from ..exceptions import BaselineError
 from ..records import TestRecord, as_record
+from ..resultdata import ResultData
 
 __all__ = [
     "BASELINE_SCHEMA",
@@ -22,6 +23,7 @@ __all__ = [
     "BaselineUpdate",
     "entry_from_record",
     "entry_problem",
+    "index_figures",
 ]
 
 BASELINE_SCHEMA = 1
@@ -70,8 +72,11 @@ def entry_from_record(record: TestRecord | Mapping[str, Any]) -> dict[str, Any]:
                 **({} if latency.per_query_ms is None else {"per_query_ms": latency.per_query_ms}),
             },
             "per_query": {m: per_query[m] for m in KEPT_METRICS if m in per_query},
+            "figures": result.storage,
         }
     )
+    if result.index is not None:
+        entry["index"] = {"spec": result.index.spec, "figures": _round(index_figures(result))}
     # each query's top of the ranking (the record keeps RETRIEVED_KEPT ids), so a later run can
     # name the documents a degraded query lost and gained (absent from older entries: not known)
     if result.retrieved is not None:
@@ -83,6 +88,24 @@ def entry_from_record(record: TestRecord | Mapping[str, Any]) -> dict[str, Any]:
         if getattr(record, key) is not None:
             entry[key] = _round(getattr(record, key))
     return entry
+
+
+def index_figures(result: ResultData) -> dict[str, float | None]:
+    """The index axis's figures of ``result`` by gate key without its ``index.`` prefix
+    (``bytes``, ``neighbour_recall@10``, ``delta.ndcg@10``; empty without an index axis)."""
+    index = result.index
+    if index is None:
+        return {}
+    out: dict[str, float | None] = {
+        "bytes": None if index.bytes is None else float(index.bytes),
+        "build_s": index.build_s,
+        "qps": index.qps,
+        "p50_ms": index.p50_ms,
+        "p95_ms": index.p95_ms,
+    }
+    out.update({name: est.value for name, est in sorted(index.neighbour_recall.items())})
+    out.update({f"delta.{name}": est.value for name, est in sorted(index.delta.items())})
+    return out
 
 
 #: how long an update waits for another run's write of the same baseline
@@ -101,9 +124,16 @@ def entry_problem(entry: Any) -> str | None:
     """
     if not isinstance(entry, Mapping):
         return f"it is a {type(entry).__name__}, not a mapping"
-    for key in ("metrics", "latency", "per_query"):
+    for key in ("metrics", "latency", "per_query", "figures", "index"):
         if key in entry and not isinstance(entry[key], Mapping):
             return f"{key!r} is a {type(entry[key]).__name__}, not a mapping"
+    index_figures = (entry.get("index") or {}).get("figures")
+    if index_figures is not None and not isinstance(index_figures, Mapping):
+        return f"index['figures'] is a {type(index_figures).__name__}, not a mapping"
+    for section, found in (("figures", entry.get("figures")), ("index.figures", index_figures)):
+        for key, value in (found or {}).items():
+            if value is not None and not _is_number(value):
+                return f"{section}[{key!r}] is {value!r}, not a number"
     for key, value in (entry.get("latency") or {}).items():
         if key == "per_query_ms":  # the per-query latencies the distribution test reads
             values = list(value.values()) if isinstance(value, Mapping) else value

@@ -16,10 +16,11 @@ A thresholds file (``--embedbench-thresholds``, or the ``thresholds`` key of
 
 More specific entries replace less specific ones for the same key (defaults < models < tests <
 tests.models). Keys are metric names (``ndcg@10``), ``latency.<p50_ms|p90_ms|p95_ms|p99_ms|
-mean_ms|max_ms|qps>``, ``peak_rss_mb``, ``documents_per_s``, ``cache.hit_rate`` and
-``timings.<stage>_s``; with an index axis (docs/indexes.md), ``index.neighbour_recall@K``,
-``index.delta.<metric>`` (the paired delta against exact search) and ``index.<qps|p50_ms|
-p95_ms|build_s|bytes>``.
+mean_ms|max_ms|qps>``, ``peak_rss_mb``, ``documents_per_s``, ``cache.hit_rate``,
+``timings.<stage>_s`` and the storage and indexing figures ``bytes_per_doc``, ``index_mb``,
+``cache_mb`` and ``docs_per_s`` (MB: MiB, 2**20 bytes; see :data:`STORAGE`); with an index
+axis (docs/indexes.md), ``index.neighbour_recall@K``, ``index.delta.<metric>`` (the paired
+delta against exact search) and ``index.<qps|p50_ms|p95_ms|build_s|bytes>``.
 """
 
 from __future__ import annotations
@@ -69,7 +70,18 @@ _TIMINGS = {
     "encode_s",
     "total_s",
 }
-_PLAIN = {"peak_rss_mb", "documents_per_s", "cache.hit_rate"}
+#: the storage and indexing figures, each a :class:`~pytest_embedbench.result.RetrievalResult`
+#: attribute of that name (``retrieval.bytes_per_doc``) and a threshold and gate key
+STORAGE = ("bytes_per_doc", "index_mb", "cache_mb", "docs_per_s")
+#: what a storage figure that is NaN lacks (``docs_per_s`` NaN passes: every document came
+#: from the cache, nothing was embedded to time)
+_NOT_MEASURED = {
+    "bytes_per_doc": "the model does not report its index size",
+    "index_mb": "the model does not report its index size",
+    "cache_mb": "the run used no embedding cache (--embedbench-no-cache, or the cache was "
+    "unavailable)",
+}
+_PLAIN = {"peak_rss_mb", "documents_per_s", "cache.hit_rate", *STORAGE}
 #: the index axis's figures (``index.<name>``); ``index.neighbour_recall@K`` and
 #: ``index.delta.<metric>`` (the paired delta against exact) take a cut-off
 _INDEX = {"qps", "p50_ms", "p95_ms", "build_s", "bytes"}
@@ -309,6 +321,9 @@ def value_of(result: RetrievalResult, key: str) -> tuple[float, str]:
         return result.documents_per_s, f"{result.documents_per_s:.1f}"
     if key == "cache.hit_rate":
         return result.cache.hit_rate, f"{result.cache.hit_rate:.3f}"
+    if key in STORAGE:
+        value = float(getattr(result, key))
+        return value, f"{value:.4g}"
     est = result.metric(key)
     return float(est), f"{float(est):.4f} [{est.low:.4f}, {est.high:.4f}]"
 
@@ -348,6 +363,14 @@ def check_thresholds(result: RetrievalResult, rules: list[Threshold]) -> list[st
             )
             continue
         value, shown = value_of(result, rule.key)
+        if rule.key in _NOT_MEASURED and math.isnan(value):
+            if rule.key == "cache_mb" and not has_vectors(result.model):
+                continue  # a lexical model or a ranker caches no vectors
+            failures.append(
+                f"{rule.key}: not measured, {_NOT_MEASURED[rule.key]}; drop the rule for this "
+                f"model  ({rule.origin})"
+            )
+            continue
         if not rule.check(value):
             failures.append(
                 f"{rule.key} = {shown} is not {rule.op} {rule.limit:g}  ({rule.origin})"

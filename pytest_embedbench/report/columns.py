@@ -113,6 +113,7 @@ FIGURES: tuple[Figure, ...] = (
     Figure("dimension", "dim", ("resources", "dimension"), "{:.0f}"),
     Figure("index_mb", "index MB", ("resources", "index_bytes"), "{:.3f}", False, 1 / 1024**2),
     Figure("bytes_per_document", "bytes/doc", ("resources", "bytes_per_document"), "{:.0f}", False),
+    Figure("cache_mb", "cache MB", ("resources", "cache_bytes"), "{:.3f}", False, 1 / 1024**2),
     Figure("added_rss_mb", "+RSS MB", ("added_rss_mb",), "{:.0f}", False),
     Figure("peak_rss_mb", "RSS peak MB", ("peak_rss_mb",), "{:.0f}", False),
     Figure("vram_peak_mb", "VRAM MB", ("resources", "vram_peak_mb"), "{:.0f}", False),

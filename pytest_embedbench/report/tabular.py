@@ -580,7 +580,16 @@ def _md_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str
 
 
 #: the figures of the Markdown table (a PR comment stays readable)
-MARKDOWN_FIGURES = ("p50_ms", "p95_ms", "documents_per_s", "dimension", "index_mb", "cost_usd")
+MARKDOWN_FIGURES = (
+    "p50_ms",
+    "p95_ms",
+    "documents_per_s",
+    "dimension",
+    "index_mb",
+    "bytes_per_document",
+    "cache_mb",
+    "cost_usd",
+)
 #: the metrics of the Markdown table, where the run has them
 MARKDOWN_METRICS = ("ndcg@10", "mrr@10", "recall@10", "recall@100")
 

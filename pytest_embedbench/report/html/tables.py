@@ -120,6 +120,7 @@ FIGURE_GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "dimension",
             "index_mb",
             "bytes_per_document",
+            "cache_mb",
             "added_rss_mb",
             "peak_rss_mb",
             "vram_peak_mb",

@@ -1,8 +1,11 @@
 """Per-query retrieval metrics, equal to trec_eval's (through pytrec_eval) on the same run.
 
 Every metric returns one float64 per query; averages are taken by the caller, so intervals and
-paired tests can use the per-query arrays. All metrics are computed from one ``(n_queries, k)``
-grade matrix: the relevance grade of the document at each rank (0 for unjudged or missing).
+paired tests can use the per-query arrays. All metrics are computed from what a run found
+(:class:`Judged`): the rank and grade of each positively graded document within the deepest
+cut-off, and each query's ideal ranking; never a ``(n_queries, k)`` matrix. A run comes as
+pytrec_eval-style dicts (:func:`score_run`) or as arrays (:func:`score_arrays`: a search's
+top-k document numbers, no dict per query).
 
 Conventions (trec_eval's):
 
@@ -20,10 +23,11 @@ Usage::
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import chain, compress
 
 import numpy as np
@@ -33,11 +37,15 @@ from .exceptions import ConfigError, MetricError
 __all__ = [
     "DEFAULT_K",
     "METRICS",
+    "Judged",
     "MetricName",
-    "grade_matrix",
+    "QrelArrays",
+    "compute",
+    "judge_arrays",
     "parse_cutoffs",
     "parse_metric",
     "rank_run",
+    "score_arrays",
     "score_run",
 ]
 
@@ -47,7 +55,7 @@ DEFAULT_K: tuple[int, ...] = (1, 5, 10, 100)
 #: comparisons per chunk when ranking the relevant documents of a run (memory: ~17 bytes each)
 COMPARE_CHUNK = 4 * 1024 * 1024
 
-MetricFn = Callable[[np.ndarray, np.ndarray, np.ndarray, int], np.ndarray]
+MetricFn = Callable[["Judged", int], np.ndarray]
 
 
 def _log2_ranks(k: int) -> np.ndarray:
@@ -55,68 +63,123 @@ def _log2_ranks(k: int) -> np.ndarray:
     return np.array([math.log2(i + 2) for i in range(k)], dtype=np.float64)
 
 
-def _sequential_sum(terms: np.ndarray) -> np.ndarray:
-    """Row sums added left to right, as trec_eval's loops do (a pairwise or BLAS sum could
-    differ in the last bit); zero terms add exactly nothing."""
-    if terms.shape[1] == 0:
-        return np.zeros(len(terms))
-    return np.cumsum(terms, axis=1)[:, -1]
+def _slots(q: np.ndarray) -> np.ndarray:
+    """For items sorted by query: each item's place within its query (0, 1, 2, ...)."""
+    if len(q) == 0:
+        return np.zeros(0, dtype=np.int64)
+    first = np.empty(len(q), dtype=bool)
+    first[0] = True
+    np.not_equal(q[1:], q[:-1], out=first[1:])
+    starts = np.flatnonzero(first)
+    return np.arange(len(q), dtype=np.int64) - starts[np.cumsum(first) - 1]
 
 
-def ndcg(grades: np.ndarray, ideal: np.ndarray, num_rel: np.ndarray, k: int) -> np.ndarray:
+def _ordered_sum(q: np.ndarray, slot: np.ndarray, terms: np.ndarray, n: int) -> np.ndarray:
+    """Per query, its terms added left to right in slot order, starting from 0.0, as
+    trec_eval's loops do (a pairwise or BLAS sum could differ in the last bit): vectorised over
+    the queries, one step per slot. The ranks between two terms hold zero terms, which add
+    exactly nothing, so only the non-zero terms are stored."""
+    out = np.zeros(n, dtype=np.float64)
+    if len(q) == 0:
+        return out
+    order = np.argsort(slot, kind="stable")
+    q, terms, slot = q[order], terms[order], slot[order]
+    bounds = np.searchsorted(slot, np.arange(int(slot[-1]) + 2))
+    for a, b in itertools.pairwise(bounds.tolist()):
+        out[q[a:b]] += terms[a:b]  # one term per query in a slot: no repeated index
+    return out
+
+
+@dataclass(frozen=True)
+class Judged:
+    """What every metric reads, for ``n`` queries, without a ``(queries, depth)`` matrix.
+
+    ``q``, ``rank``, ``grade``: each positively graded document found in its query's top
+    ``depth`` (query row, 0-based rank in trec_eval's order, grade), sorted by query then rank;
+    ``ideal_q``, ``ideal_rank``, ``ideal_grade``: each query's ideal ranking (its positive
+    grades, largest first, cut at ``depth``) in the same layout; ``num_rel``: each query's
+    count of documents graded >= 1, retrieved or not.
+    """
+
+    n: int
+    depth: int
+    q: np.ndarray
+    rank: np.ndarray
+    grade: np.ndarray
+    ideal_q: np.ndarray
+    ideal_rank: np.ndarray
+    ideal_grade: np.ndarray
+    num_rel: np.ndarray
+
+    def top(self, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The found items within the top ``k``: query, rank, grade and place in the query."""
+        keep = self.rank < k
+        q = self.q[keep]
+        return q, self.rank[keep], self.grade[keep], _slots(q)
+
+    def hits(self, k: int) -> np.ndarray:
+        """Per query, how many relevant documents are in the top ``k`` (float64)."""
+        return np.bincount(self.q[self.rank < k], minlength=self.n).astype(np.float64)
+
+
+def ndcg(judged: Judged, k: int) -> np.ndarray:
     """nDCG@k = DCG@k / IDCG@k with DCG@k = sum_{i<=k} grade_i / log2(i + 1).
 
     IDCG@k uses the query's judged grades sorted descending (trec_eval ``ndcg_cut``,
     Järvelin and Kekäläinen 2002). 0 when the query has no positive grade.
     """
     logs = _log2_ranks(k)
-    dcg = _sequential_sum(grades[:, :k] / logs)
-    idcg = _sequential_sum(ideal[:, :k] / logs)
-    out = np.zeros(len(grades))
+    q, rank, grade, slot = judged.top(k)
+    dcg = _ordered_sum(q, slot, grade / logs[rank], judged.n)
+    keep = judged.ideal_rank < k
+    irank = judged.ideal_rank[keep]
+    idcg = _ordered_sum(
+        judged.ideal_q[keep], irank, judged.ideal_grade[keep] / logs[irank], judged.n
+    )
+    out = np.zeros(judged.n)
     np.divide(dcg, idcg, out=out, where=idcg > 0)
     return out
 
 
-def mrr(grades: np.ndarray, ideal: np.ndarray, num_rel: np.ndarray, k: int) -> np.ndarray:
+def mrr(judged: Judged, k: int) -> np.ndarray:
     """MRR@k = 1 / rank of the first relevant document within the top k, else 0.
 
     trec_eval ``recip_rank`` on the run cut at k.
     """
-    rel = grades[:, :k] >= 1
-    first = rel.argmax(axis=1)
-    return np.asarray(np.where(rel.any(axis=1), 1.0 / (first + 1.0), 0.0), dtype=np.float64)
-
-
-def recall(grades: np.ndarray, ideal: np.ndarray, num_rel: np.ndarray, k: int) -> np.ndarray:
-    """Recall@k = |relevant in top k| / |relevant| (trec_eval ``recall_k``); 0 without relevant."""
-    hits = (grades[:, :k] >= 1).sum(axis=1).astype(np.float64)
-    out = np.zeros(len(grades))
-    np.divide(hits, num_rel, out=out, where=num_rel > 0)
+    q, rank, _, slot = judged.top(k)
+    first = slot == 0
+    out = np.zeros(judged.n)
+    out[q[first]] = 1.0 / (rank[first] + 1.0)
     return out
 
 
-def precision(grades: np.ndarray, ideal: np.ndarray, num_rel: np.ndarray, k: int) -> np.ndarray:
+def recall(judged: Judged, k: int) -> np.ndarray:
+    """Recall@k = |relevant in top k| / |relevant| (trec_eval ``recall_k``); 0 without relevant."""
+    out = np.zeros(judged.n)
+    np.divide(judged.hits(k), judged.num_rel, out=out, where=judged.num_rel > 0)
+    return out
+
+
+def precision(judged: Judged, k: int) -> np.ndarray:
     """Precision@k = |relevant in top k| / k, even when fewer were retrieved (trec_eval ``P_k``)."""
-    return np.asarray((grades[:, :k] >= 1).sum(axis=1) / float(k), dtype=np.float64)
+    return judged.hits(k) / float(k)
 
 
-def hit(grades: np.ndarray, ideal: np.ndarray, num_rel: np.ndarray, k: int) -> np.ndarray:
+def hit(judged: Judged, k: int) -> np.ndarray:
     """Hit@k = 1 when any relevant document is in the top k (trec_eval ``success_k``)."""
-    return np.asarray((grades[:, :k] >= 1).any(axis=1), dtype=np.float64)
+    return (judged.hits(k) > 0).astype(np.float64)
 
 
-def average_precision(
-    grades: np.ndarray, ideal: np.ndarray, num_rel: np.ndarray, k: int
-) -> np.ndarray:
+def average_precision(judged: Judged, k: int) -> np.ndarray:
     """MAP@k = sum over relevant ranks i <= k of precision@i, divided by |relevant|.
 
     trec_eval ``map_cut_k``: the divisor is every relevant document, retrieved or not.
     """
-    rel = (grades[:, :k] >= 1).astype(np.float64)
-    prec_at = np.cumsum(rel, axis=1) / np.arange(1, rel.shape[1] + 1)
-    total = _sequential_sum(rel * prec_at)
-    out = np.zeros(len(grades))
-    np.divide(total, num_rel, out=out, where=num_rel > 0)
+    q, rank, _, slot = judged.top(k)
+    # precision at the i-th relevant document's rank r: i / r (both counted from 1)
+    total = _ordered_sum(q, slot, (slot + 1.0) / (rank + 1.0), judged.n)
+    out = np.zeros(judged.n)
+    np.divide(total, judged.num_rel, out=out, where=judged.num_rel > 0)
     return out
 
 
@@ -194,49 +257,253 @@ def parse_cutoffs(value: object, where: str = "k") -> tuple[int, ...]:
     return tuple(sorted(set(values)))
 
 
-def grade_matrix(
-    rankings: Sequence[Sequence[str]],
-    judgements: Sequence[Mapping[str, int]],
-    depth: int,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The ``(n_queries, depth)`` grade matrix, the ideal grade matrix and relevant counts.
-
-    ``rankings[i]`` is query i's ranked document ids (already in tie-broken order);
-    ``judgements[i]`` its qrels. Ranks past a ranking's end have grade 0.
-    """
-    n = len(rankings)
-    grades = np.zeros((n, depth), dtype=np.float64)
-    ideal = np.zeros((n, depth), dtype=np.float64)
-    num_rel = np.zeros(n, dtype=np.float64)
-    for i, (ranking, judged) in enumerate(zip(rankings, judgements, strict=True)):
-        if judged:
-            for r, doc_id in enumerate(ranking[:depth]):
-                grade = judged.get(doc_id, 0)
-                if grade > 0:
-                    grades[i, r] = grade
-            positive = sorted((g for g in judged.values() if g > 0), reverse=True)[:depth]
-            ideal[i, : len(positive)] = positive
-            num_rel[i] = sum(1 for g in judged.values() if g >= 1)
-    return grades, ideal, num_rel
+def _names(metrics: Iterable[str | MetricName], where: str) -> tuple[list[str], int]:
+    """The canonical metric names and the deepest cut-off; no name is an error."""
+    parsed = [parse_metric(m) for m in metrics]
+    if not parsed:
+        raise MetricError(f"{where}: no metric names given; e.g. ['ndcg@10']")
+    return [str(m) for m in parsed], max(m.k for m in parsed)
 
 
-def compute(
-    names: Iterable[str | MetricName],
-    grades: np.ndarray,
-    ideal: np.ndarray,
-    num_rel: np.ndarray,
-) -> dict[str, np.ndarray]:
-    """Per-query arrays for each metric name from a grade matrix (see :func:`grade_matrix`)."""
+def compute(names: Iterable[str | MetricName], judged: Judged) -> dict[str, np.ndarray]:
+    """Per-query arrays for each metric name from what a run found (see :class:`Judged`)."""
     out: dict[str, np.ndarray] = {}
     for raw in names:
         metric = parse_metric(raw)
-        g, ide = grades, ideal
-        if metric.k > grades.shape[1]:  # pad: ranks past the run's depth hold nothing
-            pad = metric.k - grades.shape[1]
-            g = np.pad(grades, ((0, 0), (0, pad)))
-            ide = np.pad(ideal, ((0, 0), (0, pad)))
-        out[str(metric)] = METRICS[metric.family](g, ide, num_rel, metric.k)
+        out[str(metric)] = METRICS[metric.family](judged, metric.k)
     return out
+
+
+def _judged(
+    n: int,
+    depth: int,
+    items: tuple[np.ndarray, np.ndarray, np.ndarray],
+    ideal: tuple[np.ndarray, np.ndarray, np.ndarray],
+    num_rel: np.ndarray,
+) -> Judged:
+    """A :class:`Judged` from found items in any order (sorted here by query, then rank)."""
+    q, rank, grade = items
+    order = np.lexsort((rank, q))
+    return Judged(n, depth, q[order], rank[order], grade[order].astype(np.float64), *ideal, num_rel)
+
+
+def _ideal(
+    rel_q: np.ndarray, rel_grade: np.ndarray, n: int, depth: int
+) -> tuple[tuple[np.ndarray, np.ndarray, np.ndarray], np.ndarray]:
+    """Each query's ideal ranking (its positive grades, largest first, cut at ``depth``) as
+    (query, place, grade) sorted by query then place, and the relevant counts (float64)."""
+    counts = np.bincount(rel_q, minlength=n)
+    order = np.lexsort((-rel_grade, rel_q))
+    sorted_q = rel_q[order]
+    place = np.arange(len(order)) - (np.cumsum(counts) - counts)[sorted_q]
+    keep = place < depth
+    grades = rel_grade[order][keep].astype(np.float64)
+    return (sorted_q[keep], place[keep], grades), counts.astype(np.float64)
+
+
+@dataclass(frozen=True)
+class QrelArrays:
+    """Qrels as flat arrays, for :func:`score_arrays`: judgement ``i`` gives document number
+    ``doc[i]`` the grade ``grade[i]`` (an integer >= 0) for query row ``query[i]`` (0 to
+    ``n_queries - 1``). ``numbers`` maps document ids to their numbers when the arrays were
+    made by :meth:`from_dict`.
+
+    Usage::
+
+        qrels = QrelArrays.from_dict({"q1": {"d1": 2, "d2": 1}})
+        docs = qrels.rank_matrix([["d3", "d1"]], depth=10)   # [[2, 0, -1, ...]]
+        score_arrays(qrels, docs, ["ndcg@10"])["ndcg@10"]    # array([0.4...])
+    """
+
+    n_queries: int
+    query: np.ndarray
+    doc: np.ndarray
+    grade: np.ndarray
+    numbers: Mapping[str, int] = field(default_factory=dict, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        arrays = {"query": self.query, "doc": self.doc, "grade": self.grade}
+        for name, value in arrays.items():
+            value = np.asarray(value)
+            if value.ndim != 1 or not (value.size == 0 or np.issubdtype(value.dtype, np.integer)):
+                raise MetricError(
+                    f"QrelArrays.{name}: {value.dtype} array of shape {value.shape}; "
+                    "use a 1-d integer array"
+                )
+            object.__setattr__(self, name, value.astype(np.int64, copy=False))
+        if not len(self.query) == len(self.doc) == len(self.grade):
+            raise MetricError(
+                f"QrelArrays: query, doc and grade have {len(self.query)}, {len(self.doc)} and "
+                f"{len(self.grade)} entries; give one of each per judgement"
+            )
+        for name, bad in (
+            ("query", (self.query < 0) | (self.query >= self.n_queries)),
+            ("doc", self.doc < 0),
+            ("grade", self.grade < 0),
+        ):
+            if bad.any():
+                i = int(np.argmax(bad))
+                rule = f"within [0, {self.n_queries})" if name == "query" else "integers >= 0"
+                raise MetricError(
+                    f"QrelArrays.{name}[{i}] = {int(getattr(self, name)[i])}: must be {rule}"
+                )
+
+    @classmethod
+    def from_dict(
+        cls, qrels: Mapping[str, Mapping[str, int]], qids: Sequence[str] | None = None
+    ) -> QrelArrays:
+        """Arrays for pytrec_eval-style qrels ``{qid: {docid: grade}}``, one row per query of
+        ``qids`` (default: the qrels' own order); the judged documents are numbered 0, 1, ...
+        in the order first seen (:attr:`numbers`). A bad grade is a MetricError naming it."""
+        qids = list(qrels) if qids is None else list(qids)
+        judged = [qrels[qid] for qid in qids]
+        grades = _grades(qids, qrels, judged)
+        sizes = np.fromiter(map(len, judged), dtype=np.int64, count=len(judged))
+        ids = list(chain.from_iterable(judged))
+        numbers = {doc_id: i for i, doc_id in enumerate(dict.fromkeys(ids))}
+        doc = np.fromiter(map(numbers.__getitem__, ids), dtype=np.int64, count=len(ids))
+        query = np.repeat(np.arange(len(qids), dtype=np.int64), sizes)
+        return cls(len(qids), query, doc, grades, numbers)
+
+    def rank_matrix(self, rankings: Sequence[Sequence[str]], depth: int) -> np.ndarray:
+        """The ``(len(rankings), depth)`` document numbers of ranked id lists, best first, for
+        :func:`judge_arrays` without scores: ``len(numbers)`` for every document outside
+        :attr:`numbers` (never judged: any number no judgement has), -1 past a ranking's end."""
+        cut = [ranking[:depth] for ranking in rankings]
+        lengths = np.fromiter(map(len, cut), dtype=np.int64, count=len(cut))
+        flat = np.fromiter(
+            map(self.numbers.get, chain.from_iterable(cut), itertools.repeat(len(self.numbers))),
+            dtype=np.int64,
+            count=int(lengths.sum()),
+        )
+        out = np.full((len(cut), depth), -1, dtype=np.int64)
+        out[np.arange(depth) < lengths[:, None]] = flat
+        return out
+
+
+def judge_arrays(
+    qrels: QrelArrays, docs: np.ndarray, depth: int, *, scores: np.ndarray | None = None
+) -> Judged:
+    """What the metrics read (:class:`Judged`) from a run as arrays.
+
+    ``docs`` is ``(n_queries, width)``: each row's document numbers (>= 0; any negative number
+    marks an empty place, e.g. -1 past the end of a short row). Without ``scores`` the rows are
+    in rank order (best first, empty places last), as a search returns them. With ``scores``
+    (the same shape) the rows are in any order and ranked as trec_eval does: score descending,
+    then document number descending, so the numbers must compare as the ids do (number the
+    documents in sorted id order). A document appears at most once per row.
+    """
+    docs = np.asarray(docs)
+    if docs.ndim != 2 or not (docs.size == 0 or np.issubdtype(docs.dtype, np.integer)):
+        raise MetricError(
+            f"run documents: {docs.dtype} array of shape {docs.shape}; use a 2-d integer "
+            "array, one row per query"
+        )
+    if len(docs) != qrels.n_queries:
+        raise MetricError(
+            f"run documents: {len(docs)} rows for {qrels.n_queries} queries in the qrels; "
+            "give one row per query (an empty row is all -1)"
+        )
+    n = qrels.n_queries
+    if scores is not None:
+        scores = _check_scores(docs, scores)
+    else:
+        docs = docs[:, :depth]  # ranks past the deepest cut-off change nothing
+        _check_ranked(docs)
+    positive = qrels.grade > 0
+    rel_q, rel_doc, rel_grade = qrels.query[positive], qrels.doc[positive], qrels.grade[positive]
+    ideal, num_rel = _ideal(rel_q, rel_grade, n, depth)
+    width = docs.shape[1]
+    if width == 0 or len(rel_q) == 0:
+        empty = np.zeros(0, dtype=np.int64)
+        return _judged(n, depth, (empty, empty, empty), ideal, num_rel)
+    found_q, found_rank, found_grade = [], [], []
+    step = max(1, COMPARE_CHUNK // width)
+    for start in range(0, len(rel_q), step):
+        iq, doc = rel_q[start : start + step], rel_doc[start : start + step]
+        block = docs[iq]
+        same = block == doc[:, None]
+        count = np.count_nonzero(same, axis=1)
+        if (count > 1).any():
+            j = int(np.argmax(count > 1))
+            raise MetricError(
+                f"run documents: row {int(iq[j])} lists document {int(doc[j])} {int(count[j])} "
+                "times; a document appears at most once per row"
+            )
+        inside = count == 1
+        iq, doc, pos = iq[inside], doc[inside], np.argmax(same[inside], axis=1)
+        if scores is None:
+            rank = pos
+        else:
+            row_scores, valid = scores[iq], block[inside] >= 0
+            value = row_scores[np.arange(len(iq)), pos][:, None]
+            higher = np.count_nonzero((row_scores > value) & valid, axis=1)
+            tied = (row_scores == value) & valid & (block[inside] > doc[:, None])
+            rank = higher + np.count_nonzero(tied, axis=1)
+        keep = rank < depth
+        found_q.append(iq[keep])
+        found_rank.append(rank[keep])
+        found_grade.append(rel_grade[start : start + step][inside][keep])
+    items = (np.concatenate(found_q), np.concatenate(found_rank), np.concatenate(found_grade))
+    return _judged(n, depth, items, ideal, num_rel)
+
+
+def _check_scores(docs: np.ndarray, scores: np.ndarray) -> np.ndarray:
+    """``scores`` as float64 of ``docs``' shape; a NaN at a filled place is an error."""
+    scores = np.asarray(scores)
+    if scores.shape != docs.shape or not (
+        scores.size == 0 or np.issubdtype(scores.dtype, np.number)
+    ):
+        raise MetricError(
+            f"run scores: {scores.dtype} array of shape {scores.shape} for documents of shape "
+            f"{docs.shape}; give one number per document"
+        )
+    scores = scores.astype(np.float64, copy=False)
+    if np.isnan(scores).any():
+        bad = np.isnan(scores) & (docs >= 0)
+        if bad.any():
+            row, col = (int(x) for x in np.unravel_index(int(np.argmax(bad)), bad.shape))
+            raise MetricError(
+                f"run scores[{row}, {col}] (document {int(docs[row, col])}) is NaN; "
+                "every retrieved document needs a score"
+            )
+    return scores
+
+
+def _check_ranked(docs: np.ndarray) -> None:
+    """Rows in rank order keep their empty places (negative numbers) at the end."""
+    if docs.shape[1] < 2:
+        return
+    gap = (docs[:, :-1] < 0) & (docs[:, 1:] >= 0)
+    if gap.any():
+        row, col = (int(x) for x in np.unravel_index(int(np.argmax(gap)), gap.shape))
+        raise MetricError(
+            f"run documents: row {row} has an empty place at rank {col + 1} before document "
+            f"{int(docs[row, col + 1])}; rows in rank order keep empty places (-1) at the end, "
+            "or pass scores= to rank them"
+        )
+
+
+def score_arrays(
+    qrels: QrelArrays,
+    docs: np.ndarray,
+    metrics: Iterable[str | MetricName],
+    *,
+    scores: np.ndarray | None = None,
+) -> dict[str, np.ndarray]:
+    """Score a run given as arrays: ``{metric: per-query values}``, one value per qrels row.
+
+    The array path of :func:`score_run`, for a run that is already arrays (a search's top-k
+    document numbers, ``(n_queries, depth)``): no dict per query. See :func:`judge_arrays`
+    for the layout of ``docs`` and ``scores``. Values equal pytrec_eval's bit for bit.
+
+    Usage::
+
+        qrels = QrelArrays(2, query=[0, 1], doc=[7, 3], grade=[1, 2])
+        score_arrays(qrels, np.array([[7, 2], [5, 3]]), ["mrr@10"])  # {'mrr@10': [1.0, 0.5]}
+    """
+    names, depth = _names(metrics, "score_arrays")
+    return compute(names, judge_arrays(qrels, docs, depth, scores=scores))
 
 
 def rank_run(scores: Mapping[str, float]) -> list[str]:
@@ -277,26 +544,25 @@ def score_run(
     ``qrels`` is ``{qid: {docid: grade}}`` with integer grades >= 0, ``run`` is
     ``{qid: {docid: score}}``. Ties are broken as trec_eval does (score desc, then doc id desc);
     a judged query missing from the run scores 0; run queries without judgements are ignored.
-    Values equal pytrec_eval's bit for bit (the same sums in the same order).
+    Values equal pytrec_eval's bit for bit (the same sums in the same order). A run that is
+    already arrays (a search's top-k) is scored faster by :func:`score_arrays`.
 
     Usage::
 
         score_run(qrels, run, ["ndcg@10", "recall@100"])["ndcg@10"]["q1"]
     """
-    names = [str(parse_metric(m)) for m in metrics]
-    if not names:
-        raise MetricError("score_run: no metric names given; e.g. ['ndcg@10']")
-    depth = max(parse_metric(m).k for m in names)
+    names, depth = _names(metrics, "score_run")
     qids = list(qrels)
     n = len(qids)
     # only documents with a positive grade can change a metric: place each one by its rank,
     # counted from the run's scores, instead of sorting every run
-    rel_q, rel_doc, rel_grade, ideal, num_rel = _positive_judgements(qids, qrels, depth)
+    rel_q, rel_doc, rel_grade = _positive_judgements(qids, qrels)
+    ideal, num_rel = _ideal(rel_q, rel_grade, n, depth)
     rows = [run.get(qid) or {} for qid in qids]
     lengths = np.fromiter(map(len, rows), dtype=np.int64, count=n)
     scores = _run_scores(rows, int(lengths.sum()))
-    grades = _place_relevant(rows, scores, lengths, rel_q, rel_doc, rel_grade, depth)
-    arrays = compute(names, grades, ideal, num_rel)
+    items = _place_relevant(rows, scores, lengths, rel_q, rel_doc, rel_grade, depth)
+    arrays = compute(names, _judged(n, depth, items, ideal, num_rel))
     return {name: dict(zip(qids, values.tolist(), strict=True)) for name, values in arrays.items()}
 
 
@@ -310,16 +576,14 @@ def _reject_grade(qids: Sequence[str], qrels: Mapping[str, Mapping[str, int]]) -
                 )
 
 
-def _positive_judgements(
-    qids: Sequence[str], qrels: Mapping[str, Mapping[str, int]], depth: int
-) -> tuple[np.ndarray, list[str], np.ndarray, np.ndarray, np.ndarray]:
-    """The positively graded documents of every query, as flat arrays (query index, document
-    id, grade), the ``(n_queries, depth)`` ideal grade matrix and the relevant counts.
-
-    The grades are checked in bulk (their types, then their signs); a bad one is a MetricError
-    naming its query and document."""
-    n = len(qids)
-    judged = [qrels[qid] for qid in qids]
+def _grades(
+    qids: Sequence[str],
+    qrels: Mapping[str, Mapping[str, int]],
+    judged: Sequence[Mapping[str, int]],
+) -> np.ndarray:
+    """Every grade of ``judged`` (the qrels of ``qids``) in order, as int64, checked in bulk
+    (their types, then their signs); a bad one is a MetricError naming its query and
+    document."""
     raw = list(chain.from_iterable(map(_values, judged)))
     if not all(k is not bool and issubclass(k, (int, np.integer)) for k in set(map(type, raw))):
         _reject_grade(qids, qrels)
@@ -331,20 +595,21 @@ def _positive_judgements(
         ) from None
     if (grades < 0).any():
         _reject_grade(qids, qrels)
-    sizes = np.fromiter(map(len, judged), dtype=np.int64, count=n)
+    return grades
+
+
+def _positive_judgements(
+    qids: Sequence[str], qrels: Mapping[str, Mapping[str, int]]
+) -> tuple[np.ndarray, list[str], np.ndarray]:
+    """The positively graded documents of every query, as flat arrays: query index, document
+    id, grade."""
+    judged = [qrels[qid] for qid in qids]
+    grades = _grades(qids, qrels, judged)
+    sizes = np.fromiter(map(len, judged), dtype=np.int64, count=len(qids))
     positive = grades > 0
-    rel_q = np.repeat(np.arange(n, dtype=np.int64), sizes)[positive]
-    rel_grade = grades[positive]
+    rel_q = np.repeat(np.arange(len(qids), dtype=np.int64), sizes)[positive]
     rel_doc = list(compress(chain.from_iterable(judged), positive.tolist()))
-    counts = np.bincount(rel_q, minlength=n)
-    # the ideal ranking: each query's positive grades, largest first
-    order = np.lexsort((-rel_grade, rel_q))
-    sorted_q = rel_q[order]
-    place = np.arange(len(order)) - (np.cumsum(counts) - counts)[sorted_q]
-    keep = place < depth
-    ideal = np.zeros((n, depth), dtype=np.float64)
-    ideal[sorted_q[keep], place[keep]] = rel_grade[order][keep]
-    return rel_q, rel_doc, rel_grade, ideal, counts.astype(np.float64)
+    return rel_q, rel_doc, grades[positive]
 
 
 def _place_relevant(
@@ -355,22 +620,21 @@ def _place_relevant(
     rel_doc: list[str],
     rel_grade: np.ndarray,
     depth: int,
-) -> np.ndarray:
-    """The ``(n_queries, depth)`` grade matrix from the positively graded documents' ranks.
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The positively graded documents found in the top ``depth``: query, rank, grade.
 
     A retrieved document's 0-based rank is the number of its query's documents with a higher
     score, plus those with an equal score and a larger id (trec_eval's order). ``scores`` holds
     every row's values in order, ``lengths`` the row sizes.
     """
-    grades = np.zeros((len(rows), depth), dtype=np.float64)
     found = [rows[q].get(doc_id) for q, doc_id in zip(rel_q.tolist(), rel_doc, strict=True)]
     inside_run = np.fromiter((v is not None for v in found), dtype=bool, count=len(found))
     if not inside_run.any():
-        return grades
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, empty, empty
     picked = np.flatnonzero(inside_run)
     iq = rel_q[picked]
     sv = np.array([float(found[j]) for j in picked.tolist()], dtype=np.float64)
-    item_g = rel_grade[picked].astype(np.float64)
     widest = int(lengths.max())
     if len(rows) * widest <= 2 * len(scores) + 1024:
         higher, equal = _count_padded(scores, lengths, widest, iq, sv)
@@ -382,8 +646,7 @@ def _place_relevant(
         row = rows[int(iq[j])]
         higher[j] += sum(1 for d, v in row.items() if float(v) == value and str(d) > doc)
     inside = higher < depth
-    grades[iq[inside], higher[inside]] = item_g[inside]
-    return grades
+    return iq[inside], higher[inside], rel_grade[picked][inside]
 
 
 def _count_padded(

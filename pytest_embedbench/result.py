@@ -22,7 +22,7 @@ from .cutoffs import Cutoffs
 from .datasets import RetrievalDataset
 from .exceptions import ConfigError, MetricError
 from .measure import LatencyStats, Timings
-from .metrics import METRICS, compute, grade_matrix, parse_metric
+from .metrics import METRICS, QrelArrays, compute, judge_arrays, parse_metric
 from .providers import ModelSpec, Provider
 from .resultdata import (
     CacheData,
@@ -153,7 +153,10 @@ class RetrievalResult:
         }
         judgements = [dict(dataset.qrels[qid]) for qid in self.query_ids]
         self._qrels = dict(zip(self.query_ids, judgements, strict=True))
-        self._grades = grade_matrix(list(self.rankings.values()), judgements, self.depth)
+        # the array path of the metrics: the rankings as one matrix of judged-document numbers
+        arrays = QrelArrays.from_dict(self._qrels, self.query_ids)
+        docs = arrays.rank_matrix(list(self.rankings.values()), self.depth)
+        self._judged = judge_arrays(arrays, docs, self.depth)
 
     def _set_memory(self, peak_rss_mb: float, added_rss_mb: float, start_rss_mb: float) -> None:
         """The memory figures (see the class doc)."""
@@ -206,7 +209,7 @@ class RetrievalResult:
                     f"{key}: this run retrieved only the top {self.depth}; "
                     f"evaluate with k including {metric.k} (e.g. k=(1, 5, 10, {metric.k}))"
                 )
-            self._per_query[key] = compute([key], *self._grades)[key]
+            self._per_query[key] = compute([key], self._judged)[key]
         return self._per_query[key]
 
     def metric(self, name: str) -> Estimate:

@@ -220,3 +220,107 @@ def test_a_bad_grade_is_named(grade: object) -> None:
     qrels = {"q1": {"a": 1}, "q2": {"b": 0, "c": grade}}
     with pytest.raises(metrics_module.MetricError, match=r"qrels\['q2'\]\['c'\] = .*integers >= 0"):
         score_run(qrels, {"q1": {"a": 1.0}}, ["ndcg@10"])  # type: ignore[arg-type]
+
+
+def as_arrays(
+    qrels: dict, run: dict, seed: int
+) -> tuple[metrics_module.QrelArrays, np.ndarray, np.ndarray, np.ndarray]:
+    """A dict case as arrays: the documents numbered in sorted id order (so numbers compare as
+    the ids do), rows of uneven length padded with -1, each row once shuffled (with its scores)
+    and once in trec_eval's order (score descending, then id descending)."""
+    rng = np.random.default_rng(seed)
+    ids = sorted(
+        {d for docs in run.values() for d in docs} | {d for j in qrels.values() for d in j}
+    )
+    number = {d: i for i, d in enumerate(ids)}
+    qids = list(qrels)
+    width = max([len(run.get(qid, {})) for qid in qids] + [0])
+    shuffled = np.full((len(qids), width), -1, dtype=np.int64)
+    scores = np.full((len(qids), width), np.nan)  # pads: NaN, never read
+    ranked = np.full((len(qids), width), -1, dtype=np.int64)
+    for row, qid in enumerate(qids):
+        items = list(run.get(qid, {}).items())
+        for col, j in enumerate(rng.permutation(len(items))):
+            shuffled[row, col], scores[row, col] = number[items[j][0]], items[j][1]
+        best = sorted(items, key=lambda x: (x[1], x[0]), reverse=True)
+        ranked[row, : len(best)] = [number[d] for d, _ in best]
+    flat = [(q, number[d], g) for q, qid in enumerate(qids) for d, g in qrels[qid].items()]
+    query, doc, grade = (np.array(col, dtype=np.int64) for col in zip(*flat, strict=True))
+    return metrics_module.QrelArrays(len(qids), query, doc, grade), shuffled, scores, ranked
+
+
+def array_case(seed: int) -> tuple[dict, dict]:
+    """random_case plus a judged query whose grades are all 0 (no relevant document) and
+    unjudged documents in every run."""
+    qrels, run = random_case(seed)
+    qrels["no-relevant"] = {"d000": 0, "zz-unretrieved": 0}
+    run["no-relevant"] = {"d000": 0.5, "unjudged-1": 0.5}
+    for qid in list(run)[:5]:
+        run[qid] = {**run[qid], f"unjudged-{qid}": 0.25}
+    return qrels, run
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_score_arrays_equals_pytrec_eval(seed: int) -> None:
+    # the array path, on rows in any order ranked from their scores and on rows already in
+    # trec_eval's order: ties, uneven depths, unjudged documents, queries without relevant
+    # documents or without results; bit for bit
+    qrels, run = array_case(seed)
+    expected = trec_values(qrels, run)
+    arrays, shuffled, scores, ranked = as_arrays(qrels, run, seed)
+    from_scores = metrics_module.score_arrays(arrays, shuffled, list(expected), scores=scores)
+    from_ranks = metrics_module.score_arrays(arrays, ranked, list(expected))
+    for name, per_query in expected.items():
+        want = [per_query[qid] for qid in qrels]
+        assert from_scores[name].tolist() == want, name
+        assert from_ranks[name].tolist() == want, name
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_score_arrays_in_small_chunks_equals_pytrec_eval(
+    seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the judged documents are looked up in blocks of rows; tiny blocks split every query
+    monkeypatch.setattr(metrics_module, "COMPARE_CHUNK", 1 + seed * 13)
+    qrels, run = array_case(200 + seed)
+    expected = trec_values(qrels, run)
+    arrays, shuffled, scores, ranked = as_arrays(qrels, run, seed)
+    got = metrics_module.score_arrays(arrays, shuffled, list(expected), scores=scores)
+    for name, per_query in expected.items():
+        assert got[name].tolist() == [per_query[qid] for qid in qrels], name
+
+
+def test_rank_matrix_of_ranked_ids_equals_pytrec_eval() -> None:
+    # what RetrievalResult does: ranked id lists (judged documents numbered, the rest not)
+    qrels, run = array_case(7)
+    expected = trec_values(qrels, run)
+    arrays = metrics_module.QrelArrays.from_dict(qrels)
+    rankings = [metrics_module.rank_run(run.get(qid, {})) for qid in qrels]
+    got = metrics_module.score_arrays(arrays, arrays.rank_matrix(rankings, 50), list(expected))
+    for name, per_query in expected.items():
+        assert got[name].tolist() == [per_query[qid] for qid in qrels], name
+
+
+def test_bad_arrays_are_named() -> None:
+    qrels = metrics_module.QrelArrays(2, np.array([0, 1]), np.array([3, 4]), np.array([1, 2]))
+    docs = np.array([[3, 5], [4, 6]])
+    with pytest.raises(metrics_module.MetricError, match=r"scores\[1, 0\] \(document 4\) is NaN"):
+        metrics_module.score_arrays(
+            qrels, docs, ["ndcg@10"], scores=np.array([[1.0, 0.5], [np.nan, 0.1]])
+        )
+    with pytest.raises(metrics_module.MetricError, match="row 0 lists document 3 2 times"):
+        metrics_module.score_arrays(qrels, np.array([[3, 3], [4, 6]]), ["ndcg@10"])
+    with pytest.raises(metrics_module.MetricError, match="3 rows for 2 queries"):
+        metrics_module.score_arrays(qrels, np.zeros((3, 2), dtype=int), ["ndcg@10"])
+    with pytest.raises(metrics_module.MetricError, match="row 1 has an empty place at rank 1"):
+        metrics_module.score_arrays(qrels, np.array([[3, 5], [-1, 4]]), ["ndcg@10"])
+    with pytest.raises(metrics_module.MetricError, match="2-d integer array"):
+        metrics_module.score_arrays(qrels, np.array([[0.5, 1.0], [1, 2]]), ["ndcg@10"])
+    with pytest.raises(metrics_module.MetricError, match=r"grade\[1\] = -1: must be integers >= 0"):
+        metrics_module.QrelArrays(2, np.array([0, 1]), np.array([3, 4]), np.array([1, -1]))
+    with pytest.raises(
+        metrics_module.MetricError, match=r"query\[0\] = 2: must be within \[0, 2\)"
+    ):
+        metrics_module.QrelArrays(2, np.array([2, 1]), np.array([3, 4]), np.array([1, 1]))
+    with pytest.raises(metrics_module.MetricError, match="no metric names"):
+        metrics_module.score_arrays(qrels, docs, [])

@@ -8,6 +8,8 @@ An index is named by a spec string, ``engine[:kind][(name=value, ...)]``::
     faiss:ivf(nlist=256,nprobe=8)          # "IVF256,Flat", 8 lists probed
     faiss:ivfpq(nlist=64,m=8,nbits=8)      # "IVF64,PQ8x8"
     faiss:flat                             # "Flat": exact, by FAISS alone
+    lancedb:ivf_flat(num_partitions=8)     # LanceDB, embedded (extra "lancedb")
+    chroma:hnsw(max_neighbors=32,ef_search=64)  # Chroma, embedded (extra "chroma")
 
 The vectors come from the embedding cache through the model's exact retriever
 (:class:`~pytest_embedbench.providers.dense.DenseRetriever`): a corpus is embedded once and
@@ -138,6 +140,11 @@ class IndexSpec:
             name, eq, value = part.partition("=")
             name = name.strip()
             allowed = cls_.kinds[kind]
+            if eq and name in cls_.renamed and cls_.renamed[name] in allowed:
+                raise ConfigError(
+                    f"{where}: index {raw!r}: {engine} now calls {name!r} "
+                    f"{cls_.renamed[name]!r}: give {cls_.renamed[name]}={value.strip()}"
+                )
             if not eq or name not in allowed:
                 raise ConfigError(
                     f"{where}: index {raw!r}: {part.strip()!r} is not a parameter of "
@@ -202,6 +209,8 @@ class VectorIndex(ABC):
     kinds: ClassVar[dict[str, frozenset[str]]] = {"": frozenset()}
     #: whether the same vectors, spec and seed give the same rankings
     deterministic: ClassVar[bool] = True
+    #: an older name of a parameter -> its name in ``kinds`` (the error names the new one)
+    renamed: ClassVar[dict[str, str]] = {}
 
     def __init__(self, spec: IndexSpec, *, seed: int = 0) -> None:
         self.spec = spec
@@ -479,6 +488,112 @@ class LanceIndex(VectorIndex):
         return sum(f.stat().st_size for f in Path(self._folder.name).rglob("*") if f.is_file())
 
 
+_CHROMA_HNSW = frozenset(
+    {
+        "max_neighbors",
+        "ef_construction",
+        "ef_search",
+        "num_threads",
+        "batch_size",
+        "sync_threshold",
+        "resize_factor",
+    }
+)
+
+
+@register_index
+class ChromaIndex(VectorIndex):
+    """Chroma, embedded: a ``chromadb.PersistentClient`` in a temporary folder (no server),
+    telemetry off, a collection with ``configuration={"hnsw": {"space": "ip", ...}}``.
+
+    The engine named alone takes Chroma's HNSW defaults; ``chroma:hnsw(...)`` sets the
+    parameters of Chroma's collection configuration by its own names (``max_neighbors``,
+    ``ef_construction``, ``ef_search``, ``num_threads``, ``batch_size``, ``sync_threshold``,
+    ``resize_factor``; the old metadata keys ``hnsw:M``, ``hnsw:construction_ef`` and
+    ``hnsw:search_ef`` are errors naming the new ones). Vectors go in as embeddings, so Chroma's
+    default embedding function never runs; ``space="ip"`` is Chroma's ``1 - q.v``, given back as
+    the inner product, the exact search's score. Chroma's HNSW takes no seed and builds on
+    several threads: it is not promised to be deterministic."""
+
+    name = "chroma"
+    kinds = {"": frozenset(), "hnsw": _CHROMA_HNSW}
+    renamed = {"M": "max_neighbors", "construction_ef": "ef_construction", "search_ef": "ef_search"}
+    deterministic = False
+
+    def build(self, vectors: np.ndarray, ids: Sequence[str]) -> None:
+        import tempfile
+        import weakref
+
+        try:
+            import chromadb
+            from chromadb.config import Settings
+        except ImportError:
+            raise MissingExtraError(
+                f"index {self.spec.spec!r} needs Chroma: pip install 'pytest-embedbench[chroma]'"
+            ) from None
+        x = np.ascontiguousarray(vectors, dtype=np.float32)
+        self._ids = list(ids)
+        self._folder = tempfile.TemporaryDirectory(prefix="embedbench-chroma-")
+        client: Any = chromadb.PersistentClient(
+            path=self._folder.name, settings=Settings(anonymized_telemetry=False)
+        )
+        weakref.finalize(self, _close_chroma, client, self._folder)
+        hnsw: dict[str, Any] = {"space": "ip", **dict(self.spec.params)}
+        collection: Any = client.create_collection(
+            "documents", configuration={"hnsw": hnsw}, embedding_function=None
+        )
+        batch = int(client.get_max_batch_size())
+        for start in range(0, len(x), batch):
+            collection.add(
+                ids=[str(i) for i in range(start, min(len(x), start + batch))],
+                embeddings=x[start : start + batch],
+            )
+        self._collection = collection
+        # the raw JSON: `.configuration` parses it and warns of the "legacy" embedding function
+        # that embedding_function=None records (none is ever called)
+        used = dict(collection.configuration_json.get("hnsw") or hnsw)
+        shown = ", ".join(f"{k}={used[k]}" for k in sorted(used) if k != "space")
+        self.description = f"chromadb {chromadb.__version__} collection, HNSW({shown}), space ip"
+        self.note = (
+            "Chroma's HNSW takes no seed and inserts on several threads: its graph, and so its "
+            "rankings, may differ between runs"
+        )
+
+    def search(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        q = np.atleast_2d(np.asarray(queries, dtype=np.float32))
+        positions = np.full((len(q), k), -1, dtype=np.int64)
+        scores = np.full((len(q), k), -np.inf, dtype=np.float64)
+        depth = min(k, len(self._ids))
+        if depth == 0 or len(q) == 0:
+            return positions, scores
+        found = self._collection.query(query_embeddings=q, n_results=depth, include=["distances"])
+        for row, (labels, distances) in enumerate(
+            zip(found["ids"], found["distances"], strict=True)
+        ):
+            # Chroma's ip distance is 1 - q.v; ties ordered by the project's rule, id descending
+            pairs = zip(labels, distances, strict=True)
+            hits = sorted(
+                ((1.0 - float(d), self._ids[int(p)], int(p)) for p, d in pairs), reverse=True
+            )
+            for col, (score, _, pos) in enumerate(hits[:k]):
+                positions[row, col], scores[row, col] = pos, score
+        return positions, scores
+
+    @property
+    def nbytes(self) -> int | None:
+        from pathlib import Path
+
+        return sum(f.stat().st_size for f in Path(self._folder.name).rglob("*") if f.is_file())
+
+
+def _close_chroma(client: Any, folder: Any) -> None:
+    """Stop the Chroma client's system (its files closed), then remove its folder."""
+    try:
+        client.close()
+    finally:
+        folder.cleanup()
+
+
 # -- a run through an index -----------------------------------------------------------------
 
 
@@ -502,11 +617,15 @@ class IndexedRetriever(Retriever):
         #: the last :meth:`search_many`'s query vectors and the index's positions for them
         self.query_vectors: np.ndarray | None = None
         self.positions: np.ndarray | None = None
+        #: query text -> its vector as :meth:`encode` gave it (a chunked run searches query by
+        #: query; its figures are measured on these same vectors)
+        self.encoded: dict[str, np.ndarray] = {}
 
     def encode(self, text: str) -> Any:
         t0 = time.perf_counter()
         vector = self.inner.provider.embed([text], kind="query")
         self.query_embedding_s += time.perf_counter() - t0
+        self.encoded[text] = vector
         return vector
 
     def search(self, text: str, k: int) -> tuple[list[str], list[float]]:

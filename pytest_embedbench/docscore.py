@@ -186,8 +186,17 @@ class PooledRetriever(Retriever):
         """The top-k documents, their scores and the id of each one's winning chunk."""
         embed_before = self.inner.query_embedding_s
         t0 = time.perf_counter()
-        depth = first_depth(k, self.n_chunks, len(self.ids))
         query = self.inner.encode(text)  # once, however deep the search goes
+        out = self.search_pooled_encoded(query, k)
+        inner_embed = self.inner.query_embedding_s - embed_before
+        self.query_embedding_s += inner_embed
+        # everything but the inner retriever's query embedding: its searches and the pooling
+        self.search_s += time.perf_counter() - t0 - inner_embed
+        return out
+
+    def search_pooled_encoded(self, query: Any, k: int) -> tuple[list[str], list[float], list[str]]:
+        """:meth:`search_pooled` of a query vector already encoded (untimed)."""
+        depth = first_depth(k, self.n_chunks, len(self.ids))
         while True:
             chunk_ids, scores = self.inner.search_encoded(query, depth)
             out = pool(chunk_ids, scores, self.doc_of, k)
@@ -196,8 +205,4 @@ class PooledRetriever(Retriever):
                 break
             depth = min(self.n_chunks, depth * 2)
         self.depths.append(depth)
-        inner_embed = self.inner.query_embedding_s - embed_before
-        self.query_embedding_s += inner_embed
-        # everything but the inner retriever's query embedding: its searches and the pooling
-        self.search_s += time.perf_counter() - t0 - inner_embed
         return out

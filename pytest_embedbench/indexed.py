@@ -6,20 +6,32 @@ Usage::
     result = evaluate_indexed(Evaluator(), ModelSpec("hf:..."), ds, IndexSpec.parse(
         "faiss:hnsw(M=32,efSearch=64)", "here"), k=(1, 10))
     result.neighbour_recall(10), result.delta_vs_exact("ndcg@10"), result.index.qps
+
+A chunked dataset indexes its chunk vectors: the index answers in chunks and
+:class:`~pytest_embedbench.docscore.PooledRetriever` ranks documents by their best chunk, as in
+the run without an index. Neighbour recall counts chunks, the items the index holds (the
+ann-benchmarks measure: the index's top k chunks against exact search's top k chunks of the
+same query vector); the metrics and their delta against exact count documents, pooled the same
+way from exact search's chunks.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from .ann import IndexedRetriever, IndexSpec, measure_index
+import numpy as np
+
+from .ann import IndexedRetriever, IndexRun, IndexSpec, measure_index
 from .exceptions import ConfigError
 
 if TYPE_CHECKING:
     from .datasets import RetrievalDataset
+    from .docscore import PooledRetriever
     from .evaluate import Evaluator
     from .providers.spec import ModelSpec
     from .result import RetrievalResult
+    from .types import Query
 
 __all__ = ["evaluate_indexed"]
 
@@ -32,29 +44,58 @@ def evaluate_indexed(
     *,
     k: tuple[int, ...],
 ) -> RetrievalResult:
-    """``model`` on ``dataset`` with its queries answered through ``index``: the corpus
-    vectors from the embedding cache (embedded once for every index of the model), the index
-    built over them, the run scored as any other, and the index's figures attached
+    """``model`` on ``dataset`` with its queries answered through ``index``: the corpus (or
+    chunk) vectors from the embedding cache (embedded once for every index of the model), the
+    index built over them, the run scored as any other, and the index's figures attached
     (:meth:`~pytest_embedbench.result.RetrievalResult.attach_index`)."""
+    from .docscore import PooledRetriever
     from .providers.dense import DenseRetriever
     from .providers.retriever import BuildStats
 
     provider = evaluator.provider(model)
-    if dataset.chunking is not None:
-        raise ConfigError(
-            f"index {index.spec!r}: a chunked dataset ({dataset.name!r}) is not indexed yet; "
-            "drop chunking or indexes= for this test"
-        )
     stats = BuildStats()
-    inner = evaluator.build_retriever(provider, dataset, stats=stats)
+    built = evaluator.build_retriever(provider, dataset, stats=stats)
+    pooled = built if isinstance(built, PooledRetriever) else None
+    inner = pooled.inner if pooled is not None else built
     if not isinstance(inner, DenseRetriever):
         raise ConfigError(
             f"index {index.spec!r}: model {model.short_name!r} has no vectors to index"
         )
-    retriever = IndexedRetriever(inner, index, seed=evaluator.seed)
+    indexed = IndexedRetriever(inner, index, seed=evaluator.seed)
+    retriever = (
+        PooledRetriever(indexed, list(pooled.chunks.values())) if pooled is not None else indexed
+    )
     result = evaluator.evaluate(model, dataset, k=k, retriever=retriever)
     result.timings.document_embedding_s = stats.document_embedding_s
-    result.timings.index_build_s = retriever.build_s
-    run = measure_index(retriever, [q.id for q in dataset.queries], result.k)
+    result.timings.index_build_s = indexed.build_s
+    if pooled is None:
+        run = measure_index(indexed, [q.id for q in dataset.queries], result.k)
+    else:
+        run = _measure_pooled(indexed, pooled, dataset.queries, result.k)
     result.attach_index(run, dataset)
     return result
+
+
+def _measure_pooled(
+    indexed: IndexedRetriever,
+    exact: PooledRetriever,
+    queries: Sequence[Query],
+    ks: Sequence[int],
+) -> IndexRun:
+    """An index over chunks measured on the query vectors the scored pass encoded: neighbour
+    recall and latency on chunks (:func:`measure_index` at the depth ``max(ks)``), and exact
+    search's document rankings for the delta, pooled from its chunks as the run without an
+    index pools them (``exact``: the exact chunk retriever's own pooling)."""
+    depth = max(ks)
+    if queries:
+        vectors = np.vstack([np.atleast_2d(indexed.encoded[q.text]) for q in queries])
+        indexed.query_vectors = vectors
+        indexed.positions = indexed.index.search(vectors, depth)[0]
+    run = measure_index(indexed, [q.id for q in queries], ks)
+    run.exact_rankings, run.exact_scores = [], []
+    if queries:
+        for vector in vectors:
+            ids, scores, _ = exact.search_pooled_encoded(vector[None, :], depth)
+            run.exact_rankings.append(ids)
+            run.exact_scores.append(scores)
+    return run

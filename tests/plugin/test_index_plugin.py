@@ -8,6 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.index_engines import require_engine
+
+from .conftest import CONFTEST as CONFTEST_TEXT
+
 pytest.importorskip("faiss", reason="the index axis's FAISS engine needs faiss-cpu")
 
 SUPPORT = Path(__file__).resolve().parents[2] / "examples" / "support"
@@ -163,7 +167,7 @@ def test_index_thresholds_and_typos(project: pytest.Pytester) -> None:
 
 
 def test_lancedb_through_pytest(project: pytest.Pytester) -> None:
-    pytest.importorskip("lancedb", reason="LanceDB is an optional engine: pip install lancedb")
+    require_engine("lancedb", "lancedb")
     project.makepyfile(
         test_lance=f"""
         import pytest
@@ -191,3 +195,145 @@ def test_lancedb_through_pytest(project: pytest.Pytester) -> None:
     result.stdout.fnmatch_lines(
         ["*h*lancedb:ivf_flat(num_partitions=8,nprobes=1)*not deterministic*"]
     )
+
+
+#: a conftest line that records every Python-level attempt to reach a network address other
+#: than this machine (connect, sendto, a name lookup) into net.log, through an audit hook (the
+#: run is a subprocess: an audit hook cannot be removed)
+NET_AUDIT = """
+import sys
+
+def _audit(event, args):
+    if event in ("socket.connect", "socket.sendto", "socket.getaddrinfo"):
+        where = args[1] if event != "socket.getaddrinfo" else args
+        text = repr(where)
+        if not any(local in text for local in ("127.0.0.1", "localhost", "'::1'", "/")):
+            with open("net.log", "a") as log:
+                log.write(f"{event} {text}\\n")
+
+sys.addaudithook(_audit)
+"""
+
+
+def test_chroma_through_pytest(project: pytest.Pytester) -> None:
+    require_engine("chromadb", "chroma")
+    project.makeconftest(CONFTEST_TEXT + NET_AUDIT)
+    project.makepyfile(
+        test_chroma=f"""
+        import pytest
+
+        @pytest.mark.embedbench(
+            dataset={str(SUPPORT)!r},
+            models=["hashing:h"],
+            k=[10],
+            indexes=["chroma", "chroma:hnsw(max_neighbors=4,ef_construction=4,ef_search=1)"],
+        )
+        def test_chroma(retrieval):
+            run = retrieval.index
+            recall = retrieval.neighbour_recall(10)
+            assert not run.deterministic and "takes no seed" in run.note
+            assert run.description.startswith("chromadb ") and "space ip" in run.description
+            assert run.nbytes > 0 and run.build_s > 0 and run.qps > 0
+            # scores on exact search's scale: the inner product, to float32's precision
+            for qid, ids in retrieval.rankings.items():
+                exact = dict(zip(retrieval.exact.rankings[qid], retrieval.exact.scores[qid]))
+                for did, score in zip(ids, retrieval.scores[qid]):
+                    if did in exact:
+                        assert score == pytest.approx(exact[did], abs=1e-5)
+            if run.spec.kind == "":  # Chroma's defaults (ef_search 100) on 59 documents
+                assert "ef_search=100" in run.description
+                assert recall >= 0.9
+            else:  # four neighbours a node, one candidate searched
+                assert "ef_search=1" in run.description and "max_neighbors=4" in run.description
+                assert recall < 1.0 and recall.low <= recall <= recall.high
+        """
+    )
+    result = project.runpytest_subprocess("-p", "no:randomly", "--embedbench-json=out.json")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["*h*chroma:hnsw(max_neighbors=4,*not deterministic*"])
+    report = json.loads((project.path / "out.json").read_text())
+    figures = {t["result"]["index"]["spec"]: t["result"]["index"] for t in report["tests"]}
+    assert sorted(figures) == [
+        "chroma",
+        "chroma:hnsw(max_neighbors=4,ef_construction=4,ef_search=1)",
+    ]
+    assert all(f["deterministic"] is False for f in figures.values())
+    # telemetry off, vectors passed as embeddings: nothing tried to reach the network
+    assert not (project.path / "net.log").exists(), (project.path / "net.log").read_text()
+
+
+def test_chroma_without_its_package_names_the_extra(project: pytest.Pytester) -> None:
+    # chromadb hidden: None in sys.modules makes `import chromadb` raise ImportError
+    project.makeconftest(CONFTEST_TEXT + "\nsys.modules['chromadb'] = None\n")
+    project.makepyfile(
+        test_chroma="""
+        import pytest
+
+        @pytest.mark.embedbench(dataset="tiny", models=["hashing:h"], indexes=["exact", "chroma"])
+        def test_chroma(retrieval):
+            pass
+        """
+    )
+    result = project.runpytest_subprocess("-p", "no:randomly")
+    result.assert_outcomes(passed=1, errors=1)  # the exact index runs; chroma's setup fails
+    result.stdout.fnmatch_lines(
+        ["*index 'chroma' needs Chroma: pip install 'pytest-embedbench[[]chroma]'*"]
+    )
+
+
+def test_old_chroma_parameter_names_are_errors_naming_the_new(project: pytest.Pytester) -> None:
+    project.makepyfile(
+        test_typo="""
+        import pytest
+
+        @pytest.mark.embedbench(
+            dataset="tiny", models=["hashing:h"], indexes=["chroma:hnsw(search_ef=8)"]
+        )
+        def test_typo(retrieval):
+            pass
+        """
+    )
+    result = project.runpytest("-p", "no:randomly")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*chroma now calls 'search_ef' 'ef_search': give ef_search=8*"])
+
+
+CHUNKED = f"""
+import pytest
+
+CHUNKING = {{"strategy": "recursive", "size": 160, "overlap": 20, "unit": "chars"}}
+
+
+@pytest.mark.embedbench(dataset={str(SUPPORT)!r}, models=["hashing:h"], k=[1, 5, 10],
+                        chunking=CHUNKING)
+def test_plain(retrieval):
+    assert len(retrieval.chunks) > 2 * 59  # the 59 documents, chunked
+
+
+@pytest.mark.embedbench(dataset={str(SUPPORT)!r}, models=["hashing:h"], k=[1, 5, 10],
+                        chunking=CHUNKING, indexes=["exact", "faiss:hnsw(M=4,efSearch=1)"])
+def test_indexed(retrieval):
+    recall = retrieval.neighbour_recall(10)
+    assert retrieval.winning_chunks is not None  # documents ranked by their best chunk
+    if retrieval.index.spec.is_exact:
+        assert recall == 1.0 and float(retrieval.delta_vs_exact("ndcg@10")) == 0.0
+    else:  # recall counts chunks, the items the index holds
+        assert recall < 1.0
+"""
+
+
+def test_a_chunked_dataset_through_indexes(project: pytest.Pytester) -> None:
+    project.makepyfile(test_chunked=CHUNKED)
+    result = project.runpytest("-p", "no:randomly", "--embedbench-json=out.json")
+    result.assert_outcomes(passed=3)
+    report = json.loads((project.path / "out.json").read_text())
+    by_id = {t["nodeid"].partition("::")[2]: t["result"] for t in report["tests"]}
+    plain = by_id["test_plain[h]"]
+    exact = by_id["test_indexed[h-exact]"]
+    weak = by_id["test_indexed[h-faiss:hnsw(M=4,efSearch=1)]"]
+    # exact search through the index axis is the plain chunked run, metric for metric
+    assert exact["metrics"] == plain["metrics"]
+    assert exact["winning_chunks"] == plain["winning_chunks"]
+    assert exact["index"]["neighbour_recall"]["neighbour_recall@10"]["value"] == 1.0
+    assert weak["index"]["neighbour_recall"]["neighbour_recall@10"]["value"] < 1.0
+    assert weak["chunking"] == plain["chunking"]

@@ -10,6 +10,7 @@ import pytest
 from pytest_embedbench.ann import IndexSpec, create_index, neighbour_recall, parse_indexes
 from pytest_embedbench.config import load_config
 from pytest_embedbench.exceptions import ConfigError
+from tests.index_engines import require_engine
 
 
 def test_spec_is_canonical_and_typed() -> None:
@@ -116,3 +117,47 @@ def test_an_index_under_a_memory_budget_equals_one_without(tmp_path: Path) -> No
         result = evaluate_indexed(ev, spec, ds, index, k=(10,))
         found.append((result.rankings, float(result.neighbour_recall(10))))
     assert found[0] == found[1]
+
+
+def test_chroma_specs_take_chromas_configuration_names() -> None:
+    spec = IndexSpec.parse("chroma:hnsw(max_neighbors=32,ef_construction=100,ef_search=64)", "w")
+    assert spec.spec == "chroma:hnsw(max_neighbors=32,ef_construction=100,ef_search=64)"
+    assert IndexSpec.parse("chroma", "w").params == ()
+    with pytest.raises(ConfigError, match="chroma now calls 'M' 'max_neighbors'"):
+        IndexSpec.parse("chroma:hnsw(M=32)", "w")
+    with pytest.raises(ConfigError, match="did you mean 'ef_search'"):
+        IndexSpec.parse("chroma:hnsw(ef_serch=4)", "w")
+
+
+def test_chroma_scores_are_inner_products_ranked_by_the_tie_rule() -> None:
+    require_engine("chromadb", "chroma")
+    docs, queries, ids = _vectors(n=600)
+    index = create_index(IndexSpec.parse("chroma:hnsw(ef_search=600)", "here"))
+    index.build(docs, ids)
+    positions, scores = index.search(queries, 10)
+    exact = queries.astype(np.float64) @ docs.T.astype(np.float64)
+    for row, found, got in zip(exact, positions, scores, strict=True):
+        np.testing.assert_allclose(got, row[found], atol=1e-5)  # 1 - Chroma's ip distance
+        assert list(got) == sorted(got, reverse=True)
+    assert not index.deterministic and "takes no seed" in index.note
+    assert index.nbytes is not None and index.nbytes > 0
+    # more than the corpus asked for: every document, then -1 / -inf padding
+    many, many_scores = index.search(queries[:1], 700)
+    assert (many[0, :600] >= 0).all() and (many[0, 600:] == -1).all()
+    assert np.isneginf(many_scores[0, 600:]).all()
+    # equal vectors tie: document id descending, the exact search's rule
+    twins = create_index(IndexSpec.parse("chroma", "here"))
+    twins.build(np.repeat(docs[:1], 3, axis=0), ["b", "c", "a"])
+    assert twins.search(docs[:1], 3)[0].tolist() == [[1, 0, 2]]
+
+
+def test_chroma_batches_within_its_limit() -> None:
+    require_engine("chromadb", "chroma")
+    import chromadb
+    from chromadb.config import Settings
+
+    limit = chromadb.EphemeralClient(Settings(anonymized_telemetry=False)).get_max_batch_size()
+    docs, queries, ids = _vectors(n=limit + 7, dim=8)
+    index = create_index(IndexSpec.parse("chroma", "here"))
+    index.build(docs, ids)  # one add() of `limit` vectors would refuse limit + 7
+    assert index.search(queries, limit + 7)[0].min() >= 0

@@ -1,0 +1,26 @@
+"""The optional index engines (LanceDB, Chroma) in tests: skipped when their package is not
+installed, except under EMBEDBENCH_REQUIRE_INDEX_ENGINES=1 (.ci/run installs the extras and sets
+it), where a missing engine fails the test instead of hiding it."""
+
+from __future__ import annotations
+
+import importlib
+import os
+
+import pytest
+
+
+def require_engine(module: str, extra: str) -> None:
+    """Skip without ``module`` (the engine's package), or fail when the environment requires the
+    engines; the message names the extra that installs it."""
+    if os.environ.get("EMBEDBENCH_REQUIRE_INDEX_ENGINES") == "1":
+        try:
+            importlib.import_module(module)
+        except ImportError as exc:
+            pytest.fail(
+                f"EMBEDBENCH_REQUIRE_INDEX_ENGINES=1 but {module} cannot be imported ({exc}): "
+                f"pip install 'pytest-embedbench[{extra}]'"
+            )
+    pytest.importorskip(
+        module, reason=f"an optional engine: pip install 'pytest-embedbench[{extra}]'"
+    )

@@ -358,7 +358,7 @@ def test_search(retrieval, n):
 @pytest.mark.parametrize(
     "dist",
     [
-        pytest.param([], id="default-loadgroup"),
+        pytest.param([], id="default-loadgroup", marks=pytest.mark.slow),
         pytest.param(["--dist", "load"], id="load", marks=pytest.mark.slow),
     ],
 )
@@ -566,6 +566,7 @@ def test_csv_cells_a_spreadsheet_would_run_are_neutralised(project: pytest.Pytes
     assert report["tests"][0]["model"] == "=cmd"
 
 
+@pytest.mark.slow  # a serial and an xdist run of the same project
 def test_the_json_report_keeps_embedbench_yaml_under_xdist_as_serially(
     project: pytest.Pytester,
 ) -> None:

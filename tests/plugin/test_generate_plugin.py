@@ -122,6 +122,7 @@ def test_a_configured_name_never_writes_outside_the_config_folder(
     assert not chat.chat_requests  # refused before a question was asked
 
 
+@pytest.mark.slow  # about 30 s: two xdist workers and a chat server
 def test_a_set_generated_on_an_xdist_worker_is_said_by_the_controller(
     project: pytest.Pytester, chat: OllamaChatServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:

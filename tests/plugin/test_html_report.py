@@ -320,6 +320,7 @@ _LABEL_PROBLEMS = """() => {
 }"""
 
 
+@pytest.mark.slow  # every section in Chromium; the fast suite renders the page offline
 def test_the_full_report_holds_its_layout_in_chromium(
     pytester: pytest.Pytester, tmp_path: Path
 ) -> None:

@@ -336,7 +336,13 @@ def workers_of(out: str) -> dict[str, set[str]]:
     return found
 
 
-@pytest.mark.parametrize("dist", [[], ["--dist", "loadgroup"]], ids=["default", "explicit"])
+@pytest.mark.parametrize(
+    "dist",
+    [
+        pytest.param([], id="default"),
+        pytest.param(["--dist", "loadgroup"], id="explicit", marks=pytest.mark.slow),
+    ],
+)
 def test_xdist_runs_a_models_tests_on_one_worker(project: pytest.Pytester, dist: list[str]) -> None:
     project.makepyfile(test_grouped=GROUPED)
     result = project.runpytest("-n", "2", "-v", *dist)
@@ -348,6 +354,7 @@ def test_xdist_runs_a_models_tests_on_one_worker(project: pytest.Pytester, dist:
     assert "@h" not in result.stdout.str() and "@mine" not in result.stdout.str()
 
 
+@pytest.mark.slow  # an xdist run; the fast suite runs the grouped one
 def test_xdist_without_the_groups_file_warns_and_runs(
     project: pytest.Pytester, tmp_path: Path
 ) -> None:
@@ -368,7 +375,10 @@ def test_xdist_without_the_groups_file_warns_and_runs(
     assert (tmp_path / "elsewhere").is_dir()  # the worker did write, elsewhere
 
 
-@pytest.mark.parametrize("user_choice", [None, "2"], ids=["default", "user-set"])
+@pytest.mark.parametrize(
+    "user_choice",
+    [pytest.param(None, id="default"), pytest.param("2", id="user-set", marks=pytest.mark.slow)],
+)
 def test_xdist_workers_share_the_cores(
     project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, user_choice: str | None
 ) -> None:
@@ -567,7 +577,7 @@ def test_quiet_keeps_a_shorter_table(project: pytest.Pytester, mode: list[str]) 
     [
         pytest.param([], True, id="default"),
         pytest.param(["-v"], True, id="v", marks=pytest.mark.slow),
-        pytest.param(["-q"], False, id="q"),
+        pytest.param(["-q"], False, id="q", marks=pytest.mark.slow),
         pytest.param(["-n", "2"], False, id="n2", marks=pytest.mark.slow),
     ],
 )

@@ -69,6 +69,7 @@ def test_ray_vectors_equal_in_process_and_a_second_run_embeds_nothing(
     assert again.embedded == 0 and again.cached == len(TEXTS)
 
 
+@pytest.mark.slow  # a Ray cluster of its own
 def test_a_provider_error_in_a_worker_surfaces_with_its_message(
     ray_cluster: Any, tmp_path: Path
 ) -> None:
@@ -77,6 +78,7 @@ def test_a_provider_error_in_a_worker_surfaces_with_its_message(
         embed_documents(provider, TEXTS, EmbeddingCache(tmp_path), RaySettings(address="local"))
 
 
+@pytest.mark.slow  # a Ray cluster of its own
 def test_a_killed_worker_is_restarted_and_the_run_completes(
     ray_cluster: Any, tmp_path: Path
 ) -> None:
@@ -219,6 +221,7 @@ def test_on_a_cluster_such_a_worker_is_a_warning(ray_cluster: Any) -> None:
         _check_fits(ray_cluster, RaySettings(address="auto"))
 
 
+@pytest.mark.slow  # a Ray cluster of its own
 def test_the_driver_hands_ray_one_window_of_texts_at_a_time(
     ray_cluster: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -433,10 +433,9 @@ class EmbeddingCache:
         ``unit_norm``. A damaged vector counts as missing, so the caller embeds it again and
         :meth:`put_many` overwrites it; one warning gives the count, the namespace and the file.
         """
-        unique, rows, matrix = self._read(namespace, keys, dim, unit_norm)
-        found = {unique[i]: matrix[r] for i, r in enumerate(rows.tolist()) if r >= 0}
-        missing = [i for i, key in enumerate(keys) if key not in found]
-        return found, missing
+        matrix, found = self._read(namespace, keys, dim, unit_norm)
+        vectors = {keys[i]: matrix[i] for i in np.flatnonzero(found).tolist()}
+        return vectors, np.flatnonzero(~found).tolist()
 
     def get_matrix(
         self,
@@ -448,38 +447,30 @@ class EmbeddingCache:
     ) -> tuple[np.ndarray, list[int]]:
         """As :meth:`get_many`, as one ``(len(keys), dim)`` float32 matrix in the order of
         ``keys`` (rows of missing keys are zero) and the indices of the missing keys."""
-        unique, rows, matrix = self._read(namespace, keys, dim, unit_norm)
-        if len(unique) != len(keys):  # repeated keys: each takes its first copy's row
-            place = {key: i for i, key in enumerate(unique)}
-            rows = rows[np.fromiter((place[k] for k in keys), dtype=np.int64, count=len(keys))]
-        hit = rows >= 0
-        if hit.all() and np.array_equal(rows, np.arange(len(rows))):
-            return matrix, []
-        out = np.zeros((len(keys), dim), dtype=np.float32)
-        out[hit] = matrix[rows[hit]]
-        return out, np.flatnonzero(~hit).tolist()
+        matrix, found = self._read(namespace, keys, dim, unit_norm)
+        return matrix, np.flatnonzero(~found).tolist()
 
     def _read(
         self, namespace: str, keys: Sequence[bytes], dim: int | None, unit_norm: bool
-    ) -> tuple[list[bytes], np.ndarray, np.ndarray]:
-        """The distinct ``keys``, for each the row of its sound stored vector in the returned
-        matrix (-1: not stored, or damaged), and that matrix."""
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """A ``(len(keys), dim)`` matrix of the stored vectors in the order of ``keys`` (a
+        repeated key in each of its rows) and which rows hold a sound one (the others are
+        zero: not stored, or damaged)."""
         conn = self._conn()
-        unique = list(dict.fromkeys(keys))
-        found: dict[str, object] = {}
+        located: list[_Located] = []
 
         def read() -> None:
-            found.clear()
+            located.clear()
             conn.execute("BEGIN")  # type: ignore[union-attr]  # one snapshot for both steps
             try:
                 nsid = _namespace_id(conn, namespace, create=False)  # type: ignore[arg-type]
                 if nsid is not None:
-                    found.update(_locate(conn, nsid, unique))  # type: ignore[arg-type]
+                    located.append(_locate(conn, nsid, keys))  # type: ignore[arg-type]
             finally:
                 if conn.in_transaction:  # type: ignore[union-attr]
                     conn.execute("COMMIT")  # type: ignore[union-attr]
 
-        if conn is not None and unique:
+        if conn is not None and len(keys):
             try:
                 _retry_busy(read)
             except _Busy as busy:
@@ -487,93 +478,94 @@ class EmbeddingCache:
                     f"embedding cache {str(self.path)!r} could not be read: "
                     f"{self._reason(busy.exc, 'reading it')}; its vectors are embedded again"
                 )
-                found.clear()
+                located.clear()
             except sqlite3.Error as exc:
-                found.clear()
+                located.clear()
                 if self._corrupt(conn, exc):
                     self._recover(str(exc))
                 else:
                     self._turn_off(self._reason(exc, "reading it"))
-        if not found:
-            return unique, np.full(len(unique), -1, dtype=np.int64), _empty(dim)
-        rows, matrix = self._checked(namespace, found, dim, unit_norm)  # type: ignore[arg-type]
-        return unique, rows, matrix
+        if not located:
+            return _empty(len(keys), dim), np.zeros(len(keys), dtype=bool)
+        return self._checked(namespace, located[0], dim, unit_norm)
 
     def _checked(
-        self,
-        namespace: str,
-        found: dict,
-        dim: int | None,
-        unit_norm: bool,
+        self, namespace: str, loc: _Located, dim: int | None, unit_norm: bool
     ) -> tuple[np.ndarray, np.ndarray]:
-        """Check the located vectors in bulk: per batch its byte length and dimension, per
-        vector finite values and the norm; one warning counts the damaged ones by fault.
-        Returns each key's row in the matrix of the sound ones (-1 for the others)."""
-        batches: list[tuple[int, int, bytes]] = found["batches"]
-        which: np.ndarray = found["which"]
-        slot: np.ndarray = found["slot"]
-        rows = np.full(len(which), -1, dtype=np.int64)
-        bdims = np.array([b[0] for b in batches], dtype=np.int64)
-        counts = np.array([b[1] for b in batches], dtype=np.int64)
-        sizes = np.array([len(b[2]) for b in batches], dtype=np.int64)
-        whole = (bdims > 0) & (sizes == 4 * bdims * counts)
+        """The located vectors copied into one matrix in key order and checked in bulk: per
+        batch its byte length and dimension, per vector finite values and the norm; one warning
+        counts the damaged ones (each distinct key once) by fault."""
+        which, slot = loc.which, loc.slot
+        n = len(which)
+        sizes = np.array([len(data) for data in loc.blobs], dtype=np.int64)
+        whole = (loc.dims > 0) & (sizes == 4 * loc.dims * loc.counts)
         stored = which >= 0
         if not stored.any():
-            return rows, _empty(dim)
+            return _empty(n, dim), stored
+        b = np.where(stored, which, 0)
+        broken = stored & (~whole[b] | (slot >= loc.counts[b]))
         if dim is None:  # the provider learns its dimension from its first answer
-            dims = set(bdims[np.unique(which[stored])][whole[np.unique(which[stored])]].tolist())
+            dims = set(loc.dims[np.unique(which[stored & ~broken])].tolist())
             if len(dims) > 1:
                 # the batches disagree and nothing says which dimension is the model's:
                 # guessing (the most rows) fails the run with the model blamed when the
                 # damaged rows are the most, so none is used and the model's answers replace
                 # them all
                 self._warn(
-                    f"embedding cache {str(self.path)!r}: the {int(stored.sum())} vector(s) "
-                    f"found in namespace {namespace!r} have {len(dims)} dimensions "
+                    f"embedding cache {str(self.path)!r}: the {_distinct(stored, which, slot)} "
+                    f"vector(s) found in namespace {namespace!r} have {len(dims)} dimensions "
                     f"({', '.join(map(str, sorted(dims)))}) and the model has not told its own "
                     "yet; none is used: they are embedded again and overwritten"
                 )
-                return rows, _empty(None)
+                return _empty(n, None), np.zeros(n, dtype=bool)
             dim = dims.pop() if dims else 0
         faults: dict[str, int] = {}
-        b = np.where(stored, which, 0)
-        broken = stored & (~whole[b] | (slot >= counts[b]))
-        other = stored & ~broken & (bdims[b] != dim)
+        other = stored & ~broken & (loc.dims[b] != dim)
         if broken.any():
-            faults["a byte length that does not match its dimension"] = int(broken.sum())
+            faults["a byte length that does not match its dimension"] = _distinct(
+                broken, which, slot
+            )
         if other.any():
-            faults[f"a dimension other than {dim}"] = int(other.sum())
-        ok = np.flatnonzero(stored & ~broken & ~other)
-        matrix = _gather(batches, which[ok], slot[ok], dim)
+            faults[f"a dimension other than {dim}"] = _distinct(other, which, slot)
+        ok = stored & ~broken & ~other
+        matrix = np.zeros((n, dim), dtype=np.float32)
+        everything = bool(ok.all())
+        if everything and loc.in_order:  # the stored order: the blobs end to end, one copy
+            np.concatenate(
+                [np.frombuffer(data, dtype=np.float32) for data in loc.blobs],
+                out=matrix.reshape(-1),
+            )
+        elif ok.any():
+            _gather(loc, ok, everything, matrix)
         # squared norms in float32 (a relative error near 1e-7, far inside NORM_TOLERANCE):
         # a NaN or infinite value makes them non-finite, and only those rows are looked at
         squares = np.einsum("ij,ij->i", matrix, matrix)
-        good = np.ones(len(matrix), dtype=bool)
-        odd = np.flatnonzero(~np.isfinite(squares))
+        good = ok.copy()
+        odd = np.flatnonzero(ok & ~np.isfinite(squares))
         if len(odd):
             good[odd] = np.isfinite(matrix[odd]).all(axis=1)
-        if not good.all():
-            faults["NaN or infinite values"] = int((~good).sum())
+        if not good[ok].all():
+            faults["NaN or infinite values"] = _distinct(ok & ~good, which, slot)
         if unit_norm and good.any():
             off = good & ~(
                 np.abs(np.sqrt(squares, where=good, out=np.ones_like(squares)) - 1.0)
                 <= NORM_TOLERANCE
             )
             if off.any():
-                faults["a norm other than 1 (the namespace normalises)"] = int(off.sum())
+                faults["a norm other than 1 (the namespace normalises)"] = _distinct(
+                    off, which, slot
+                )
                 good &= ~off
-        if not good.all():
-            ok, matrix = ok[good], matrix[good]
-        rows[ok] = np.arange(len(ok))
         if faults:
+            matrix[ok & ~good] = 0.0  # a damaged vector reads as missing: a zero row
             total = sum(faults.values())
-            detail = ", ".join(f"{n} with {what}" for what, n in sorted(faults.items()))
+            detail = ", ".join(f"{k} with {what}" for what, k in sorted(faults.items()))
             self._warn(
                 f"embedding cache {str(self.path)!r}: {total} damaged vector(s) in namespace "
                 f"{namespace!r} ({detail}) were dropped; they are embedded again and "
                 "overwritten"
             )
-        return rows, matrix
+        return matrix, good
 
     def put_many(self, namespace: str, keys: Sequence[bytes], vectors: np.ndarray) -> None:
         """Store ``vectors[i]`` under ``keys[i]`` in one transaction, as one batch.
@@ -672,6 +664,20 @@ def _namespace_id(conn: sqlite3.Connection, name: str, *, create: bool) -> int |
     return int(conn.execute("INSERT INTO namespaces (name) VALUES (?)", (name,)).lastrowid)
 
 
+@dataclass
+class _Located:
+    """Where the asked keys are stored: the batches read (their dimension, vector count and
+    data) and, per asked key, the index of its batch there (``which``, -1 when not stored) and
+    its ``slot``; ``in_order`` when the keys are exactly those batches' keys end to end."""
+
+    dims: np.ndarray
+    counts: np.ndarray
+    blobs: list[bytes]
+    which: np.ndarray
+    slot: np.ndarray
+    in_order: bool = False
+
+
 def _lookup(conn: sqlite3.Connection, nsid: int, keys: Sequence[bytes]) -> dict:
     """``{key: (batch, slot)}`` of the stored ``keys``, looked up :data:`_CHUNK` at a time."""
     out: dict[bytes, tuple[int, int]] = {}
@@ -686,91 +692,160 @@ def _lookup(conn: sqlite3.Connection, nsid: int, keys: Sequence[bytes]) -> dict:
     return out
 
 
-def _locate(conn: sqlite3.Connection, nsid: int, keys: list[bytes]) -> dict:
-    """Where the stored ``keys`` are: ``batches`` (dim, count, data) read, and per key the
-    index of its batch there (``which``, -1 when not stored) and its ``slot``. When the keys are
-    many and a large share of the namespace, one pass over the namespace's batches (their key
-    lists and data) in place of a B-tree search per key; the newest batch holding a key wins,
-    as its entry says."""
+def _locate(conn: sqlite3.Connection, nsid: int, keys: Sequence[bytes]) -> _Located:
+    """Where the stored ``keys`` are, and the data of the batches holding them. When the keys
+    are many and a large share of the namespace, one pass over the namespace's key lists in
+    place of a B-tree search per key; the newest batch holding a key wins, as its entry
+    says."""
     if len(keys) >= SCAN_MIN and set(map(len, keys)) == {_KEY_BYTES}:
         (size,) = conn.execute("SELECT size FROM namespaces WHERE id = ?", (nsid,)).fetchone()
         if len(keys) >= SCAN_SHARE * size:
             return _scan(conn, nsid, keys)
-    located = _lookup(conn, nsid, keys)
+    located = _lookup(conn, nsid, list(dict.fromkeys(keys)))
     ids = sorted({batch for batch, _ in located.values()})
     index: dict[int, int] = {}
-    batches: list[tuple[int, int, bytes]] = []
+    dims: list[int] = []
+    counts: list[int] = []
     for start in range(0, len(ids), _CHUNK):
         chunk = ids[start : start + _CHUNK]
         marks = ",".join("?" * len(chunk))
-        for bid, dim, count, data in conn.execute(
-            f"SELECT id, dim, count, data FROM batches WHERE id IN ({marks})", chunk
+        for bid, dim, count in conn.execute(
+            f"SELECT id, dim, count FROM batches WHERE id IN ({marks})", chunk
         ):
-            index[bid] = len(batches)
-            batches.append((dim, count, bytes(data)))
+            index[bid] = len(dims)
+            dims.append(dim)
+            counts.append(count)
     which = np.full(len(keys), -1, dtype=np.int64)
     slot = np.zeros(len(keys), dtype=np.int64)
     for i, key in enumerate(keys):
         place = located.get(key)
         if place is not None and place[0] in index:  # else deleted since: embedded again
             which[i], slot[i] = index[place[0]], place[1]
-    return {"batches": batches, "which": which, "slot": slot}
+    return _Located(
+        np.array(dims, dtype=np.int64),
+        np.array(counts, dtype=np.int64),
+        _blobs(conn, nsid, list(index), every=False),
+        which,
+        slot,
+    )
 
 
-def _scan(conn: sqlite3.Connection, nsid: int, keys: list[bytes]) -> dict:
-    """:func:`_locate` by reading every batch of the namespace, keys matched in numpy."""
-    batches: list[tuple[int, int, bytes]] = []
+def _scan(conn: sqlite3.Connection, nsid: int, keys: Sequence[bytes]) -> _Located:
+    """:func:`_locate` by reading the key lists of every batch of the namespace, keys matched
+    in numpy, then the data of the batches that hold them (in one ordered pass when that is
+    all of them)."""
+    ids: list[int] = []
+    dims: list[int] = []
+    counts: list[int] = []
     key_blobs: list[bytes] = []
-    for dim, count, key_blob, data in conn.execute(
-        "SELECT dim, count, keys, data FROM batches WHERE ns = ? ORDER BY id", (nsid,)
+    every_slot_live = True
+    for bid, dim, count, live, key_blob in conn.execute(
+        "SELECT id, dim, count, live, keys FROM batches WHERE ns = ? ORDER BY id", (nsid,)
     ):
         if len(key_blob) == _KEY_BYTES * count:  # else its keys are unknown: embedded again
-            batches.append((dim, count, bytes(data)))
+            ids.append(bid)
+            dims.append(dim)
+            counts.append(count)
             key_blobs.append(key_blob)
-    counts = np.array([c for _, c, _ in batches], dtype=np.int64)
+            every_slot_live &= live == count
+    n = len(keys)
+    count_of = np.array(counts, dtype=np.int64)
+    starts = np.cumsum(count_of) - count_of
     raw = b"".join(key_blobs)
-    stored = np.frombuffer(raw, dtype=f"S{_KEY_BYTES}")
-    # keys are SHA-256 digests: sort and search on their first 8 bytes, then compare whole
-    # keys (a shared prefix, about 1 in 2**64, at worst reports a key missing: embedded again)
-    prefix = np.frombuffer(raw, dtype=">u8")[:: _KEY_BYTES // 8]
-    owner = np.repeat(np.arange(len(batches), dtype=np.int64), counts)
-    slots = np.arange(len(stored), dtype=np.int64) - np.repeat(np.cumsum(counts) - counts, counts)
-    order = np.lexsort((owner, prefix))  # by key, then batch: a key's newest copy last
-    stored, prefix, owner, slots = stored[order], prefix[order], owner[order], slots[order]
-    last = np.ones(len(stored), dtype=bool)
-    last[:-1] = stored[1:] != stored[:-1]
-    stored, prefix, owner, slots = stored[last], prefix[last], owner[last], slots[last]
     joined = b"".join(keys)
-    wanted = np.frombuffer(joined, dtype=f"S{_KEY_BYTES}")
-    want_prefix = np.frombuffer(joined, dtype=">u8")[:: _KEY_BYTES // 8]
-    which = np.full(len(keys), -1, dtype=np.int64)
-    slot = np.zeros(len(keys), dtype=np.int64)
-    if len(stored):
-        pos = np.minimum(np.searchsorted(prefix, want_prefix), len(stored) - 1)
-        hit = stored[pos] == wanted
-        which[hit], slot[hit] = owner[pos[hit]], slots[pos[hit]]
-    return {"batches": batches, "which": which, "slot": slot}
+    if every_slot_live and raw == joined:
+        # asked for exactly what is stored, in the stored order (a corpus read back in the
+        # order it was embedded), and no key has an older copy: no matching to do
+        which = np.repeat(np.arange(len(ids), dtype=np.int64), count_of)
+        slot = np.arange(n, dtype=np.int64) - np.repeat(starts, count_of)
+        return _Located(
+            np.array(dims, dtype=np.int64),
+            count_of,
+            _blobs(conn, nsid, ids, every=True),
+            which,
+            slot,
+            in_order=True,
+        )
+    which = np.full(n, -1, dtype=np.int64)
+    slot = np.zeros(n, dtype=np.int64)
+    if raw:
+        stored = np.frombuffer(raw, dtype=f"S{_KEY_BYTES}")
+        wanted = np.frombuffer(joined, dtype=f"S{_KEY_BYTES}")
+        # keys are SHA-256 digests: sort and search on their first 8 bytes, then compare whole
+        # keys (a shared prefix, about 1 in 2**64, at worst reports a key missing: embedded
+        # again); a stable sort keeps a key's copies in batch order, so the last is the newest
+        prefix = np.frombuffer(raw, dtype=">u8")[:: _KEY_BYTES // 8]
+        order = np.argsort(prefix, kind="stable")
+        want_prefix = np.frombuffer(joined, dtype=">u8")[:: _KEY_BYTES // 8]
+        pos = np.searchsorted(prefix[order], want_prefix, side="right") - 1
+        flat = order[np.maximum(pos, 0)]
+        hit = (pos >= 0) & (stored[flat] == wanted)
+        flat = flat[hit]
+        owner = np.searchsorted(starts, flat, side="right") - 1
+        which[hit], slot[hit] = owner, flat - starts[owner]
+    used = np.unique(which[which >= 0])
+    renumber = np.full(len(ids), -1, dtype=np.int64)
+    renumber[used] = np.arange(len(used))
+    which = np.where(which >= 0, renumber[which], -1)
+    chosen = used.tolist()
+    return _Located(
+        np.array(dims, dtype=np.int64)[used],
+        count_of[used],
+        _blobs(conn, nsid, [ids[i] for i in chosen], every=len(chosen) == len(ids)),
+        which,
+        slot,
+    )
 
 
-def _gather(
-    batches: list[tuple[int, int, bytes]], which: np.ndarray, slot: np.ndarray, dim: int
-) -> np.ndarray:
-    """The vectors at (batch ``which[i]``, ``slot[i]``), as one ``(len(which), dim)`` matrix."""
-    if not len(which):
-        return np.empty((0, dim), dtype=np.float32)
-    used = np.unique(which)
-    counts = np.array([batches[i][1] for i in used.tolist()], dtype=np.int64)
-    start = np.zeros(len(batches), dtype=np.int64)
-    start[used] = np.cumsum(counts) - counts
-    # the used batches side by side (one sequential copy), then one gather in key order
-    whole = np.concatenate(
-        [np.frombuffer(batches[i][2], dtype=np.float32) for i in used.tolist()]
+def _blobs(conn: sqlite3.Connection, nsid: int, ids: list[int], *, every: bool) -> list[bytes]:
+    """The data of batches ``ids`` (ascending, or in ``ids``' order), in that order; ``every``:
+    they are all of the namespace's batches whose keys were read, so one ordered pass over the
+    namespace reads them (a batch written since is left out by the ``ids`` it is not in)."""
+    if not ids:
+        return []
+    if every:
+        wanted = set(ids)
+        rows = conn.execute(
+            "SELECT id, data FROM batches WHERE ns = ? ORDER BY id", (nsid,)
+        ).fetchall()
+        data = {bid: blob for bid, blob in rows if bid in wanted}
+    else:
+        data = {}
+        for start in range(0, len(ids), _CHUNK):
+            chunk = ids[start : start + _CHUNK]
+            marks = ",".join("?" * len(chunk))
+            data.update(conn.execute(f"SELECT id, data FROM batches WHERE id IN ({marks})", chunk))
+    return [data[bid] for bid in ids]
+
+
+def _gather(loc: _Located, ok: np.ndarray, everything: bool, matrix: np.ndarray) -> None:
+    """Copy the sound located vectors (``ok``) into their rows of ``matrix``: the batches they
+    come from laid side by side (one sequential copy), then one gather in key order."""
+    dim = matrix.shape[1]
+    used = np.zeros(len(loc.blobs), dtype=bool)
+    used[loc.which[ok]] = True
+    chosen = np.flatnonzero(used)
+    start = np.zeros(len(loc.blobs), dtype=np.int64)
+    start[chosen] = np.cumsum(loc.counts[chosen]) - loc.counts[chosen]
+    staged = np.concatenate(
+        [np.frombuffer(loc.blobs[i], dtype=np.float32) for i in chosen.tolist()]
     ).reshape(-1, dim)
-    return whole[start[which] + slot]
+    if everything:
+        np.take(staged, start[loc.which] + loc.slot, axis=0, out=matrix, mode="clip")
+    else:
+        rows = np.flatnonzero(ok)
+        matrix[rows] = staged[start[loc.which[rows]] + loc.slot[rows]]
 
 
-def _empty(dim: int | None) -> np.ndarray:
-    return np.zeros((0, dim or 0), dtype=np.float32)
+def _distinct(mask: np.ndarray, which: np.ndarray, slot: np.ndarray) -> int:
+    """How many distinct stored vectors the asked keys under ``mask`` point to (a key asked
+    twice counts once)."""
+    places = which[mask] * (int(slot.max()) + 1) + slot[mask]
+    return len(np.unique(places))
+
+
+def _empty(n: int, dim: int | None) -> np.ndarray:
+    return np.zeros((n, dim or 0), dtype=np.float32)
 
 
 def _insert_batch(

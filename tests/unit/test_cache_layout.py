@@ -163,3 +163,55 @@ def test_keys_none_of_which_is_stored_are_all_missing(
         assert cache.get_many("ns", asked, dim=8) == ({}, [0, 1, 2])
         matrix, missing = cache.get_matrix("ns", asked, dim=8)
     assert missing == [0, 1, 2] and matrix.shape == (3, 8) and not matrix.any()
+
+
+@pytest.mark.parametrize("scan_min", [1, 10**9], ids=["one-pass", "per-key"])
+def test_reading_all_keys_in_the_stored_order_equals_reading_them_one_by_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, scan_min: int
+) -> None:
+    """The stored order (a corpus read back in the order it was embedded) is copied blob by
+    blob without matching keys; it must give what a lookup of each key gives, also once some
+    keys have a newer copy or a damaged vector."""
+    monkeypatch.setattr(cache_module, "SCAN_MIN", scan_min)
+    vectors = _unit(300, 24)
+    keys = [text_key(f"t{i}") for i in range(len(vectors))]
+    cache = EmbeddingCache(tmp_path)
+    for start in range(0, len(keys), 32):
+        cache.put_many("ns", keys[start : start + 32], vectors[start : start + 32])
+
+    def one_by_one() -> np.ndarray:
+        return np.vstack([cache.get_matrix("ns", [k], dim=24, unit_norm=True)[0] for k in keys])
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        matrix, missing = cache.get_matrix("ns", keys, dim=24, unit_norm=True)
+        assert missing == [] and matrix.flags.writeable
+        assert np.array_equal(matrix, vectors) and np.array_equal(matrix, one_by_one())
+        found, missing = cache.get_many("ns", keys, dim=24, unit_norm=True)
+        assert missing == [] and all(
+            np.array_equal(found[k], v) for k, v in zip(keys, vectors, strict=True)
+        )
+
+    newer = _unit(5, 24, seed=5)
+    cache.put_many("ns", keys[40:45], newer)  # an older copy of five keys stays in its batch
+    set_vectors(tmp_path / FILENAME, [("ns", keys[7], 24, (3 * vectors[7]).tobytes())])
+    expected = vectors.copy()
+    expected[40:45] = newer
+    expected[7] = 0.0
+    with pytest.warns(EmbedBenchWarning, match=r"1 damaged vector.*1 with a norm other than 1"):
+        matrix, missing = cache.get_matrix("ns", keys, dim=24, unit_norm=True)
+    assert missing == [7] and np.array_equal(matrix, expected)
+    with pytest.warns(EmbedBenchWarning, match=r"1 damaged"):
+        assert np.array_equal(one_by_one(), expected)
+
+
+def test_a_damaged_key_asked_twice_is_counted_once(tmp_path: Path) -> None:
+    keys = [text_key(f"t{i}") for i in range(3)]
+    cache = EmbeddingCache(tmp_path)
+    cache.put_many("ns", keys, _unit(3, 8))
+    set_vectors(
+        tmp_path / FILENAME, [("ns", keys[1], 8, np.full(8, np.nan).astype("f4").tobytes())]
+    )
+    with pytest.warns(EmbedBenchWarning, match=r": 1 damaged vector.*1 with NaN"):
+        matrix, missing = cache.get_matrix("ns", [keys[1], keys[0], keys[1]], dim=8)
+    assert missing == [0, 2] and not matrix[[0, 2]].any() and matrix[1].any()

@@ -361,7 +361,7 @@ class CaseBuilder:
             for spec in specs
         ]
         self.model_names.update(spec.short_name for spec in specs)
-        indexes = self._indexes(marker, cfg, test_path, chunked=dataset.chunking is not None)
+        indexes = self._indexes(marker, cfg, test_path)
         if indexes:  # each embedding model x index, each its own test
             if marker.stress is not None:
                 raise ConfigError(
@@ -450,14 +450,14 @@ class CaseBuilder:
         return f"{cfg.path}: datasets.{marker.dataset}.chunking"
 
     def _indexes(
-        self, marker: MarkerArgs, cfg: ProjectConfig, test_path: Path, *, chunked: bool
+        self, marker: MarkerArgs, cfg: ProjectConfig, test_path: Path
     ) -> tuple[tuple[str | None, IndexSpec], ...]:
         """``--embedbench-indexes`` (ini ``embedbench_indexes``), which replaces every test's
-        index axis and gives one to the tests without (not to a stress test or a chunked
-        dataset, which take no index axis); else the marker's ``indexes=``, else
+        index axis and gives one to the tests without (not to a stress test, which takes no
+        index axis); else the marker's ``indexes=``, else
         embedbench.yaml's ``indexes:``; each index with its name (None: its spec names it).
         A bad spec is a ConfigError naming where, with a did-you-mean."""
-        if self.options.indexes and marker.stress is None and not chunked:
+        if self.options.indexes and marker.stress is None:
             return named_indexes(self.options.indexes, "--embedbench-indexes")
         if marker.indexes is not None:
             return named_indexes(marker.indexes, f"{test_path.name}: {MARKER} indexes")

@@ -146,7 +146,7 @@ def parse_indexes_option(value: str) -> tuple[str, ...]:
             "'exact,faiss:hnsw(M=32,efSearch=64)'"
         )
     try:
-        found = named_indexes(specs, f"--embedbench-indexes {value!r}")
+        found = named_indexes(specs, "--embedbench-indexes")
     except ConfigError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
     return tuple(spec.spec if name is None else f"{name}={spec.spec}" for name, spec in found)

@@ -1,0 +1,83 @@
+"""The bm25 index built by numpy (lexical.py, issue 33) equals bm25s's own, bit for bit.
+
+BM25Index builds bm25s's score matrix over all documents at once instead of bm25s's loop per
+document; these tests build both on the same tokens and compare the matrices and the rankings
+on the bundled example datasets and on a seeded corpus with repeats and empty documents.
+"""
+
+from __future__ import annotations
+
+import gc
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from pytest_embedbench import load_dataset
+from pytest_embedbench.lexical import BM25_METHODS, BM25Index
+
+bm25s = pytest.importorskip("bm25s")
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+def bm25s_alone(index: BM25Index, texts: list[str], method: str) -> object:
+    """bm25s's own BM25 (its loop per document) on the tokens BM25Index indexed."""
+    tokens = bm25s.tokenize(
+        texts, stopwords=index._stopwords, stemmer=index._stemmer, show_progress=False
+    )
+    plain = bm25s.BM25(k1=index._retriever.k1, b=index._retriever.b, method=method)
+    plain.index(tokens, show_progress=False)
+    return plain
+
+
+def assert_same_index(ours: object, plain: object) -> None:
+    for key in ("data", "indices", "indptr"):
+        a, b = ours.scores[key], plain.scores[key]  # type: ignore[attr-defined]
+        assert a.dtype == b.dtype, key
+        assert np.array_equal(a, b), key  # bit for bit: the same float operations
+    assert ours.scores["num_docs"] == plain.scores["num_docs"]  # type: ignore[attr-defined]
+    assert ours.vocab_dict == plain.vocab_dict  # type: ignore[attr-defined]
+    a, b = ours.nonoccurrence_array, plain.nonoccurrence_array  # type: ignore[attr-defined]
+    assert (a is None and b is None) or np.array_equal(a, b)
+
+
+@pytest.mark.parametrize("example", ["support", "manuals"])
+@pytest.mark.parametrize("method", BM25_METHODS)
+def test_rankings_equal_bm25s_on_the_examples(example: str, method: str) -> None:
+    ds = load_dataset(EXAMPLES / example)
+    texts = [d.embed_text for d in ds.documents]
+    ids = [d.id for d in ds.documents]
+    ours = BM25Index(texts, ids, method=method)
+    plain = bm25s_alone(ours, texts, method)
+    assert type(ours._retriever).__name__ == "VectorisedBM25"
+    assert_same_index(ours._retriever, plain)
+    reference = BM25Index(texts, ids, method=method)
+    reference._retriever = plain  # the same tie rule and top-k over bm25s's own matrix
+    for query in ds.queries:
+        assert ours.search(query.text, 10) == reference.search(query.text, 10), query.id
+
+
+@pytest.mark.parametrize("method", BM25_METHODS)
+def test_matrix_equals_bm25s_with_repeats_and_empty_documents(method: str) -> None:
+    rng = np.random.default_rng(5)
+    words = [f"word{i}" for i in range(300)]
+    texts = []
+    for i in range(400):
+        n = 0 if i % 37 == 0 else int(rng.integers(1, 40))
+        picked = rng.zipf(1.3, size=n) % len(words)  # heavy repeats within a document
+        texts.append(" ".join(words[j] for j in picked))
+    ours = BM25Index(texts, [f"d{i}" for i in range(len(texts))], method=method, k1=1.2, b=0.6)
+    assert_same_index(ours._retriever, bm25s_alone(ours, texts, method))
+
+
+def test_the_collector_is_restored() -> None:
+    assert gc.isenabled()
+    BM25Index(["the cat sat", "a dog ran"], ["d1", "d2"])
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        BM25Index(["the cat sat", "a dog ran"], ["d1", "d2"])
+        assert not gc.isenabled()  # off before: left off
+    finally:
+        gc.enable()

@@ -6,12 +6,13 @@ once per spec through :func:`~pytest_embedbench.indexed.evaluate_indexed`, exact
 with ``indexes=[...]`` runs. Per index it prints the build time, the size, the index's own
 query latency (one query vector at a time: p50, p95, QPS) with QPS as a ratio to exact search
 (the anchor), the neighbour recall@10 against exact search and nDCG@10 with its paired delta
-against exact on the same queries.
+against exact on the same queries. LanceDB and Chroma rows are skipped when their package is not
+installed (the ``lancedb`` and ``chroma`` extras).
 
 Usage::
 
     python benchmarks/bench_ann.py [--data ../shared/data/scifact] [--model SPEC]
-        [--cache DIR] [--json OUT] [--index SPEC ...]
+        [--cache DIR] [--json OUT] [--index SPEC ...] [--k 1,10,100]
 """
 
 from __future__ import annotations
@@ -40,6 +41,10 @@ INDEXES = (
     "lancedb",
     "lancedb:ivf_pq(num_partitions=64,num_sub_vectors=48,nprobes=8)",
     "lancedb:ivf_hnsw_sq(num_partitions=4,nprobes=4,ef=128)",
+    "chroma",
+    "chroma:hnsw(max_neighbors=32,ef_construction=40,ef_search=16)",
+    "chroma:hnsw(max_neighbors=32,ef_construction=40,ef_search=64)",
+    "chroma:hnsw(max_neighbors=32,ef_construction=40,ef_search=1)",
 )
 
 
@@ -51,11 +56,18 @@ def main() -> None:
     parser.add_argument("--cache", default="/tmp/embedbench-bench-ann-cache")
     parser.add_argument("--json", help="write the figures here")
     parser.add_argument("--index", action="append", help="an index spec (default: a sweep)")
+    parser.add_argument(
+        "--k",
+        default="1,10,100",
+        help="cut-offs, comma-separated (default 1,10,100); the largest is the search depth, "
+        "which an hnswlib-based engine (Chroma) takes as its ef when above ef_search",
+    )
     args = parser.parse_args()
+    ks = tuple(int(k) for k in args.k.split(","))
 
     ds = load_dataset(args.data)
     spec = ModelSpec(args.model)
-    ev = Evaluator(k=(1, 10, 100), cache=args.cache, seed=0, latency_passes=0)
+    ev = Evaluator(k=ks, cache=args.cache, seed=0, latency_passes=0)
     t0 = time.perf_counter()
     provider = ev.provider(spec)
     ev.build_retriever(provider, ds)  # the corpus into the cache: embedded once for all
@@ -64,7 +76,11 @@ def main() -> None:
         f"{spec.short_name} on {ds.name}: {len(ds.documents)} documents, {len(ds.queries)} "
         f"queries; corpus ready in {corpus_s:.1f} s (model load and any embedding)"
     )
-    available = {"lancedb": _importable("lancedb"), "faiss": _importable("faiss")}
+    available = {
+        "lancedb": _importable("lancedb"),
+        "faiss": _importable("faiss"),
+        "chroma": _importable("chromadb"),
+    }
     rows = []
     for raw in args.index or INDEXES:
         index = IndexSpec.parse(raw, "--index")
@@ -72,7 +88,7 @@ def main() -> None:
             print(f"{index.spec}: skipped, {index.engine} is not installed")
             continue
         t1 = time.perf_counter()
-        result = evaluate_indexed(ev, spec, ds, index, k=(1, 10, 100))
+        result = evaluate_indexed(ev, spec, ds, index, k=ks)
         run = result.index
         assert run is not None
         delta = result.delta_vs_exact("ndcg@10")
@@ -109,7 +125,7 @@ def main() -> None:
         )
     if args.json:
         Path(args.json).write_text(
-            json.dumps({"corpus_s": corpus_s, "model": spec.spec, "rows": rows}, indent=2)
+            json.dumps({"corpus_s": corpus_s, "model": spec.spec, "k": ks, "rows": rows}, indent=2)
         )
 
 

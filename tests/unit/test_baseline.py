@@ -503,8 +503,7 @@ def test_latency_gate_compares_distributions_not_percentiles() -> None:
     spiky = base[:56] + [60.0, 61.0, 62.0, 63.0]
     outcome = gate(record(scores(60, 6), latencies=spiky), entry, settings)
     assert (
-        outcome.deltas["latency.p95_ms"].current
-        > 1.2 * outcome.deltas["latency.p95_ms"].baseline
+        outcome.deltas["latency.p95_ms"].current > 1.2 * outcome.deltas["latency.p95_ms"].baseline
     )
     assert outcome.status == "passed", outcome.failures
     # every query slower: significant, beyond the percentage and the floor
@@ -648,3 +647,138 @@ def test_a_pick_tied_with_another_model_names_it() -> None:
         assert pick["model"] == "a" and pick["tied_with"] == ["b"]
     apart = recommend([row("big", 0.70, 100.0), row("small", 0.60, 10.0)])
     assert apart is not None and all(p["tied_with"] == [] for p in apart["picks"].values())
+
+
+# -- storage, indexing and index-axis figures in the gate (issues 33 and 35) -------------------
+
+
+def sized(rec: dict, index_bytes: int, documents: int = 10, **index) -> dict:
+    """``rec`` with an index of ``index_bytes`` over ``documents`` documents, a cache of the
+    same bytes and, with ``index`` figures, an index axis."""
+    rec["result"]["resources"] = {
+        "index_bytes": index_bytes,
+        "bytes_per_document": index_bytes / documents,
+        "cache_bytes": index_bytes,
+    }
+    rec["result"]["documents_per_s"] = 100.0
+    if index:
+        rec["result"]["index"] = {
+            "spec": index.get("spec", "faiss:hnsw(M=4,efSearch=64)"),
+            "engine": "faiss",
+            "bytes": index.get("nbytes", 1000),
+            "qps": index.get("qps", 500.0),
+            "neighbour_recall": {
+                "neighbour_recall@10": {"value": index["recall"], "low": 0, "high": 1, "n": 3}
+            },
+            "delta": {"ndcg@10": {"value": index.get("delta", 0.0), "low": -1, "high": 1, "n": 3}},
+        }
+    return rec
+
+
+def test_an_entry_keeps_the_storage_and_index_figures() -> None:
+    entry = entry_from_record(sized(record(scores(20, 1)), 2560, recall=0.95))
+    assert entry["figures"] == {
+        "bytes_per_doc": 256.0,
+        "index_mb": round(2560 / 2**20, 6),
+        "cache_mb": round(2560 / 2**20, 6),
+        "docs_per_s": 100.0,
+    }
+    assert entry["index"]["spec"] == "faiss:hnsw(M=4,efSearch=64)"
+    assert entry["index"]["figures"]["neighbour_recall@10"] == 0.95
+    assert entry["index"]["figures"]["delta.ndcg@10"] == 0.0
+    assert entry_problem(entry) is None
+    assert "not a number" in entry_problem({**entry, "figures": {"bytes_per_doc": "big"}})
+    assert "not a mapping" in entry_problem({**entry, "index": {"figures": [1]}})
+
+
+def test_a_grown_index_fails_and_a_small_growth_passes() -> None:
+    base = entry_from_record(sized(record(scores(20, 1)), 2560))
+    grown = gate(sized(record(scores(20, 1)), 5120), base, GateSettings())
+    assert grown.status == "regressed"
+    assert grown.failures[0].startswith(
+        "bytes_per_doc regressed: baseline 256, current 512 (+256, +100.0%): it grew by more "
+        "than the tolerance 5% of the baseline (lower is better)."
+    )
+    assert "--embedbench-update-baseline" in grown.failures[0]
+    assert {k for k, d in grown.deltas.items() if d.regressed} == {
+        "bytes_per_doc",
+        "index_mb",
+        "cache_mb",
+    }
+    assert gate(sized(record(scores(20, 1)), 2600), base, GateSettings()).status == "passed"
+    smaller = gate(sized(record(scores(20, 1)), 1280), base, GateSettings())
+    assert smaller.status == "passed"  # smaller is better
+
+
+def test_rates_are_gated_only_when_named_and_on_the_same_machine() -> None:
+    base = entry_from_record(sized(record(scores(20, 1)), 2560))
+    slow = sized(record(scores(20, 1)), 2560)
+    slow["result"]["documents_per_s"] = 10.0
+    assert gate(slow, base, GateSettings()).status == "passed"  # not named: not gated
+    named = GateConfig.parse({"figures": {"docs_per_s": "50%"}}, "gate").defaults
+    outcome = gate(slow, base, named)
+    assert outcome.status == "regressed"
+    assert "docs_per_s regressed: baseline 100, current 10 (-90, -90.0%)" in outcome.failures[0]
+    assert (
+        "fell by more than the tolerance 50% of the baseline (higher is better)"
+        in (outcome.failures[0])
+    )
+    elsewhere = sized(record(scores(20, 1), machine="m2"), 2560)
+    elsewhere["result"]["documents_per_s"] = 10.0
+    outcome = gate(elsewhere, base, named)
+    assert outcome.status == "passed"
+    assert "docs_per_s gate skipped: this machine differs from the baseline's" in outcome.notes
+
+
+def test_neighbour_recall_falling_fails_with_the_index_change_named() -> None:
+    base = entry_from_record(sized(record(scores(20, 1)), 2560, recall=0.98, delta=0.0))
+    weak = sized(
+        record(scores(20, 1)), 2560, recall=0.40, delta=-0.2, spec="faiss:hnsw(M=4,efSearch=1)"
+    )
+    outcome = gate(weak, base, GateSettings())
+    assert outcome.status == "regressed"
+    assert outcome.failures[1].startswith(
+        "index.delta.ndcg@10 regressed: baseline 0.0000, current -0.2000 (-0.2): it fell"
+    )
+    assert any(
+        f.startswith(
+            "index.neighbour_recall@10 regressed: baseline 0.9800, current 0.4000 "
+            "(-0.58, -59.2%): it fell by more than the tolerance 0.01"
+        )
+        for f in outcome.failures
+    )
+    assert outcome.failures[-1] == (
+        "compared with a baseline of other inputs: the index changed "
+        "('faiss:hnsw(M=4,efSearch=64)' -> 'faiss:hnsw(M=4,efSearch=1)')"
+    )
+    # an entry without figures (an older version) says so once and gates the rest
+    old = {k: v for k, v in base.items() if k not in ("figures", "index")}
+    outcome = gate(weak, old, GateSettings())
+    assert outcome.status == "passed"
+    assert sum("no storage figures" in n for n in outcome.notes) == 1
+
+
+@pytest.mark.parametrize(
+    ("figures", "message"),
+    [
+        ({"bytes_per_dox": "5%"}, "unknown figure 'bytes_per_dox'; did you mean 'bytes_per_doc'?"),
+        ({"index.delta.ndgc@10": 0.01}, "gate.figures.index.delta.ndgc@10"),
+        ({"index_mb": "lots"}, "gate.figures.index_mb.tolerance: 'lots'"),
+        ([1], "must be a mapping of figure to tolerance"),
+    ],
+)
+def test_bad_gate_figures_name_the_key(figures: object, message: str) -> None:
+    with pytest.raises(ConfigError, match=None) as info:
+        GateConfig.parse({"figures": figures}, "gate")
+    assert message in str(info.value)
+
+
+def test_gate_figures_merge_over_the_defaults() -> None:
+    settings = GateConfig.parse(
+        {"figures": {"cache_mb": None, "index.qps": "20%", "index.neighbour_recall@5": 0.02}},
+        "gate",
+    ).defaults
+    keys = {rule.key: rule for rule in settings.figures}
+    assert "cache_mb" not in keys and keys["index.qps"].relative
+    assert keys["index.neighbour_recall@5"].tolerance == 0.02
+    assert keys["bytes_per_doc"].describe() == "5% of the baseline"

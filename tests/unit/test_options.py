@@ -184,3 +184,50 @@ def test_two_reports_given_one_file_are_an_error(tmp_path: Path) -> None:
         )
     ok = _resolve(tmp_path, {"embedbench_json": "r.json", "embedbench_md": "r.md"})
     assert ok.json_path != ok.md_path
+
+
+def test_a_report_on_the_index_csv_is_an_error(tmp_path: Path) -> None:
+    # --embedbench-csv writes indexes.csv too when a test has an index axis (issue 35)
+    assert "indexes.csv" in Options.spec("csv_dir").help
+    with pytest.raises(ConfigError, match=r"--embedbench-md and --embedbench-csv both write"):
+        _resolve(
+            tmp_path,
+            {"embedbench_md": str(tmp_path / "ini" / "out" / "indexes.csv")},
+            embedbench_csv="out",
+        )
+
+
+def test_the_indexes_option_splits_outside_parentheses_and_keeps_names(tmp_path: Path) -> None:
+    pytest.importorskip("faiss", reason="the FAISS engine checks its parameters")
+    from pytest_embedbench.options import parse_indexes_option
+
+    parsed = parse_indexes_option(" exact, prod=faiss:hnsw(M=32, efSearch=16) ,")
+    assert parsed == ("exact", "prod=faiss:hnsw(M=32,efSearch=16)")
+    options = _resolve(tmp_path, embedbench_indexes="exact,faiss:ivf(nlist=4,nprobe=1)")
+    assert options.indexes == ("exact", "faiss:ivf(nlist=4,nprobe=1)")
+    assert options.configuration()["indexes"] == ["exact", "faiss:ivf(nlist=4,nprobe=1)"]
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        (
+            "faiss:hnws",
+            "--embedbench-indexes[0]: index 'faiss:hnws': engine 'faiss' has no kind "
+            "'hnws'; did you mean 'hnsw'?",
+        ),
+        ("exact,exact", "--embedbench-indexes: index(es) ['exact'] appear more than once"),
+        ("a=exact,a=faiss:flat", "index name(s) ['a'] appear more than once"),
+        ("a b=exact", "index name 'a b': use letters, digits"),
+        (" , ", "give comma-separated index specs"),
+    ],
+)
+def test_a_bad_indexes_value_names_the_option(tmp_path: Path, value: str, message: str) -> None:
+    pytest.importorskip("faiss", reason="the FAISS engine checks its parameters")
+    from pytest_embedbench.options import parse_indexes_option
+
+    with pytest.raises(argparse.ArgumentTypeError) as info:
+        parse_indexes_option(value)
+    assert message in str(info.value)
+    with pytest.raises(ConfigError, match=r"ini option embedbench_indexes = "):
+        _resolve(tmp_path, embedbench_indexes=value)

@@ -438,3 +438,28 @@ def test_the_summary_keeps_reference_and_baseline_diffs_and_reads_them_back() ->
     assert versus.nodeid == "t.py::test_search[h]" and versus.worst[0].lost == ("d1",)
     back = Summary.from_json(json.loads(json.dumps(summary_sections(fixed) | {"tests": []})))
     assert back.query_diffs == fixed.query_diffs
+
+
+def test_the_storage_figures_reach_every_writer(tmp_path: Path) -> None:
+    """``bytes_per_doc``, ``index_mb`` and ``cache_mb`` (issue 33): computed once from the
+    result's resources, formatted by the terminal (a chosen column), the CSV, the Markdown."""
+    from pytest_embedbench.report.tabular import render_markdown
+
+    stored = result(0.8, 20.0)
+    stored["resources"] = {
+        "index_bytes": 3 * 2**20,
+        "bytes_per_document": 3 * 2**20 / 6,
+        "cache_bytes": 2**20,
+    }
+    fixed = summarize([record("dense", stored)])
+    lines = render_summary(fixed, columns=["ndcg@10", "index_mb", "cache_mb", "bytes_per_document"])
+    header = next(line for line in lines if line.startswith("model"))
+    row = next(line for line in lines if line.startswith("dense"))
+    assert header.split()[-6:] == ["index", "MB", "cache", "MB", "bytes/doc", "status"]
+    assert row.split()[-4:-1] == ["3.000", "1.000", "524288"]
+    write_csv(tmp_path, fixed)
+    (written,) = csv.DictReader((tmp_path / "results.csv").read_text().splitlines())
+    assert float(written["index_mb"]) == 3.0 and float(written["cache_mb"]) == 1.0
+    assert float(written["bytes_per_document"]) == 524288
+    markdown = render_markdown(fixed)
+    assert "| index MB | bytes/doc | cache MB |" in markdown

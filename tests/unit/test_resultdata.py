@@ -109,3 +109,24 @@ def test_a_record_given_mappings_reads_them_into_their_types() -> None:
     assert record.baseline.deltas["ndcg@10"].difference == 0.01
     again = TestRecord.from_dict(json.loads(json.dumps(record.to_dict())))
     assert again == record
+
+
+def test_the_storage_figures_are_computed_once(beir_folder: Path, tmp_path: Path) -> None:
+    """The attributes a test asserts on and the figures the baseline keeps are one computation
+    (issue 33): ``bytes_per_doc``, ``index_mb`` and ``cache_mb`` in MiB, ``docs_per_s``."""
+    from pytest_embedbench.resultdata import MIB
+
+    lexical = evaluate("bm25", beir_folder, k=(1, 10), cache=tmp_path)
+    data = lexical.data()
+    assert data.storage == {
+        "bytes_per_doc": lexical.bytes_per_doc,
+        "index_mb": lexical.index_mb,
+        "cache_mb": None,  # bm25 caches no vectors
+        "docs_per_s": lexical.docs_per_s,
+    }
+    assert lexical.index_mb == data.resources.index_bytes / MIB
+    assert math.isnan(lexical.cache_mb) and lexical.docs_per_s == lexical.documents_per_s
+    # a report of an older version, without cache_bytes, reads as not measured
+    older = data.to_dict()
+    del older["resources"]["cache_bytes"]
+    assert ResultData.from_dict(older).storage["cache_mb"] is None

@@ -263,7 +263,8 @@ def test_chroma_through_pytest(project: pytest.Pytester) -> None:
 
 
 def test_chroma_without_its_package_names_the_extra(project: pytest.Pytester) -> None:
-    # chromadb hidden: None in sys.modules makes `import chromadb` raise ImportError
+    # chromadb hidden: None in sys.modules makes `import chromadb` raise ImportError (pytester
+    # restores sys.modules after the in-process run)
     project.makeconftest(CONFTEST_TEXT + "\nsys.modules['chromadb'] = None\n")
     project.makepyfile(
         test_chroma="""
@@ -274,7 +275,7 @@ def test_chroma_without_its_package_names_the_extra(project: pytest.Pytester) ->
             pass
         """
     )
-    result = project.runpytest_subprocess("-p", "no:randomly")
+    result = project.runpytest("-p", "no:randomly")
     result.assert_outcomes(passed=1, errors=1)  # the exact index runs; chroma's setup fails
     result.stdout.fnmatch_lines(
         ["*index 'chroma' needs Chroma: pip install 'pytest-embedbench[[]chroma]'*"]

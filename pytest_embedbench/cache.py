@@ -1,35 +1,44 @@
 """Persistent embedding cache (documents, and the queries of a scored pass), safe when several
 processes share it.
 
-Vectors live in one SQLite file (WAL journal, busy timeout) keyed by the model's namespace and
-the SHA-256 of the text that was embedded; no raw text is stored. Each write is one
-transaction (callers write once per provider batch), so an interrupted run keeps what it
-finished and readers never see half a batch.
+Each namespace is the model's; each key the SHA-256 of the text that was embedded; no raw text
+is stored. Each write (callers write once per provider batch) is one SQLite transaction, so an
+interrupted run keeps what it finished and readers never see half a batch.
 
-Layout (schema 2): each write stores its vectors as one contiguous float32 blob (table
-``batches``: namespace, dimension, count, live slots, data), and one small row per vector maps
-(namespace, key) to its batch and slot (table ``entries``, WITHOUT ROWID). A blob larger than
-a page lies on full overflow pages, so the file holds about 1.0x the raw vector bytes plus
-~40 bytes per vector of key index, whatever the dimension; schema 1 stored a 1.5 KB row per
-vector in a WITHOUT ROWID table, which spilled to overflow pages and took about 3x. A vector
-written again (a damaged one re-embedded) points its entry to the new batch; a batch none of
-whose slots is live any more is deleted. A schema-1 file is migrated in place on first open
-(one transaction, then VACUUM to return the space). Reading many keys of a namespace scans its
-entries in one pass and copies whole blobs, so reading 100k
-vectors costs a few times one ``np.load``.
+Layout (schema 3): a write appends its vectors, as raw float32 rows, to a segment file of the
+writer's own (``vectors-<16 hex>.f32`` beside the index; each thread of each process has one,
+locked while it is open) and flushes it to the disk (fdatasync); only then does the
+transaction of the SQLite index (WAL journal, busy timeout) record the batch (table
+``batches``: namespace, dimension, count, live slots, its keys, segment file and offset) and
+one small row per vector mapping (namespace, key) to its batch and slot (table ``entries``,
+WITHOUT ROWID). A crash between the two leaves bytes no row points to: never read. The folder
+holds about 1.05x the raw vector bytes at 384 dimensions (the index costs ~80 bytes a vector).
+A vector written again (a damaged one re-embedded) points its entry to the new batch; a batch
+none of whose slots is live any more is deleted, and a segment file no batch points to and no
+writer holds is deleted with it (a partly dead one keeps its dead bytes). Files of older
+schemas are migrated in place on first open, in one transaction: schema 2 (each batch one blob
+in the SQLite file) gains the segment columns and its blobs are read where they are; schema 1
+(one row per vector, ~3x the raw bytes) is regrouped into such blobs, then VACUUMed.
+
+Reading many keys of a namespace matches them against its batches' key lists in numpy and
+reads each segment's batches with one ``preadv`` into the result (keys in the stored order: a
+corpus read back in the order it was embedded) or into a buffer gathered once in key order; no
+memory map, so nothing of the files counts in the process's RSS.
 
 Faults are told apart, because only one of them justifies touching the file:
 
 * corruption (SQLite reports a malformed image that ``PRAGMA quick_check`` confirms, or "file
-  is not a database"): the file is moved aside for inspection and rebuilt, with a warning;
+  is not a database"): the file and its segment files are moved aside for inspection and the
+  cache rebuilt, with a warning;
 * locked or busy (several processes creating one cache at once): retried for up to
   ``BUSY_WAIT_S`` seconds, then this run goes on without the cache;
-* a full disk or another I/O error: the file is left as it is, and the run goes on without
-  writing (or, when it cannot even be opened, without the cache), with one warning naming the
-  file and the reason.
+* a full disk or another I/O error (of the index or a segment file): the files are left as
+  they are, and the run goes on without writing (or, when it cannot even be opened, without
+  the cache), with one warning naming the file and the reason.
 
 A stored vector is checked as strictly as a provider's response (finite, the expected
-dimension, unit norm when the namespace normalises); a damaged row is reported missing, so the
+dimension, unit norm when the namespace normalises); a damaged row, or a batch whose segment
+file is cut short, gone or named outside the folder (never opened), is reported missing, so the
 caller embeds it again and overwrites it.
 
 Usage::
@@ -48,6 +57,7 @@ import errno
 import hashlib
 import os
 import random
+import re
 import shutil
 import sqlite3
 import threading
@@ -62,14 +72,24 @@ import numpy as np
 
 from .exceptions import CacheError, EmbedBenchWarning
 
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - Windows: no advisory locks, so segments are kept
+    fcntl = None  # type: ignore[assignment]
+
 __all__ = ["CacheStats", "EmbeddingCache", "default_cache_dir", "text_key"]
 
 T = TypeVar("T")
 
 FILENAME = "embeddings.sqlite3"
-SCHEMA_VERSION = 2
-#: an older schema that is migrated in place rather than moved aside
-_MIGRATES = "1"
+SCHEMA_VERSION = 3
+#: older schemas that are migrated in place rather than moved aside
+_MIGRATES = ("1", "2")
+#: a writer starts a new segment file once its current one holds this many bytes
+SEGMENT_BYTES = 1 << 30
+#: the name of a segment file (vectors appended by one writer); nothing else is ever read,
+#: written or deleted as a segment, whatever the index says
+_SEGMENT = re.compile(r"vectors-[0-9a-f]{16}\.f32")
 #: vectors per batch when a schema-1 file is migrated
 _MIGRATE_BATCH = 1024
 #: get_many reads the namespace's whole key index in one pass (instead of looking keys up in
@@ -241,7 +261,8 @@ class EmbeddingCache:
             conn.execute(
                 "CREATE TABLE IF NOT EXISTS batches (id INTEGER PRIMARY KEY,"
                 " ns INTEGER NOT NULL, dim INTEGER NOT NULL, count INTEGER NOT NULL,"
-                " live INTEGER NOT NULL, keys BLOB NOT NULL, data BLOB NOT NULL)"
+                " live INTEGER NOT NULL, keys BLOB NOT NULL, data BLOB NOT NULL,"
+                " file TEXT, offset INTEGER)"
             )
             conn.execute("CREATE INDEX IF NOT EXISTS batches_ns ON batches (ns)")
             conn.execute(
@@ -252,7 +273,7 @@ class EmbeddingCache:
             (version,) = conn.execute(
                 "SELECT value FROM meta WHERE key = 'schema_version'"
             ).fetchone()
-            if version == _MIGRATES:
+            if version in _MIGRATES:
                 version = self._migrate(conn)
         except BaseException:
             conn.close()
@@ -264,17 +285,26 @@ class EmbeddingCache:
         return conn
 
     def _migrate(self, conn: sqlite3.Connection) -> str:
-        """Move a schema-1 file's rows (one row per vector in table ``vectors``) into batches
-        of :data:`_MIGRATE_BATCH`, in one transaction (another process opening the file at the
-        same time waits, then finds it migrated), then VACUUM to give the space back. A row
-        whose byte length does not match its dimension is left out: it would have been
-        reported damaged and embedded again anyway. Returns the schema version now."""
+        """Migrate an older file in place, in one transaction (another process opening the file
+        at the same time waits, then finds it migrated). Schema 1: its rows (one row per vector
+        in table ``vectors``) move into batches of :data:`_MIGRATE_BATCH` held in the file, then
+        VACUUM gives the space back; a row whose byte length does not match its dimension is
+        left out (it would have been reported damaged and embedded again anyway). Schema 2:
+        table ``batches`` gains the columns that point a batch to a segment file; its batches
+        stay in the file and are read from there. Returns the schema version now."""
         conn.execute("BEGIN IMMEDIATE")
+        vacuum = False
         try:
             (version,) = conn.execute(
                 "SELECT value FROM meta WHERE key = 'schema_version'"
             ).fetchone()
-            if version == _MIGRATES:
+            if version in _MIGRATES:
+                columns = {row[1] for row in conn.execute("PRAGMA table_info(batches)")}
+                for column in ("file TEXT", "offset INTEGER"):
+                    if column.split()[0] not in columns:
+                        conn.execute(f"ALTER TABLE batches ADD COLUMN {column}")
+            if version == "1":
+                vacuum = True
                 has_rows = conn.execute(
                     "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'vectors'"
                 ).fetchone()
@@ -283,6 +313,7 @@ class EmbeddingCache:
                     for name in names:
                         self._migrate_namespace(conn, name)
                     conn.execute("DROP TABLE vectors")
+            if version in _MIGRATES:
                 conn.execute(
                     "UPDATE meta SET value = ? WHERE key = 'schema_version'",
                     (str(SCHEMA_VERSION),),
@@ -293,10 +324,11 @@ class EmbeddingCache:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
             raise
-        try:
-            conn.execute("VACUUM")
-        except sqlite3.Error:
-            pass  # the space comes back at a later VACUUM; the file is migrated either way
+        if vacuum:
+            try:
+                conn.execute("VACUUM")
+            except sqlite3.Error:
+                pass  # the space comes back at a later VACUUM; the file is migrated either way
         return version
 
     def _migrate_namespace(self, conn: sqlite3.Connection, name: str) -> None:
@@ -384,6 +416,14 @@ class EmbeddingCache:
                     os.replace(src, Path(f"{target}{suffix}"))
                 except OSError:
                     src.unlink(missing_ok=True)
+        self._close_segment()
+        for name in self._segment_names():  # the vectors that file indexed go with it
+            try:
+                os.replace(
+                    self.folder / name, self.folder / f"{name}.corrupt-{stamp}-{os.getpid()}"
+                )
+            except OSError:
+                pass
         warnings.warn(
             f"embedding cache {str(self.path)!r} was unreadable ({why}); moved it to "
             f"{str(target)!r} and started an empty cache, so documents will be embedded again",
@@ -411,10 +451,85 @@ class EmbeddingCache:
         self._connect()
 
     def close(self) -> None:
+        self._close_segment()
         conn = getattr(self._local, "conn", None)
         if conn is not None:
             conn.close()
             self._local.conn = None
+
+    # -- segment files ---------------------------------------------------------------------
+
+    def _segment_names(self) -> list[str]:
+        """The segment files in the folder (by name; nothing else is one)."""
+        try:
+            return sorted(p.name for p in self.folder.iterdir() if _SEGMENT.fullmatch(p.name))
+        except OSError:
+            return []
+
+    def _close_segment(self) -> None:
+        segment = getattr(self._local, "segment", None)
+        self._local.segment = None
+        if segment is not None and segment[2] == os.getpid():
+            os.close(segment[0])  # its lock goes with it
+
+    def _append(self, data: memoryview) -> tuple[str, int]:
+        """Append ``data`` to this writer's segment file and flush it to the disk; returns the
+        file's name and the offset of ``data`` in it. Each thread of each process appends to a
+        file of its own, created under a temporary name, locked (so that no other process
+        deletes it while it is in use) and only then given its segment name."""
+        segment = getattr(self._local, "segment", None)
+        if segment is not None and (segment[2] != os.getpid() or segment[3] >= SEGMENT_BYTES):
+            self._close_segment()
+            segment = None
+        if segment is None:
+            name = f"vectors-{os.urandom(8).hex()}.f32"
+            fresh = self.folder / f"{name}.new"
+            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | getattr(os, "O_CLOEXEC", 0)
+            fd = os.open(fresh, flags, 0o644)
+            try:
+                if fcntl is not None:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                os.replace(fresh, self.folder / name)
+            except BaseException:
+                os.close(fd)
+                fresh.unlink(missing_ok=True)
+                raise
+            segment = [fd, name, os.getpid(), 0]
+            self._local.segment = segment
+        fd, name = segment[0], segment[1]
+        offset = os.fstat(fd).st_size  # past any bytes a failed write left: never read
+        done = 0
+        while done < len(data):
+            done += os.write(fd, data[done:])
+        getattr(os, "fdatasync", os.fsync)(fd)
+        segment[3] = offset + len(data)
+        return name, offset
+
+    def _collect(self, conn: sqlite3.Connection) -> None:
+        """Delete the segment files no batch points to any more and no writer holds: a file
+        is locked by its writer from before it has its name until it is closed, and a writer
+        points batches only to the file it holds."""
+        if fcntl is None:
+            return
+        try:
+            used = {f for (f,) in conn.execute("SELECT DISTINCT file FROM batches")}
+        except sqlite3.Error:
+            return
+        for name in self._segment_names():
+            if name in used:
+                continue
+            path = self.folder / name
+            try:
+                fd = os.open(path, os.O_RDONLY)
+            except OSError:
+                continue
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                path.unlink()
+            except OSError:
+                pass  # held by a writer (or gone already)
+            finally:
+                os.close(fd)
 
     # -- reads and writes ------------------------------------------------------------------
 
@@ -497,15 +612,19 @@ class EmbeddingCache:
         counts the damaged ones (each distinct key once) by fault."""
         which, slot = loc.which, loc.slot
         n = len(which)
-        sizes = np.array([len(data) for data in loc.blobs], dtype=np.int64)
-        whole = (loc.dims > 0) & (sizes == 4 * loc.dims * loc.counts)
         stored = which >= 0
         if not stored.any():
             return _empty(n, dim), stored
+        expected = 4 * loc.dims * loc.counts
+        held = np.array([file is None for file in loc.files], dtype=bool)
+        sizes = np.array([len(data) for data in loc.blobs], dtype=np.int64)
+        # a batch is whole when its bytes match its dimension and count: known now for one
+        # held in the index file, once read for one in a segment file
+        whole = (loc.dims > 0) & (~held | (sizes == expected))
         b = np.where(stored, which, 0)
-        broken = stored & (~whole[b] | (slot >= loc.counts[b]))
         if dim is None:  # the provider learns its dimension from its first answer
-            dims = set(loc.dims[np.unique(which[stored & ~broken])].tolist())
+            fits = stored & whole[b] & (slot < loc.counts[b])
+            dims = set(loc.dims[np.unique(which[fits])].tolist())
             if len(dims) > 1:
                 # the batches disagree and nothing says which dimension is the model's:
                 # guessing (the most rows) fails the run with the model blamed when the
@@ -519,6 +638,19 @@ class EmbeddingCache:
                 )
                 return _empty(n, None), np.zeros(n, dtype=bool)
             dim = dims.pop() if dims else 0
+        wanted = stored & whole[b] & (slot < loc.counts[b]) & (loc.dims[b] == dim)
+        used = np.zeros(len(loc.files), dtype=bool)
+        used[which[wanted]] = True
+        chosen = np.flatnonzero(used)
+        matrix = np.zeros((n, dim), dtype=np.float32)
+        # the stored order (a corpus read back in the order it was embedded): the batches are
+        # read end to end straight into the result, one copy; else they are laid side by side
+        # and gathered once in key order
+        direct = loc.in_order and bool(wanted.all())
+        staged = matrix if direct else np.empty((int(loc.counts[chosen].sum()), dim), np.float32)
+        got = _fill(self.folder, loc, chosen, expected[chosen], staged.reshape(-1).view(np.uint8))
+        whole[chosen] &= got == expected[chosen]
+        broken = stored & (~whole[b] | (slot >= loc.counts[b]))
         faults: dict[str, int] = {}
         other = stored & ~broken & (loc.dims[b] != dim)
         if broken.any():
@@ -528,15 +660,18 @@ class EmbeddingCache:
         if other.any():
             faults[f"a dimension other than {dim}"] = _distinct(other, which, slot)
         ok = stored & ~broken & ~other
-        matrix = np.zeros((n, dim), dtype=np.float32)
-        everything = bool(ok.all())
-        if everything and loc.in_order:  # the stored order: the blobs end to end, one copy
-            np.concatenate(
-                [np.frombuffer(data, dtype=np.float32) for data in loc.blobs],
-                out=matrix.reshape(-1),
-            )
+        if direct:
+            if not ok.all():
+                matrix[~ok] = 0.0  # what a short read left of a batch
         elif ok.any():
-            _gather(loc, ok, everything, matrix)
+            start = np.zeros(len(loc.files), dtype=np.int64)
+            start[chosen] = np.cumsum(loc.counts[chosen]) - loc.counts[chosen]
+            if ok.all():  # mode "raise" would buffer the output
+                np.take(staged, start[which] + slot, axis=0, out=matrix, mode="clip")
+            else:
+                rows = np.flatnonzero(ok)
+                matrix[rows] = staged[start[which[rows]] + slot[rows]]
+        del staged
         # squared norms in float32 (a relative error near 1e-7, far inside NORM_TOLERANCE):
         # a NaN or infinite value makes them non-finite, and only those rows are looked at
         squares = np.einsum("ij,ij->i", matrix, matrix)
@@ -583,13 +718,26 @@ class EmbeddingCache:
         if conn is None:
             return
         keys = [bytes(k) for k in keys]
-        data = arr.tobytes()
+        try:  # the vectors reach the disk before the index points to them
+            segment, offset = self._append(memoryview(arr).cast("B"))
+        except OSError as exc:
+            self._stop_writing(self._os_reason(exc, "writing a segment file"))
+            return
+        deleted = 0
 
         def write() -> None:
+            nonlocal deleted
             try:
                 conn.execute("BEGIN IMMEDIATE")
                 nsid = _namespace_id(conn, namespace, create=True)
-                _insert_batch(conn, nsid, keys, arr.shape[1], data)  # type: ignore[arg-type]
+                deleted = _insert_batch(
+                    conn,
+                    nsid,  # type: ignore[arg-type]
+                    keys,
+                    arr.shape[1],
+                    b"",
+                    segment=(segment, offset),
+                )
                 conn.execute("COMMIT")
             except BaseException:
                 if conn.in_transaction:
@@ -598,6 +746,8 @@ class EmbeddingCache:
 
         try:
             _retry_busy(write)
+            if deleted:
+                self._collect(conn)
         except _Busy as busy:
             self._warn(
                 f"embedding cache {str(self.path)!r}: {len(keys)} vector(s) not stored: "
@@ -608,6 +758,18 @@ class EmbeddingCache:
                 self._recover(str(exc))
             else:
                 self._stop_writing(self._reason(exc, "writing to it"))
+
+    def _os_reason(self, exc: OSError, doing: str) -> str:
+        """An error of the segment files told as :meth:`_reason` tells SQLite's."""
+        name = errno.errorcode.get(exc.errno or 0, type(exc).__name__)
+        detail = f"{exc.strerror or exc} ({name}) while {doing}"
+        try:
+            free = shutil.disk_usage(self.folder).free
+        except OSError:
+            free = None
+        if exc.errno == errno.ENOSPC or free == 0:
+            return f"{detail}; the disk is full ({free or 0} bytes free)"
+        return detail
 
     def _require(self) -> sqlite3.Connection:
         conn = self._conn()
@@ -649,9 +811,11 @@ class EmbeddingCache:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
             raise
+        self._close_segment()  # this writer's own segment may hold nothing live now
+        self._collect(conn)
 
 
-# -- the schema-2 layout, inside the caller's transaction ------------------------------------
+# -- the schema-3 layout, inside the caller's transaction ------------------------------------
 
 
 def _namespace_id(conn: sqlite3.Connection, name: str, *, create: bool) -> int | None:
@@ -666,12 +830,15 @@ def _namespace_id(conn: sqlite3.Connection, name: str, *, create: bool) -> int |
 
 @dataclass
 class _Located:
-    """Where the asked keys are stored: the batches read (their dimension, vector count and
-    data) and, per asked key, the index of its batch there (``which``, -1 when not stored) and
-    its ``slot``; ``in_order`` when the keys are exactly those batches' keys end to end."""
+    """Where the asked keys are stored: the batches read (their dimension, vector count, and
+    segment file and offset, or data held in the index file) and, per asked key, the index of
+    its batch there (``which``, -1 when not stored) and its ``slot``; ``in_order`` when the
+    keys are exactly those batches' keys end to end."""
 
     dims: np.ndarray
     counts: np.ndarray
+    files: list[str | None]
+    offsets: list[int | None]
     blobs: list[bytes]
     which: np.ndarray
     slot: np.ndarray
@@ -724,7 +891,7 @@ def _locate(conn: sqlite3.Connection, nsid: int, keys: Sequence[bytes]) -> _Loca
     return _Located(
         np.array(dims, dtype=np.int64),
         np.array(counts, dtype=np.int64),
-        _blobs(conn, nsid, list(index), every=False),
+        *_blobs(conn, nsid, list(index), every=False),
         which,
         slot,
     )
@@ -761,7 +928,7 @@ def _scan(conn: sqlite3.Connection, nsid: int, keys: Sequence[bytes]) -> _Locate
         return _Located(
             np.array(dims, dtype=np.int64),
             count_of,
-            _blobs(conn, nsid, ids, every=True),
+            *_blobs(conn, nsid, ids, every=True),
             which,
             slot,
             in_order=True,
@@ -773,11 +940,15 @@ def _scan(conn: sqlite3.Connection, nsid: int, keys: Sequence[bytes]) -> _Locate
         wanted = np.frombuffer(joined, dtype=f"S{_KEY_BYTES}")
         # keys are SHA-256 digests: sort and search on their first 8 bytes, then compare whole
         # keys (a shared prefix, about 1 in 2**64, at worst reports a key missing: embedded
-        # again); a stable sort keeps a key's copies in batch order, so the last is the newest
+        # again); where a key may have older copies a stable sort keeps them in batch order,
+        # so the last is the newest (else the faster unstable sort); the asked keys are sorted
+        # too, so that the search walks the stored ones once
         prefix = np.frombuffer(raw, dtype=">u8")[:: _KEY_BYTES // 8]
-        order = np.argsort(prefix, kind="stable")
+        order = np.argsort(prefix, kind=None if every_slot_live else "stable")
         want_prefix = np.frombuffer(joined, dtype=">u8")[:: _KEY_BYTES // 8]
-        pos = np.searchsorted(prefix[order], want_prefix, side="right") - 1
+        asked = np.argsort(want_prefix)
+        pos = np.empty(n, dtype=np.int64)
+        pos[asked] = np.searchsorted(prefix[order], want_prefix[asked], side="right") - 1
         flat = order[np.maximum(pos, 0)]
         hit = (pos >= 0) & (stored[flat] == wanted)
         flat = flat[hit]
@@ -791,50 +962,102 @@ def _scan(conn: sqlite3.Connection, nsid: int, keys: Sequence[bytes]) -> _Locate
     return _Located(
         np.array(dims, dtype=np.int64)[used],
         count_of[used],
-        _blobs(conn, nsid, [ids[i] for i in chosen], every=len(chosen) == len(ids)),
+        *_blobs(conn, nsid, [ids[i] for i in chosen], every=len(chosen) == len(ids)),
         which,
         slot,
     )
 
 
-def _blobs(conn: sqlite3.Connection, nsid: int, ids: list[int], *, every: bool) -> list[bytes]:
-    """The data of batches ``ids`` (ascending, or in ``ids``' order), in that order; ``every``:
-    they are all of the namespace's batches whose keys were read, so one ordered pass over the
-    namespace reads them (a batch written since is left out by the ``ids`` it is not in)."""
+def _blobs(
+    conn: sqlite3.Connection, nsid: int, ids: list[int], *, every: bool
+) -> tuple[list[str | None], list[int | None], list[bytes]]:
+    """Where the data of batches ``ids`` is, in that order: per batch its segment file and
+    offset, and its data when the index file holds it (schema 2 and migrated schema 1 files;
+    empty otherwise); ``every``: they are all of the namespace's batches whose keys were read,
+    so one pass over the namespace finds them (a batch written since is left out by the ``ids``
+    it is not in)."""
     if not ids:
-        return []
+        return [], [], []
     if every:
         wanted = set(ids)
         rows = conn.execute(
-            "SELECT id, data FROM batches WHERE ns = ? ORDER BY id", (nsid,)
+            "SELECT id, file, offset, data FROM batches WHERE ns = ?", (nsid,)
         ).fetchall()
-        data = {bid: blob for bid, blob in rows if bid in wanted}
+        found = {row[0]: row[1:] for row in rows if row[0] in wanted}
     else:
-        data = {}
+        found = {}
         for start in range(0, len(ids), _CHUNK):
             chunk = ids[start : start + _CHUNK]
             marks = ",".join("?" * len(chunk))
-            data.update(conn.execute(f"SELECT id, data FROM batches WHERE id IN ({marks})", chunk))
-    return [data[bid] for bid in ids]
+            for bid, *where in conn.execute(
+                f"SELECT id, file, offset, data FROM batches WHERE id IN ({marks})", chunk
+            ):
+                found[bid] = tuple(where)
+    places = [found[bid] for bid in ids]
+    return [p[0] for p in places], [p[1] for p in places], [p[2] for p in places]
 
 
-def _gather(loc: _Located, ok: np.ndarray, everything: bool, matrix: np.ndarray) -> None:
-    """Copy the sound located vectors (``ok``) into their rows of ``matrix``: the batches they
-    come from laid side by side (one sequential copy), then one gather in key order."""
-    dim = matrix.shape[1]
-    used = np.zeros(len(loc.blobs), dtype=bool)
-    used[loc.which[ok]] = True
-    chosen = np.flatnonzero(used)
-    start = np.zeros(len(loc.blobs), dtype=np.int64)
-    start[chosen] = np.cumsum(loc.counts[chosen]) - loc.counts[chosen]
-    staged = np.concatenate(
-        [np.frombuffer(loc.blobs[i], dtype=np.float32) for i in chosen.tolist()]
-    ).reshape(-1, dim)
-    if everything:
-        np.take(staged, start[loc.which] + loc.slot, axis=0, out=matrix, mode="clip")
-    else:
-        rows = np.flatnonzero(ok)
-        matrix[rows] = staged[start[loc.which[rows]] + loc.slot[rows]]
+def _fill(
+    folder: Path, loc: _Located, chosen: np.ndarray, lengths: np.ndarray, buffer: np.ndarray
+) -> np.ndarray:
+    """Copy the data of batches ``chosen`` (``lengths`` bytes each) side by side into
+    ``buffer`` (bytes): from the index file, or read from their segment files (adjacent batches
+    of one file in one read). Returns how many bytes each had (fewer than its length: damaged,
+    its file cut short or gone)."""
+    got = np.zeros(len(chosen), dtype=np.int64)
+    positions = np.cumsum(lengths) - lengths
+    runs: dict[str, list[list[int]]] = {}  # per file: [offset, length, position, first, last]
+    for j, i in enumerate(chosen.tolist()):
+        length, position = int(lengths[j]), int(positions[j])
+        name, offset = loc.files[i], loc.offsets[i]
+        if name is None:
+            data = loc.blobs[i]
+            if len(data) == length:
+                buffer[position : position + length] = np.frombuffer(data, dtype=np.uint8)
+            got[j] = len(data)
+        elif isinstance(offset, int) and offset >= 0:
+            parts = runs.setdefault(name, [])
+            last = parts[-1] if parts else None
+            if last is not None and last[0] + last[1] == offset and last[2] + last[1] == position:
+                last[1] += length
+                last[4] = j
+            else:
+                parts.append([offset, length, position, j, j])
+    for name, parts in runs.items():
+        if not _SEGMENT.fullmatch(name):  # not a name the cache writes: never opened
+            continue
+        try:
+            fd = os.open(folder / name, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        except OSError:
+            continue  # gone: its batches are damaged, embedded again
+        try:
+            for offset, length, position, first, last in parts:
+                done = _read_into(fd, memoryview(buffer[position : position + length]), offset)
+                js = np.arange(first, last + 1)
+                got[js] = np.clip(position + done - positions[js], 0, lengths[js])
+        finally:
+            os.close(fd)
+    return got
+
+
+def _read_into(fd: int, view: memoryview, offset: int) -> int:
+    """Read ``len(view)`` bytes at ``offset`` into ``view`` (no copy in between); returns how
+    many there were."""
+    done = 0
+    try:
+        while done < len(view):
+            if hasattr(os, "preadv"):
+                step = os.preadv(fd, [view[done:]], offset + done)
+            else:  # pragma: no cover - platforms without preadv
+                chunk = os.pread(fd, len(view) - done, offset + done)
+                step = len(chunk)
+                view[done : done + step] = chunk
+            if step <= 0:
+                break
+            done += step
+    except OSError:
+        pass  # an unreadable stretch counts as missing bytes
+    return done
 
 
 def _distinct(mask: np.ndarray, which: np.ndarray, slot: np.ndarray) -> int:
@@ -849,16 +1072,24 @@ def _empty(n: int, dim: int | None) -> np.ndarray:
 
 
 def _insert_batch(
-    conn: sqlite3.Connection, nsid: int, keys: Sequence[bytes], dim: int, data: bytes
-) -> None:
-    """Store one batch (``data`` holds ``len(keys)`` vectors of ``dim`` float32 values) and
-    point its keys' entries at it; batches left with no live slot are deleted. A key given
-    twice keeps its last vector."""
+    conn: sqlite3.Connection,
+    nsid: int,
+    keys: Sequence[bytes],
+    dim: int,
+    data: bytes,
+    segment: tuple[str, int] | None = None,
+) -> int:
+    """Store one batch (``data``, or the bytes at ``segment``'s (file, offset), holds
+    ``len(keys)`` vectors of ``dim`` float32 values) and point its keys' entries at it; batches
+    left with no live slot are deleted (returns how many). A key given twice keeps its last
+    vector."""
     slots = {bytes(key): i for i, key in enumerate(keys)}  # the last of a repeated key wins
     old = _lookup(conn, nsid, list(slots))
+    file, offset = segment if segment is not None else (None, None)
     batch = conn.execute(
-        "INSERT INTO batches (ns, dim, count, live, keys, data) VALUES (?, ?, ?, ?, ?, ?)",
-        (nsid, dim, len(keys), len(slots), b"".join(bytes(k) for k in keys), data),
+        "INSERT INTO batches (ns, dim, count, live, keys, data, file, offset)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        (nsid, dim, len(keys), len(slots), b"".join(bytes(k) for k in keys), data, file, offset),
     ).lastrowid
     conn.executemany(
         "INSERT OR REPLACE INTO entries VALUES (?, ?, ?, ?)",
@@ -870,7 +1101,10 @@ def _insert_batch(
     conn.executemany(
         "UPDATE batches SET live = live - ? WHERE id = ?", [(n, b) for b, n in stale.items()]
     )
+    before = conn.total_changes
     conn.executemany("DELETE FROM batches WHERE id = ? AND live <= 0", [(b,) for b in stale])
+    deleted = conn.total_changes - before
     conn.execute(
         "UPDATE namespaces SET size = size + ? WHERE id = ?", (len(slots) - len(old), nsid)
     )
+    return deleted

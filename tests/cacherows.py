@@ -1,9 +1,10 @@
 """The embedding cache file seen as one row per vector, as the fault tests damage it.
 
-The cache stores each write as one blob of vectors (table ``batches``) and one entry per key
-(table ``entries``); these helpers read every key's stored vector as ``(namespace, key, dim,
-vec)`` and overwrite one key's vector the way a damaged file would hold it: its entry points to
-a one-vector batch holding ``vec`` (any bytes) under ``dim``.
+The cache stores each write as one run of vectors in a segment file (or, in a file written
+before schema 3, one blob in table ``batches``) and one entry per key (table ``entries``);
+these helpers read every key's stored vector as ``(namespace, key, dim, vec)`` and overwrite
+one key's vector the way a damaged file would hold it: its entry points to a one-vector batch
+holding ``vec`` (any bytes) under ``dim``, in the index file.
 """
 
 from __future__ import annotations
@@ -17,16 +18,22 @@ def rows(path: Path) -> list[tuple[str, bytes, int, bytes]]:
     conn = sqlite3.connect(path)
     try:
         found = conn.execute(
-            "SELECT n.name, e.key, b.dim, b.data, e.slot FROM entries e"
+            "SELECT n.name, e.key, b.dim, b.data, e.slot, b.file, b.offset FROM entries e"
             " JOIN namespaces n ON n.id = e.ns JOIN batches b ON b.id = e.batch"
             " ORDER BY n.name, e.key"
         ).fetchall()
     finally:
         conn.close()
-    return [
-        (ns, bytes(key), dim, bytes(data[4 * dim * slot : 4 * dim * (slot + 1)]))
-        for ns, key, dim, data, slot in found
-    ]
+    out = []
+    for ns, key, dim, data, slot, file, offset in found:
+        if file is not None:  # the batch's vectors are in a segment file beside the index
+            with (path.parent / file).open("rb") as fh:
+                fh.seek(offset + 4 * dim * slot)
+                vec = fh.read(4 * dim)
+        else:
+            vec = bytes(data[4 * dim * slot : 4 * dim * (slot + 1)])
+        out.append((ns, bytes(key), dim, vec))
+    return out
 
 
 def set_vector(conn: sqlite3.Connection, namespace: str, key: bytes, dim: int, vec: bytes) -> int:

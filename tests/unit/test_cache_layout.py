@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import warnings
 from pathlib import Path
@@ -88,7 +89,7 @@ def test_a_schema_1_cache_is_migrated_in_place_and_read(tmp_path: Path) -> None:
     tables = {name for (name,) in conn.execute("SELECT name FROM sqlite_master")}
     (version,) = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
     conn.close()
-    assert "vectors" not in tables and version == "2"
+    assert "vectors" not in tables and version == str(cache_module.SCHEMA_VERSION) == "3"
     assert _bytes(tmp_path) <= 1.1 * (docs.nbytes + queries.nbytes) < old_size  # VACUUMed
     again = EmbeddingCache(tmp_path)  # opened again: already migrated
     assert again.count("m") == 1499
@@ -215,3 +216,152 @@ def test_a_damaged_key_asked_twice_is_counted_once(tmp_path: Path) -> None:
     with pytest.warns(EmbedBenchWarning, match=r": 1 damaged vector.*1 with NaN"):
         matrix, missing = cache.get_matrix("ns", [keys[1], keys[0], keys[1]], dim=8)
     assert missing == [0, 2] and not matrix[[0, 2]].any() and matrix[1].any()
+
+
+# -- schema 3: vectors in segment files beside the SQLite index ------------------------------
+
+
+def _schema_2(path: Path, namespace: str, keys: list[bytes], vectors: np.ndarray) -> None:
+    """A cache file as the schema-2 code wrote it: each batch of 32 one blob in the file."""
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+    conn.execute("INSERT INTO meta VALUES ('schema_version', '2')")
+    conn.execute(
+        "CREATE TABLE namespaces (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE,"
+        " size INTEGER NOT NULL DEFAULT 0)"
+    )
+    conn.execute(
+        "CREATE TABLE batches (id INTEGER PRIMARY KEY, ns INTEGER NOT NULL, dim INTEGER NOT NULL,"
+        " count INTEGER NOT NULL, live INTEGER NOT NULL, keys BLOB NOT NULL, data BLOB NOT NULL)"
+    )
+    conn.execute("CREATE INDEX batches_ns ON batches (ns)")
+    conn.execute(
+        "CREATE TABLE entries (ns INTEGER NOT NULL, key BLOB NOT NULL, batch INTEGER NOT NULL,"
+        " slot INTEGER NOT NULL, PRIMARY KEY (ns, key)) WITHOUT ROWID"
+    )
+    conn.execute("INSERT INTO namespaces (id, name, size) VALUES (1, ?, ?)", (namespace, len(keys)))
+    dim = vectors.shape[1]
+    for start in range(0, len(keys), 32):
+        part = keys[start : start + 32]
+        batch = conn.execute(
+            "INSERT INTO batches (ns, dim, count, live, keys, data) VALUES (1, ?, ?, ?, ?, ?)",
+            (dim, len(part), len(part), b"".join(part), vectors[start : start + 32].tobytes()),
+        ).lastrowid
+        conn.executemany(
+            "INSERT INTO entries VALUES (1, ?, ?, ?)", [(k, batch, i) for i, k in enumerate(part)]
+        )
+    conn.close()
+
+
+def _segments(folder: Path) -> list[Path]:
+    return sorted(folder.glob("vectors-*.f32"))
+
+
+@pytest.mark.parametrize("scan_min", [1, 10**9], ids=["one-pass", "per-key"])
+def test_a_schema_2_cache_is_migrated_and_reads_back_equal_vectors(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, scan_min: int
+) -> None:
+    """Its batches stay in the index file and are read from there; new writes go to a segment
+    file; a read mixing both, in the stored order or shuffled, gives every vector back."""
+    monkeypatch.setattr(cache_module, "SCAN_MIN", scan_min)
+    vectors = _unit(200, 16)
+    keys = [text_key(f"t{i}") for i in range(len(vectors))]
+    _schema_2(tmp_path / FILENAME, "ns", keys[:150], vectors[:150])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a migration is not a fault: no warning, nothing aside
+        cache = EmbeddingCache(tmp_path)
+        matrix, missing = cache.get_matrix("ns", keys[:150], dim=16, unit_norm=True)
+        assert missing == [] and np.array_equal(matrix, vectors[:150])
+        assert _segments(tmp_path) == []
+        cache.put_many("ns", keys[150:], vectors[150:])
+        assert len(_segments(tmp_path)) == 1
+        shuffled = np.random.default_rng(1).permutation(len(keys))
+        for order in (np.arange(len(keys)), shuffled):
+            matrix, missing = cache.get_matrix("ns", [keys[i] for i in order], dim=16)
+            assert missing == [] and np.array_equal(matrix, vectors[order])
+    conn = sqlite3.connect(tmp_path / FILENAME)
+    (version,) = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+    conn.close()
+    assert version == "3" and not any(".corrupt-" in p.name for p in tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("how", ["cut short", "deleted", "a name outside the folder"])
+def test_a_damaged_segment_file_is_reported_and_its_vectors_written_again(
+    tmp_path: Path, how: str
+) -> None:
+    vectors = _unit(96, 8)
+    keys = [text_key(f"t{i}") for i in range(len(vectors))]
+    cache = EmbeddingCache(tmp_path)
+    for start in range(0, len(keys), 32):
+        cache.put_many("ns", keys[start : start + 32], vectors[start : start + 32])
+    cache.close()
+    (segment,) = _segments(tmp_path)
+    outside = tmp_path.parent / f"{tmp_path.name}-outside.f32"
+    if how == "cut short":  # the last batch loses its last vector and a half
+        os.truncate(segment, segment.stat().st_size - 6 * 8)
+    elif how == "deleted":
+        segment.unlink()
+    else:
+        outside.write_bytes(vectors.tobytes())  # never opened: not a segment name
+        conn = sqlite3.connect(tmp_path / FILENAME)
+        with conn:
+            conn.execute("UPDATE batches SET file = ? WHERE id = 2", (f"../{outside.name}",))
+        conn.close()
+    lost = {"cut short": list(range(64, 96)), "deleted": list(range(96))}.get(
+        how, list(range(32, 64))
+    )
+    cache = EmbeddingCache(tmp_path)
+    with pytest.warns(EmbedBenchWarning, match=rf"{len(lost)} damaged.*byte length"):
+        matrix, missing = cache.get_matrix("ns", keys, dim=8, unit_norm=True)
+    assert missing == lost and not matrix[lost].any()
+    kept = [i for i in range(96) if i not in lost]
+    assert np.array_equal(matrix[kept], vectors[kept])
+    cache.put_many("ns", [keys[i] for i in lost], vectors[lost])  # embedded again
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        matrix, missing = cache.get_matrix("ns", keys, dim=8, unit_norm=True)
+    assert missing == [] and np.array_equal(matrix, vectors)
+    if how == "a name outside the folder":
+        assert outside.read_bytes() == vectors.tobytes()  # read nothing, wrote nothing there
+
+
+def test_bytes_a_write_left_without_its_index_row_are_harmless(tmp_path: Path) -> None:
+    """A process killed after writing its vectors but before committing their index row
+    leaves orphan bytes at the end of its segment: never read, and the next writer (a new
+    process) appends to a segment of its own."""
+    vectors = _unit(64, 8)
+    keys = [text_key(f"t{i}") for i in range(len(vectors))]
+    cache = EmbeddingCache(tmp_path)
+    cache.put_many("ns", keys[:32], vectors[:32])
+    cache.close()
+    (first,) = _segments(tmp_path)
+    with first.open("ab") as fh:
+        fh.write(b"\xff" * 1000)  # half a batch of NaNs, indexed by nothing
+    cache = EmbeddingCache(tmp_path)
+    cache.put_many("ns", keys[32:], vectors[32:])
+    assert len(_segments(tmp_path)) == 2
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        matrix, missing = cache.get_matrix("ns", keys, dim=8, unit_norm=True)
+    assert missing == [] and np.array_equal(matrix, vectors)
+
+
+def test_segment_files_no_batch_points_to_are_deleted_but_not_a_writers(tmp_path: Path) -> None:
+    vectors = _unit(64, 8)
+    keys = [text_key(f"t{i}") for i in range(len(vectors))]
+    first = EmbeddingCache(tmp_path)
+    first.put_many("ns", keys[:32], vectors[:32])
+    first.close()  # its segment is no writer's any more
+    (old,) = _segments(tmp_path)
+    second = EmbeddingCache(tmp_path)
+    second.put_many("ns", keys[32:], vectors[32:])  # the second writer's segment, held open
+    third = EmbeddingCache(tmp_path)
+    third.put_many("ns", keys, vectors[::-1].copy())  # every vector written again
+    names = {p.name for p in _segments(tmp_path)}
+    assert old.name not in names and len(names) == 2  # the held one stays while held
+    matrix, missing = third.get_matrix("ns", keys, dim=8)
+    assert missing == [] and np.array_equal(matrix, vectors[::-1])
+    second.close()
+    third.clear()
+    assert _segments(tmp_path) == [] and third.count() == 0

@@ -18,9 +18,11 @@ from __future__ import annotations
 
 import functools
 import gc
+import inspect
+import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from itertools import chain
+from itertools import chain, compress
 from typing import Any
 
 import numpy as np
@@ -82,37 +84,113 @@ def _no_cyclic_gc() -> Iterator[None]:
             gc.enable()
 
 
+#: documents tokenised per step by :func:`_tokenize_flat` (bounds the token strings alive)
+TOKENIZE_CHUNK = 20_000
+#: index entries scored per step (bounds the float64 temporaries of the tf formula)
+SCORE_CHUNK = 1 << 20
+
+
+def _tokenize_flat(
+    bm25s: Any, texts: Sequence[str], stopwords: str | list[str], stemmer: Any
+) -> tuple[np.ndarray, np.ndarray, dict[str, int]]:
+    """``bm25s.tokenize(texts, stopwords=..., stemmer=...)`` (its defaults otherwise) as flat
+    arrays: every document's token ids one after another, each document's token count, and the
+    vocabulary, equal to what bm25s returns (tests/unit/test_lexical_index.py).
+
+    bm25s loops over every token in Python and keeps a list of ids per document; here each
+    document is only split (``re.findall``, as bm25s), and the tokens are numbered a chunk at a
+    time through one dict in first-seen order, as bm25s numbers them. Stopwords are numbered
+    too and dropped afterwards, renumbering the rest in the same order; stemming follows bm25s
+    step by step (its vocabulary comes from a set of the stems, in the set's order)."""
+    from bm25s.tokenization import _infer_stopwords
+
+    signature = inspect.signature(bm25s.tokenize).parameters
+    split = re.compile(signature["token_pattern"].default).findall
+    stop = set(_infer_stopwords(stopwords))
+    numbers: dict[str, int] = {}
+    ids_parts, length_parts = [], []
+    for start in range(0, len(texts), TOKENIZE_CHUNK):
+        tokens = list(map(split, map(str.lower, texts[start : start + TOKENIZE_CHUNK])))
+        length_parts.append(np.fromiter(map(len, tokens), dtype=np.int64, count=len(tokens)))
+        flat = list(chain.from_iterable(tokens))
+        del tokens
+        new = [token for token in dict.fromkeys(flat) if token not in numbers]
+        numbers.update(zip(new, range(len(numbers), len(numbers) + len(new)), strict=True))
+        ids_parts.append(np.fromiter(map(numbers.__getitem__, flat), np.int64, count=len(flat)))
+    split_ids = np.concatenate(ids_parts) if ids_parts else np.zeros(0, dtype=np.int64)
+    split_lengths = np.concatenate(length_parts) if length_parts else np.zeros(0, np.int64)
+    # drop the stopwords; the other tokens keep their first-seen order, numbered from 0
+    words = list(numbers)
+    keep_word = np.fromiter((w not in stop for w in words), dtype=bool, count=len(words))
+    renumber = (np.cumsum(keep_word) - 1).astype(np.int32)
+    keep = keep_word[split_ids]
+    ids = renumber[split_ids[keep]]
+    ends = np.concatenate([[0], np.cumsum(keep, dtype=np.int64)])
+    bounds = np.concatenate([[0], np.cumsum(split_lengths)])
+    lengths = ends[bounds[1:]] - ends[bounds[:-1]]
+    unique = list(compress(words, keep_word.tolist()))
+    if stemmer is None:
+        return ids, lengths, {token: i for i, token in enumerate(unique)}
+    stems = stemmer.stemWords(unique)
+    vocab = {token: i for i, token in enumerate(set(stems))}  # as bm25s: the set's order
+    to_stem = np.fromiter(map(vocab.__getitem__, stems), dtype=np.int32, count=len(stems))
+    return to_stem[ids], lengths, vocab
+
+
 @functools.cache
 def _vectorised_bm25(bm25s: Any) -> Any:
-    """bm25s's ``BM25`` with its index built by numpy over all documents at once.
+    """bm25s's ``BM25`` with its index built by numpy over all documents at once, or None when
+    this bm25s lacks the parts it calls (bm25s 0.2.6 may).
 
     bm25s builds its score matrix with a Python loop per document (a ``Counter``, two small
-    arrays and the term-frequency formula each); this override of ``build_index_from_ids``,
-    the method bm25s documents for building the index another way, counts every (token,
-    document) pair in one sort and calls bm25s's own idf and term-frequency functions on whole
-    arrays. Every float operation is the one bm25s does per document, in the same dtypes, so
-    the score matrix is equal bit for bit (tests/unit/test_lexical_index.py compares it with
-    bm25s's for every method)."""
-    from bm25s import scoring
+    arrays and the term-frequency formula each). ``index_flat`` takes the flat token ids of
+    :func:`_tokenize_flat`, counts every (token, document) pair in one sort and calls bm25s's
+    own idf and term-frequency functions on whole arrays. Every float operation is the one
+    bm25s does per document, in the same dtypes, so the score matrix is equal bit for bit
+    (tests/unit/test_lexical_index.py compares it with bm25s's for every method)."""
+    from bm25s import scoring, tokenization
+
+    needed = ("_select_idf_scorer", "_select_tfc_scorer", "_build_idf_array")
+    model = bm25s.BM25()
+    if not (
+        all(hasattr(scoring, name) for name in (*needed, "_build_nonoccurrence_array"))
+        and hasattr(tokenization, "_infer_stopwords")
+        and all(
+            hasattr(model, name)
+            for name in ("idf_method", "methods_requiring_nonoccurrence", "int_dtype", "delta")
+        )
+    ):
+        return None
 
     class VectorisedBM25(bm25s.BM25):
-        def build_index_from_ids(
-            self,
-            unique_token_ids: list[int],
-            corpus_token_ids: list[list[int]],
-            show_progress: bool = True,
-            leave_progress: bool = False,
+        def index_flat(self, ids: np.ndarray, lengths: np.ndarray, vocab: dict[str, int]) -> None:
+            """What ``index(tokens)`` does, from :func:`_tokenize_flat`'s arrays."""
+            self.scores = self.scores_from_flat(ids, lengths, list(vocab.values()))
+            if "" not in vocab:  # as bm25s: the empty token, for queries without a known one
+                vocab[""] = max(vocab.values()) + 1
+            self.vocab_dict = vocab
+            self.unique_token_ids_set = set(vocab.values())
+
+        def scores_from_flat(
+            self, flat: np.ndarray, lengths: np.ndarray, unique_token_ids: list[int]
         ) -> dict[str, Any]:
-            n_docs, n_vocab = len(corpus_token_ids), len(unique_token_ids)
-            lengths = np.array([len(doc_ids) for doc_ids in corpus_token_ids])
-            avg_doc_len = lengths.mean()  # as bm25s: the mean of an int array, a numpy float
-            flat = np.fromiter(
-                chain.from_iterable(corpus_token_ids), dtype=np.int64, count=int(lengths.sum())
-            )
-            docs = np.repeat(np.arange(n_docs, dtype=np.int64), lengths)
+            n_docs, n_vocab = len(lengths), len(unique_token_ids)
+            lengths = np.asarray(lengths, dtype=np.int64)
+            avg_doc_len = lengths.mean()  # as bm25s: the mean of an int64 array, a numpy float
             # every (token, document) pair once, sorted by token then document: CSC order
-            pairs, tf = np.unique(flat * max(n_docs, 1) + docs, return_counts=True)
-            token, doc = np.divmod(pairs, max(n_docs, 1))
+            keys = flat.astype(np.int64) * max(n_docs, 1)
+            keys += np.repeat(np.arange(n_docs, dtype=np.int64), lengths)
+            keys.sort()
+            first = np.ones(len(keys), dtype=bool)
+            np.not_equal(keys[1:], keys[:-1], out=first[1:])
+            starts = np.flatnonzero(first)
+            del first
+            tf = np.diff(np.append(starts, len(keys))).astype(self.dtype)
+            pairs = keys[starts]
+            del keys, starts
+            token = (pairs // max(n_docs, 1)).astype(np.int32)
+            doc = (pairs % max(n_docs, 1)).astype(self.int_dtype)
+            del pairs
             df = np.bincount(token, minlength=n_vocab)
             frequencies = dict(zip(unique_token_ids, df[unique_token_ids].tolist(), strict=True))
             idf_fn = scoring._select_idf_scorer(self.idf_method)
@@ -133,25 +211,24 @@ def _vectorised_bm25(bm25s: Any) -> Any:
             else:
                 self.nonoccurrence_array = None
             idf = scoring._build_idf_array(frequencies, n_docs, idf_fn, dtype=self.dtype)
-            tfc = tfc_fn(
-                tf_array=tf.astype(self.dtype),
-                l_d=lengths[doc],
-                l_avg=avg_doc_len,
-                k1=self.k1,
-                b=self.b,
-                delta=self.delta,
-            )
-            scores = idf[token] * tfc
-            if self.nonoccurrence_array is not None:
-                scores -= self.nonoccurrence_array[token]
+            data = np.empty(len(token), dtype=self.dtype)
+            for a in range(0, len(token), SCORE_CHUNK):  # element-wise: chunks change nothing
+                end = a + SCORE_CHUNK
+                tfc = tfc_fn(
+                    tf_array=tf[a:end],
+                    l_d=lengths[doc[a:end]],
+                    l_avg=avg_doc_len,
+                    k1=self.k1,
+                    b=self.b,
+                    delta=self.delta,
+                )
+                scores = idf[token[a:end]] * tfc
+                if self.nonoccurrence_array is not None:
+                    scores -= self.nonoccurrence_array[token[a:end]]
+                data[a:end] = scores  # float64 -> the index dtype, as bm25s stores them
             indptr = np.zeros(n_vocab + 1, dtype=np.int64)
-            np.cumsum(np.bincount(token, minlength=n_vocab), out=indptr[1:])
-            return {
-                "data": scores.astype(self.dtype),
-                "indices": doc.astype(self.int_dtype),
-                "indptr": indptr,
-                "num_docs": n_docs,
-            }
+            np.cumsum(df, out=indptr[1:])
+            return {"data": data, "indices": doc, "indptr": indptr, "num_docs": n_docs}
 
     return VectorisedBM25
 
@@ -181,16 +258,23 @@ class BM25Index:
         self._stemmer = make_stemmer(stemmer)
         self._stopwords = stopwords if stopwords is not None else []
         self._bm25s = bm25s
+        vectorised = _vectorised_bm25(bm25s) if texts else None
         with _no_cyclic_gc():
-            tokens = bm25s.tokenize(
-                list(texts),
-                stopwords=self._stopwords,
-                stemmer=self._stemmer,
-                show_progress=False,
-            )
-            self._retriever = _vectorised_bm25(bm25s)(k1=k1, b=b, method=method)
-            self._retriever.index(tokens, show_progress=False)
-            del tokens
+            if vectorised is not None:
+                ids_, lengths, vocab = _tokenize_flat(bm25s, texts, self._stopwords, self._stemmer)
+                self._retriever = vectorised(k1=k1, b=b, method=method)
+                self._retriever.index_flat(ids_, lengths, vocab)
+                del ids_, lengths
+            else:  # an older bm25s, or no document: bm25s's own loops
+                tokens = bm25s.tokenize(
+                    list(texts),
+                    stopwords=self._stopwords,
+                    stemmer=self._stemmer,
+                    show_progress=False,
+                )
+                self._retriever = bm25s.BM25(k1=k1, b=b, method=method)
+                self._retriever.index(tokens, show_progress=False)
+                del tokens
         # rank ties by descending id: precompute each document's place in that order
         order = sorted(range(len(self.ids)), key=self.ids.__getitem__, reverse=True)
         self._stored_to_given = np.asarray(order, dtype=np.int64)

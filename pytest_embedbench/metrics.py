@@ -431,14 +431,16 @@ def judge_arrays(
                 "times; a document appears at most once per row"
             )
         inside = count == 1
-        iq, doc, pos = iq[inside], doc[inside], np.argmax(same[inside], axis=1)
+        pos = np.argmax(same, axis=1)[inside]
+        iq, doc = iq[inside], doc[inside]
         if scores is None:
             rank = pos
         else:
-            row_scores, valid = scores[iq], block[inside] >= 0
+            block = block[inside]
+            row_scores, valid = scores[iq], block >= 0
             value = row_scores[np.arange(len(iq)), pos][:, None]
             higher = np.count_nonzero((row_scores > value) & valid, axis=1)
-            tied = (row_scores == value) & valid & (block[inside] > doc[:, None])
+            tied = (row_scores == value) & valid & (block > doc[:, None])
             rank = higher + np.count_nonzero(tied, axis=1)
         keep = rank < depth
         found_q.append(iq[keep])
@@ -472,7 +474,7 @@ def _check_scores(docs: np.ndarray, scores: np.ndarray) -> np.ndarray:
 
 def _check_ranked(docs: np.ndarray) -> None:
     """Rows in rank order keep their empty places (negative numbers) at the end."""
-    if docs.shape[1] < 2:
+    if docs.shape[1] < 2 or docs.size == 0 or docs.min() >= 0:  # one pass when rows are full
         return
     gap = (docs[:, :-1] < 0) & (docs[:, 1:] >= 0)
     if gap.any():

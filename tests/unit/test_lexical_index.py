@@ -13,8 +13,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pytest_embedbench import load_dataset
-from pytest_embedbench.lexical import BM25_METHODS, BM25Index
+from pytest_embedbench import lexical, load_dataset
+from pytest_embedbench.lexical import BM25_METHODS, BM25Index, make_stemmer
 
 bm25s = pytest.importorskip("bm25s")
 
@@ -59,7 +59,11 @@ def test_rankings_equal_bm25s_on_the_examples(example: str, method: str) -> None
 
 
 @pytest.mark.parametrize("method", BM25_METHODS)
-def test_matrix_equals_bm25s_with_repeats_and_empty_documents(method: str) -> None:
+@pytest.mark.parametrize("chunk", [7, 1 << 20])
+def test_matrix_equals_bm25s_with_repeats_and_empty_documents(
+    method: str, chunk: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(lexical, "SCORE_CHUNK", chunk)  # scored in chunks of 7 entries, or all
     rng = np.random.default_rng(5)
     words = [f"word{i}" for i in range(300)]
     texts = []
@@ -69,6 +73,39 @@ def test_matrix_equals_bm25s_with_repeats_and_empty_documents(method: str) -> No
         texts.append(" ".join(words[j] for j in picked))
     ours = BM25Index(texts, [f"d{i}" for i in range(len(texts))], method=method, k1=1.2, b=0.6)
     assert_same_index(ours._retriever, bm25s_alone(ours, texts, method))
+
+
+MIXED = [
+    "The Cats SAT on the mat, the cats!",
+    "",
+    "the and of",  # stopwords only
+    "Ünïcode naïve café CAFÉ 東京 tokyo x y z",
+    "a b c-d e_f 42 4 2 running runs ran",
+    "Running RUNNING runner's run-time",
+]
+
+
+@pytest.mark.parametrize("stemmer", ["english", None])
+@pytest.mark.parametrize("stopwords", ["en", None])
+@pytest.mark.parametrize("chunk", [1, 4, 20_000])
+def test_tokens_equal_bm25s(
+    stemmer: str | None, stopwords: str | None, chunk: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the flat token ids, document lengths and vocabulary equal bm25s.tokenize's, tokenised in
+    # chunks of 1, 4 or all documents
+    monkeypatch.setattr(lexical, "TOKENIZE_CHUNK", chunk)
+    ds = load_dataset(EXAMPLES / "support")
+    texts = MIXED + [d.embed_text for d in ds.documents]
+    stem, stop = make_stemmer(stemmer), stopwords if stopwords is not None else []
+    want = bm25s.tokenize(texts, stopwords=stop, stemmer=stem, show_progress=False)
+    ids, lengths, vocab = lexical._tokenize_flat(bm25s, texts, stop, stem)
+    assert vocab == want.vocab and list(vocab) == list(want.vocab)
+    assert lengths.tolist() == [len(doc) for doc in want.ids]
+    assert ids.tolist() == [t for doc in want.ids for t in doc]
+    ours = BM25Index(
+        texts, [f"d{i}" for i in range(len(texts))], stemmer=stemmer, stopwords=stopwords
+    )
+    assert_same_index(ours._retriever, bm25s_alone(ours, texts, "lucene"))
 
 
 def test_the_collector_is_restored() -> None:

@@ -173,9 +173,16 @@ def column_names() -> list[str]:
     return sorted({c.key for c in _COLUMNS} | set(_figure_columns()))
 
 
+#: the names of the storage figures as threshold and gate keys (``bytes_per_doc``), for the
+#: columns that show them
+_ALIASES = {"bytes_per_doc": "bytes_per_document", "docs_per_s": "documents_per_s"}
+
+
 def resolve_column(name: str) -> Column | None:
-    """The column called ``name``: a default column, a figure, or any metric ``family@k``."""
+    """The column called ``name``: a default column, a figure (also by its threshold key,
+    ``bytes_per_doc``), or any metric ``family@k``."""
     key = name.strip().lower()
+    key = _ALIASES.get(key, key)
     for column in _COLUMNS:
         if column.key == key or column.header.lower() == key:
             return column

@@ -231,3 +231,17 @@ def test_a_bad_indexes_value_names_the_option(tmp_path: Path, value: str, messag
     assert message in str(info.value)
     with pytest.raises(ConfigError, match=r"ini option embedbench_indexes = "):
         _resolve(tmp_path, embedbench_indexes=value)
+
+
+def test_the_storage_columns_take_their_threshold_names() -> None:
+    from pytest_embedbench.options import parse_columns
+    from pytest_embedbench.report.columns import resolve_column
+
+    assert parse_columns("bytes_per_doc,docs_per_s,cache_mb") == (
+        "bytes_per_doc",
+        "docs_per_s",
+        "cache_mb",
+    )
+    assert resolve_column("bytes_per_doc") == resolve_column("bytes_per_document")
+    assert resolve_column("docs_per_s") == resolve_column("documents_per_s")
+    assert resolve_column("cache_mb").header == "cache MB"

@@ -11,7 +11,14 @@ from typing import Any
 from ..querydiff import QueryDiff, failure_lines, query_diff, query_label
 from ..records import TestRecord, as_record
 from ..resultdata import GateDelta, GateOutcome, ResultData
-from .settings import GATE_ALPHA, NOISY_FIGURES, FigureRule, GateSettings, figure_direction
+from .settings import (
+    DEFAULT_FIGURES,
+    GATE_ALPHA,
+    NOISY_FIGURES,
+    FigureRule,
+    GateSettings,
+    figure_direction,
+)
 from .store import _PRECISION, index_figures
 
 __all__ = ["GateOutcome", "gate"]
@@ -339,7 +346,12 @@ def _figure_gate(
     if why == "":
         return
     if why is None and _missing_value(base) and _missing_value(current):
-        return  # measured in neither (a lexical model's cache_mb): nothing to compare
+        if rule.key not in dict(DEFAULT_FIGURES):  # named by the user: say it did nothing
+            outcome.notes.append(
+                f"{key} gate skipped: measured in neither this run nor the "
+                "baseline (a cut-off the test lacks, or a model without it)"
+            )
+        return  # a default measured in neither (a lexical model's cache_mb): nothing to say
     if why is None and (_missing_value(base) or _missing_value(current)):
         why = "not measured in " + ("the baseline" if _missing_value(base) else "this run")
     if why is None and key in NOISY_FIGURES:

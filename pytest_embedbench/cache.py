@@ -871,68 +871,47 @@ def _locate(conn: sqlite3.Connection, nsid: int, keys: Sequence[bytes]) -> _Loca
     located = _lookup(conn, nsid, list(dict.fromkeys(keys)))
     ids = sorted({batch for batch, _ in located.values()})
     index: dict[int, int] = {}
-    dims: list[int] = []
-    counts: list[int] = []
+    rows: list[tuple] = []
     for start in range(0, len(ids), _CHUNK):
         chunk = ids[start : start + _CHUNK]
         marks = ",".join("?" * len(chunk))
-        for bid, dim, count in conn.execute(
-            f"SELECT id, dim, count FROM batches WHERE id IN ({marks})", chunk
+        for row in conn.execute(
+            f"SELECT id, dim, count, file, offset FROM batches WHERE id IN ({marks})", chunk
         ):
-            index[bid] = len(dims)
-            dims.append(dim)
-            counts.append(count)
+            index[row[0]] = len(rows)
+            rows.append(row)
     which = np.full(len(keys), -1, dtype=np.int64)
     slot = np.zeros(len(keys), dtype=np.int64)
     for i, key in enumerate(keys):
         place = located.get(key)
         if place is not None and place[0] in index:  # else deleted since: embedded again
             which[i], slot[i] = index[place[0]], place[1]
-    return _Located(
-        np.array(dims, dtype=np.int64),
-        np.array(counts, dtype=np.int64),
-        *_blobs(conn, nsid, list(index), every=False),
-        which,
-        slot,
-    )
+    return _batches(conn, nsid, rows, which, slot, every=False)
 
 
 def _scan(conn: sqlite3.Connection, nsid: int, keys: Sequence[bytes]) -> _Located:
     """:func:`_locate` by reading the key lists of every batch of the namespace, keys matched
     in numpy, then the data of the batches that hold them (in one ordered pass when that is
     all of them)."""
-    ids: list[int] = []
-    dims: list[int] = []
-    counts: list[int] = []
-    key_blobs: list[bytes] = []
-    every_slot_live = True
-    for bid, dim, count, live, key_blob in conn.execute(
-        "SELECT id, dim, count, live, keys FROM batches WHERE ns = ? ORDER BY id", (nsid,)
-    ):
-        if len(key_blob) == _KEY_BYTES * count:  # else its keys are unknown: embedded again
-            ids.append(bid)
-            dims.append(dim)
-            counts.append(count)
-            key_blobs.append(key_blob)
-            every_slot_live &= live == count
+    rows = conn.execute(
+        "SELECT id, dim, count, file, offset, live, keys FROM batches WHERE ns = ? ORDER BY id",
+        (nsid,),
+    ).fetchall()
+    # a batch whose key list does not match its count: its keys are unknown, embedded again
+    rows = [row for row in rows if len(row[6]) == _KEY_BYTES * row[2]]
+    every_slot_live = all(row[5] == row[2] for row in rows)
+    key_blobs = [row[6] for row in rows]
     n = len(keys)
-    count_of = np.array(counts, dtype=np.int64)
+    count_of = np.array([row[2] for row in rows], dtype=np.int64)
     starts = np.cumsum(count_of) - count_of
     raw = b"".join(key_blobs)
     joined = b"".join(keys)
     if every_slot_live and raw == joined:
         # asked for exactly what is stored, in the stored order (a corpus read back in the
         # order it was embedded), and no key has an older copy: no matching to do
-        which = np.repeat(np.arange(len(ids), dtype=np.int64), count_of)
+        which = np.repeat(np.arange(len(rows), dtype=np.int64), count_of)
         slot = np.arange(n, dtype=np.int64) - np.repeat(starts, count_of)
-        return _Located(
-            np.array(dims, dtype=np.int64),
-            count_of,
-            *_blobs(conn, nsid, ids, every=True),
-            which,
-            slot,
-            in_order=True,
-        )
+        return _batches(conn, nsid, rows, which, slot, every=True, in_order=True)
     which = np.full(n, -1, dtype=np.int64)
     slot = np.zeros(n, dtype=np.int64)
     if raw:
@@ -955,75 +934,93 @@ def _scan(conn: sqlite3.Connection, nsid: int, keys: Sequence[bytes]) -> _Locate
         owner = np.searchsorted(starts, flat, side="right") - 1
         which[hit], slot[hit] = owner, flat - starts[owner]
     used = np.unique(which[which >= 0])
-    renumber = np.full(len(ids), -1, dtype=np.int64)
+    renumber = np.full(len(rows), -1, dtype=np.int64)
     renumber[used] = np.arange(len(used))
     which = np.where(which >= 0, renumber[which], -1)
-    chosen = used.tolist()
+    chosen = [rows[i] for i in used.tolist()]
+    return _batches(conn, nsid, chosen, which, slot, every=len(chosen) == len(rows))
+
+
+def _batches(
+    conn: sqlite3.Connection,
+    nsid: int,
+    rows: list[tuple],
+    which: np.ndarray,
+    slot: np.ndarray,
+    *,
+    every: bool,
+    in_order: bool = False,
+) -> _Located:
+    """:class:`_Located` of the batches ``rows`` (id, dim, count, file, offset, ...), with the
+    data of those the index file holds (schema 2 and migrated schema 1 files; a batch in a
+    segment file has none there); ``every``: they are all of the namespace's batches whose keys
+    were read, so one pass over the namespace finds that data."""
+    held = [row[0] for row in rows if row[3] is None]
+    data: dict[int, bytes] = {}
+    if held and every:
+        wanted = set(held)
+        for bid, blob in conn.execute(
+            "SELECT id, data FROM batches WHERE ns = ? AND file IS NULL", (nsid,)
+        ):
+            if bid in wanted:
+                data[bid] = blob
+    else:
+        for start in range(0, len(held), _CHUNK):
+            chunk = held[start : start + _CHUNK]
+            marks = ",".join("?" * len(chunk))
+            data.update(conn.execute(f"SELECT id, data FROM batches WHERE id IN ({marks})", chunk))
     return _Located(
-        np.array(dims, dtype=np.int64)[used],
-        count_of[used],
-        *_blobs(conn, nsid, [ids[i] for i in chosen], every=len(chosen) == len(ids)),
+        np.array([row[1] for row in rows], dtype=np.int64),
+        np.array([row[2] for row in rows], dtype=np.int64),
+        [row[3] for row in rows],
+        [row[4] for row in rows],
+        [data.get(row[0], b"") for row in rows],
         which,
         slot,
+        in_order,
     )
-
-
-def _blobs(
-    conn: sqlite3.Connection, nsid: int, ids: list[int], *, every: bool
-) -> tuple[list[str | None], list[int | None], list[bytes]]:
-    """Where the data of batches ``ids`` is, in that order: per batch its segment file and
-    offset, and its data when the index file holds it (schema 2 and migrated schema 1 files;
-    empty otherwise); ``every``: they are all of the namespace's batches whose keys were read,
-    so one pass over the namespace finds them (a batch written since is left out by the ``ids``
-    it is not in)."""
-    if not ids:
-        return [], [], []
-    if every:
-        wanted = set(ids)
-        rows = conn.execute(
-            "SELECT id, file, offset, data FROM batches WHERE ns = ?", (nsid,)
-        ).fetchall()
-        found = {row[0]: row[1:] for row in rows if row[0] in wanted}
-    else:
-        found = {}
-        for start in range(0, len(ids), _CHUNK):
-            chunk = ids[start : start + _CHUNK]
-            marks = ",".join("?" * len(chunk))
-            for bid, *where in conn.execute(
-                f"SELECT id, file, offset, data FROM batches WHERE id IN ({marks})", chunk
-            ):
-                found[bid] = tuple(where)
-    places = [found[bid] for bid in ids]
-    return [p[0] for p in places], [p[1] for p in places], [p[2] for p in places]
 
 
 def _fill(
     folder: Path, loc: _Located, chosen: np.ndarray, lengths: np.ndarray, buffer: np.ndarray
 ) -> np.ndarray:
     """Copy the data of batches ``chosen`` (``lengths`` bytes each) side by side into
-    ``buffer`` (bytes): from the index file, or read from their segment files (adjacent batches
-    of one file in one read). Returns how many bytes each had (fewer than its length: damaged,
-    its file cut short or gone)."""
+    ``buffer`` (bytes): from the index file, or read from their segment files (batches that
+    follow one another in a file and in ``buffer`` in one read). Returns how many bytes each
+    had (fewer than its length: damaged, its file cut short or gone)."""
     got = np.zeros(len(chosen), dtype=np.int64)
     positions = np.cumsum(lengths) - lengths
-    runs: dict[str, list[list[int]]] = {}  # per file: [offset, length, position, first, last]
-    for j, i in enumerate(chosen.tolist()):
-        length, position = int(lengths[j]), int(positions[j])
-        name, offset = loc.files[i], loc.offsets[i]
+    picked = chosen.tolist()
+    names = [loc.files[i] for i in picked]
+    offsets = [loc.offsets[i] for i in picked]
+    in_segments = []
+    for j, (name, offset) in enumerate(zip(names, offsets, strict=True)):
         if name is None:
-            data = loc.blobs[i]
-            if len(data) == length:
-                buffer[position : position + length] = np.frombuffer(data, dtype=np.uint8)
+            data = loc.blobs[picked[j]]
+            if len(data) == lengths[j]:
+                start = int(positions[j])
+                buffer[start : start + len(data)] = np.frombuffer(data, dtype=np.uint8)
             got[j] = len(data)
         elif isinstance(offset, int) and offset >= 0:
-            parts = runs.setdefault(name, [])
-            last = parts[-1] if parts else None
-            if last is not None and last[0] + last[1] == offset and last[2] + last[1] == position:
-                last[1] += length
-                last[4] = j
-            else:
-                parts.append([offset, length, position, j, j])
-    for name, parts in runs.items():
+            in_segments.append(j)
+    if not in_segments:
+        return got
+    js = np.array(in_segments, dtype=np.int64)
+    codes: dict[str, int] = {}
+    code = np.array([codes.setdefault(names[j], len(codes)) for j in in_segments])
+    off = np.array([offsets[j] for j in in_segments], dtype=np.int64)
+    follows = np.zeros(len(js), dtype=bool)
+    follows[1:] = (
+        (code[1:] == code[:-1])
+        & (off[1:] == off[:-1] + lengths[js[:-1]])
+        & (positions[js[1:]] == positions[js[:-1]] + lengths[js[:-1]])
+    )
+    firsts = np.flatnonzero(~follows)
+    lasts = np.append(firsts[1:], len(js)) - 1
+    by_file: dict[str, list[tuple[int, int]]] = {}
+    for first, last in zip(firsts.tolist(), lasts.tolist(), strict=True):
+        by_file.setdefault(names[in_segments[first]], []).append((first, last))
+    for name, runs in by_file.items():
         if not _SEGMENT.fullmatch(name):  # not a name the cache writes: never opened
             continue
         try:
@@ -1031,10 +1028,12 @@ def _fill(
         except OSError:
             continue  # gone: its batches are damaged, embedded again
         try:
-            for offset, length, position, first, last in parts:
-                done = _read_into(fd, memoryview(buffer[position : position + length]), offset)
-                js = np.arange(first, last + 1)
-                got[js] = np.clip(position + done - positions[js], 0, lengths[js])
+            for first, last in runs:
+                start = int(positions[js[first]])
+                end = int(positions[js[last]] + lengths[js[last]])
+                done = _read_into(fd, memoryview(buffer[start:end]), int(off[first]))
+                part = js[first : last + 1]
+                got[part] = np.clip(start + done - positions[part], 0, lengths[part])
         finally:
             os.close(fd)
     return got

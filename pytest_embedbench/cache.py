@@ -549,7 +549,10 @@ class EmbeddingCache:
         :meth:`put_many` overwrites it; one warning gives the count, the namespace and the file.
         """
         matrix, found = self._read(namespace, keys, dim, unit_norm)
-        vectors = {keys[i]: matrix[i] for i in np.flatnonzero(found).tolist()}
+        if found.all():  # iterating the matrix gives its rows as views, faster than indexing
+            return dict(zip(keys, matrix, strict=True)), []
+        rows = np.flatnonzero(found).tolist()
+        vectors = dict(zip([keys[i] for i in rows], matrix[found], strict=True))
         return vectors, np.flatnonzero(~found).tolist()
 
     def get_matrix(

@@ -333,6 +333,7 @@ class EmbeddingCache:
 
     def _migrate_namespace(self, conn: sqlite3.Connection, name: str) -> None:
         nsid = _namespace_id(conn, name, create=True)
+        assert nsid is not None  # created when missing
         rows = conn.execute(
             "SELECT key, dim, vec FROM vectors WHERE ns = ? ORDER BY dim", (name,)
         ).fetchall()
@@ -722,7 +723,7 @@ class EmbeddingCache:
             return
         keys = [bytes(k) for k in keys]
         try:  # the vectors reach the disk before the index points to them
-            segment, offset = self._append(memoryview(arr).cast("B"))
+            segment, offset = self._append(arr.data.cast("B"))
         except OSError as exc:
             self._stop_writing(self._os_reason(exc, "writing a segment file"))
             return
@@ -828,7 +829,7 @@ def _namespace_id(conn: sqlite3.Connection, name: str, *, create: bool) -> int |
         return int(row[0])
     if not create:
         return None
-    return int(conn.execute("INSERT INTO namespaces (name) VALUES (?)", (name,)).lastrowid)
+    return int(conn.execute("INSERT INTO namespaces (name) VALUES (?)", (name,)).lastrowid or 0)
 
 
 @dataclass
@@ -1034,7 +1035,7 @@ def _fill(
             for first, last in runs:
                 start = int(positions[js[first]])
                 end = int(positions[js[last]] + lengths[js[last]])
-                done = _read_into(fd, memoryview(buffer[start:end]), int(off[first]))
+                done = _read_into(fd, buffer[start:end].data, int(off[first]))
                 part = js[first : last + 1]
                 got[part] = np.clip(start + done - positions[part], 0, lengths[part])
         finally:

@@ -12,7 +12,7 @@ transaction of the SQLite index (WAL journal, busy timeout) record the batch (ta
 ``batches``: namespace, dimension, count, live slots, its keys, segment file and offset) and
 one small row per vector mapping (namespace, key) to its batch and slot (table ``entries``,
 WITHOUT ROWID). A crash between the two leaves bytes no row points to: never read. The folder
-holds about 1.05x the raw vector bytes at 384 dimensions (the index costs ~80 bytes a vector).
+holds about 1.06x the raw vector bytes at 384 dimensions (the index: ~90 bytes a vector).
 A vector written again (a damaged one re-embedded) points its entry to the new batch; a batch
 none of whose slots is live any more is deleted, and a segment file no batch points to and no
 writer holds is deleted with it (a partly dead one keeps its dead bytes). Files of older

@@ -99,6 +99,8 @@ _KEY_BYTES = 32  # a SHA-256 digest (text_key)
 #: bytes of the file SQLite reads through a memory map (the rest through read()); 0: none
 MMAP_BYTES = 0
 _CHUNK = 500  # SQLite's default limit on host parameters is 999
+#: bytes of a segment read at a time, so that checking them finds them in the CPU's cache
+_PIECE = 1 << 21
 #: how long opening, reading or writing keeps retrying "database is locked" before giving up
 BUSY_WAIT_S = 30.0
 #: how far a stored vector's norm may be from 1 in a namespace that normalises (float32 rounding
@@ -646,13 +648,18 @@ class EmbeddingCache:
         used = np.zeros(len(loc.files), dtype=bool)
         used[which[wanted]] = True
         chosen = np.flatnonzero(used)
-        matrix = np.zeros((n, dim), dtype=np.float32)
+        # not np.zeros: numpy asks for huge pages only for memory it does not zero, and the
+        # rows are all written below (a missing or damaged one with zeros)
+        matrix = np.empty((n, dim), dtype=np.float32)
         # the stored order (a corpus read back in the order it was embedded): the batches are
         # read end to end straight into the result, one copy; else they are laid side by side
         # and gathered once in key order
         direct = loc.in_order and bool(wanted.all())
         staged = matrix if direct else np.empty((int(loc.counts[chosen].sum()), dim), np.float32)
-        got = _fill(self.folder, loc, chosen, expected[chosen], staged.reshape(-1).view(np.uint8))
+        # squared norms in float32 (a relative error near 1e-7, far inside NORM_TOLERANCE),
+        # taken piece by piece as the pieces are read, while they are in the CPU's cache: a
+        # NaN or infinite value makes them non-finite, and only those rows are looked at
+        got, staged_squares = _fill(self.folder, loc, chosen, expected[chosen], staged)
         whole[chosen] &= got == expected[chosen]
         broken = stored & (~whole[b] | (slot >= loc.counts[b]))
         faults: dict[str, int] = {}
@@ -665,20 +672,26 @@ class EmbeddingCache:
             faults[f"a dimension other than {dim}"] = _distinct(other, which, slot)
         ok = stored & ~broken & ~other
         if direct:
+            squares = staged_squares
             if not ok.all():
                 matrix[~ok] = 0.0  # what a short read left of a batch
-        elif ok.any():
-            start = np.zeros(len(loc.files), dtype=np.int64)
-            start[chosen] = np.cumsum(loc.counts[chosen]) - loc.counts[chosen]
-            if ok.all():  # mode "raise" would buffer the output
-                np.take(staged, start[which] + slot, axis=0, out=matrix, mode="clip")
-            else:
-                rows = np.flatnonzero(ok)
-                matrix[rows] = staged[start[which[rows]] + slot[rows]]
-        del staged
-        # squared norms in float32 (a relative error near 1e-7, far inside NORM_TOLERANCE):
-        # a NaN or infinite value makes them non-finite, and only those rows are looked at
-        squares = np.einsum("ij,ij->i", matrix, matrix)
+        else:
+            squares = np.zeros(n, dtype=np.float32)
+            if not ok.all():
+                matrix[~ok] = 0.0  # not stored, or damaged
+            if ok.any():
+                start = np.zeros(len(loc.files), dtype=np.int64)
+                start[chosen] = np.cumsum(loc.counts[chosen]) - loc.counts[chosen]
+                if ok.all():  # mode "raise" would buffer the output
+                    source = start[which] + slot
+                    np.take(staged, source, axis=0, out=matrix, mode="clip")
+                    squares = staged_squares[source]
+                else:
+                    rows = np.flatnonzero(ok)
+                    source = start[which[rows]] + slot[rows]
+                    matrix[rows] = staged[source]
+                    squares[rows] = staged_squares[source]
+        del staged, staged_squares
         good = ok.copy()
         odd = np.flatnonzero(ok & ~np.isfinite(squares))
         if len(odd):
@@ -986,12 +999,22 @@ def _batches(
 
 
 def _fill(
-    folder: Path, loc: _Located, chosen: np.ndarray, lengths: np.ndarray, buffer: np.ndarray
-) -> np.ndarray:
-    """Copy the data of batches ``chosen`` (``lengths`` bytes each) side by side into
-    ``buffer`` (bytes): from the index file, or read from their segment files (batches that
-    follow one another in a file and in ``buffer`` in one read). Returns how many bytes each
-    had (fewer than its length: damaged, its file cut short or gone)."""
+    folder: Path, loc: _Located, chosen: np.ndarray, lengths: np.ndarray, staged: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Copy the data of batches ``chosen`` (``lengths`` bytes each) side by side into the rows
+    of ``staged``: from the index file, or read from their segment files (batches that follow
+    one another in a file and in ``staged`` in one run of reads of :data:`_PIECE` bytes), and
+    take each row's squared norm as it arrives. Returns how many bytes each batch had (fewer
+    than its length: damaged, its file cut short or gone) and the squared norms."""
+    buffer = staged.reshape(-1).view(np.uint8)
+    row = 4 * staged.shape[1]
+    squares = np.zeros(len(staged), dtype=np.float32)
+
+    def norms(start: int, end: int) -> None:
+        if row:
+            rows = staged[start // row : end // row]
+            squares[start // row : end // row] = np.einsum("ij,ij->i", rows, rows)
+
     got = np.zeros(len(chosen), dtype=np.int64)
     positions = np.cumsum(lengths) - lengths
     picked = chosen.tolist()
@@ -1004,11 +1027,12 @@ def _fill(
             if len(data) == lengths[j]:
                 start = int(positions[j])
                 buffer[start : start + len(data)] = np.frombuffer(data, dtype=np.uint8)
+                norms(start, start + len(data))
             got[j] = len(data)
         elif isinstance(offset, int) and offset >= 0:
             in_segments.append(j)
     if not in_segments:
-        return got
+        return got, squares
     js = np.array(in_segments, dtype=np.int64)
     codes: dict[str, int] = {}
     code = np.array([codes.setdefault(names[j], len(codes)) for j in in_segments])
@@ -1024,6 +1048,7 @@ def _fill(
     by_file: dict[str, list[tuple[int, int]]] = {}
     for first, last in zip(firsts.tolist(), lasts.tolist(), strict=True):
         by_file.setdefault(names[in_segments[first]], []).append((first, last))
+    piece = max(row, _PIECE // row * row) if row else _PIECE
     for name, runs in by_file.items():
         if not _SEGMENT.fullmatch(name):  # not a name the cache writes: never opened
             continue
@@ -1035,12 +1060,19 @@ def _fill(
             for first, last in runs:
                 start = int(positions[js[first]])
                 end = int(positions[js[last]] + lengths[js[last]])
-                done = _read_into(fd, buffer[start:end].data, int(off[first]))
+                done = start
+                while done < end:
+                    stop = min(end, done + piece)
+                    step = _read_into(fd, buffer[done:stop].data, int(off[first]) + done - start)
+                    norms(done, done + step)
+                    done += step
+                    if done < stop:
+                        break  # the file ends here
                 part = js[first : last + 1]
-                got[part] = np.clip(start + done - positions[part], 0, lengths[part])
+                got[part] = np.clip(done - positions[part], 0, lengths[part])
         finally:
             os.close(fd)
-    return got
+    return got, squares
 
 
 def _read_into(fd: int, view: memoryview, offset: int) -> int:

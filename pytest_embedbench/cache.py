@@ -528,8 +528,12 @@ class EmbeddingCache:
                 continue
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                # held now, so no writer can point a batch to it any more: asked again, as
+                # its writer may have committed one and closed it since the first look
+                if conn.execute("SELECT 1 FROM batches WHERE file = ?", (name,)).fetchone():
+                    continue
                 path.unlink()
-            except OSError:
+            except (OSError, sqlite3.Error):
                 pass  # held by a writer (or gone already)
             finally:
                 os.close(fd)

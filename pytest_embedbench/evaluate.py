@@ -277,7 +277,7 @@ class Evaluator:
         stats = stats if stats is not None else BuildStats()
         progress = self._documents_progress()
         if hasattr(provider, "memory_budget"):
-            provider.memory_budget = self.memory_budget  # type: ignore[attr-defined]
+            provider.memory_budget = self.memory_budget
         if ds.chunking is None:
             if self.prefill is not None:
                 self.prefill(provider, ds.documents, self.cache)

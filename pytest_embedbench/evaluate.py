@@ -149,17 +149,20 @@ class Evaluator:
         k: int | Iterable[int] | None = None,
         split: str = "test",
         retriever: Retriever | None = None,
+        stats: BuildStats | None = None,
     ) -> RetrievalResult:
         """Embed and index ``dataset``'s documents, run its judged queries, score the run.
 
         ``retriever``: one already built over these documents (and chunks) by this model,
         reused instead of building again; a query-noise sweep passes one for all its seeds,
-        so its results show no document embedding or index build time."""
+        so its results show no document embedding or index build time. ``stats``: what
+        building that retriever counted (its embedding time and cache lookups), for a caller
+        that built it just for this run (the index axis)."""
         spec = ModelSpec.coerce(model)
         ds = load_dataset(dataset, split=split)
         ks = self.k if k is None else parse_cutoffs(k, "k")
         timings = Timings()
-        stats = BuildStats()
+        stats = stats if stats is not None else BuildStats()
         started = time.perf_counter()
         if ds.chunking is not None and not _model_chunked(ds):
             self.chunks(ds)  # the eval-set checks, before any model loads

@@ -65,7 +65,7 @@ def evaluate_indexed(
     retriever = (
         PooledRetriever(indexed, list(pooled.chunks.values())) if pooled is not None else indexed
     )
-    result = evaluator.evaluate(model, dataset, k=k, retriever=retriever)
+    result = evaluator.evaluate(model, dataset, k=k, retriever=retriever, stats=stats)
     result.timings.document_embedding_s = stats.document_embedding_s
     result.timings.index_build_s = indexed.build_s
     if pooled is None:

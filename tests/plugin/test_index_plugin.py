@@ -123,6 +123,15 @@ def test_indexes_through_pytest(project: pytest.Pytester) -> None:
     delta = weak["delta"]["ndcg@10"]
     assert delta["low"] < delta["value"] < 0 < delta["high"] or delta["high"] < 0
     assert [s["dataset"] for s in report["summary"]["indexes"]] == ["support"]
+    # the corpus is embedded once for the model's first index and found in the cache by the
+    # others: every indexed run counts its 59 document lookups and the bytes the cache holds
+    for name, result in by_id.items():
+        if name == "bm25":
+            continue
+        cache, resources = result["cache"], result["resources"]
+        assert cache["hits"] + cache["misses"] == 59, (name, cache)
+        assert resources["cache_bytes"] == 59 * resources["dimension"] * 4, (name, resources)
+    assert sum(r["cache"]["misses"] for n, r in by_id.items() if n != "bm25") == 59
 
     # pytest -k selects an index as it selects a model
     selected = project.runpytest("-p", "no:randomly", "-k", "hnsw")

@@ -55,6 +55,21 @@ _STORAGE = ("bytes_per_doc", "index_mb", "cache_mb", "docs_per_s")
 _INDEX_PLAIN = ("bytes", "build_s", "qps", "p50_ms", "p95_ms")
 
 
+def index_key(key: str) -> str | None:
+    """``key`` (``index.<name>``) in its one spelling: ``index.qps`` and the other plain
+    figures, ``index.neighbour_recall@K`` (K >= 1), ``index.delta.<metric>``; None when it names
+    no index figure. A bad metric after ``index.delta.`` raises :class:`MetricError`."""
+    name = key.split(".", 1)[1]
+    if name in _INDEX_PLAIN:
+        return key
+    base, _, depth = name.partition("@")
+    if base == "neighbour_recall" and depth.isdigit() and int(depth) >= 1:
+        return f"index.neighbour_recall@{int(depth)}"
+    if name.startswith("delta."):
+        return f"index.delta.{parse_metric(name.split('.', 1)[1])}"
+    return None
+
+
 def figure_direction(key: str) -> bool:
     """Whether a higher value of gate figure ``key`` is better (rates, neighbour recall, the
     delta against exact) or worse (sizes, times)."""
@@ -69,18 +84,15 @@ def _figure_key(key: Any, origin: str) -> str:
     from ..exceptions import MetricError, did_you_mean
 
     text = str(key)
-    if text in _STORAGE or text in {f"index.{n}" for n in _INDEX_PLAIN}:
+    if text in _STORAGE:
         return text
-    name = text.removeprefix("index.")
-    base, _, depth = name.partition("@")
-    if text.startswith("index.") and base == "neighbour_recall" and depth.isdigit():
-        if int(depth) >= 1:
-            return f"index.neighbour_recall@{int(depth)}"
-    if text.startswith("index.delta."):
+    if text.startswith("index."):
         try:
-            return f"index.delta.{parse_metric(text.split('.', 2)[2])}"
+            found = index_key(text)
         except MetricError as exc:
             raise ConfigError(f"{origin}.figures.{text}: {exc}") from None
+        if found is not None:
+            return found
     known = [*_STORAGE, *(f"index.{n}" for n in _INDEX_PLAIN), "index.neighbour_recall@10"]
     raise ConfigError(
         f"{origin}.figures: unknown figure {text!r}{did_you_mean(text, known) or '.'} Gate "

@@ -38,6 +38,7 @@ from .._io import read_yaml
 from ..ann import has_vectors
 from ..exceptions import ConfigError, MetricError, did_you_mean, unknown_hint
 from ..metrics import METRICS, parse_metric
+from .settings import index_key
 
 if TYPE_CHECKING:
     from ..evaluate import RetrievalResult
@@ -136,17 +137,12 @@ def _check_key(key: str, origin: str) -> str:
 
 def _check_index_key(key: str, origin: str) -> str:
     """``index.qps`` and the like, ``index.neighbour_recall@K``, ``index.delta.<metric>``."""
-    name = key.split(".", 1)[1]
-    if name in _INDEX:
-        return key
-    base, _, depth = name.partition("@")
-    if base == "neighbour_recall" and depth.isdigit() and int(depth) >= 1:
-        return f"index.neighbour_recall@{int(depth)}"
-    if name.startswith("delta."):
-        try:
-            return f"index.delta.{parse_metric(name.split('.', 1)[1])}"
-        except MetricError as exc:
-            raise ConfigError(f"{origin}: threshold key {key!r}: {exc}") from None
+    try:
+        found = index_key(key)
+    except MetricError as exc:
+        raise ConfigError(f"{origin}: threshold key {key!r}: {exc}") from None
+    if found is not None:
+        return found
     raise ConfigError(
         f"{origin}: unknown index key {key!r}{did_you_mean(key, _key_names(key)) or '.'} "
         f"Use index.neighbour_recall@K, index.delta.<metric> (e.g. index.delta.ndcg@10) or "

@@ -8,20 +8,27 @@ Nothing here computes a figure: the result did.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..records import TestRecord
 from ..resultdata import MetricData
 from .values import Delta, Value, finite, verdict
 
-__all__ = ["IndexRow", "IndexSection", "index_sections"]
+__all__ = ["IndexRow", "IndexSection", "function_id", "index_sections"]
 
 
 @dataclass(frozen=True)
 class IndexRow:
-    """One model through one index: its metric, the paired delta against exact search, the
-    neighbour recall, the index's own latency, build time and size."""
+    """One model through one index in one test: its metric, the paired delta against exact
+    search, the neighbour recall, the index's own latency, build time and size.
+
+    ``test`` is the name every writer shows for the row's test: its node id without the
+    parameters (``test_indexes.py::test_index``), which the model and index columns already
+    show; the full node id where two rows of a dataset would otherwise read alike (a test
+    parametrized further). ``nodeid`` is the full node id (the CSV's ``test``, as in
+    ``results.csv``)."""
 
     model: str
     index: str
@@ -37,6 +44,8 @@ class IndexRow:
     bytes: int | None = None
     deterministic: bool = True
     note: str = ""
+    test: str = ""
+    nodeid: str = ""
 
 
 @dataclass(frozen=True)
@@ -48,6 +57,12 @@ class IndexSection:
     metric: str
     k: int
     rows: tuple[IndexRow, ...] = ()
+
+    def label(self, row: IndexRow) -> str:
+        """A row's name outside the table (a chart's point, a note): model and index, after
+        the test's name when the dataset's rows come from more than one test."""
+        several = len({r.test for r in self.rows}) > 1
+        return f"{row.test} {row.model} {row.index}" if several else f"{row.model} {row.index}"
 
 
 def _value(entry: MetricData | None) -> Value | None:
@@ -75,8 +90,26 @@ def _delta(entry: MetricData | None, metric: str) -> Delta | None:
     )
 
 
+def function_id(nodeid: str) -> str:
+    """A node id without its parameters: ``t.py::test_x[h-exact]`` -> ``t.py::test_x``."""
+    head, sep, last = nodeid.rpartition("::")
+    return head + sep + last.split("[", 1)[0]
+
+
+def _named(rows: list[IndexRow]) -> tuple[IndexRow, ...]:
+    """Each row's ``test``: its function's node id, or its full node id where another row of
+    the dataset has the same function, model and index (the test's own parameters differ)."""
+    keys = [(function_id(r.nodeid), r.model, r.index) for r in rows]
+    seen = Counter(keys)
+    return tuple(
+        replace(r, test=key[0] if seen[key] == 1 else r.nodeid)
+        for r, key in zip(rows, keys, strict=True)
+    )
+
+
 def index_sections(records: Iterable[TestRecord]) -> tuple[IndexSection, ...]:
-    """The records of tests with an index axis, by dataset (sorted), in node id order."""
+    """The records of tests with an index axis, by dataset (sorted), in node id order (so a
+    test's rows stay together), each row named by its test."""
     by_dataset: dict[str, list[IndexRow]] = {}
     depth: dict[str, tuple[str, int]] = {}
     for record in sorted(records, key=lambda r: r.nodeid):
@@ -104,9 +137,10 @@ def index_sections(records: Iterable[TestRecord]) -> tuple[IndexSection, ...]:
                 bytes=found.bytes,
                 deterministic=found.deterministic,
                 note=found.note,
+                nodeid=record.nodeid,
             )
         )
     return tuple(
-        IndexSection(name, *depth[name], rows=tuple(rows))
+        IndexSection(name, *depth[name], rows=_named(rows))
         for name, rows in sorted(by_dataset.items())
     )

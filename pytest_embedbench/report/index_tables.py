@@ -69,13 +69,14 @@ def metric_label(name: str) -> str:
 
 
 def index_tables(sections: Sequence[IndexSection]) -> list[TextTable]:
-    """One table per dataset: model, index, metric, Δ vs exact, nR@k, latency, build, size;
-    under it the legend and each index's determinism note where it is not deterministic."""
+    """One table per dataset: test, model, index, metric, Δ vs exact, nR@k, latency, build,
+    size; under it the legend and each index's determinism note where it is not deterministic."""
     tables = []
     for section in sections:
         label = metric_label(section.metric)
         rows = tuple(
             (
+                r.test,
                 r.model,
                 r.index,
                 _interval(r.metric),
@@ -92,7 +93,7 @@ def index_tables(sections: Sequence[IndexSection]) -> list[TextTable]:
         )
         after = [INDEX_LEGEND + "; * the interval excludes 0"]
         after += [
-            f"{r.model} {r.index}: not deterministic: {r.note}"
+            f"{section.label(r)}: not deterministic: {r.note}"
             for r in section.rows
             if not r.deterministic
         ]
@@ -100,6 +101,7 @@ def index_tables(sections: Sequence[IndexSection]) -> list[TextTable]:
             TextTable(
                 f"indexes on {section.dataset!r}: each against exact search on the same queries",
                 (
+                    "test",
                     "model",
                     "index",
                     label,
@@ -127,7 +129,7 @@ def render_indexes(sections: Sequence[IndexSection]) -> list[str]:
 def index_columns() -> list[str]:
     """The columns of ``indexes.csv``."""
     return [
-        *("dataset", "model", "index", "description", "metric", "value", "low", "high"),
+        *("test", "dataset", "model", "index", "description", "metric", "value", "low", "high"),
         *("delta", "delta_low", "delta_high", "neighbour_k", "neighbour_recall"),
         *("neighbour_recall_low", "neighbour_recall_high", "p50_ms", "p95_ms", "qps"),
         *("build_s", "bytes", "deterministic", "note", "status"),
@@ -135,7 +137,9 @@ def index_columns() -> list[str]:
 
 
 def index_csv_rows(sections: Sequence[IndexSection]) -> list[dict[str, Any]]:
-    """``indexes.csv``: one row per model and index, the terminal's figures unrounded."""
+    """``indexes.csv``: one row per test, model and index, the terminal's figures unrounded;
+    ``test`` is the full node id, as in ``results.csv`` (the terminal's test plus the
+    parameters its model and index columns show)."""
 
     def cells(value: Value | None) -> tuple[Any, Any, Any]:
         if value is None:
@@ -150,6 +154,7 @@ def index_csv_rows(sections: Sequence[IndexSection]) -> list[dict[str, Any]]:
             delta = r.delta
             rows.append(
                 {
+                    "test": r.nodeid,
                     "dataset": section.dataset,
                     "model": r.model,
                     "index": r.index,

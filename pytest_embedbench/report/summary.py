@@ -36,7 +36,7 @@ from ..records import Status, TestRecord, as_record
 from ..resultdata import GateDelta, GateOutcome, LatencyData, ResultData
 from ..serial import from_data, to_data
 from .columns import FIGURES, direction, metric_names
-from .index_summary import IndexSection, index_sections
+from .index_summary import IndexSection, function_id, index_sections
 from .recommend import ModelRow, recommend
 from .stress_summary import (
     CutoffSection,
@@ -920,22 +920,16 @@ def orphaned_entries(session: RunState) -> list[str]:
     Parametrisation is ignored: an entry of a model left out by ``--embedbench-models``
     (or of a test deselected by ``-k``/``-m``) still has its function, so it is no orphan.
     """
-    collected = {_function(session.baseline_key(nodeid)) for nodeid in session.collected}
+    collected = {function_id(session.baseline_key(nodeid)) for nodeid in session.collected}
     files = {key.split("::", 1)[0] for key in collected}
     orphans = []
     for key in sorted(session.baseline.entries):
         path = key.split("::", 1)[0]
         if not (session.project_dir / path).exists():
             orphans.append(key)
-        elif path in files and _function(key) not in collected:
+        elif path in files and function_id(key) not in collected:
             orphans.append(key)
     return orphans
-
-
-def _function(nodeid: str) -> str:
-    """A node id without its parameters: ``t.py::test_x[bm25]`` -> ``t.py::test_x``."""
-    head, sep, last = nodeid.rpartition("::")
-    return head + sep + last.split("[", 1)[0]
 
 
 def busy_notes(records: Iterable[TestRecord | Mapping[str, Any]]) -> list[str]:

@@ -3,7 +3,9 @@ support dataset (59 documents, 52 judged queries) from the hashing model's cache
 
 from __future__ import annotations
 
+import csv
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -99,9 +101,10 @@ def test_indexes_through_pytest(project: pytest.Pytester) -> None:
     result.stdout.fnmatch_lines(
         [
             "indexes on 'support': each against exact search on the same queries",
-            "*model*index*nDCG@10*vs exact*nR@10*p50 ms*p95 ms*QPS*build s*size*status*",
-            "h*exact*+0.0000 [[]+0.000, +0.000]*1.0000 [[]1.000, 1.000]*passed",
-            "h*faiss:hnsw(M=4,efSearch=1)*-0.0*",
+            "test*model*index*nDCG@10*vs exact*nR@10*p50 ms*p95 ms*QPS*build s*size*status*",
+            "test_indexes.py::test_index *h*exact*+0.0000 [[]+0.000, +0.000]*1.0000 [[]1.000, "
+            "1.000]*passed",
+            "test_indexes.py::test_index*h*faiss:hnsw(M=4,efSearch=1)*-0.0*",
         ]
     )
     report = json.loads((project.path / "out.json").read_text())
@@ -347,3 +350,66 @@ def test_a_chunked_dataset_through_indexes(project: pytest.Pytester) -> None:
     assert exact["index"]["neighbour_recall"]["neighbour_recall@10"]["value"] == 1.0
     assert weak["index"]["neighbour_recall"]["neighbour_recall@10"]["value"] < 1.0
     assert weak["chunking"] == plain["chunking"]
+
+
+def test_every_writer_names_each_index_rows_test(project: pytest.Pytester) -> None:
+    # two tests on one dataset through the same indexes: each row says which test it is in the
+    # terminal, the Markdown, the HTML report and indexes.csv
+    marker = 'dataset="tiny", models=["hashing:h"], k=[5, 10], indexes=["exact", "faiss:flat"]'
+    project.makepyfile(
+        test_first=f"""
+        import pytest
+
+        @pytest.mark.embedbench({marker})
+        def test_recall(retrieval):
+            assert retrieval.neighbour_recall(5) == 1.0
+        """,
+        test_second=f"""
+        import pytest
+
+        @pytest.mark.embedbench({marker})
+        def test_rank(retrieval):
+            assert float(retrieval.delta_vs_exact("ndcg@10")) == 0.0
+        """,
+    )
+    result = project.runpytest(
+        "-p",
+        "no:randomly",
+        "--embedbench-md=out.md",
+        "--embedbench-html=out.html",
+        "--embedbench-csv=csv",
+    )
+    result.assert_outcomes(passed=4)
+    tests = ["test_first.py::test_recall", "test_second.py::test_rank"]
+    rows = [(test, index) for test in tests for index in ("exact", "faiss:flat")]
+
+    lines = result.stdout.lines
+    header = next(i for i, line in enumerate(lines) if line.startswith("indexes on 'tiny'"))
+    assert lines[header + 1].split()[:3] == ["test", "model", "index"]
+    table = [line.split()[:3] for line in lines[header + 3 : header + 3 + len(rows)]]
+    assert table == [[test, "h", index] for test, index in rows]
+
+    markdown = (project.path / "out.md").read_text()
+    assert "| test | model | index |" in markdown
+    cells = [line.split(" | ")[:3] for line in markdown.splitlines() if " | h | " in line]
+    assert cells == [[f"| {test}", "h", index] for test, index in rows]
+
+    page = (project.path / "out.html").read_text()
+    section = page[page.index('<section id="indexes">') :].split("</section>", 1)[0]
+    assert '<tr><th class="t">test</th><th>model</th><th class="t">index</th>' in section
+    found = re.findall(
+        r'<tr><td class="t"><code title="([^"]+)">([^<]+)</code></td><td>h</td>'
+        r'<td class="t"><code>([^<]+)</code>',
+        section,
+    )
+    assert [(name, index) for _, name, index in found] == rows
+    assert [nodeid for nodeid, _, _ in found] == [f"{t}[h-{i}]" for t, i in rows]
+    # the chart's legend names each point's test too: two tests, four distinct labels
+    for test, index in rows:
+        assert f">{test} h {index}</text>" in section
+
+    with (project.path / "csv" / "indexes.csv").open(newline="") as f:
+        written = list(csv.DictReader(f))
+    assert [(r["test"], r["model"], r["index"]) for r in written] == [
+        (f"{test}[h-{index}]", "h", index) for test, index in rows
+    ]

@@ -32,7 +32,7 @@ def _chart(page: _Page, section: IndexSection) -> str:
     points = [r for r in section.rows if r.qps and r.neighbour_recall and r.neighbour_recall.value]
     if not points:
         return ""
-    longest = max(len(f"{r.model} {r.index}") for r in points)
+    longest = max(len(section.label(r)) for r in points)
     right = 40.0 + 6.8 * longest  # the legend beside the plot
     left, bottom, top, plot_w = 56.0, 36.0, 12.0, 340.0
     width, height = left + plot_w + right, max(260.0, 40.0 + 16.0 * len(points))
@@ -77,7 +77,7 @@ def _chart(page: _Page, section: IndexSection) -> str:
         assert r.neighbour_recall is not None and r.qps is not None
         x, y = sx(r.neighbour_recall.value or 0.0), sy(r.qps)
         color = _PALETTE[i % len(_PALETTE)]
-        label = page.esc(f"{r.model} {r.index}")
+        label = page.esc(section.label(r))
         parts.append(
             f'<circle cx="{_c(x)}" cy="{_c(y)}" r="5" fill="{color}"><title>{label}: nR@'
             f"{section.k} {r.neighbour_recall.value:.4f}, {r.qps:,.0f} QPS</title></circle>"
@@ -94,7 +94,8 @@ def _chart(page: _Page, section: IndexSection) -> str:
 def _table(page: _Page, section: IndexSection) -> None:
     label = page.esc(metric_label(section.metric))
     page.add(
-        '<div class="wide"><table class="stress"><tr><th>model</th><th class="t">index</th>'
+        '<div class="wide"><table class="stress"><tr><th class="t">test</th><th>model</th>'
+        '<th class="t">index</th>'
         f"<th>{label}</th><th>Δ {label} vs exact</th><th>nR@{section.k}</th><th>p50 ms</th>"
         "<th>p95 ms</th><th>QPS</th><th>build s</th><th>size</th>"
         '<th class="t">status</th></tr>\n'
@@ -102,7 +103,8 @@ def _table(page: _Page, section: IndexSection) -> None:
     for r in section.rows:
         det = "" if r.deterministic else f'<br><span class="iv">{page.esc(r.note)}</span>'
         page.add(
-            f'<tr><td>{page.esc(r.model)}</td><td class="t"><code>{page.esc(r.index)}</code>'
+            f'<tr><td class="t"><code title="{page.esc(r.nodeid)}">{page.esc(r.test)}</code>'
+            f'</td><td>{page.esc(r.model)}</td><td class="t"><code>{page.esc(r.index)}</code>'
             f'<br><span class="iv">{page.esc(r.description)}</span>{det}</td>'
             f"<td>{_value(r.metric)}</td><td>{_delta(page, r.delta)}</td>"
             f"<td>{_value(r.neighbour_recall)}</td><td>{_f(r.p50_ms, '{:.3f}')}</td>"

@@ -413,3 +413,26 @@ def test_every_writer_names_each_index_rows_test(project: pytest.Pytester) -> No
     assert [(r["test"], r["model"], r["index"]) for r in written] == [
         (f"{test}[h-{index}]", "h", index) for test, index in rows
     ]
+
+
+def test_a_test_with_its_own_parameters_names_rows_by_node_id(project: pytest.Pytester) -> None:
+    # the function alone would leave two rows alike: they read as their full node ids
+    project.makepyfile(
+        test_twice="""
+        import pytest
+
+        @pytest.mark.parametrize("run", ["a", "b"])
+        @pytest.mark.embedbench(dataset="tiny", models=["hashing:h"], indexes=["faiss:flat"])
+        def test_twice(retrieval, run):
+            assert retrieval.neighbour_recall(10) == 1.0
+        """
+    )
+    result = project.runpytest("-p", "no:randomly", "--embedbench-md=out.md")
+    result.assert_outcomes(passed=2)
+    ids = [line.split()[0] for line in result.stdout.lines if " faiss:flat " in line]
+    assert sorted(ids) == [
+        "test_twice.py::test_twice[h-faiss:flat-a]",
+        "test_twice.py::test_twice[h-faiss:flat-b]",
+    ]
+    markdown = (project.path / "out.md").read_text()
+    assert all(f"| {nodeid} | h | faiss:flat |" in markdown for nodeid in ids)

@@ -41,7 +41,7 @@ from .exceptions import (
 from .index import ExactIndex
 from .ingest import IngestWarning, load_documents
 from .measure import LatencyStats, Timings
-from .metrics import METRICS, score_run
+from .metrics import METRICS, QrelArrays, score_arrays, score_run
 from .providers import (
     PROVIDERS,
     EmbeddingProvider,
@@ -96,6 +96,7 @@ __all__ = [
     "PROVIDERS",
     "Provider",
     "ProviderError",
+    "QrelArrays",
     "Query",
     "RankingProvider",
     "RetrievalDataset",
@@ -121,5 +122,6 @@ __all__ = [
     "parse_workloads",
     "perturb",
     "register_provider",
+    "score_arrays",
     "score_run",
 ]

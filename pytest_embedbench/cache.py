@@ -567,11 +567,12 @@ class EmbeddingCache:
         namespace: str,
         keys: Sequence[bytes],
         *,
-        dim: int,
+        dim: int | None = None,
         unit_norm: bool = False,
     ) -> tuple[np.ndarray, list[int]]:
         """As :meth:`get_many`, as one ``(len(keys), dim)`` float32 matrix in the order of
-        ``keys`` (rows of missing keys are zero) and the indices of the missing keys."""
+        ``keys`` (rows of missing keys are zero) and the indices of the missing keys. With
+        ``dim`` None the stored vectors tell it (0 columns when none is usable)."""
         matrix, found = self._read(namespace, keys, dim, unit_norm)
         return matrix, np.flatnonzero(~found).tolist()
 
@@ -952,7 +953,7 @@ def _scan(conn: sqlite3.Connection, nsid: int, keys: Sequence[bytes]) -> _Locate
         flat = order[np.maximum(pos, 0)]
         hit = (pos >= 0) & (stored[flat] == wanted)
         flat = flat[hit]
-        owner = np.searchsorted(starts, flat, side="right") - 1
+        owner = np.repeat(np.arange(len(rows), dtype=np.int64), count_of)[flat]
         which[hit], slot[hit] = owner, flat - starts[owner]
     used = np.unique(which[which >= 0])
     renumber = np.full(len(rows), -1, dtype=np.int64)

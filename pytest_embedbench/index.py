@@ -33,6 +33,7 @@ Usage::
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Sequence
 from typing import Any, Literal
 
@@ -92,6 +93,33 @@ def topk_desc(scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     return cols, np.take_along_axis(vals, order, axis=1)
 
 
+def storage_order(ids: Sequence[str]) -> np.ndarray:
+    """The positions of ``ids`` in the order :class:`ExactIndex` stores their vectors:
+    descending id (equal ids keep their order), so that among equal scores the lower stored
+    position, the higher id, wins as the tie rule says."""
+    return np.asarray(sorted(range(len(ids)), key=ids.__getitem__, reverse=True), dtype=np.int64)
+
+
+def _checked_order(order: np.ndarray, ids: Sequence[str]) -> np.ndarray:
+    """``order`` if it is :func:`storage_order` of ``ids`` (each position once, the ids
+    descending along it), else a :class:`ConfigError`: a wrong order would pair vectors with
+    the wrong ids."""
+    order = np.asarray(order)
+    n = len(ids)
+    if order.shape != (n,) or order.dtype.kind not in "iu":
+        raise ConfigError(f"stored_order must be {n} integer positions, got shape {order.shape}")
+    if n and (
+        int(order.min()) < 0
+        or int(order.max()) >= n
+        or not (np.bincount(order, minlength=n) == 1).all()
+    ):
+        raise ConfigError("stored_order must list each position of ids once")
+    ordered = [ids[i] for i in order.tolist()]
+    if not all(map(operator.ge, ordered, ordered[1:])):
+        raise ConfigError("stored_order must be storage_order(ids): the ids in descending order")
+    return order.astype(np.int64, copy=False)
+
+
 class ExactIndex:
     """Exact inner-product search over ``vectors`` (one row per id in ``ids``).
 
@@ -106,7 +134,12 @@ class ExactIndex:
         *,
         backend: Backend = "auto",
         max_block_bytes: int = DEFAULT_BLOCK_BYTES,
+        stored_order: np.ndarray | None = None,
     ) -> None:
+        """``stored_order``: :func:`storage_order` of ``ids``, when the rows of ``vectors``
+        are already in it (row ``j`` the vector of ``ids[stored_order[j]]``: the caller
+        gathered them in that order as it read them, e.g. from the cache); they are then kept
+        as they are, with no second copy and no second sort (the order is checked)."""
         matrix = np.asarray(vectors, dtype=np.float32)
         if matrix.ndim != 2:
             raise ConfigError(f"index vectors must be 2-d (n, dim), got shape {matrix.shape}")
@@ -120,9 +153,12 @@ class ExactIndex:
         self.dim = matrix.shape[1]
         self.max_block_bytes = max_block_bytes
         # stored in descending id order: among equal scores, the lower position wins
-        order = sorted(range(len(ids)), key=lambda i: ids[i], reverse=True)
-        self._stored_to_given = np.asarray(order, dtype=np.int64)
-        self._vectors = np.ascontiguousarray(matrix[self._stored_to_given])
+        if stored_order is not None:
+            self._stored_to_given = _checked_order(stored_order, ids)
+            self._vectors = np.ascontiguousarray(matrix)
+        else:
+            self._stored_to_given = storage_order(ids)
+            self._vectors = np.ascontiguousarray(matrix[self._stored_to_given])
         self.ids: tuple[str, ...] = tuple(ids)
         self._max_norm = self._largest_norm()
         self._faiss: Any = None
@@ -396,9 +432,8 @@ class ShardedIndex:
         self.rows = max(1, int(rows))
         self._load = load
         # the tie rule across shards: each document's place in descending id order
-        order = sorted(range(len(self.ids)), key=self.ids.__getitem__, reverse=True)
         self._id_rank = np.empty(len(self.ids), dtype=np.int64)
-        self._id_rank[np.asarray(order, dtype=np.int64)] = np.arange(len(self.ids))
+        self._id_rank[storage_order(self.ids)] = np.arange(len(self.ids))
 
     def __len__(self) -> int:
         return len(self.ids)

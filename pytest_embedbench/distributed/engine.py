@@ -212,7 +212,7 @@ def _lookup(provider: EmbeddingProvider, texts: Sequence[str], cache: EmbeddingC
     # in slices: only the misses are kept, so a re-run over millions of cached vectors does
     # not hold them all in the driver's memory (each slice's vectors are checked, then dropped)
     for start in range(0, len(keys), LOOKUP_SLICE):
-        _found, gaps = cache.get_many(
+        _vectors, gaps = cache.get_matrix(
             namespace,
             keys[start : start + LOOKUP_SLICE],
             dim=provider.dimension,

@@ -369,7 +369,9 @@ class EmbeddingProvider(Provider):
         on_batch: Callable[[list[int], np.ndarray], None] | None = None,
     ) -> tuple[np.ndarray, int]:
         idx = batches[number]
-        first = sum(len(b) for b in batches[:number])
+        # every batch before this one is full (only the last may be short): no sum over them,
+        # which made embedding n texts quadratic in their number of batches
+        first = number * len(batches[0])
         vectors = self._validate(raw, len(idx), batch_number=number, first=first)
         if out is None:
             out = np.empty((n, vectors.shape[1]), dtype=np.float32)

@@ -23,7 +23,6 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from ..exceptions import ProviderError
 from .retriever import BuildStats, Kind, Retriever
 
 if TYPE_CHECKING:
@@ -143,24 +142,30 @@ def build_dense(
 
     With ``memory_budget`` (bytes), the vectors are never all in memory: see
     :func:`build_streamed`."""
-    from ..index import ExactIndex
+    from ..index import ExactIndex, storage_order
 
     stats = stats if stats is not None else BuildStats()
     provider.ensure_loaded()
     if memory_budget is not None:
         return build_streamed(provider, documents, cache, stats, progress, memory_budget)
     texts = [d.embed_text for d in documents]
+    ids = [d.id for d in documents]
     if progress is not None:
         progress(0, len(texts))
     t0 = time.perf_counter()
-    vectors, embedded = embed_cached(provider, texts, cache, kind="document", progress=progress)
+    # read straight into the index's order: one gather of the corpus, not two
+    order = storage_order(ids)
+    vectors, embedded = embed_cached(
+        provider, texts, cache, kind="document", progress=progress, order=order
+    )
     stats.cache_hits += len(texts) - embedded
     stats.cache_misses += embedded
     t1 = time.perf_counter()
     index = ExactIndex(
         vectors,
-        [d.id for d in documents],
+        ids,
         backend=provider.options.get("index_backend", "auto"),
+        stored_order=order,
     )
     t2 = time.perf_counter()
     stats.document_embedding_s += t1 - t0
@@ -276,20 +281,37 @@ def embed_cached(
     *,
     kind: Kind,
     progress: Progress | None = None,
+    order: np.ndarray | None = None,
 ) -> tuple[np.ndarray, int]:
     """Vectors of ``texts`` embedded as ``kind``: stored ones from ``cache``, the rest embedded
     and stored one provider batch at a time (so a run killed at any point keeps what it paid
     for); without a cache, every text embedded. Returns the vectors and how many texts were
-    embedded (the cache's misses)."""
+    embedded (the cache's misses).
+
+    ``order`` (a permutation of the texts' positions): row ``j`` of the result is the vector of
+    ``texts[order[j]]``, gathered as the cache is read (the one copy a caller that wants
+    another order, as :class:`~pytest_embedbench.index.ExactIndex` does, would make again).
+    The model is still sent the texts in their own order, so its batches are the same."""
     if cache is None:
-        return provider.embed(texts, kind=kind, progress=progress), len(texts)
+        vectors = provider.embed(texts, kind=kind, progress=progress)
+        return (vectors if order is None else vectors[order]), len(texts)
     namespace, keys = cache_keys(provider, texts, kind)
-    # a stored row is checked like a response: finite, this dimension, the promised norm
-    found, missing = cache.get_many(
-        namespace, keys, dim=provider.dimension, unit_norm=provider.normalize
+    asked = keys if order is None else [keys[i] for i in order.tolist()]
+    # one matrix in the asked order, straight from the cache (no vector-by-vector copy); a
+    # stored row is checked like a response: finite, this dimension, the promised norm
+    out, gaps = cache.get_matrix(
+        namespace, asked, dim=provider.dimension, unit_norm=provider.normalize
     )
-    if found and provider.dimension is None:
-        provider.dimension = len(next(iter(found.values())))
+    if provider.dimension is None and len(gaps) < len(keys):
+        provider.dimension = int(out.shape[1])  # learned from the cache, as from an answer
+    # the texts to embed, in the texts' own order, and the result row of each
+    missing = gaps if order is None else sorted(order[gaps].tolist())
+    if order is not None and missing:
+        row_of = np.empty(len(order), dtype=np.int64)
+        row_of[order] = np.arange(len(order))
+        rows: Sequence[int] | np.ndarray = row_of[missing]
+    else:
+        rows = missing
     if missing:
 
         def sub_progress(done: int, _total: int) -> None:
@@ -303,25 +325,9 @@ def embed_cached(
         vecs = provider.embed(
             [texts[i] for i in missing], kind=kind, progress=sub_progress, on_batch=store
         )
-        for i, vec in zip(missing, vecs, strict=True):
-            found[keys[i]] = vec
-    out = _stack(found, keys, provider.dimension or 0, cache, kind)
+        if out.shape[1] != vecs.shape[1]:  # nothing was cached: the model told the dimension
+            out = np.empty((len(keys), vecs.shape[1]), dtype=np.float32)
+        out[rows] = vecs
     if progress is not None and not missing:
         progress(len(texts), len(texts))
     return out, len(missing)
-
-
-def _stack(
-    found: dict[bytes, np.ndarray], keys: list[bytes], dim: int, cache: EmbeddingCache, kind: Kind
-) -> np.ndarray:
-    """The vectors of ``keys`` in order, as one ``(n, dim)`` float32 matrix."""
-    out = np.empty((len(keys), dim), dtype=np.float32)
-    for i, key in enumerate(keys):
-        vec = found[key]
-        if len(vec) != dim:
-            raise ProviderError(
-                f"cached embedding for {kind} {i} has dimension {len(vec)}, the model "
-                f"gives {dim}; clear the cache folder {str(cache.folder)!r}"
-            )
-        out[i] = vec
-    return out

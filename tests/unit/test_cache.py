@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import multiprocessing as mp
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -107,3 +108,57 @@ def test_a_malformed_file_found_by_a_read_is_moved_aside(tmp_path: Path) -> None
     assert any(p.name.startswith(f"{FILENAME}.corrupt-") for p in tmp_path.iterdir())
     cache.put_many("ns", keys[:1], np.ones((1, 64), dtype=np.float32) / 8.0)
     assert cache.count() == 1  # the fresh file works
+
+
+def loaded() -> Any:
+    """The hashing provider as a run holds it: loaded before its namespace is asked."""
+    from pytest_embedbench.providers import create_provider
+
+    provider = create_provider("hashing:h")
+    provider.ensure_loaded()
+    return provider
+
+
+def test_embed_cached_reads_a_partly_cached_corpus_in_any_asked_order(tmp_path: Path) -> None:
+    """The document path asks the cache for the index's order (descending id) while the cache
+    holds the vectors in the order the model's length-sorted batches wrote them: every row is
+    the vector of its text, the model is sent only the missing texts and in their own order
+    (so its batches are what they would be without ``order``), and a warm run embeds none."""
+    from pytest_embedbench.providers.dense import embed_cached
+
+    texts = [f"document {i} on topic {i % 5} " + "word " * (i % 7) for i in range(40)]
+    reference = loaded().embed(texts, kind="document")
+    cache = EmbeddingCache(tmp_path)
+    first = loaded()
+    embed_cached(first, texts[::3], cache, kind="document")  # a third cached, length-sorted
+    order = np.random.default_rng(7).permutation(len(texts))
+    provider = loaded()
+    vectors, embedded = embed_cached(provider, texts, cache, kind="document", order=order)
+    missing = [i for i in range(len(texts)) if i % 3]
+    assert embedded == len(missing)
+    assert sorted(provider.seen) == sorted(texts[i] for i in missing)
+    np.testing.assert_array_equal(vectors, reference[order])
+    warm = loaded()
+    again, embedded = embed_cached(warm, texts, cache, kind="document", order=order)
+    assert embedded == 0 and warm.seen == []
+    np.testing.assert_array_equal(again, reference[order])
+    # without a cache, and without an order: the same rows
+    plain, _ = embed_cached(loaded(), texts, None, kind="document", order=order)
+    np.testing.assert_array_equal(plain, reference[order])
+    np.testing.assert_array_equal(embed_cached(warm, texts, cache, kind="document")[0], reference)
+
+
+def test_embed_cached_sends_the_model_the_same_batches_with_or_without_an_order(
+    tmp_path: Path,
+) -> None:
+    """Texts of equal length: the provider's length sort keeps their given order, so asking
+    for another result order must not reorder what the model is sent."""
+    from pytest_embedbench.providers.dense import embed_cached
+
+    texts = [f"text {i:03d}" for i in range(70)]  # all one length
+    plain = loaded()
+    embed_cached(plain, texts, EmbeddingCache(tmp_path / "a"), kind="document")
+    ordered = loaded()
+    order = np.arange(len(texts))[::-1].copy()
+    embed_cached(ordered, texts, EmbeddingCache(tmp_path / "b"), kind="document", order=order)
+    assert ordered.seen == plain.seen

@@ -159,13 +159,13 @@ def test_the_cache_lookup_goes_in_slices_and_keeps_only_the_misses(
     from pytest_embedbench.distributed import engine
 
     reads: list[int] = []
-    real_get_many = EmbeddingCache.get_many
+    real_get_matrix = EmbeddingCache.get_matrix
 
-    def counting_get_many(self: EmbeddingCache, namespace: str, keys: Any, **kw: Any) -> Any:
+    def counting_get_matrix(self: EmbeddingCache, namespace: str, keys: Any, **kw: Any) -> Any:
         reads.append(len(keys))
-        return real_get_many(self, namespace, keys, **kw)
+        return real_get_matrix(self, namespace, keys, **kw)
 
-    monkeypatch.setattr(EmbeddingCache, "get_many", counting_get_many)
+    monkeypatch.setattr(EmbeddingCache, "get_matrix", counting_get_matrix)
     monkeypatch.setattr(engine, "LOOKUP_SLICE", 4)
     provider = create_provider("hashing:h")
     provider.load()  # the driver loads it first: the namespace carries its dimension

@@ -193,3 +193,40 @@ def test_empty_corpus_and_no_queries(backend: str) -> None:
     index = ExactIndex(np.eye(3, dtype=np.float32), ["a", "b", "c"], backend=backend)  # type: ignore[arg-type]
     positions, scores = index.search(np.zeros((0, 3)), 2)
     assert positions.shape == (0, 2) and scores.shape == (0, 2)
+
+
+@pytest.mark.parametrize("backend", backends())
+def test_vectors_given_in_storage_order_search_as_the_given_order(backend: str) -> None:
+    """A caller that read the vectors straight into the index's order (descending id) gets
+    the same positions and scores as one that hands them in the ids' order."""
+    from pytest_embedbench.index import storage_order
+
+    rng = np.random.default_rng(3)
+    ids = [f"d{int(i)}" for i in rng.permutation(300)]
+    vectors = np.round(rng.standard_normal((300, 8)), 1).astype(np.float32)  # many ties
+    queries = np.round(rng.standard_normal((20, 8)), 1).astype(np.float32)
+    given = ExactIndex(vectors, ids, backend=backend)
+    order = storage_order(ids)
+    assert [ids[i] for i in order] == sorted(ids, reverse=True)
+    stored = ExactIndex(vectors[order], ids, backend=backend, stored_order=order)
+    for a, b in zip(given.search(queries, 25), stored.search(queries, 25), strict=True):
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(stored.vectors_in_order(), vectors)
+
+
+def test_a_stored_order_that_is_not_the_storage_order_is_refused() -> None:
+    """A wrong order would pair vectors with the wrong ids: refused, never used."""
+    from pytest_embedbench.index import storage_order
+
+    ids = ["b", "a", "c"]
+    vectors = np.eye(3, dtype=np.float32)
+    good = storage_order(ids)
+    assert good.tolist() == [2, 0, 1]
+    with pytest.raises(ConfigError, match="descending"):
+        ExactIndex(vectors, ids, stored_order=np.array([0, 1, 2]))
+    with pytest.raises(ConfigError, match="each position of ids once"):
+        ExactIndex(vectors, ids, stored_order=np.array([2, 2, 1]))
+    with pytest.raises(ConfigError, match="3 integer positions"):
+        ExactIndex(vectors, ids, stored_order=np.array([2, 0]))
+    index = ExactIndex(vectors[good], ids, stored_order=good)
+    assert index.ids_of(index.search(vectors[:1], 1)[0][0]) == ["b"]

@@ -9,9 +9,16 @@ median wall seconds, seconds per 1,000 documents (linear: flat across the sizes)
 ratio, the same in CPU seconds of this process (less moved by other processes on a shared
 machine), and checks that both score matrices are equal bit for bit.
 
+``--linear SMALL LARGE`` measures only ``BM25Index`` and whether its cost per document is flat
+between two sizes, fairly on a shared machine: a round indexes the SMALL corpus LARGE / SMALL
+times (as many documents as LARGE, as long a stretch of time) and the LARGE corpus once, in
+alternating order; it prints each round's CPU seconds per 1,000 documents and their ratio
+(LARGE / SMALL; 1.00 is linear), then the medians.
+
 Usage::
 
     python benchmarks/bench_bm25_index.py [--sizes 10000 100000 1000000] [--rounds 3]
+    python benchmarks/bench_bm25_index.py --linear 100000 1000000 [--rounds 5]
 """
 
 from __future__ import annotations
@@ -37,14 +44,49 @@ def bm25s_alone(texts: list[str]) -> object:
     return model
 
 
+def linear(small: int, large: int, rounds: int) -> None:
+    """CPU seconds per 1,000 documents of ``BM25Index`` at two sizes, time-balanced rounds."""
+    from pytest_embedbench.lexical import BM25Index
+
+    corpora = {}
+    for size in (small, large):
+        docs, _, _ = corpus(size)
+        corpora[size] = (list(docs.values()), list(docs))
+    repeats = large // small
+    print(f"CPU seconds per 1,000 documents: {small:,} (x{repeats} a round), {large:,}, ratio")
+    per_k: dict[int, list[float]] = {small: [], large: []}
+    ratios = []
+    for round_ in range(rounds):
+        order = (small, large) if round_ % 2 == 0 else (large, small)
+        for size in order:
+            texts, ids = corpora[size]
+            c0 = time.process_time()
+            for _ in range(repeats if size == small else 1):
+                BM25Index(texts, ids)
+            done = size * (repeats if size == small else 1)
+            per_k[size].append(1000 * (time.process_time() - c0) / done)
+        ratios.append(per_k[large][-1] / per_k[small][-1])
+        last = f"{per_k[small][-1]:.5f} {per_k[large][-1]:.5f}"
+        print(f"round {round_ + 1}: {last} {ratios[-1]:.3f}x", flush=True)
+    print(
+        f"median: {statistics.median(per_k[small]):.5f} {statistics.median(per_k[large]):.5f}"
+        f" {statistics.median(ratios):.3f}x (median of the rounds' ratios)",
+        flush=True,
+    )
+
+
 def main() -> None:
     from pytest_embedbench.lexical import BM25Index
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000, 1_000_000])
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--linear", type=int, nargs=2, metavar=("SMALL", "LARGE"))
     args = parser.parse_args()
     BM25Index(["warm up the stemmer", "and bm25s"], ["a", "b"])
+    if args.linear:
+        linear(*args.linear, rounds=args.rounds)
+        return
     print("size       bm25s alone, BM25Index: seconds and seconds per 1,000 documents, ratio;")
     print("           then CPU seconds per 1,000 documents (time.process_time) and ratio")
     for size in args.sizes:

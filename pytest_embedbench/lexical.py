@@ -22,7 +22,7 @@ import inspect
 import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from itertools import chain, compress
+from itertools import chain
 from typing import Any
 
 import numpy as np
@@ -84,7 +84,7 @@ def _no_cyclic_gc() -> Iterator[None]:
             gc.enable()
 
 
-#: documents tokenised per step by :func:`_tokenize_flat`: the token strings of one step stay
+#: documents tokenised per step by :func:`_tokenize_pairs`: the token strings of one step stay
 #: in the CPU caches (500 documents, ~8,500 strings); 20,000 per step spread ~340,000 fresh
 #: strings over the heap and cost 2-3x the CPU time per document at 1M documents
 TOKENIZE_CHUNK = 500
@@ -92,51 +92,65 @@ TOKENIZE_CHUNK = 500
 SCORE_CHUNK = 1 << 20
 
 
-def _tokenize_flat(
+def _tokenize_pairs(
     bm25s: Any, texts: Sequence[str], stopwords: str | list[str], stemmer: Any
-) -> tuple[np.ndarray, np.ndarray, dict[str, int]]:
-    """``bm25s.tokenize(texts, stopwords=..., stemmer=...)`` (its defaults otherwise) as flat
-    arrays: every document's token ids one after another, each document's token count, and the
-    vocabulary, equal to what bm25s returns (tests/unit/test_lexical_index.py).
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, int]]:
+    """``bm25s.tokenize(texts, stopwords=..., stemmer=...)`` (its defaults otherwise), counted:
+    every (document, token) pair once, documents in order (a CSR matrix of term counts): the
+    pairs' token ids and counts, each document's number of pairs and of tokens, and the
+    vocabulary. The ids and vocabulary are bm25s's (tests/unit/test_lexical_index.py).
 
     bm25s loops over every token in Python and keeps a list of ids per document; here each
-    document is only split (``re.findall``, as bm25s), and the tokens are numbered a chunk at a
-    time through one dict in first-seen order, as bm25s numbers them. Stopwords are numbered
-    too and dropped afterwards, renumbering the rest in the same order; stemming follows bm25s
-    step by step (its vocabulary comes from a set of the stems, in the set's order)."""
+    document is only split (``re.findall``, as bm25s), and a step of documents at a time has
+    its new tokens numbered through one dict and its pairs counted by one small sort, which
+    stays in the CPU caches: every pass is linear in the corpus, none sorts it whole. A token
+    is numbered by its stem, in first-seen order (stopwords: -1, dropped); bm25s numbers the
+    stems in the order of a set of them (the first-seen order without a stemmer), so the
+    numbers are mapped to bm25s's once at the end."""
     from bm25s.tokenization import _infer_stopwords
 
     signature = inspect.signature(bm25s.tokenize).parameters
     split = re.compile(signature["token_pattern"].default).findall
-    stop = set(_infer_stopwords(stopwords))
-    numbers: dict[str, int] = {}
-    ids_parts, length_parts = [], []
+    numbers: dict[str, int] = dict.fromkeys(_infer_stopwords(stopwords), -1)
+    stem_numbers: dict[str, int] = {}  # stem -> number, in first-seen order
+    stems: list[str] = []  # each kept token's stem, tokens in first-seen order (bm25s's list)
+    token_parts, count_parts, width_parts, length_parts = [], [], [], []
     for start in range(0, len(texts), TOKENIZE_CHUNK):
         tokens = list(map(split, map(str.lower, texts[start : start + TOKENIZE_CHUNK])))
-        length_parts.append(np.fromiter(map(len, tokens), dtype=np.int64, count=len(tokens)))
+        n = len(tokens)
+        split_lengths = np.fromiter(map(len, tokens), dtype=np.int64, count=n)
         flat = list(chain.from_iterable(tokens))
         del tokens
         new = [token for token in dict.fromkeys(flat) if token not in numbers]
-        numbers.update(zip(new, range(len(numbers), len(numbers) + len(new)), strict=True))
-        ids_parts.append(np.fromiter(map(numbers.__getitem__, flat), np.int64, count=len(flat)))
-    split_ids = np.concatenate(ids_parts) if ids_parts else np.zeros(0, dtype=np.int64)
-    split_lengths = np.concatenate(length_parts) if length_parts else np.zeros(0, np.int64)
-    # drop the stopwords; the other tokens keep their first-seen order, numbered from 0
-    words = list(numbers)
-    keep_word = np.fromiter((w not in stop for w in words), dtype=bool, count=len(words))
-    renumber = (np.cumsum(keep_word) - 1).astype(np.int32)
-    keep = keep_word[split_ids]
-    ids = renumber[split_ids[keep]]
-    ends = np.concatenate([[0], np.cumsum(keep, dtype=np.int64)])
-    bounds = np.concatenate([[0], np.cumsum(split_lengths)])
-    lengths = ends[bounds[1:]] - ends[bounds[:-1]]
-    unique = list(compress(words, keep_word.tolist()))
-    if stemmer is None:
-        return ids, lengths, {token: i for i, token in enumerate(unique)}
-    stems = stemmer.stemWords(unique)
-    vocab = {token: i for i, token in enumerate(set(stems))}  # as bm25s: the set's order
-    to_stem = np.fromiter(map(vocab.__getitem__, stems), dtype=np.int32, count=len(stems))
-    return to_stem[ids], lengths, vocab
+        if new:
+            new_stems = new
+            if stemmer is not None:
+                new_stems = stemmer.stemWords(new)
+                stems += new_stems
+            fresh = [stem for stem in dict.fromkeys(new_stems) if stem not in stem_numbers]
+            first = len(stem_numbers)
+            stem_numbers.update(zip(fresh, range(first, first + len(fresh)), strict=True))
+            numbers.update(zip(new, map(stem_numbers.__getitem__, new_stems), strict=True))
+        ids = np.fromiter(map(numbers.__getitem__, flat), np.int64, count=len(flat))
+        doc = np.repeat(np.arange(n, dtype=np.int64), split_lengths)
+        keep = ids >= 0
+        if not keep.all():
+            ids, doc = ids[keep], doc[keep]
+        length_parts.append(np.bincount(doc, minlength=n))
+        width = max(len(stem_numbers), 1)
+        pairs, counts = np.unique(doc * width + ids, return_counts=True)
+        token_parts.append((pairs % width).astype(np.int32))
+        count_parts.append(counts.astype(np.int32))
+        width_parts.append(np.bincount(pairs // width, minlength=n))
+    token = np.concatenate(token_parts) if token_parts else np.zeros(0, dtype=np.int32)
+    counts = np.concatenate(count_parts) if count_parts else np.zeros(0, dtype=np.int32)
+    widths = np.concatenate(width_parts) if width_parts else np.zeros(0, dtype=np.int64)
+    lengths = np.concatenate(length_parts) if length_parts else np.zeros(0, dtype=np.int64)
+    if stemmer is None:  # as bm25s: the kept tokens in first-seen order
+        return token, counts, widths, lengths, stem_numbers
+    vocab = {stem: i for i, stem in enumerate(set(stems))}  # as bm25s: the set's order
+    to_vocab = np.fromiter(map(vocab.__getitem__, stem_numbers), np.int32, len(stem_numbers))
+    return to_vocab[token], counts, widths, lengths, vocab
 
 
 @functools.cache
@@ -145,9 +159,9 @@ def _vectorised_bm25(bm25s: Any) -> Any:
     this bm25s lacks the parts it calls (bm25s 0.2.6 may).
 
     bm25s builds its score matrix with a Python loop per document (a ``Counter``, two small
-    arrays and the term-frequency formula each). ``index_flat`` takes the flat token ids of
-    :func:`_tokenize_flat`, counts every (token, document) pair in one sort and calls bm25s's
-    own idf and term-frequency functions on whole arrays. Every float operation is the one
+    arrays and the term-frequency formula each). ``index_pairs`` takes the counted (document,
+    token) pairs of :func:`_tokenize_pairs`, calls bm25s's own idf and term-frequency functions
+    on whole arrays and turns the matrix by token with scipy. Every float operation is the one
     bm25s does per document, in the same dtypes, so the score matrix is equal bit for bit
     (tests/unit/test_lexical_index.py compares it with bm25s's for every method)."""
     from bm25s import scoring, tokenization
@@ -165,36 +179,35 @@ def _vectorised_bm25(bm25s: Any) -> Any:
         return None
 
     class VectorisedBM25(bm25s.BM25):
-        def index_flat(self, ids: np.ndarray, lengths: np.ndarray, vocab: dict[str, int]) -> None:
-            """What ``index(tokens)`` does, from :func:`_tokenize_flat`'s arrays."""
-            self.scores = self.scores_from_flat(ids, lengths, list(vocab.values()))
+        def index_pairs(
+            self,
+            token: np.ndarray,
+            counts: np.ndarray,
+            widths: np.ndarray,
+            lengths: np.ndarray,
+            vocab: dict[str, int],
+        ) -> None:
+            """What ``index(tokens)`` does, from :func:`_tokenize_pairs`'s arrays."""
+            self.scores = self.scores_from_pairs(token, counts, widths, lengths, len(vocab))
             if "" not in vocab:  # as bm25s: the empty token, for queries without a known one
                 vocab[""] = max(vocab.values()) + 1
             self.vocab_dict = vocab
             self.unique_token_ids_set = set(vocab.values())
 
-        def scores_from_flat(
-            self, flat: np.ndarray, lengths: np.ndarray, unique_token_ids: list[int]
+        def scores_from_pairs(
+            self,
+            token: np.ndarray,
+            counts: np.ndarray,
+            widths: np.ndarray,
+            lengths: np.ndarray,
+            n_vocab: int,
         ) -> dict[str, Any]:
-            n_docs, n_vocab = len(lengths), len(unique_token_ids)
-            lengths = np.asarray(lengths, dtype=np.int64)
+            from scipy.sparse import csr_matrix
+
+            n_docs = len(lengths)
             avg_doc_len = lengths.mean()  # as bm25s: the mean of an int64 array, a numpy float
-            # every (token, document) pair once, sorted by token then document: CSC order
-            keys = flat.astype(np.int64) * max(n_docs, 1)
-            keys += np.repeat(np.arange(n_docs, dtype=np.int64), lengths)
-            keys.sort()
-            first = np.ones(len(keys), dtype=bool)
-            np.not_equal(keys[1:], keys[:-1], out=first[1:])
-            starts = np.flatnonzero(first)
-            del first
-            tf = np.diff(np.append(starts, len(keys))).astype(self.dtype)
-            pairs = keys[starts]
-            del keys, starts
-            token = (pairs // max(n_docs, 1)).astype(np.int32)
-            doc = (pairs % max(n_docs, 1)).astype(self.int_dtype)
-            del pairs
             df = np.bincount(token, minlength=n_vocab)
-            frequencies = dict(zip(unique_token_ids, df[unique_token_ids].tolist(), strict=True))
+            frequencies = dict(enumerate(df.tolist()))  # bm25s's ids are 0 .. n_vocab - 1
             idf_fn = scoring._select_idf_scorer(self.idf_method)
             tfc_fn = scoring._select_tfc_scorer(self.method)
             if self.method in self.methods_requiring_nonoccurrence:
@@ -213,11 +226,13 @@ def _vectorised_bm25(bm25s: Any) -> Any:
             else:
                 self.nonoccurrence_array = None
             idf = scoring._build_idf_array(frequencies, n_docs, idf_fn, dtype=self.dtype)
+            # scored in document order, element by element: the order changes no value
+            doc = np.repeat(np.arange(n_docs, dtype=np.int32), widths)
             data = np.empty(len(token), dtype=self.dtype)
             for a in range(0, len(token), SCORE_CHUNK):  # element-wise: chunks change nothing
                 end = a + SCORE_CHUNK
                 tfc = tfc_fn(
-                    tf_array=tf[a:end],
+                    tf_array=counts[a:end].astype(self.dtype),
                     l_d=lengths[doc[a:end]],
                     l_avg=avg_doc_len,
                     k1=self.k1,
@@ -228,9 +243,19 @@ def _vectorised_bm25(bm25s: Any) -> Any:
                 if self.nonoccurrence_array is not None:
                     scores -= self.nonoccurrence_array[token[a:end]]
                 data[a:end] = scores  # float64 -> the index dtype, as bm25s stores them
-            indptr = np.zeros(n_vocab + 1, dtype=np.int64)
-            np.cumsum(df, out=indptr[1:])
-            return {"data": data, "indices": doc, "indptr": indptr, "num_docs": n_docs}
+            del doc
+            # bm25s's matrix is by token (CSC), documents ascending within a token: scipy's
+            # CSR -> CSC transposes by counting (linear; no sort of all pairs) and keeps the
+            # documents' order within each token
+            indptr = np.zeros(n_docs + 1, dtype=np.int64)
+            np.cumsum(widths, out=indptr[1:])
+            by_token = csr_matrix((data, token, indptr), shape=(n_docs, n_vocab)).tocsc()
+            return {
+                "data": by_token.data,
+                "indices": by_token.indices.astype(self.int_dtype, copy=False),
+                "indptr": by_token.indptr.astype(np.int64, copy=False),
+                "num_docs": n_docs,
+            }
 
     return VectorisedBM25
 
@@ -263,10 +288,10 @@ class BM25Index:
         vectorised = _vectorised_bm25(bm25s) if texts else None
         with _no_cyclic_gc():
             if vectorised is not None:
-                ids_, lengths, vocab = _tokenize_flat(bm25s, texts, self._stopwords, self._stemmer)
+                pairs = _tokenize_pairs(bm25s, texts, self._stopwords, self._stemmer)
                 self._retriever = vectorised(k1=k1, b=b, method=method)
-                self._retriever.index_flat(ids_, lengths, vocab)
-                del ids_, lengths
+                self._retriever.index_pairs(*pairs)
+                del pairs
             else:  # an older bm25s, or no document: bm25s's own loops
                 tokens = bm25s.tokenize(
                     list(texts),

@@ -8,6 +8,7 @@ on the bundled example datasets and on a seeded corpus with repeats and empty do
 from __future__ import annotations
 
 import gc
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -75,6 +76,43 @@ def test_matrix_equals_bm25s_with_repeats_and_empty_documents(
     assert_same_index(ours._retriever, bm25s_alone(ours, texts, method))
 
 
+def counted(token: np.ndarray, counts: np.ndarray, widths: np.ndarray) -> list[Counter]:
+    """Each document's {token id: count} from _tokenize_pairs's arrays (documents in order)."""
+    ends = np.cumsum(widths).tolist()
+    return [
+        Counter(dict(zip(token[a:b].tolist(), counts[a:b].tolist(), strict=True)))
+        for a, b in zip([0, *ends[:-1]], ends, strict=True)
+    ]
+
+
+@pytest.mark.parametrize("stemmer", ["english", None])
+@pytest.mark.parametrize("chunk", [1, 3, 500])
+def test_matrix_equals_bm25s_over_many_steps(
+    stemmer: str | None, chunk: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # tokenised a step of 1 or 3 documents at a time (or all at once): the first steps hold only
+    # stopwords or nothing, the vocabulary grows to the last document, a stem is met first as one
+    # word and later as another ("connected" ... "connections"), stopwords appear late
+    monkeypatch.setattr(lexical, "TOKENIZE_CHUNK", chunk)
+    rng = np.random.default_rng(11)
+    forms = ["connected", "connecting", "connections", "connects", "runs", "running", "runner"]
+    texts = ["", "the and of", "", "a an the"]
+    for i in range(200):
+        vocabulary = 5 + i * 3  # words first seen late in the corpus
+        picked = rng.zipf(1.5, size=int(rng.integers(1, 30))) % vocabulary
+        words = [f"t{j}" for j in picked] + [forms[(i + j) % len(forms)] for j in range(i % 3)]
+        if i > 150:
+            words += ["the", "of", "between"]
+        texts.append(" ".join(words))
+    ours = BM25Index(texts, [f"d{i}" for i in range(len(texts))], stemmer=stemmer)
+    plain = bm25s_alone(ours, texts, "lucene")
+    assert_same_index(ours._retriever, plain)
+    reference = BM25Index(texts, [f"d{i}" for i in range(len(texts))], stemmer=stemmer)
+    reference._retriever = plain
+    for query in ["connection runs", "t1 t7 t400", "t599 running the", "t2 t2 t3"]:
+        assert ours.search(query, 10) == reference.search(query, 10), query
+
+
 MIXED = [
     "The Cats SAT on the mat, the cats!",
     "",
@@ -91,17 +129,17 @@ MIXED = [
 def test_tokens_equal_bm25s(
     stemmer: str | None, stopwords: str | None, chunk: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # the flat token ids, document lengths and vocabulary equal bm25s.tokenize's, tokenised in
-    # chunks of 1, 4 or all documents
+    # each document's counted token ids, its length and the vocabulary equal bm25s.tokenize's,
+    # tokenised in chunks of 1, 4 or all documents
     monkeypatch.setattr(lexical, "TOKENIZE_CHUNK", chunk)
     ds = load_dataset(EXAMPLES / "support")
     texts = MIXED + [d.embed_text for d in ds.documents]
     stem, stop = make_stemmer(stemmer), stopwords if stopwords is not None else []
     want = bm25s.tokenize(texts, stopwords=stop, stemmer=stem, show_progress=False)
-    ids, lengths, vocab = lexical._tokenize_flat(bm25s, texts, stop, stem)
+    token, counts, widths, lengths, vocab = lexical._tokenize_pairs(bm25s, texts, stop, stem)
     assert vocab == want.vocab and list(vocab) == list(want.vocab)
     assert lengths.tolist() == [len(doc) for doc in want.ids]
-    assert ids.tolist() == [t for doc in want.ids for t in doc]
+    assert counted(token, counts, widths) == [Counter(doc) for doc in want.ids]
     ours = BM25Index(
         texts, [f"d{i}" for i in range(len(texts))], stemmer=stemmer, stopwords=stopwords
     )

@@ -121,8 +121,9 @@ def _tokenize_pairs(
         split_lengths = np.fromiter(map(len, tokens), dtype=np.int64, count=n)
         flat = list(chain.from_iterable(tokens))
         del tokens
-        new = [token for token in dict.fromkeys(flat) if token not in numbers]
-        if new:
+        unseen = set(flat).difference(numbers)  # one C loop; most steps meet no new token
+        if unseen:
+            new = [token for token in dict.fromkeys(flat) if token in unseen]  # first-seen order
             new_stems = new
             if stemmer is not None:
                 new_stems = stemmer.stemWords(new)

@@ -101,6 +101,11 @@ MMAP_BYTES = 0
 _CHUNK = 500  # SQLite's default limit on host parameters is 999
 #: bytes of a segment read at a time, so that checking them finds them in the CPU's cache
 _PIECE = 1 << 21
+#: buffers one ``preadv`` takes at most (the platform's IOV_MAX; 1024 on Linux)
+try:
+    _IOV_MAX = max(1, min(1024, int(os.sysconf("SC_IOV_MAX"))))
+except (AttributeError, ValueError, OSError):  # pragma: no cover - no such limit to ask
+    _IOV_MAX = 16
 #: how long opening, reading or writing keeps retrying "database is locked" before giving up
 BUSY_WAIT_S = 30.0
 #: how far a stored vector's norm may be from 1 in a namespace that normalises (float32 rounding
@@ -657,15 +662,24 @@ class EmbeddingCache:
         # rows are all written below (a missing or damaged one with zeros)
         matrix = np.empty((n, dim), dtype=np.float32)
         # the stored order (a corpus read back in the order it was embedded): the batches are
-        # read end to end straight into the result, one copy; else they are laid side by side
-        # and gathered once in key order
+        # read end to end straight into the result, one copy; keys that fill at least half of
+        # the batches holding them: the batches laid side by side and gathered once in key
+        # order; fewer (a shard of a corpus the cache holds in another order): each row read
+        # straight into its place, so that no more than the asked rows is ever held or read
         direct = loc.in_order and bool(wanted.all())
-        staged = matrix if direct else np.empty((int(loc.counts[chosen].sum()), dim), np.float32)
-        # squared norms in float32 (a relative error near 1e-7, far inside NORM_TOLERANCE),
-        # taken piece by piece as the pieces are read, while they are in the CPU's cache: a
-        # NaN or infinite value makes them non-finite, and only those rows are looked at
-        got, staged_squares = _fill(self.folder, loc, chosen, expected[chosen], staged)
-        whole[chosen] &= got == expected[chosen]
+        spread = not direct and 2 * int(wanted.sum()) < int(loc.counts[chosen].sum())
+        if spread:
+            whole &= ~_scatter(self.folder, loc, np.flatnonzero(wanted), matrix)
+            staged = staged_squares = np.empty((0, dim), np.float32)
+        else:
+            size = int(loc.counts[chosen].sum())
+            staged = matrix if direct else np.empty((size, dim), np.float32)
+            # squared norms in float32 (a relative error near 1e-7, far inside
+            # NORM_TOLERANCE), taken piece by piece as the pieces are read, while they are in
+            # the CPU's cache: a NaN or infinite value makes them non-finite, and only those
+            # rows are looked at
+            got, staged_squares = _fill(self.folder, loc, chosen, expected[chosen], staged)
+            whole[chosen] &= got == expected[chosen]
         broken = stored & (~whole[b] | (slot >= loc.counts[b]))
         faults: dict[str, int] = {}
         other = stored & ~broken & (loc.dims[b] != dim)
@@ -680,6 +694,10 @@ class EmbeddingCache:
             squares = staged_squares
             if not ok.all():
                 matrix[~ok] = 0.0  # what a short read left of a batch
+        elif spread:
+            if not ok.all():
+                matrix[~ok] = 0.0  # not stored, damaged, or never read
+            squares = _squares(matrix)
         else:
             squares = np.zeros(n, dtype=np.float32)
             if not ok.all():
@@ -1078,6 +1096,137 @@ def _fill(
         finally:
             os.close(fd)
     return got, squares
+
+
+def _scatter(folder: Path, loc: _Located, rows: np.ndarray, matrix: np.ndarray) -> np.ndarray:
+    """Read the stored vector of each result row in ``rows`` straight into its row of
+    ``matrix``: from the index file's data, or from a segment file, rows next to one another in
+    a file in one ``preadv`` into their own places (a vector asked twice is read once). Only the
+    asked bytes are read and nothing is staged, so a shard of a corpus stored in another order
+    costs its own rows, not the batches around them. Returns, per batch of ``loc``, whether it
+    lacks bytes (its file cut short or gone: damaged, as a short read is in :func:`_fill`)."""
+    dim = matrix.shape[1]
+    row = 4 * dim
+    short = np.zeros(len(loc.files), dtype=bool)
+    if not len(rows) or not row:
+        return short
+    which, slot = loc.which[rows], loc.slot[rows]
+    in_file = np.array([name is not None for name in loc.files], dtype=bool)
+    for batch in np.unique(which[~in_file[which]]).tolist():  # held in the index file
+        data = np.frombuffer(loc.blobs[batch], dtype=np.float32)
+        mine = which == batch
+        if len(data) == loc.counts[batch] * dim:
+            matrix[rows[mine]] = data.reshape(-1, dim)[slot[mine]]
+        else:
+            short[batch] = True
+    keep = in_file[which]
+    rows, which, slot = rows[keep], which[keep], slot[keep]
+    codes: dict[str, int] = {}
+    code_of = np.array([codes.setdefault(str(name), len(codes)) for name in loc.files])
+    base = np.array([o if isinstance(o, int) else -1 for o in loc.offsets], dtype=np.int64)
+    code = code_of[which]
+    at = base[which] + slot * row
+    order = np.lexsort((at, code))
+    rows, which, code, at = rows[order], which[order], code[order], at[order]
+    # a vector asked twice (the same key in two rows) is read once, then copied
+    again = np.zeros(len(rows), dtype=bool)
+    again[1:] = (code[1:] == code[:-1]) & (at[1:] == at[:-1])
+    first = np.maximum.accumulate(np.where(again, 0, np.arange(len(rows))))
+    copies, sources = rows[again], rows[first[again]]
+    rows, which, code, at = rows[~again], which[~again], code[~again], at[~again]
+    # runs of rows that follow one another in a file, at most IOV_MAX rows each
+    new_run = np.ones(len(rows), dtype=bool)
+    new_run[1:] = (code[1:] != code[:-1]) | (at[1:] != at[:-1] + row)
+    run_no = np.cumsum(new_run) - 1
+    run_start = np.flatnonzero(new_run)
+    new_run |= (np.arange(len(rows)) - run_start[run_no]) % _IOV_MAX == 0
+    starts = np.flatnonzero(new_run).tolist()
+    ends = starts[1:] + [len(rows)]
+    view = memoryview(matrix).cast("B")
+    places = (rows * row).tolist()
+    names = {c: name for name, c in codes.items()}
+    got = np.zeros(len(rows), dtype=bool)
+    fds: dict[int, tuple[int, int] | None] = {}
+    try:
+        for start, end in zip(starts, ends, strict=True):
+            c = int(code[start])
+            if c not in fds:
+                fds[c] = _open_segment(folder, names[c])
+            opened = fds[c]
+            if opened is None:
+                continue
+            fd, size = opened
+            if int(at[end - 1]) + row > size:  # cut short: read what is there below
+                end = start + max(0, int(np.searchsorted(at[start:end] + row, size, "right")))
+                if end == start:
+                    continue
+            buffers = [view[p : p + row] for p in places[start:end]]
+            done = _read_rows(fd, buffers, int(at[start]))
+            got[start : start + done] = True
+    finally:
+        for opened in fds.values():
+            if opened is not None:
+                os.close(opened[0])
+    if not got.all():
+        short[np.unique(which[~got])] = True
+    if len(copies):
+        matrix[copies] = matrix[sources]
+    return short
+
+
+def _open_segment(folder: Path, name: str) -> tuple[int, int] | None:
+    """A segment file open for reading and its size, or None (not a segment's name: never
+    opened; gone or unreadable: its batches are damaged, embedded again)."""
+    if not _SEGMENT.fullmatch(name):
+        return None
+    try:
+        fd = os.open(folder / name, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return None
+    try:
+        return fd, os.fstat(fd).st_size
+    except OSError:
+        os.close(fd)
+        return None
+
+
+def _read_rows(fd: int, buffers: list[memoryview], offset: int) -> int:
+    """Read the rows that follow one another in the file from ``offset`` into ``buffers``
+    (one row each, in one ``preadv`` where the platform has it); returns how many rows
+    arrived whole."""
+    row = len(buffers[0])
+    done = 0
+    try:
+        if hasattr(os, "preadv"):
+            while done < len(buffers):
+                step = os.preadv(fd, buffers[done:], offset + done * row)
+                if step <= 0:
+                    break
+                whole, part = divmod(step, row)
+                done += whole
+                if part:  # a row read in part (a signal): the rest of it, then go on
+                    rest = _read_into(fd, buffers[done][part:], offset + done * row + part)
+                    if rest < row - part:
+                        break
+                    done += 1
+        else:  # pragma: no cover - platforms without preadv
+            for buffer in buffers:
+                if _read_into(fd, buffer, offset + done * row) < row:
+                    break
+                done += 1
+    except OSError:
+        pass  # an unreadable stretch counts as missing rows
+    return done
+
+
+def _squares(matrix: np.ndarray) -> np.ndarray:
+    """Each row's squared norm in float32, a block of rows at a time (no copy of them)."""
+    out = np.empty(len(matrix), dtype=np.float32)
+    step = max(1, _PIECE // max(1, 4 * matrix.shape[1]))
+    for lo in range(0, len(matrix), step):
+        part = matrix[lo : lo + step]
+        out[lo : lo + step] = np.einsum("ij,ij->i", part, part)
+    return out
 
 
 def _read_into(fd: int, view: memoryview, offset: int) -> int:

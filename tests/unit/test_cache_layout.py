@@ -365,3 +365,68 @@ def test_segment_files_no_batch_points_to_are_deleted_but_not_a_writers(tmp_path
     second.close()
     third.clear()
     assert _segments(tmp_path) == [] and third.count() == 0
+
+
+@pytest.mark.parametrize("how", ["cut short", "deleted", "a name outside the folder"])
+def test_a_damaged_segment_file_read_row_by_row_is_reported_the_same(
+    tmp_path: Path, how: str
+) -> None:
+    """A third of the keys (each row read straight into its place, not the batches around
+    it): the rows of a batch whose bytes are not all there are damaged, the others read."""
+    vectors = _unit(96, 8)
+    keys = [text_key(f"t{i}") for i in range(len(vectors))]
+    cache = EmbeddingCache(tmp_path)
+    for start in range(0, len(keys), 32):
+        cache.put_many("ns", keys[start : start + 32], vectors[start : start + 32])
+    cache.close()
+    (segment,) = _segments(tmp_path)
+    if how == "cut short":  # row 95 lost whole, row 94 in half
+        os.truncate(segment, segment.stat().st_size - 6 * 8)
+    elif how == "deleted":
+        segment.unlink()
+    else:
+        conn = sqlite3.connect(tmp_path / FILENAME)
+        with conn:
+            conn.execute("UPDATE batches SET file = ? WHERE id = 2", ("../elsewhere.f32",))
+        conn.close()
+    rows = list(range(2, 96, 3))  # 2, 5, ..., 95
+    batch_lost = {"cut short": range(64, 96), "deleted": range(96)}.get(how, range(32, 64))
+    lost = [j for j, i in enumerate(rows) if i in batch_lost]
+    cache = EmbeddingCache(tmp_path)
+    with pytest.warns(EmbedBenchWarning, match=rf"{len(lost)} damaged.*byte length"):
+        matrix, missing = cache.get_matrix("ns", [keys[i] for i in rows], dim=8, unit_norm=True)
+    assert missing == lost and not matrix[lost].any()
+    kept = [j for j in range(len(rows)) if j not in lost]
+    assert np.array_equal(matrix[kept], vectors[[rows[j] for j in kept]])
+
+
+@pytest.mark.skipif(not Path("/proc/self/io").exists(), reason="needs Linux's /proc/self/io")
+def test_a_shard_of_a_corpus_stored_in_another_order_reads_only_its_rows(
+    tmp_path: Path,
+) -> None:
+    """A memory budget reads the corpus back a shard at a time; when the cache holds it in
+    another order (a run without the budget wrote it in the model's length-sorted batches),
+    each shard's keys are spread over nearly every batch. Reading those batches whole held
+    and read the whole namespace for every shard; only the asked rows may be read."""
+    n, dim = 20_000, 256  # 1 KiB a vector: 20 MiB in all
+    vectors = _unit(n, dim, seed=4)
+    keys = [text_key(f"document {i}") for i in range(n)]
+    written = np.random.default_rng(1).permutation(n)  # stored in another order
+    cache = EmbeddingCache(tmp_path)
+    for start in range(0, n, 32):
+        part = written[start : start + 32]
+        cache.put_many("ns", [keys[i] for i in part], vectors[part])
+    cache.close()
+
+    def bytes_read() -> int:
+        io = dict(line.split(": ") for line in Path("/proc/self/io").read_text().splitlines())
+        return int(io["rchar"])
+
+    cache = EmbeddingCache(tmp_path)
+    shard = slice(5000, 6000)  # 1 MiB of vectors, spread over all 625 batches
+    before = bytes_read()
+    matrix, missing = cache.get_matrix("ns", keys[shard], dim=dim, unit_norm=True)
+    read = bytes_read() - before
+    assert missing == [] and np.array_equal(matrix, vectors[shard])
+    # the rows (1 MiB) and the index's pages; reading the batches whole is over 19 MiB
+    assert read < 6 * 2**20, read

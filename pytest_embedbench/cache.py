@@ -202,6 +202,10 @@ class EmbeddingCache:
         self.folder = Path(folder)
         self.path = self.folder / FILENAME
         self._local = threading.local()
+        #: writes this object made (any thread): a key index built before one is rebuilt
+        self._writes = 0
+        #: keys asked per namespace since its key index was last built or found stale
+        self._asked: dict[str, int] = {}
         #: why this run goes on without the cache (None while it is in use)
         self.unavailable: str | None = None
         #: why this run no longer writes to the cache (reads go on)
@@ -370,6 +374,7 @@ class EmbeddingCache:
                 return None
             self._local.conn = conn
             self._local.pid = os.getpid()
+            self._local.key_indexes = {}  # built on another connection: not to be trusted
             return conn
 
     def _reason(self, exc: sqlite3.Error, doing: str) -> str:
@@ -592,11 +597,16 @@ class EmbeddingCache:
 
         def read() -> None:
             located.clear()
+            # read before the snapshot: a commit by another connection after it changes it,
+            # so a key index built from a snapshot that holds that commit is never reused
+            # stale (PRAGMA data_version; this object's own writes are counted apart)
+            (data_version,) = conn.execute("PRAGMA data_version").fetchone()  # type: ignore[union-attr]
+            version = (int(data_version), self._writes)
             conn.execute("BEGIN")  # type: ignore[union-attr]  # one snapshot for both steps
             try:
                 nsid = _namespace_id(conn, namespace, create=False)  # type: ignore[arg-type]
                 if nsid is not None:
-                    located.append(_locate(conn, nsid, keys))  # type: ignore[arg-type]
+                    located.append(self._locate(conn, nsid, namespace, keys, version))  # type: ignore[arg-type]
             finally:
                 if conn.in_transaction:  # type: ignore[union-attr]
                     conn.execute("COMMIT")  # type: ignore[union-attr]
@@ -742,6 +752,41 @@ class EmbeddingCache:
             )
         return matrix, good
 
+    def _locate(
+        self,
+        conn: sqlite3.Connection,
+        nsid: int,
+        namespace: str,
+        keys: Sequence[bytes],
+        version: tuple[int, int],
+    ) -> _Located:
+        """Where the stored ``keys`` are, and the data of the batches holding them. Many keys
+        (a corpus, a shard of one) are matched in numpy against the namespace's key index:
+        one pass over its key lists, kept while nothing is written (so that reading a corpus
+        a shard at a time costs one pass, not one per shard, nor a B-tree search per key);
+        it is built once the keys asked since the last build reach :data:`SCAN_SHARE` of the
+        namespace. Few keys: a B-tree search per key. The newest batch holding a key wins, as
+        its entry says."""
+        if len(keys) >= SCAN_MIN and set(map(len, keys)) == {_KEY_BYTES}:
+            indexes: dict[str, _KeyIndex] = getattr(self._local, "key_indexes", {})
+            index = indexes.get(namespace)
+            if index is None or index.version != version or index.nsid != nsid:
+                indexes.pop(namespace, None)
+                index = None
+                (size,) = conn.execute(
+                    "SELECT size FROM namespaces WHERE id = ?", (nsid,)
+                ).fetchone()
+                asked = self._asked.get(namespace, 0) + len(keys)
+                self._asked[namespace] = asked
+                if asked >= SCAN_SHARE * size:
+                    index = _key_index(conn, nsid, version)
+                    indexes[namespace] = index
+                    self._local.key_indexes = indexes
+                    self._asked[namespace] = 0
+            if index is not None:
+                return _match(conn, nsid, index, keys)
+        return _lookup_located(conn, nsid, keys)
+
     def put_many(self, namespace: str, keys: Sequence[bytes], vectors: np.ndarray) -> None:
         """Store ``vectors[i]`` under ``keys[i]`` in one transaction, as one batch.
 
@@ -758,6 +803,7 @@ class EmbeddingCache:
         if conn is None:
             return
         keys = [bytes(k) for k in keys]
+        self._writes += 1  # a key index built before this write is not used after it
         try:  # the vectors reach the disk before the index points to them
             segment, offset = self._append(arr.data.cast("B"))
         except OSError as exc:
@@ -835,6 +881,7 @@ class EmbeddingCache:
     def clear(self, namespace: str | None = None) -> None:
         """Drop every vector (of one namespace, or all)."""
         conn = self._require()
+        self._writes += 1
         conn.execute("BEGIN IMMEDIATE")
         try:
             if namespace is None:
@@ -899,15 +946,8 @@ def _lookup(conn: sqlite3.Connection, nsid: int, keys: Sequence[bytes]) -> dict:
     return out
 
 
-def _locate(conn: sqlite3.Connection, nsid: int, keys: Sequence[bytes]) -> _Located:
-    """Where the stored ``keys`` are, and the data of the batches holding them. When the keys
-    are many and a large share of the namespace, one pass over the namespace's key lists in
-    place of a B-tree search per key; the newest batch holding a key wins, as its entry
-    says."""
-    if len(keys) >= SCAN_MIN and set(map(len, keys)) == {_KEY_BYTES}:
-        (size,) = conn.execute("SELECT size FROM namespaces WHERE id = ?", (nsid,)).fetchone()
-        if len(keys) >= SCAN_SHARE * size:
-            return _scan(conn, nsid, keys)
+def _lookup_located(conn: sqlite3.Connection, nsid: int, keys: Sequence[bytes]) -> _Located:
+    """:class:`_Located` of ``keys`` by a B-tree search per key."""
     located = _lookup(conn, nsid, list(dict.fromkeys(keys)))
     ids = sorted({batch for batch, _ in located.values()})
     index: dict[int, int] = {}
@@ -929,10 +969,24 @@ def _locate(conn: sqlite3.Connection, nsid: int, keys: Sequence[bytes]) -> _Loca
     return _batches(conn, nsid, rows, which, slot, every=False)
 
 
-def _scan(conn: sqlite3.Connection, nsid: int, keys: Sequence[bytes]) -> _Located:
-    """:func:`_locate` by reading the key lists of every batch of the namespace, keys matched
-    in numpy, then the data of the batches that hold them (in one ordered pass when that is
-    all of them)."""
+@dataclass
+class _KeyIndex:
+    """A namespace's key lists, sorted for matching in numpy: built in one pass over its
+    batches, valid while ``version`` (the connection's data_version and the cache's own write
+    count, read before the snapshot it was built from) is unchanged."""
+
+    version: tuple[int, int]
+    nsid: int
+    rows: list[tuple]  # (id, dim, count, file, offset) of each batch, by id
+    raw: bytes  # their key lists end to end
+    starts: np.ndarray  # each batch's first position in raw (in keys)
+    batch_of: np.ndarray  # each position's batch
+    order: np.ndarray  # positions sorted by the keys' first 8 bytes
+    sorted_prefix: np.ndarray
+    every_slot_live: bool
+
+
+def _key_index(conn: sqlite3.Connection, nsid: int, version: tuple[int, int]) -> _KeyIndex:
     rows = conn.execute(
         "SELECT id, dim, count, file, offset, live, keys FROM batches WHERE ns = ? ORDER BY id",
         (nsid,),
@@ -940,39 +994,57 @@ def _scan(conn: sqlite3.Connection, nsid: int, keys: Sequence[bytes]) -> _Locate
     # a batch whose key list does not match its count: its keys are unknown, embedded again
     rows = [row for row in rows if len(row[6]) == _KEY_BYTES * row[2]]
     every_slot_live = all(row[5] == row[2] for row in rows)
-    key_blobs = [row[6] for row in rows]
-    n = len(keys)
+    raw = b"".join(row[6] for row in rows)
     count_of = np.array([row[2] for row in rows], dtype=np.int64)
     starts = np.cumsum(count_of) - count_of
-    raw = b"".join(key_blobs)
+    # keys are SHA-256 digests: sorted on their first 8 bytes, then whole keys compared (a
+    # shared prefix, about 1 in 2**64, at worst reports a key missing: embedded again); where
+    # a key may have older copies a stable sort keeps them in batch order, so the last is the
+    # newest (else the faster unstable sort)
+    prefix = np.frombuffer(raw, dtype=">u8")[:: _KEY_BYTES // 8]
+    order = np.argsort(prefix, kind=None if every_slot_live else "stable")
+    return _KeyIndex(
+        version=version,
+        nsid=nsid,
+        rows=[row[:5] for row in rows],
+        raw=raw,
+        starts=starts,
+        batch_of=np.repeat(np.arange(len(rows), dtype=np.int64), count_of),
+        order=order,
+        sorted_prefix=prefix[order],
+        every_slot_live=every_slot_live,
+    )
+
+
+def _match(
+    conn: sqlite3.Connection, nsid: int, index: _KeyIndex, keys: Sequence[bytes]
+) -> _Located:
+    """:class:`_Located` of ``keys`` (each :data:`_KEY_BYTES` long) matched against
+    ``index`` in numpy, then the data of the batches that hold them."""
+    n = len(keys)
     joined = b"".join(keys)
-    if every_slot_live and raw == joined:
+    rows = index.rows
+    if index.every_slot_live and joined == index.raw:
         # asked for exactly what is stored, in the stored order (a corpus read back in the
         # order it was embedded), and no key has an older copy: no matching to do
-        which = np.repeat(np.arange(len(rows), dtype=np.int64), count_of)
-        slot = np.arange(n, dtype=np.int64) - np.repeat(starts, count_of)
+        which = index.batch_of.copy()
+        slot = np.arange(n, dtype=np.int64) - index.starts[which]
         return _batches(conn, nsid, rows, which, slot, every=True, in_order=True)
     which = np.full(n, -1, dtype=np.int64)
     slot = np.zeros(n, dtype=np.int64)
-    if raw:
-        stored = np.frombuffer(raw, dtype=f"S{_KEY_BYTES}")
+    if index.raw:
+        stored = np.frombuffer(index.raw, dtype=f"S{_KEY_BYTES}")
         wanted = np.frombuffer(joined, dtype=f"S{_KEY_BYTES}")
-        # keys are SHA-256 digests: sort and search on their first 8 bytes, then compare whole
-        # keys (a shared prefix, about 1 in 2**64, at worst reports a key missing: embedded
-        # again); where a key may have older copies a stable sort keeps them in batch order,
-        # so the last is the newest (else the faster unstable sort); the asked keys are sorted
-        # too, so that the search walks the stored ones once
-        prefix = np.frombuffer(raw, dtype=">u8")[:: _KEY_BYTES // 8]
-        order = np.argsort(prefix, kind=None if every_slot_live else "stable")
+        # the asked keys are sorted too, so that the search walks the stored ones once
         want_prefix = np.frombuffer(joined, dtype=">u8")[:: _KEY_BYTES // 8]
         asked = np.argsort(want_prefix)
         pos = np.empty(n, dtype=np.int64)
-        pos[asked] = np.searchsorted(prefix[order], want_prefix[asked], side="right") - 1
-        flat = order[np.maximum(pos, 0)]
+        pos[asked] = np.searchsorted(index.sorted_prefix, want_prefix[asked], side="right") - 1
+        flat = index.order[np.maximum(pos, 0)]
         hit = (pos >= 0) & (stored[flat] == wanted)
         flat = flat[hit]
-        owner = np.repeat(np.arange(len(rows), dtype=np.int64), count_of)[flat]
-        which[hit], slot[hit] = owner, flat - starts[owner]
+        owner = index.batch_of[flat]
+        which[hit], slot[hit] = owner, flat - index.starts[owner]
     used = np.unique(which[which >= 0])
     renumber = np.full(len(rows), -1, dtype=np.int64)
     renumber[used] = np.arange(len(used))
@@ -1142,7 +1214,7 @@ def _scatter(folder: Path, loc: _Located, rows: np.ndarray, matrix: np.ndarray) 
     new_run |= (np.arange(len(rows)) - run_start[run_no]) % _IOV_MAX == 0
     starts = np.flatnonzero(new_run).tolist()
     ends = starts[1:] + [len(rows)]
-    view = memoryview(matrix).cast("B")
+    view = memoryview(matrix).cast("B")  # type: ignore[arg-type]
     places = (rows * row).tolist()
     names = {c: name for name, c in codes.items()}
     got = np.zeros(len(rows), dtype=bool)

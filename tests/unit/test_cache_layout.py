@@ -430,3 +430,42 @@ def test_a_shard_of_a_corpus_stored_in_another_order_reads_only_its_rows(
     assert missing == [] and np.array_equal(matrix, vectors[shard])
     # the rows (1 MiB) and the index's pages; reading the batches whole is over 19 MiB
     assert read < 6 * 2**20, read
+
+
+def test_a_corpus_read_a_shard_at_a_time_sees_every_write_made_in_between(
+    tmp_path: Path,
+) -> None:
+    """Shards of a corpus are matched against the namespace's key index, built once and kept
+    while nothing is written; a write by this cache object, by another connection (another
+    process sharing the folder), or a clear makes the next read see the new vectors."""
+    n, dim = 12_000, 8
+    vectors = _unit(n, dim, seed=2)
+    keys = [text_key(f"document {i}") for i in range(n)]
+    written = np.random.default_rng(3).permutation(n)
+    cache = EmbeddingCache(tmp_path)
+    for start in range(0, n, 32):
+        part = written[start : start + 32]
+        cache.put_many("ns", [keys[i] for i in part], vectors[part])
+    shards = [slice(lo, lo + 3000) for lo in range(0, n, 3000)]
+    for shard in shards * 2:  # the second round reads through the index the first built
+        matrix, missing = cache.get_matrix("ns", keys[shard], dim=dim, unit_norm=True)
+        assert missing == [] and np.array_equal(matrix, vectors[shard])
+    assert cache._local.key_indexes  # built, and kept
+    newer = _unit(n, dim, seed=9)
+    other = EmbeddingCache(tmp_path)  # another connection writes 40 keys of the last shard
+    changed = list(range(9000, 9040))
+    other.put_many("ns", [keys[i] for i in changed], newer[changed])
+    other.close()
+    expected = vectors.copy()
+    expected[changed] = newer[changed]
+    matrix, missing = cache.get_matrix("ns", keys[9000:12000], dim=dim, unit_norm=True)
+    assert missing == [] and np.array_equal(matrix, expected[9000:12000])
+    changed = list(range(3000, 3100))  # this object writes
+    cache.put_many("ns", [keys[i] for i in changed], newer[changed])
+    expected[changed] = newer[changed]
+    for shard in shards:
+        matrix, missing = cache.get_matrix("ns", keys[shard], dim=dim, unit_norm=True)
+        assert missing == [] and np.array_equal(matrix, expected[shard])
+    cache.clear("ns")
+    matrix, missing = cache.get_matrix("ns", keys[0:3000], dim=dim, unit_norm=True)
+    assert missing == list(range(3000)) and not matrix.any()

@@ -92,9 +92,12 @@ SEGMENT_BYTES = 1 << 30
 _SEGMENT = re.compile(r"vectors-[0-9a-f]{16}\.f32")
 #: vectors per batch when a schema-1 file is migrated
 _MIGRATE_BATCH = 1024
-#: get_many reads the namespace's whole key index in one pass (instead of looking keys up in
-#: chunks) when it asks for at least this many keys and this share of the namespace
-SCAN_MIN, SCAN_SHARE = 2000, 0.2
+#: a read of at least SCAN_MIN keys matches them against the namespace's key index (built in
+#: one pass over its key lists, then kept while nothing is written) once the keys asked since
+#: it was last built reach SCAN_SHARE of the namespace; until then, and for fewer keys, each
+#: key is looked up in SQLite's B-tree (building the index of 1M keys costs about what 80k
+#: B-tree lookups do)
+SCAN_MIN, SCAN_SHARE = 2000, 0.05
 _KEY_BYTES = 32  # a SHA-256 digest (text_key)
 #: bytes of the file SQLite reads through a memory map (the rest through read()); 0: none
 MMAP_BYTES = 0
@@ -1003,14 +1006,16 @@ def _key_index(conn: sqlite3.Connection, nsid: int, version: tuple[int, int]) ->
     # newest (else the faster unstable sort)
     prefix = np.frombuffer(raw, dtype=">u8")[:: _KEY_BYTES // 8]
     order = np.argsort(prefix, kind=None if every_slot_live else "stable")
+    # kept while the cache lives: 48 bytes a key (the key, its sorted prefix, two int32s)
+    small = np.int32 if len(prefix) < 2**31 else np.int64
     return _KeyIndex(
         version=version,
         nsid=nsid,
         rows=[row[:5] for row in rows],
         raw=raw,
         starts=starts,
-        batch_of=np.repeat(np.arange(len(rows), dtype=np.int64), count_of),
-        order=order,
+        batch_of=np.repeat(np.arange(len(rows), dtype=small), count_of),
+        order=order.astype(small),
         sorted_prefix=prefix[order],
         every_slot_live=every_slot_live,
     )
@@ -1027,7 +1032,7 @@ def _match(
     if index.every_slot_live and joined == index.raw:
         # asked for exactly what is stored, in the stored order (a corpus read back in the
         # order it was embedded), and no key has an older copy: no matching to do
-        which = index.batch_of.copy()
+        which = index.batch_of.astype(np.int64)
         slot = np.arange(n, dtype=np.int64) - index.starts[which]
         return _batches(conn, nsid, rows, which, slot, every=True, in_order=True)
     which = np.full(n, -1, dtype=np.int64)

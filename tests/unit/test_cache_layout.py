@@ -469,3 +469,34 @@ def test_a_corpus_read_a_shard_at_a_time_sees_every_write_made_in_between(
     cache.clear("ns")
     matrix, missing = cache.get_matrix("ns", keys[0:3000], dim=dim, unit_norm=True)
     assert missing == list(range(3000)) and not matrix.any()
+
+
+@pytest.mark.parametrize("stage_bytes", [1 << 22, 1500])
+@pytest.mark.parametrize("how", ["intact", "cut short"])
+def test_a_read_in_another_order_is_gathered_a_group_of_batches_at_a_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, stage_bytes: int, how: str
+) -> None:
+    """Every key, in reverse (asked twice for some): the batches are read a group at a time
+    into one small buffer (1500 bytes: a group per one or two 32-vector batches) and each
+    row gathered into its place; a batch cut short is damaged whichever group it is in."""
+    monkeypatch.setattr(cache_module, "_STAGE_BYTES", stage_bytes)
+    vectors = _unit(160, 8, seed=6)
+    keys = [text_key(f"t{i}") for i in range(len(vectors))]
+    cache = EmbeddingCache(tmp_path)
+    for start in range(0, len(keys), 32):
+        cache.put_many("ns", keys[start : start + 32], vectors[start : start + 32])
+    cache.close()
+    if how == "cut short":  # the last batch loses its last vector and a half
+        (segment,) = _segments(tmp_path)
+        os.truncate(segment, segment.stat().st_size - 6 * 8)
+    rows = list(range(159, -1, -1)) + [3, 100, 3]
+    cache = EmbeddingCache(tmp_path)
+    lost = [j for j, i in enumerate(rows) if how == "cut short" and i >= 128]
+    if lost:
+        with pytest.warns(EmbedBenchWarning, match="32 damaged.*byte length"):
+            matrix, missing = cache.get_matrix("ns", [keys[i] for i in rows], dim=8)
+    else:
+        matrix, missing = cache.get_matrix("ns", [keys[i] for i in rows], dim=8)
+    assert missing == lost and not matrix[lost].any()
+    kept = [j for j in range(len(rows)) if j not in lost]
+    assert np.array_equal(matrix[kept], vectors[[rows[j] for j in kept]])

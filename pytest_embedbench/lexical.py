@@ -261,6 +261,17 @@ def _vectorised_bm25(bm25s: Any) -> Any:
     return VectorisedBM25
 
 
+def _no_words(n: int, stopwords: str | list[str] | None) -> ConfigError:
+    """The error for a corpus with no word left to index (bm25s fails on it with a bare
+    ``max() arg is an empty sequence``)."""
+    dropped = f" once the stopwords ({stopwords!r}) are dropped" if stopwords else ""
+    keep = ", or keep the stopwords with the option stopwords: null" if stopwords else ""
+    return ConfigError(
+        f"bm25: none of the {n} documents has a word to index{dropped}: the documents are "
+        f"empty or hold only stopwords and punctuation; check the corpus (its text field){keep}"
+    )
+
+
 class BM25Index:
     """A bm25s index over ``texts`` with exact, tie-ruled top-k search."""
 
@@ -290,6 +301,8 @@ class BM25Index:
         with _no_cyclic_gc():
             if vectorised is not None:
                 pairs = _tokenize_pairs(bm25s, texts, self._stopwords, self._stemmer)
+                if not pairs[4]:
+                    raise _no_words(len(texts), stopwords)
                 self._retriever = vectorised(k1=k1, b=b, method=method)
                 self._retriever.index_pairs(*pairs)
                 del pairs
@@ -300,6 +313,8 @@ class BM25Index:
                     stemmer=self._stemmer,
                     show_progress=False,
                 )
+                if texts and not tokens.vocab:
+                    raise _no_words(len(texts), stopwords)
                 self._retriever = bm25s.BM25(k1=k1, b=b, method=method)
                 self._retriever.index(tokens, show_progress=False)
                 del tokens

@@ -156,3 +156,17 @@ def test_the_collector_is_restored() -> None:
         assert not gc.isenabled()  # off before: left off
     finally:
         gc.enable()
+
+
+def test_a_corpus_with_no_word_to_index_is_named() -> None:
+    """All stopwords: bm25s itself fails with "max() arg is an empty sequence"."""
+    from pytest_embedbench import ConfigError
+
+    with pytest.raises(ConfigError, match=r"none of the 2 documents has a word to index once"):
+        lexical.BM25Index(["the and of", "a an the"], ["d1", "d2"])
+    with pytest.raises(ConfigError, match=r"keep the stopwords with the option stopwords: null"):
+        lexical.BM25Index(["the and of", "a an the"], ["d1", "d2"])
+    with pytest.raises(ConfigError, match=r"documents has a word to index: the documents are em"):
+        lexical.BM25Index(["", "  ..."], ["d1", "d2"], stopwords=None)
+    index = lexical.BM25Index(["the and of", "a an the"], ["d1", "d2"], stopwords=None)
+    assert index.ids == ("d1", "d2")  # kept, they are words

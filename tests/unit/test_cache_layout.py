@@ -30,6 +30,18 @@ def _unit(n: int, dim: int, seed: int = 0) -> np.ndarray:
     return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
 
 
+def _stored_in_batches(folder: Path, n: int, seed: int = 0) -> tuple[np.ndarray, list[bytes]]:
+    """``n`` unit 8-d vectors stored under keys ``t0``, ``t1``, ... in namespace "ns", 32 per
+    batch, in one segment file, the cache closed."""
+    vectors = _unit(n, 8, seed)
+    keys = [text_key(f"t{i}") for i in range(n)]
+    cache = EmbeddingCache(folder)
+    for start in range(0, n, 32):
+        cache.put_many("ns", keys[start : start + 32], vectors[start : start + 32])
+    cache.close()
+    return vectors, keys
+
+
 def _bytes(folder: Path) -> int:
     return sum(p.stat().st_size for p in folder.iterdir() if p.is_file())
 
@@ -290,12 +302,7 @@ def test_a_schema_2_cache_is_migrated_and_reads_back_equal_vectors(
 def test_a_damaged_segment_file_is_reported_and_its_vectors_written_again(
     tmp_path: Path, how: str
 ) -> None:
-    vectors = _unit(96, 8)
-    keys = [text_key(f"t{i}") for i in range(len(vectors))]
-    cache = EmbeddingCache(tmp_path)
-    for start in range(0, len(keys), 32):
-        cache.put_many("ns", keys[start : start + 32], vectors[start : start + 32])
-    cache.close()
+    vectors, keys = _stored_in_batches(tmp_path, 96)
     (segment,) = _segments(tmp_path)
     outside = tmp_path.parent / f"{tmp_path.name}-outside.f32"
     if how == "cut short":  # the last batch loses its last vector and a half
@@ -373,12 +380,7 @@ def test_a_damaged_segment_file_read_row_by_row_is_reported_the_same(
 ) -> None:
     """A third of the keys (each row read straight into its place, not the batches around
     it): the rows of a batch whose bytes are not all there are damaged, the others read."""
-    vectors = _unit(96, 8)
-    keys = [text_key(f"t{i}") for i in range(len(vectors))]
-    cache = EmbeddingCache(tmp_path)
-    for start in range(0, len(keys), 32):
-        cache.put_many("ns", keys[start : start + 32], vectors[start : start + 32])
-    cache.close()
+    vectors, keys = _stored_in_batches(tmp_path, 96)
     (segment,) = _segments(tmp_path)
     if how == "cut short":  # row 95 lost whole, row 94 in half
         os.truncate(segment, segment.stat().st_size - 6 * 8)
@@ -480,12 +482,7 @@ def test_a_read_in_another_order_is_gathered_a_group_of_batches_at_a_time(
     into one small buffer (1500 bytes: a group per one or two 32-vector batches) and each
     row gathered into its place; a batch cut short is damaged whichever group it is in."""
     monkeypatch.setattr(cache_module, "_STAGE_BYTES", stage_bytes)
-    vectors = _unit(160, 8, seed=6)
-    keys = [text_key(f"t{i}") for i in range(len(vectors))]
-    cache = EmbeddingCache(tmp_path)
-    for start in range(0, len(keys), 32):
-        cache.put_many("ns", keys[start : start + 32], vectors[start : start + 32])
-    cache.close()
+    vectors, keys = _stored_in_batches(tmp_path, 160, seed=6)
     if how == "cut short":  # the last batch loses its last vector and a half
         (segment,) = _segments(tmp_path)
         os.truncate(segment, segment.stat().st_size - 6 * 8)

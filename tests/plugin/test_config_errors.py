@@ -413,6 +413,7 @@ def test_the_legend_explains_the_dash(project: pytest.Pytester) -> None:
     warm.stdout.fnmatch_lines(["h *  -  *passed", "*; -: no value (the model failed, or *"])
 
 
+@pytest.mark.slow  # a whole pytest run: the full suite
 def test_an_hf_id_that_is_nowhere_fails_fast(project: pytest.Pytester) -> None:
     # the hub is unreachable here: the model's test fails in seconds, with the fix
     project.makepyfile(

@@ -20,6 +20,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[2]
 RECORDED = Path(__file__).with_name("data") / "examples_bm25_report.json"
 
@@ -104,6 +106,7 @@ def run_examples(report: Path, *args: str) -> dict[str, Any]:
     return json.loads(report.read_text())
 
 
+@pytest.mark.slow  # the examples with the real model: the full suite
 def test_examples_report_matches_the_recorded_copy(tmp_path: Path) -> None:
     fresh = normalise(run_examples(tmp_path / "report.json"))
     if os.environ.get("EMBEDBENCH_RECORD_EXAMPLES"):

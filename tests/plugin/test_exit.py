@@ -46,6 +46,7 @@ _holder.file.write("written, never closed")
         pytest.param(["--embedbench-exit-gc"], False, id="kept", marks=pytest.mark.slow),
     ],
 )
+@pytest.mark.slow  # a whole pytest run with the model: the full suite
 def test_the_final_collection_is_skipped_unless_kept(
     project: pytest.Pytester, args: list[str], skipped: bool
 ) -> None:

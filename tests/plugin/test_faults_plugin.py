@@ -103,6 +103,7 @@ def entries(pytester: pytest.Pytester) -> dict:
 # -- item 1: concurrent updates ------------------------------------------------------------
 
 
+@pytest.mark.slow  # a whole pytest run or several processes: the full suite
 def test_two_concurrent_updates_keep_each_others_entries(project: pytest.Pytester) -> None:
     write_models_test(project, "test_one.py", "one", 5)
     write_models_test(project, "test_two.py", "two", 5)
@@ -129,6 +130,7 @@ def test_two_concurrent_updates_keep_each_others_entries(project: pytest.Pyteste
     )
 
 
+@pytest.mark.slow  # a whole pytest run or several processes: the full suite
 def test_an_update_waits_for_the_lock_and_merges_what_was_written_meanwhile(
     project: pytest.Pytester,
 ) -> None:
@@ -279,6 +281,7 @@ def test_a_full_disk_fails_the_report_and_the_baseline_and_leaves_no_temp_file(
     assert "r.json" not in left and "baseline.json" not in left
 
 
+@pytest.mark.slow  # a whole pytest run or several processes: the full suite
 def test_writes_the_kernel_refuses_fail_the_run_where_no_tmpfs_can_be_mounted(
     project: pytest.Pytester,
 ) -> None:

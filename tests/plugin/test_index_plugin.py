@@ -178,6 +178,7 @@ def test_index_thresholds_and_typos(project: pytest.Pytester) -> None:
     )
 
 
+@pytest.mark.slow  # a whole pytest run or several processes: the full suite
 def test_lancedb_through_pytest(project: pytest.Pytester) -> None:
     require_engine("lancedb", "lancedb")
     project.makepyfile(
@@ -227,6 +228,7 @@ sys.addaudithook(_audit)
 """
 
 
+@pytest.mark.slow  # a whole pytest run or several processes: the full suite
 def test_chroma_through_pytest(project: pytest.Pytester) -> None:
     require_engine("chromadb", "chroma")
     project.makeconftest(CONFTEST_TEXT + NET_AUDIT)

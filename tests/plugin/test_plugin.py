@@ -343,6 +343,7 @@ def workers_of(out: str) -> dict[str, set[str]]:
         pytest.param(["--dist", "loadgroup"], id="explicit", marks=pytest.mark.slow),
     ],
 )
+@pytest.mark.slow  # each variant a whole pytest run (~5-14 s): the full suite
 def test_xdist_runs_a_models_tests_on_one_worker(project: pytest.Pytester, dist: list[str]) -> None:
     project.makepyfile(test_grouped=GROUPED)
     result = project.runpytest("-n", "2", "-v", *dist)
@@ -379,6 +380,7 @@ def test_xdist_without_the_groups_file_warns_and_runs(
     "user_choice",
     [pytest.param(None, id="default"), pytest.param("2", id="user-set", marks=pytest.mark.slow)],
 )
+@pytest.mark.slow  # each variant a whole pytest run (~5-14 s): the full suite
 def test_xdist_workers_share_the_cores(
     project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, user_choice: str | None
 ) -> None:
@@ -458,6 +460,7 @@ def test_secrets_are_redacted_from_the_report(project: pytest.Pytester) -> None:
     assert "sk-1" not in text and '"api_key": "***"' in text
 
 
+@pytest.mark.slow  # a whole pytest run or several processes: the full suite
 def test_interrupted_run_still_writes_what_finished(project: pytest.Pytester) -> None:
     project.makepyfile(
         test_a="""
@@ -581,6 +584,7 @@ def test_quiet_keeps_a_shorter_table(project: pytest.Pytester, mode: list[str]) 
         pytest.param(["-n", "2"], False, id="n2", marks=pytest.mark.slow),
     ],
 )
+@pytest.mark.slow  # each variant a whole pytest run (~5-14 s): the full suite
 def test_progress_of_a_slow_cold_embedding(
     project: pytest.Pytester, args: list[str], shown: bool
 ) -> None:

@@ -145,6 +145,7 @@ def test_examples_with_an_openai_compatible_server(tmp_path: Path) -> None:
         assert KEYS["OPENAI_API_KEY"] not in out
 
 
+@pytest.mark.slow  # a whole pytest run or several processes: the full suite
 def test_a_password_in_a_base_url_is_in_no_report_or_baseline(tmp_path: Path) -> None:
     """A base_url with user info (``http://admin:PW@host/v1``) works, and the password is
     masked in the JSON, HTML, CSV and Markdown reports and in the baseline file."""

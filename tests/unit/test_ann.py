@@ -68,7 +68,7 @@ def _vectors(n: int = 600, dim: int = 32) -> tuple[np.ndarray, np.ndarray, list[
     [
         "faiss:hnsw(M=8,efSearch=8)",
         "faiss:ivf(nlist=16,nprobe=2)",
-        "faiss:ivfpq(nlist=8,m=8,nbits=6)",
+        pytest.param("faiss:ivfpq(nlist=8,m=8,nbits=6)", marks=pytest.mark.slow),  # ~5 s
     ],
 )
 def test_faiss_builds_are_deterministic(raw: str) -> None:

@@ -91,6 +91,7 @@ def _creator(base: str, trials: int, barrier, hold_s: float) -> None:  # noqa: A
         conn.close()
 
 
+@pytest.mark.slow  # a whole pytest run or several processes: the full suite
 def test_four_processes_creating_a_fresh_cache_at_once_keep_all_their_rows(
     tmp_path: Path,
 ) -> None:

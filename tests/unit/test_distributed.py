@@ -53,6 +53,7 @@ def ray_cluster() -> Iterator[Any]:
     yield from local_ray()
 
 
+@pytest.mark.slow  # a whole pytest run or several processes: the full suite
 def test_ray_vectors_equal_in_process_and_a_second_run_embeds_nothing(
     ray_cluster: Any, tmp_path: Path
 ) -> None:
@@ -95,6 +96,7 @@ def test_a_killed_worker_is_restarted_and_the_run_completes(
     np.testing.assert_allclose(np.stack([found[k] for k in keys]), expected, atol=1e-6)
 
 
+@pytest.mark.slow  # a local Ray: the full suite
 def test_embedbench_embed_fills_the_cache_then_finds_everything_cached(
     ray_cluster: Any, beir_folder: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -191,6 +191,7 @@ def test_minilm_on_scifact_subset_equals_pytrec_eval(scifact_subset, tmp_path: P
     assert result.ndcg10 > 0.5
 
 
+@pytest.mark.slow  # real SciFact data: the full suite
 def test_bm25_on_scifact_matches_bm25s_itself(scifact_path: Path) -> None:
     bm25s = pytest.importorskip("bm25s")
     stemmer_mod = pytest.importorskip("Stemmer")

@@ -198,6 +198,7 @@ def test_option_errors_name_the_flag_the_user_typed(
 # -- a server that does not answer in time -------------------------------------------------
 
 
+@pytest.mark.slow  # a whole pytest run or several processes: the full suite
 def test_an_openai_server_that_stalls_names_the_timeout_flag(docs: Path, tmp_path: Path) -> None:
     out = tmp_path / "x.jsonl"
     with OpenAIChatServer(answerer=scripted_answerer()) as server:

@@ -433,6 +433,7 @@ class BallastProvider(HashingProvider):
 register_provider(BallastProvider)
 
 
+@pytest.mark.slow  # loads real models: the full suite
 def test_memory_is_what_each_model_adds(beir_folder: Path) -> None:
     pytest.importorskip("bm25s")
     ev = Evaluator(cache=False, latency_passes=1)

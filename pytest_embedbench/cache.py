@@ -1139,12 +1139,9 @@ def _fill(
         by_file.setdefault(names[in_segments[first]], []).append((first, last))
     piece = max(row, _PIECE // row * row) if row else _PIECE
     for name, runs in by_file.items():
-        if not _SEGMENT.fullmatch(name):  # not a name the cache writes: never opened
-            continue
-        try:
-            fd = os.open(folder / name, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
-        except OSError:
-            continue  # gone: its batches are damaged, embedded again
+        fd = _open_segment(folder, name)
+        if fd is None:
+            continue  # its batches are damaged, embedded again
         try:
             for first, last in runs:
                 start = int(positions[js[first]])
@@ -1191,7 +1188,8 @@ def _staged(
     bounds = np.flatnonzero(np.diff(group, prepend=-1)).tolist() + [len(chosen)]
     local = np.zeros(len(loc.files), dtype=np.int64)  # a chosen batch's first row in its group
     group_of = np.full(len(loc.files), -1, dtype=np.int64)
-    for lo, hi in zip(bounds[:-1], bounds[1:], strict=True):
+    spans = list(zip(bounds[:-1], bounds[1:], strict=True))
+    for lo, hi in spans:
         local[chosen[lo:hi]] = first[lo:hi] - first[lo]
         group_of[chosen[lo:hi]] = lo
     which = loc.which[rows]
@@ -1199,16 +1197,13 @@ def _staged(
     rows, which = rows[by_group], which[by_group]
     source = local[which] + loc.slot[rows]
     edges = np.searchsorted(group_of[which], bounds[:-1]).tolist() + [len(rows)]
-    widest = max(
-        int(first[hi - 1] + counts[hi - 1] - first[lo])
-        for lo, hi in zip(bounds[:-1], bounds[1:], strict=True)
-    )
+    sizes = [int(first[hi - 1] + counts[hi - 1] - first[lo]) for lo, hi in spans]
+    widest = max(sizes)
     buffer = np.empty((widest, dim), dtype=np.float32)
     # rows as single items (numpy copies each with one memcpy, faster than a row of floats)
     item = np.dtype((np.void, 4 * dim))
     into, out_of = matrix.view(item).reshape(n), buffer.view(item).reshape(widest)
-    for g, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:], strict=True)):
-        size = int(first[hi - 1] + counts[hi - 1] - first[lo])
+    for g, ((lo, hi), size) in enumerate(zip(spans, sizes, strict=True)):
         got, part_squares = _fill(
             folder, loc, chosen[lo:hi], expected[chosen[lo:hi]], buffer[:size]
         )
@@ -1272,7 +1267,8 @@ def _scatter(folder: Path, loc: _Located, rows: np.ndarray, matrix: np.ndarray) 
         for start, end in zip(starts, ends, strict=True):
             c = int(code[start])
             if c not in fds:
-                fds[c] = _open_segment(folder, names[c])
+                fd = _open_segment(folder, names[c])
+                fds[c] = None if fd is None else (fd, _size(fd))
             opened = fds[c]
             if opened is None:
                 continue
@@ -1295,20 +1291,23 @@ def _scatter(folder: Path, loc: _Located, rows: np.ndarray, matrix: np.ndarray) 
     return short
 
 
-def _open_segment(folder: Path, name: str) -> tuple[int, int] | None:
-    """A segment file open for reading and its size, or None (not a segment's name: never
-    opened; gone or unreadable: its batches are damaged, embedded again)."""
+def _open_segment(folder: Path, name: str) -> int | None:
+    """A segment file open for reading, or None (not a name the cache writes: never opened;
+    gone or unreadable: its batches are damaged, embedded again)."""
     if not _SEGMENT.fullmatch(name):
         return None
     try:
-        fd = os.open(folder / name, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        return os.open(folder / name, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
     except OSError:
         return None
+
+
+def _size(fd: int) -> int:
+    """The open file's size in bytes (0 when it cannot be told: nothing in it is read)."""
     try:
-        return fd, os.fstat(fd).st_size
+        return os.fstat(fd).st_size
     except OSError:
-        os.close(fd)
-        return None
+        return 0
 
 
 def _read_rows(fd: int, buffers: list[memoryview], offset: int) -> int:

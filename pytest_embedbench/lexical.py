@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from .exceptions import ConfigError, MissingExtraError
-from .index import topk_desc
+from .index import storage_order, topk_desc
 
 __all__ = ["BM25Index", "reciprocal_rank_fusion"]
 
@@ -318,9 +318,8 @@ class BM25Index:
                 self._retriever = bm25s.BM25(k1=k1, b=b, method=method)
                 self._retriever.index(tokens, show_progress=False)
                 del tokens
-        # rank ties by descending id: precompute each document's place in that order
-        order = sorted(range(len(self.ids)), key=self.ids.__getitem__, reverse=True)
-        self._stored_to_given = np.asarray(order, dtype=np.int64)
+        # rank ties by descending id, as exact search does: each document's place in that order
+        self._stored_to_given = storage_order(self.ids)
 
     @property
     def nbytes(self) -> int:

@@ -24,7 +24,7 @@ from .datasets import (
     load_evalset,
 )
 from .evaluate import DEFAULT_K, Evaluator, RetrievalResult, evaluate
-from .exceptions import (
+from .core.exceptions import (
     BaselineError,
     CacheError,
     ConfigError,

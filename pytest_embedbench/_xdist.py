@@ -50,8 +50,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ._io import atomic_write_json
-from .exceptions import EmbedBenchWarning
+from .core.io import atomic_write_json
+from .core.exceptions import EmbedBenchWarning
 from .measure import share_cores
 
 if TYPE_CHECKING:

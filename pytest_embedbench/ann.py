@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from .exceptions import ConfigError, MissingExtraError, did_you_mean
+from .core.exceptions import ConfigError, MissingExtraError, did_you_mean
 from .index import ExactIndex
 from .providers.retriever import Retriever
 
@@ -187,7 +187,7 @@ def parse_indexes(raw: Any, where: str) -> tuple[IndexSpec, ...]:
 def has_vectors(spec: ModelSpec) -> bool:
     """Whether ``spec``'s model embeds (so an index axis applies); a lexical model, a ranker
     or a hybrid runs once, on its own search."""
-    from .exceptions import UnknownProviderError
+    from .core.exceptions import UnknownProviderError
     from .providers import provider_class
     from .providers.base import EmbeddingProvider
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from ._io import read_yaml
+from .core.io import read_yaml
 from .ann import IndexSpec, has_vectors
 from .baseline import GateConfig, GateSettings, Threshold, ThresholdSet, load_thresholds
 from .baseline.thresholds import check_named, named_in, threshold_depth
@@ -37,7 +37,7 @@ from .config import (
     parse_chunking,
 )
 from .datasets import RetrievalDataset, load_dataset
-from .exceptions import (
+from .core.exceptions import (
     ConfigError,
     DatasetError,
     EmbedBenchWarning,
@@ -202,7 +202,7 @@ def check_provider_options(spec: ModelSpec, cfg: ProjectConfig, where: str) -> N
     embedbench.yaml (by provider or by short name) or from the spec itself (``where``): a
     ConfigError at collection naming the file and key, with a did-you-mean, where the
     provider would have raised it only when the test ran."""
-    from .exceptions import UnknownProviderError
+    from .core.exceptions import UnknownProviderError
     from .providers import provider_class
 
     try:
@@ -689,7 +689,7 @@ class CaseBuilder:
 def has_own_tokenizer(spec: ModelSpec) -> bool:
     """Whether ``spec``'s model brings its own tokenizer (a hybrid: either leg); an unknown
     provider counts as having one, its own tests fail with the list of providers."""
-    from .exceptions import UnknownProviderError
+    from .core.exceptions import UnknownProviderError
     from .providers import provider_class, split_hybrid
 
     try:

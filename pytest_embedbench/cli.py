@@ -235,7 +235,7 @@ def _clashing_output(args: argparse.Namespace) -> str | None:
 
 
 def _write(path: Path, text: str) -> list[Path]:
-    from ._io import atomic_write_text
+    from .core.io import atomic_write_text
 
     atomic_write_text(path, text)
     return [path]

@@ -51,11 +51,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ._io import read_yaml
+from .core.io import read_yaml
 from .ann import IndexSpec
 from .chunking import ChunkingSettings
 from .datasets import DOCUMENT_SUFFIXES
-from .exceptions import ConfigError, MetricError, UnknownProviderError, did_you_mean, unknown_hint
+from .core.exceptions import ConfigError, MetricError, UnknownProviderError, did_you_mean, unknown_hint
 from .metrics import parse_cutoffs, parse_metric
 from .options import PRIORITIES, Options, named_indexes
 from .providers.spec import ModelSpec

@@ -108,7 +108,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .exceptions import ConfigError
+from .core.exceptions import ConfigError
 
 if TYPE_CHECKING:
     from .cache import EmbeddingCache

@@ -32,12 +32,12 @@ from typing import TYPE_CHECKING, Any
 
 from .datasets import RetrievalDataset
 from .datasets.core import format_problems
-from .exceptions import ConfigError, DatasetError
+from .core.exceptions import ConfigError, DatasetError
 from .providers.retriever import Retriever
-from .types import Document
+from .core.types import Document
 
 if TYPE_CHECKING:
-    from .types import Chunk
+    from .core.types import Chunk
 
 __all__ = [
     "PooledRetriever",

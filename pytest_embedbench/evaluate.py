@@ -38,7 +38,7 @@ from .docscore import (
     chunk_pseudo_documents,
     dataset_chunks,
 )
-from .exceptions import ConfigError
+from .core.exceptions import ConfigError
 from .measure import (
     DEFAULT_LATENCY_PASSES,
     DEFAULT_LATENCY_SAMPLE,
@@ -54,10 +54,10 @@ from .metrics import DEFAULT_K, parse_cutoffs
 from .providers import BuildStats, ModelSpec, Provider, Retriever, create_provider
 from .result import RetrievalResult
 from .stats import DEFAULT_RESAMPLES
-from .types import Query
+from .core.types import Query
 
 if TYPE_CHECKING:
-    from .types import Chunk
+    from .core.types import Chunk
 
 __all__ = ["DEFAULT_K", "Evaluator", "RetrievalResult", "evaluate"]
 

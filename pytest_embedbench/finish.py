@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from ._io import finite
+from .core.io import finite
 from .report.artifacts import nothing_ran, write_ci_reports, write_json, write_reports
 from .report.ci import github_run_url
 from .report.json_report import build_report, machine_info, summary_sections

@@ -16,7 +16,7 @@ from .cases import Case
 from .config import Options, find_config
 from .datasets import RetrievalDataset
 from .evaluate import RetrievalResult
-from .exceptions import EmbedBenchError
+from .core.exceptions import EmbedBenchError
 from .records import TestRecord
 from .report.artifacts import write_failure
 

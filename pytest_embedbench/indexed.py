@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .ann import IndexedRetriever, IndexRun, IndexSpec, measure_index
-from .exceptions import ConfigError
+from .core.exceptions import ConfigError
 
 if TYPE_CHECKING:
     from .datasets import RetrievalDataset
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from .evaluate import Evaluator
     from .providers.spec import ModelSpec
     from .result import RetrievalResult
-    from .types import Query
+    from .core.types import Query
 
 __all__ = ["evaluate_indexed"]
 

@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from .exceptions import ConfigError, MissingExtraError
+from .core.exceptions import ConfigError, MissingExtraError
 from .index import storage_order, topk_desc
 
 __all__ = ["BM25Index", "reciprocal_rank_fusion"]

@@ -20,7 +20,7 @@ from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .exceptions import ConfigError
+from .core.exceptions import ConfigError
 from .optionspec import (
     PRIORITIES,
     OptionSpec,

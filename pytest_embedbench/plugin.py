@@ -21,7 +21,7 @@ from .assertrepr import explain_comparison
 from .cases import MarkerArgs
 from .datasets import Document, EvalSet, RetrievalDataset
 from .evaluate import RetrievalResult
-from .exceptions import ConfigError, EmbedBenchError, MissingKeyError, StressUnavailableError
+from .core.exceptions import ConfigError, EmbedBenchError, MissingKeyError, StressUnavailableError
 from .gatekeeper import project_folder
 from .handle import EmbedBenchHandle
 from .options import Options, option_specs

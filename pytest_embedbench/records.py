@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
-from .redaction import redact
+from .core.redaction import redact
 from .resultdata import GateOutcome, ResultData, as_outcome, as_result
 
 if TYPE_CHECKING:

@@ -20,7 +20,7 @@ import numpy as np
 from .cache import CacheStats
 from .cutoffs import Cutoffs
 from .datasets import RetrievalDataset
-from .exceptions import ConfigError, MetricError
+from .core.exceptions import ConfigError, MetricError
 from .measure import LatencyStats, Timings
 from .metrics import METRICS, QrelArrays, compute, judge_arrays, parse_metric
 from .providers import ModelSpec, Provider
@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from .ann import IndexRun
     from .chunking import ChunkingSettings
     from .docscore import PooledRun
-    from .types import Chunk
+    from .core.types import Chunk
 
 __all__ = ["RETRIEVED_KEPT", "RetrievalResult"]
 

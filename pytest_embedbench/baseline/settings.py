@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..exceptions import ConfigError, unknown_hint
+from ..core.exceptions import ConfigError, unknown_hint
 from ..metrics import parse_metric
 from .store import KEPT_METRICS
 
@@ -81,7 +81,7 @@ def figure_direction(key: str) -> bool:
 def _figure_key(key: Any, origin: str) -> str:
     """A gate figure key checked: a storage figure, ``index.<bytes|build_s|qps|p50_ms|
     p95_ms>``, ``index.neighbour_recall@K`` or ``index.delta.<metric>``."""
-    from ..exceptions import MetricError, did_you_mean
+    from ..core.exceptions import MetricError, did_you_mean
 
     text = str(key)
     if text in _STORAGE:

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..exceptions import BaselineError
+from ..core.exceptions import BaselineError
 from ..records import TestRecord, as_record
 from ..resultdata import ResultData
 
@@ -261,7 +261,7 @@ class BaselineFile:
     def write(self) -> None:
         """Write atomically, keys sorted, floats at fixed precision (damaged entries that
         were not replaced are kept as they were)."""
-        from .._io import atomic_write_json
+        from ..core.io import atomic_write_json
 
         entries: dict[str, Any] = {**self._raw_damaged, **self.entries}
         atomic_write_json(

@@ -34,9 +34,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .._io import read_yaml
+from ..core.io import read_yaml
 from ..ann import has_vectors
-from ..exceptions import ConfigError, MetricError, did_you_mean, unknown_hint
+from ..core.exceptions import ConfigError, MetricError, did_you_mean, unknown_hint
 from ..metrics import METRICS, parse_metric
 from .settings import index_key
 

@@ -15,8 +15,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..exceptions import EmbedBenchError, ProviderError
-from ..progressbar import StderrProgress
+from ..core.exceptions import EmbedBenchError, ProviderError
+from ..core.progress import StderrProgress
 from .engine import embed_dataset
 from .settings import RaySettings
 

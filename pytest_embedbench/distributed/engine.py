@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..exceptions import ConfigError, EmbedBenchError, EmbedBenchWarning, ProviderError
+from ..core.exceptions import ConfigError, EmbedBenchError, EmbedBenchWarning, ProviderError
 from .settings import Progress, RayEmbedReport, RaySettings, connect, hosted_reason, require_ray
 
 if TYPE_CHECKING:
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from ..datasets import RetrievalDataset
     from ..providers import ModelSpec, Provider
     from ..providers.base import EmbeddingProvider
-    from ..types import Document
+    from ..core.types import Document
 
 __all__ = ["RayPrefill", "embed_dataset", "embed_documents", "prefill_hook", "worker_misfit"]
 

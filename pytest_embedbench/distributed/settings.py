@@ -7,8 +7,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..exceptions import ConfigError
-from ..netprobe import tcp_unreachable
+from ..core.exceptions import ConfigError
+from ..core.netprobe import tcp_unreachable
 
 if TYPE_CHECKING:
     from ..providers import Provider

@@ -15,7 +15,7 @@ from .sampling import _chunk_seed
 from .settings import GenerationError, GenerationSettings
 
 if TYPE_CHECKING:
-    from ..types import Chunk
+    from ..core.types import Chunk
     from .report import GenerationReport
 
 DEFAULT_OLLAMA_HOST = "http://127.0.0.1:11434"

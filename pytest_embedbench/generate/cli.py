@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..progressbar import StderrProgress
+from ..core.progress import StderrProgress
 from .evalset import evalset_fingerprint, sidecar_path, write_evalset, write_sidecar
 from .run import ensure_generated_evalset, generate_evalset
 from .settings import GenerationSettings, dataset_generation
@@ -154,7 +154,7 @@ def _generate(args: argparse.Namespace) -> int:
     model or the documents stop it (one line saying how to fix it), 2 for bad options, and
     :data:`~pytest_embedbench.report.artifacts.EXIT_ARTIFACT_FAILED` (6) when the set cannot be
     written (a read-only or full folder: the one "NOT written ... Fix:" line of a run's files)."""
-    from ..exceptions import ConfigError, EmbedBenchError
+    from ..core.exceptions import ConfigError, EmbedBenchError
 
     progress = _GenerationProgress(enabled=args.progress)
     try:
@@ -297,7 +297,7 @@ _GENERATION_FLAGS = frozenset(
 def _settings_from_flags(args: argparse.Namespace) -> GenerationSettings:
     """The GenerationSettings the generate-evalset flags give; a ConfigError names the flag
     the user typed (``--chunk-size 0 must be ...``), not the settings key behind it."""
-    from ..exceptions import ConfigError
+    from ..core.exceptions import ConfigError
 
     chunking = {
         key: value
@@ -361,8 +361,8 @@ def _as_flags(message: str) -> str:
 
 
 def _generate_for_dataset(args: argparse.Namespace, progress: _GenerationProgress) -> int:
-    from .._io import read_yaml
-    from ..exceptions import ConfigError, EmbedBenchError
+    from ..core.io import read_yaml
+    from ..core.exceptions import ConfigError, EmbedBenchError
 
     config = Path(args.config)
     raw = read_yaml(config, "config file", ConfigError)

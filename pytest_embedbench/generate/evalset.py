@@ -51,7 +51,7 @@ def evalset_rows(
 def write_evalset(path: str | Path, rows: Sequence[Mapping[str, Any]]) -> Path:
     """Write the eval set atomically; the path written."""
     target = Path(path)
-    from .._io import atomic_write_text
+    from ..core.io import atomic_write_text
 
     atomic_write_text(target, evalset_text(rows))
     return target
@@ -83,7 +83,7 @@ def sidecar_path(evalset: Path) -> Path:
 def write_sidecar(evalset: Path, fingerprint: Mapping[str, Any], report: GenerationReport) -> Path:
     path = sidecar_path(evalset)
     data = {"schema": SIDECAR_SCHEMA, "fingerprint": fingerprint, "report": report.to_dict()}
-    from .._io import atomic_write_text
+    from ..core.io import atomic_write_text
 
     text = json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
     atomic_write_text(path, text)

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from .settings import GenerationError, GenerationSettings
 
 if TYPE_CHECKING:
-    from ..types import Chunk
+    from ..core.types import Chunk
     from .report import GenerationReport
 
 _WORDS = re.compile(r"[^\W_]+(?:['’][^\W_]+)*")

@@ -32,7 +32,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..exceptions import ConfigError
+from ..core.exceptions import ConfigError
 from .chat import _backend, _Generator
 from .prompts import _first_json
 from .report import GenerationReport
@@ -135,7 +135,7 @@ def paraphrase_settings(mapping: Any, where: str) -> GenerationSettings:
         )
     unknown = sorted(str(k) for k in mapping if k not in PARAPHRASE_KEYS)
     if unknown:
-        from ..exceptions import did_you_mean
+        from ..core.exceptions import did_you_mean
 
         raise ConfigError(
             f"{where}: unknown key {unknown[0]!r}{did_you_mean(unknown[0], PARAPHRASE_KEYS)} "
@@ -221,7 +221,7 @@ class ChatParaphraser:
                 pass  # a damaged entry is asked again and rewritten
         rewritten = self._ask(text)
         if path is not None:
-            from .._io import atomic_write_text
+            from ..core.io import atomic_write_text
 
             entry = {"text": text, "paraphrase": rewritten, "model": self.settings.model_name}
             try:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from .settings import PROMPT_VERSION as PROMPT_VERSION
 
 if TYPE_CHECKING:
-    from ..types import Chunk
+    from ..core.types import Chunk
     from .settings import GenerationSettings
 
 # PROMPT_VERSION (defined in settings.py, which puts it in a generated set's fingerprint) is

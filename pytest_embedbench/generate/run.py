@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..chunking import chunk_documents_with
-from ..types import Document
+from ..core.types import Document
 from .chat import _backend, _Generator
 from .evalset import (
     _check_fresh,

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ..chunking import ChunkingSettings
-from ..exceptions import ConfigError, EmbedBenchError, did_you_mean
+from ..core.exceptions import ConfigError, EmbedBenchError, did_you_mean
 
 #: bumped whenever the words of the prompts (:mod:`.prompts`) change: a set records the version
 #: that wrote it, and the version is part of a generated set's fingerprint (:meth:`identity`)

@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from ..exceptions import ConfigError, MissingExtraError, MissingKeyError, ProviderError
+from ..core.exceptions import ConfigError, MissingExtraError, MissingKeyError, ProviderError
 from .dense import build_dense
 from .retriever import BuildStats, Kind, Retriever
 from .retry import RetryDecision, RetryPolicy, default_retry_decision, status_of
@@ -48,7 +48,7 @@ from .vectors import as_matrix, check_finite, l2_normalised
 
 if TYPE_CHECKING:
     from ..cache import EmbeddingCache
-    from ..types import Document
+    from ..core.types import Document
 
 __all__ = [
     "EmbeddingProvider",
@@ -98,7 +98,7 @@ class Provider(ABC):
         allowed = self.all_option_names()
         unknown = sorted(set(options) - allowed)
         if unknown:
-            from ..exceptions import unknown_hint
+            from ..core.exceptions import unknown_hint
 
             hint = unknown_hint(unknown, allowed)
             raise ConfigError(

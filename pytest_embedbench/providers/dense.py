@@ -27,7 +27,7 @@ from .retriever import BuildStats, Kind, Retriever
 
 if TYPE_CHECKING:
     from ..cache import EmbeddingCache
-    from ..types import Document
+    from ..core.types import Document
 
 __all__ = [
     "QUERY_NAMESPACE_SUFFIX",

@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from ..exceptions import ConfigError
+from ..core.exceptions import ConfigError
 from ..lexical import BM25Index, reciprocal_rank_fusion
 from .base import Provider, RankingProvider
 from .registry import create_provider, register_provider
@@ -23,7 +23,7 @@ from .spec import ModelSpec, split_hybrid
 
 if TYPE_CHECKING:
     from ..cache import EmbeddingCache
-    from ..types import Document
+    from ..core.types import Document
 
 
 class BM25Retriever(Retriever):

@@ -13,7 +13,7 @@ import errno
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .._io import atomic_write_json, atomic_write_text
+from ..core.io import atomic_write_json, atomic_write_text
 
 if TYPE_CHECKING:
     from .summary import Summary

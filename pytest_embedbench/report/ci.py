@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..records import TestRecord, as_record
-from ..redaction import _secret_env_values, redact
+from ..core.redaction import _secret_env_values, redact
 from ..resultdata import ResultData
 from .columns import resolve_column
 from .stress import TextTable, cutoff_tables, stress_tables

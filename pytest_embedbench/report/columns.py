@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, is_dataclass
 from typing import Any
 
-from ..exceptions import MetricError
+from ..core.exceptions import MetricError
 from ..metrics import parse_metric
 
 __all__ = [

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..measure import machine_info
-from ..redaction import redact
+from ..core.redaction import redact
 from .stress_summary import stress_points
 
 if TYPE_CHECKING:

@@ -30,7 +30,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from .._io import finite as finite_data
+from ..core.io import finite as finite_data
 from ..querydiff import QueryDiff, query_diff
 from ..records import Status, TestRecord, as_record
 from ..resultdata import GateDelta, GateOutcome, LatencyData, ResultData

@@ -25,10 +25,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .._io import atomic_write_text
+from ..core.io import atomic_write_text
 from ..querydiff import QueryChange, QueryDiff, excerpt
 from ..records import TestRecord
-from ..redaction import _secret_env_values, redact
+from ..core.redaction import _secret_env_values, redact
 from .columns import FIGURES, Figure, metric_names
 from .index_tables import index_columns, index_csv_rows, index_tables
 from .stress import TextTable, cutoff_tables, stress_tables

@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..exceptions import EmbedBenchError
+from ..core.exceptions import EmbedBenchError
 
 __all__ = ["add_parser", "run"]
 

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..datasets import RetrievalDataset
-from ..exceptions import ConfigError
+from ..core.exceptions import ConfigError
 from ..metrics import parse_metric
 from ..result import RetrievalResult
 from ..resultdata import MetricData, ResultData, StressData

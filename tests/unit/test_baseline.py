@@ -566,7 +566,7 @@ def test_stale_temp_files_of_interrupted_writes_are_removed(tmp_path: Path) -> N
     import sys
     import time
 
-    from pytest_embedbench._io import _HOST, atomic_write_json
+    from pytest_embedbench.core.io import _HOST, atomic_write_json
 
     gone = subprocess.run(
         [sys.executable, "-c", "import os; print(os.getpid())"],

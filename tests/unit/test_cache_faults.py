@@ -506,7 +506,7 @@ def test_a_cache_whose_writes_the_kernel_refuses_is_kept(tmp_path: Path) -> None
 
 
 def test_a_cache_folder_that_is_a_file_names_both_ways_out(tmp_path: Path) -> None:
-    from pytest_embedbench.exceptions import CacheError
+    from pytest_embedbench.core.exceptions import CacheError
 
     blocked = tmp_path / "cache"
     blocked.write_text("a file, not a folder")

@@ -17,7 +17,7 @@ from pytest_embedbench.chunking import (
     load_tokenizer,
 )
 from pytest_embedbench.datasets.core import Document
-from pytest_embedbench.exceptions import ConfigError
+from pytest_embedbench.core.exceptions import ConfigError
 
 STRATEGIES = ("fixed", "sentence", "recursive")
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from pytest_embedbench.config import ProjectConfig, find_config, load_config
-from pytest_embedbench.exceptions import ConfigError
+from pytest_embedbench.core.exceptions import ConfigError
 from pytest_embedbench.metrics import DEFAULT_K, parse_cutoffs
 from pytest_embedbench.providers import ModelSpec
 
@@ -237,7 +237,7 @@ def test_a_chunked_dataset_of_documents_and_an_evalset(tmp_path: Path) -> None:
 
 
 def test_the_hint_names_each_close_key_when_several_are_unknown() -> None:
-    from pytest_embedbench.exceptions import unknown_hint
+    from pytest_embedbench.core.exceptions import unknown_hint
 
     keys = ["datasets", "models", "thresholds"]
     assert unknown_hint(["modles"], keys) == " (did you mean 'models'?)"

@@ -26,7 +26,7 @@ from pytest_embedbench.cutoffs import (
     random_documents,
     smallest_alpha,
 )
-from pytest_embedbench.exceptions import ConfigError
+from pytest_embedbench.core.exceptions import ConfigError
 from pytest_embedbench.report.stress import cutoff_rows, render_cutoffs
 
 MINILM = "hf:sentence-transformers/all-MiniLM-L6-v2"

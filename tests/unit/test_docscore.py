@@ -21,7 +21,7 @@ from pytest_embedbench import chunking as chunking_module
 from pytest_embedbench.chunking import Chunk, ChunkingSettings
 from pytest_embedbench.datasets import Document, Query, RetrievalDataset
 from pytest_embedbench.docscore import PooledRetriever, first_depth, pool, settled
-from pytest_embedbench.exceptions import ConfigError, DatasetError
+from pytest_embedbench.core.exceptions import ConfigError, DatasetError
 from pytest_embedbench.providers import Retriever
 
 pytrec_eval = pytest.importorskip("pytrec_eval")

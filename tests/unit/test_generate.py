@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from pytest_embedbench.datasets import load_evalset
-from pytest_embedbench.exceptions import ConfigError
+from pytest_embedbench.core.exceptions import ConfigError
 from pytest_embedbench.generate import (
     GenerationError,
     GenerationSettings,
@@ -482,7 +482,7 @@ def test_the_margin_is_the_lead_of_the_source_document() -> None:
     import tests.helpers  # noqa: F401
     from pytest_embedbench.chunking import chunk_documents_with
     from pytest_embedbench.generate.filters import _Judge
-    from pytest_embedbench.types import Document
+    from pytest_embedbench.core.types import Document
 
     documents = [Document(name, text) for name, text in FIBER_DOCS.items()]
     oats_q = "How much did oat bran fiber lower LDL cholesterol in adults?"

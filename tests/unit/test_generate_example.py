@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from pytest_embedbench._io import read_yaml
+from pytest_embedbench.core.io import read_yaml
 from pytest_embedbench.datasets import load_dataset
-from pytest_embedbench.exceptions import ConfigError
+from pytest_embedbench.core.exceptions import ConfigError
 from pytest_embedbench.generate import (
     dataset_generation,
     evalset_fingerprint,

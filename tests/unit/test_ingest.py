@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_embedbench.exceptions import ConfigError, DatasetError
+from pytest_embedbench.core.exceptions import ConfigError, DatasetError
 from pytest_embedbench.ingest import IngestWarning, load_documents
 
 from ..docfiles import (

@@ -9,8 +9,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from pytest_embedbench.exceptions import ConfigError
-from pytest_embedbench.netprobe import tcp_unreachable
+from pytest_embedbench.core.exceptions import ConfigError
+from pytest_embedbench.core.netprobe import tcp_unreachable
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ import re
 import pytest
 
 from pytest_embedbench.datasets import Query, RetrievalDataset
-from pytest_embedbench.exceptions import ConfigError, StressUnavailableError
+from pytest_embedbench.core.exceptions import ConfigError, StressUnavailableError
 from pytest_embedbench.stress.noise import (
     STOPWORDS,
     TYPO_OPS,

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from pytest_embedbench.config import Options as ReExported
-from pytest_embedbench.exceptions import ConfigError
+from pytest_embedbench.core.exceptions import ConfigError
 from pytest_embedbench.options import Options, option_specs
 
 REPO = Path(__file__).resolve().parents[2]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_embedbench.redaction import mask_url_secrets, redact, secret_key
+from pytest_embedbench.core.redaction import mask_url_secrets, redact, secret_key
 
 
 @pytest.mark.parametrize(

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from pytest_embedbench._io import atomic_write_json
+from pytest_embedbench.core.io import atomic_write_json
 from pytest_embedbench.records import Status, TestRecord
 from pytest_embedbench.report.json_report import build_report, summary_sections
 from pytest_embedbench.report.summary import Summary, summarize

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from pytest_embedbench import Evaluator, RetrievalDataset
-from pytest_embedbench.exceptions import ConfigError
+from pytest_embedbench.core.exceptions import ConfigError
 from pytest_embedbench.stress import evaluate_workload, parse_workloads
 
 

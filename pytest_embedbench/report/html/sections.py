@@ -7,7 +7,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from ...redaction import redact
+from ...core.redaction import redact
 from ..summary import DatasetSummary, Recommendation, Summary
 from ..text import tier_lines
 from .assets import _PALETTE

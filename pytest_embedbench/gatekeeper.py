@@ -17,7 +17,7 @@ from .config import Options, find_config
 from .datasets import RetrievalDataset
 from .evaluate import RetrievalResult
 from .core.exceptions import EmbedBenchError
-from .records import TestRecord
+from .evaluation.record import TestRecord
 from .report.artifacts import write_failure
 
 __all__ = ["Gatekeeper", "project_folder"]

@@ -26,7 +26,7 @@ from .gatekeeper import project_folder
 from .handle import EmbedBenchHandle
 from .options import Options, option_specs
 from .providers.base import Provider
-from .records import Status
+from .evaluation.record import Status
 from .report.artifacts import EXIT_ARTIFACT_FAILED
 from .report.ci import junit_properties
 from .report.terminal import ProgressLines, ProgressPrinter

@@ -24,7 +24,7 @@ from .core.exceptions import ConfigError, MetricError
 from .measure import LatencyStats, Timings
 from .metrics import METRICS, QrelArrays, compute, judge_arrays, parse_metric
 from .providers import ModelSpec, Provider
-from .resultdata import (
+from .records.resultdata import (
     CacheData,
     ChunkHit,
     CostData,
@@ -36,7 +36,7 @@ from .resultdata import (
     TokensData,
     storage_figures,
 )
-from .serial import from_data
+from .records.serial import from_data
 from .stats import Estimate, bootstrap, paired_bootstrap
 
 if TYPE_CHECKING:

@@ -25,7 +25,7 @@ from .datasets import RetrievalDataset
 from .evaluate import Evaluator, RetrievalResult
 from .gatekeeper import Gatekeeper
 from .providers import ModelSpec, Provider
-from .records import Status, TestRecord, as_record, dataset_parts, machine_fingerprint
+from .evaluation.record import Status, TestRecord, as_record, dataset_parts, machine_fingerprint
 from .search import Searcher
 from .stress.noise import Paraphraser
 from .stress.workloads import PAIRED, evaluate_workload

@@ -8,9 +8,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..querydiff import QueryDiff, failure_lines, query_diff, query_label
-from ..records import TestRecord, as_record
-from ..resultdata import GateDelta, GateOutcome, ResultData
+from ..records.querydiff import QueryDiff, failure_lines, query_diff, query_label
+from ..evaluation.record import TestRecord, as_record
+from ..records.resultdata import GateDelta, GateOutcome, ResultData
 from .settings import (
     DEFAULT_FIGURES,
     GATE_ALPHA,

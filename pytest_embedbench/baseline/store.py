@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from ..core.exceptions import BaselineError
-from ..records import TestRecord, as_record
-from ..resultdata import ResultData
+from ..evaluation.record import TestRecord, as_record
+from ..records.resultdata import ResultData
 
 __all__ = [
     "BASELINE_SCHEMA",

@@ -31,9 +31,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..records import TestRecord, as_record
+from ..evaluation.record import TestRecord, as_record
 from ..core.redaction import _secret_env_values, redact
-from ..resultdata import ResultData
+from ..records.resultdata import ResultData
 from .columns import resolve_column
 from .stress import TextTable, cutoff_tables, stress_tables
 from .summary import DatasetSummary, Gate, ModelSummary, Summary

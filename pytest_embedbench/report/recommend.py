@@ -47,7 +47,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..resultdata import GateDelta, LatencyData, ResultData, as_result
+from ..records.resultdata import GateDelta, LatencyData, ResultData, as_result
 
 __all__ = [
     "ACCURACY_ALPHA",

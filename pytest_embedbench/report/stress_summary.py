@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..cutoffs import LEVELS
-from ..records import TestRecord, as_record
-from ..resultdata import ResultData
-from ..serial import to_data
+from ..evaluation.record import TestRecord, as_record
+from ..records.resultdata import ResultData
+from ..records.serial import to_data
 from .values import Delta, Value, finite, interval_delta, value_of
 
 __all__ = [

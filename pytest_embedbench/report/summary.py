@@ -31,10 +31,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..core.io import finite as finite_data
-from ..querydiff import QueryDiff, query_diff
-from ..records import Status, TestRecord, as_record
-from ..resultdata import GateDelta, GateOutcome, LatencyData, ResultData
-from ..serial import from_data, to_data
+from ..records.querydiff import QueryDiff, query_diff
+from ..evaluation.record import Status, TestRecord, as_record
+from ..records.resultdata import GateDelta, GateOutcome, LatencyData, ResultData
+from ..records.serial import from_data, to_data
 from .columns import FIGURES, direction, metric_names
 from .index_summary import IndexSection, function_id, index_sections
 from .recommend import ModelRow, recommend

@@ -26,8 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from ..core.io import atomic_write_text
-from ..querydiff import QueryChange, QueryDiff, excerpt
-from ..records import TestRecord
+from ..records.querydiff import QueryChange, QueryDiff, excerpt
+from ..evaluation.record import TestRecord
 from ..core.redaction import _secret_env_values, redact
 from .columns import FIGURES, Figure, metric_names
 from .index_tables import index_columns, index_csv_rows, index_tables

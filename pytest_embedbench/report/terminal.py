@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from tabulate import tabulate
 
-from ..records import TestRecord
+from ..evaluation.record import TestRecord
 from .columns import Column, column_names, default_columns, latency_keys, resolve_column
 from .index_tables import render_indexes
 from .stress import render_cutoffs, render_stress

@@ -34,8 +34,8 @@ from ..datasets import RetrievalDataset
 from ..core.exceptions import ConfigError
 from ..metrics import parse_metric
 from ..result import RetrievalResult
-from ..resultdata import MetricData, ResultData, StressData
-from ..serial import from_data
+from ..records.resultdata import MetricData, ResultData, StressData
+from ..records.serial import from_data
 from ..stats import Estimate, paired_bootstrap
 from .chunks import chunk_size_dataset, parse_size
 from .needle import depth_id, length_id, needle_dataset, parse_length

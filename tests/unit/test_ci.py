@@ -190,7 +190,7 @@ def test_the_job_summary_is_the_comment_without_its_marker() -> None:
 
 
 def test_the_per_query_changes_are_shown_when_the_summary_has_them() -> None:
-    querydiff = pytest.importorskip("pytest_embedbench.querydiff")
+    querydiff = pytest.importorskip("pytest_embedbench.records.querydiff")
     change = querydiff.QueryChange(
         query_id="q7",
         before=1.0,

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from pytest_embedbench.core.io import atomic_write_json
-from pytest_embedbench.records import Status, TestRecord
+from pytest_embedbench.evaluation.record import Status, TestRecord
 from pytest_embedbench.report.json_report import build_report, summary_sections
 from pytest_embedbench.report.summary import Summary, summarize
 from pytest_embedbench.report.tabular import (
@@ -382,7 +382,7 @@ def _ranked(per_query: dict[str, float], retrieved: dict[str, list[str]]) -> dic
 
 
 def test_a_query_diff_counts_changes_beyond_epsilon_and_names_lost_and_gained() -> None:
-    from pytest_embedbench.querydiff import CHANGE_EPSILON, failure_lines, query_diff
+    from pytest_embedbench.records.querydiff import CHANGE_EPSILON, failure_lines, query_diff
 
     before = _ranked(
         {"q1": 1.0, "q2": 0.8, "q3": 0.5, "q4": 0.3},
@@ -421,8 +421,8 @@ def test_a_query_diff_counts_changes_beyond_epsilon_and_names_lost_and_gained() 
 
 
 def test_the_summary_keeps_reference_and_baseline_diffs_and_reads_them_back() -> None:
-    from pytest_embedbench.querydiff import query_diff
-    from pytest_embedbench.serial import to_data
+    from pytest_embedbench.records.querydiff import query_diff
+    from pytest_embedbench.records.serial import to_data
 
     ref = _ranked({"q1": 1.0, "q2": 1.0, "q3": 1.0, "q4": 1.0}, {"q1": ["d1"], "q2": ["d3"]})
     weak = _ranked({"q1": 0.0, "q2": 1.0, "q3": 1.0, "q4": 1.0}, {"q1": ["d2"], "q2": ["d3"]})

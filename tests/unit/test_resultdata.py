@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from pytest_embedbench import evaluate
-from pytest_embedbench.records import TestRecord
-from pytest_embedbench.resultdata import (
+from pytest_embedbench.evaluation.record import TestRecord
+from pytest_embedbench.records.resultdata import (
     GateDelta,
     GateOutcome,
     LatencyData,
@@ -114,7 +114,7 @@ def test_a_record_given_mappings_reads_them_into_their_types() -> None:
 def test_the_storage_figures_are_computed_once(beir_folder: Path, tmp_path: Path) -> None:
     """The attributes a test asserts on and the figures the baseline keeps are one computation
     (issue 33): ``bytes_per_doc``, ``index_mb`` and ``cache_mb`` in MiB, ``docs_per_s``."""
-    from pytest_embedbench.resultdata import MIB
+    from pytest_embedbench.records.resultdata import MIB
 
     lexical = evaluate("bm25", beir_folder, k=(1, 10), cache=tmp_path)
     data = lexical.data()

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ...records import TestRecord
-from ...resultdata import ChunkHit, ResultData
+from ...evaluation.record import TestRecord
+from ...records.resultdata import ChunkHit, ResultData
 from ..columns import metric_names
 from ..summary import Summary
 from .page import _f, _num, _Page

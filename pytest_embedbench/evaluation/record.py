@@ -16,13 +16,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
-from .core.redaction import redact
-from .resultdata import GateOutcome, ResultData, as_outcome, as_result
+from ..core.redaction import redact
+from ..records.resultdata import GateOutcome, ResultData, as_outcome, as_result
 
 if TYPE_CHECKING:
-    from .datasets import RetrievalDataset
-    from .evaluate import RetrievalResult
-    from .providers import ModelSpec
+    from ..datasets import RetrievalDataset
+    from ..evaluate import RetrievalResult
+    from ..providers import ModelSpec
 
 
 class _Named(Protocol):
@@ -200,7 +200,7 @@ def settings_of(
 ) -> dict[str, Any]:
     """What the settings fingerprint summarises, kept so a change can be named: spec, the
     options that change numbers, k, and what the loaded provider applied."""
-    from .providers.spec import number_options
+    from ..providers.spec import number_options
 
     options = number_options(model.options)
     applied = result.model_info.get("settings", {}) if result is not None else {}
@@ -210,7 +210,7 @@ def settings_of(
 
 def settings_fingerprint(model: ModelSpec, k: Sequence[int], result: RetrievalResult | None) -> str:
     """The case's fingerprint plus what the loaded provider applied (catalogue prompts...)."""
-    from .providers.spec import fingerprint, spec_fingerprint
+    from ..providers.spec import fingerprint, spec_fingerprint
 
     if result is None:
         return spec_fingerprint(model, k)
@@ -232,7 +232,7 @@ def dataset_parts(ds: RetrievalDataset) -> dict[str, Any]:
     judgements = [(q, d, str(g)) for q, docs in ds.qrels.items() for d, g in docs.items()]
     parts: dict[str, Any] = {}
     if ds.chunking is not None:  # a changed setting is named: chunking.size 512 -> 256
-        from .datasets.core import chunking_identity
+        from ..datasets.core import chunking_identity
 
         parts["chunking"] = chunking_identity(ds.chunking)
     return parts | {
@@ -250,7 +250,7 @@ def dataset_parts(ds: RetrievalDataset) -> dict[str, Any]:
 
 def machine_fingerprint() -> str:
     """Hardware and Python that decide timings (not the host name)."""
-    from .measure import machine_info
+    from ..measure import machine_info
 
     info = machine_info()
     info.pop("node", None)

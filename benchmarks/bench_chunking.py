@@ -23,9 +23,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from pytest_embedbench.chunking import chunk_documents, load_tokenizer  # noqa: E402
-from pytest_embedbench.datasets.core import Document  # noqa: E402
-from pytest_embedbench.ingest import load_documents  # noqa: E402
+from pytest_embedbench.data.chunking import chunk_documents, load_tokenizer  # noqa: E402
+from pytest_embedbench.data.datasets.core import Document  # noqa: E402
+from pytest_embedbench.data.ingest import load_documents  # noqa: E402
 from tests.docfiles import make_pdf, paragraphs  # noqa: E402
 
 

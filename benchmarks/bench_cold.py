@@ -123,7 +123,7 @@ print(json.dumps({"edited": len(spec["edited_texts"])}))
 # ours' two scripts share these: the dataset a spec names, with its edits; a result's figures
 OURS_HELPERS = r"""
 from pytest_embedbench import load_dataset
-from pytest_embedbench.datasets.core import Document, RetrievalDataset
+from pytest_embedbench.data.datasets.core import Document, RetrievalDataset
 
 
 def spec_dataset(spec):

@@ -12,9 +12,9 @@ Usage without pytest::
 from __future__ import annotations
 
 from .cache import EmbeddingCache
-from .chunking import Chunk, ChunkingSettings, chunk_documents
+from .data.chunking import Chunk, ChunkingSettings, chunk_documents
 from .cutoffs import Cutoffs
-from .datasets import (
+from .data.datasets import (
     Document,
     EvalSet,
     Query,
@@ -39,7 +39,7 @@ from .core.exceptions import (
     UnknownProviderError,
 )
 from .index import ExactIndex
-from .ingest import IngestWarning, load_documents
+from .data.ingest import IngestWarning, load_documents
 from .measure import LatencyStats, Timings
 from .metrics import METRICS, QrelArrays, score_arrays, score_run
 from .providers import (

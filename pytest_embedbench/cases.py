@@ -36,7 +36,7 @@ from .config import (
     load_config,
     parse_chunking,
 )
-from .datasets import RetrievalDataset, load_dataset
+from .data.datasets import RetrievalDataset, load_dataset
 from .core.exceptions import (
     ConfigError,
     DatasetError,

@@ -53,8 +53,8 @@ from typing import Any
 
 from .core.io import read_yaml
 from .ann import IndexSpec
-from .chunking import ChunkingSettings
-from .datasets import DOCUMENT_SUFFIXES
+from .data.chunking import ChunkingSettings
+from .data.datasets import DOCUMENT_SUFFIXES
 from .core.exceptions import ConfigError, MetricError, UnknownProviderError, did_you_mean, unknown_hint
 from .metrics import parse_cutoffs, parse_metric
 from .options import PRIORITIES, Options, named_indexes

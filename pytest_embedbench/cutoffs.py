@@ -112,7 +112,7 @@ from .core.exceptions import ConfigError
 
 if TYPE_CHECKING:
     from .cache import EmbeddingCache
-    from .datasets import RetrievalDataset
+    from .data.datasets import RetrievalDataset
     from .providers import Provider, Retriever
 
 __all__ = [

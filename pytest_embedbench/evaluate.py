@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .cache import CacheStats, EmbeddingCache
-from .datasets import RetrievalDataset, load_dataset
+from .data.datasets import RetrievalDataset, load_dataset
 from .docscore import (
     PooledRetriever,
     PooledRun,

@@ -14,7 +14,7 @@ from pathlib import Path
 from .baseline import DEFAULT_BASELINE, BaselineFile, check_thresholds, entry_from_record, gate
 from .cases import Case
 from .config import Options, find_config
-from .datasets import RetrievalDataset
+from .data.datasets import RetrievalDataset
 from .evaluate import RetrievalResult
 from .core.exceptions import EmbedBenchError
 from .evaluation.record import TestRecord

@@ -26,7 +26,7 @@ from .ann import IndexedRetriever, IndexRun, IndexSpec, measure_index
 from .core.exceptions import ConfigError
 
 if TYPE_CHECKING:
-    from .datasets import RetrievalDataset
+    from .data.datasets import RetrievalDataset
     from .docscore import PooledRetriever
     from .evaluate import Evaluator
     from .providers.spec import ModelSpec

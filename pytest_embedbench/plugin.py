@@ -19,7 +19,7 @@ from ._exit import skip_final_collection
 from ._xdist import XDistHooks, configure_worker
 from .assertrepr import explain_comparison
 from .cases import MarkerArgs
-from .datasets import Document, EvalSet, RetrievalDataset
+from .data.datasets import Document, EvalSet, RetrievalDataset
 from .evaluate import RetrievalResult
 from .core.exceptions import ConfigError, EmbedBenchError, MissingKeyError, StressUnavailableError
 from .gatekeeper import project_folder

@@ -19,7 +19,7 @@ import numpy as np
 
 from .cache import CacheStats
 from .cutoffs import Cutoffs
-from .datasets import RetrievalDataset
+from .data.datasets import RetrievalDataset
 from .core.exceptions import ConfigError, MetricError
 from .measure import LatencyStats, Timings
 from .metrics import METRICS, QrelArrays, compute, judge_arrays, parse_metric
@@ -41,7 +41,7 @@ from .stats import Estimate, bootstrap, paired_bootstrap
 
 if TYPE_CHECKING:
     from .ann import IndexRun
-    from .chunking import ChunkingSettings
+    from .data.chunking import ChunkingSettings
     from .docscore import PooledRun
     from .core.types import Chunk
 

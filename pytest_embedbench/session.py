@@ -21,13 +21,13 @@ from typing import Any
 
 from .cases import MARKER_KEYS, Case, CaseBuilder, DatasetRef
 from .config import Options
-from .datasets import RetrievalDataset
+from .data.datasets import RetrievalDataset
 from .evaluate import Evaluator, RetrievalResult
 from .gatekeeper import Gatekeeper
 from .providers import ModelSpec, Provider
 from .evaluation.record import Status, TestRecord, as_record, dataset_parts, machine_fingerprint
 from .search import Searcher
-from .stress.noise import Paraphraser
+from .data.stress.noise import Paraphraser
 from .stress.workloads import PAIRED, evaluate_workload
 
 __all__ = ["MARKER_KEYS", "Case", "EmbedBenchSession"]

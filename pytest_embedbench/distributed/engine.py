@@ -19,7 +19,7 @@ from .settings import Progress, RayEmbedReport, RaySettings, connect, hosted_rea
 
 if TYPE_CHECKING:
     from ..cache import EmbeddingCache
-    from ..datasets import RetrievalDataset
+    from ..data.datasets import RetrievalDataset
     from ..providers import ModelSpec, Provider
     from ..providers.base import EmbeddingProvider
     from ..core.types import Document
@@ -346,7 +346,7 @@ def embed_dataset(
     chunks, for a dataset with chunking settings). ``cache``: True (the default folder), a
     folder or an EmbeddingCache."""
     from ..cache import EmbeddingCache
-    from ..datasets import load_dataset
+    from ..data.datasets import load_dataset
     from ..providers import create_provider
     from ..providers.base import EmbeddingProvider
 

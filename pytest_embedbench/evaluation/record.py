@@ -20,7 +20,7 @@ from ..core.redaction import redact
 from ..records.resultdata import GateOutcome, ResultData, as_outcome, as_result
 
 if TYPE_CHECKING:
-    from ..datasets import RetrievalDataset
+    from ..data.datasets import RetrievalDataset
     from ..evaluate import RetrievalResult
     from ..providers import ModelSpec
 
@@ -232,7 +232,7 @@ def dataset_parts(ds: RetrievalDataset) -> dict[str, Any]:
     judgements = [(q, d, str(g)) for q, docs in ds.qrels.items() for d, g in docs.items()]
     parts: dict[str, Any] = {}
     if ds.chunking is not None:  # a changed setting is named: chunking.size 512 -> 256
-        from ..datasets.core import chunking_identity
+        from ..data.datasets.core import chunking_identity
 
         parts["chunking"] = chunking_identity(ds.chunking)
     return parts | {

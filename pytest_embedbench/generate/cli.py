@@ -199,7 +199,7 @@ def _generate_from_docs(args: argparse.Namespace, progress: _GenerationProgress)
     refused = _unwritable(output)  # before the chat model spends minutes on questions
     if refused is not None:
         return _not_written("eval set", output, refused, fix)
-    from ..ingest import load_documents
+    from ..data.ingest import load_documents
 
     documents = load_documents(args.docs)
     result = generate_evalset(documents, settings, progress=progress)

@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..datasets.core import Document
+from ..data.datasets.core import Document
 from .prompts import PROMPT_VERSION
 from .report import GenerationReport
 from .settings import GenerationSettings, StaleEvalsetError

@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..chunking import chunk_documents_with
+from ..data.chunking import chunk_documents_with
 from ..core.types import Document
 from .chat import _backend, _Generator
 from .evalset import (
@@ -96,7 +96,7 @@ def _documents(
     docs: str | Path | Sequence[Document], extensions: Sequence[str] | None
 ) -> list[Document]:
     if isinstance(docs, (str, Path)):
-        from ..ingest import load_documents
+        from ..data.ingest import load_documents
 
         return load_documents(docs, extensions=extensions)
     return list(docs)
@@ -187,7 +187,7 @@ def generate_or_reuse_evalset(
         generated = generate_or_reuse_evalset(settings, "handbook/", Path("embedbench.yaml").parent)
         generated.path, generated.written, generated.summary_lines()
     """
-    from ..ingest import load_documents
+    from ..data.ingest import load_documents
 
     config_dir = Path(config_dir)
     if settings.output is None:  # the name becomes the file's name

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..chunking import ChunkingSettings
+from ..data.chunking import ChunkingSettings
 from ..core.exceptions import ConfigError, EmbedBenchError, did_you_mean
 
 #: bumped whenever the words of the prompts (:mod:`.prompts`) change: a set records the version

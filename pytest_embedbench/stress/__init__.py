@@ -21,8 +21,8 @@ Usage::
 
 from __future__ import annotations
 
-from .needle import NeedlePoint, needle_dataset
-from .noise import NOISE, noisy_dataset, parse_noise, perturb
+from ..data.stress.needle import NeedlePoint, needle_dataset
+from ..data.stress.noise import NOISE, noisy_dataset, parse_noise, perturb
 from .workloads import STRESS, StressedResult, Workload, evaluate_workload, parse_workloads
 
 __all__ = [

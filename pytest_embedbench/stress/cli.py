@@ -79,7 +79,7 @@ def _cutoff_list(value: str) -> list[int]:
 def run(args: argparse.Namespace) -> int:
     """Evaluate every model on every point; write the JSON and Markdown; exit 1 when every
     model failed (a failed point is recorded with its error)."""
-    from ..datasets import load_dataset
+    from ..data.datasets import load_dataset
     from ..evaluate import Evaluator
     from ..metrics import parse_cutoffs
     from ..report.stress import point_row, render_stress

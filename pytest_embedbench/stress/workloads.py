@@ -30,16 +30,16 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..datasets import RetrievalDataset
+from ..data.datasets import RetrievalDataset
 from ..core.exceptions import ConfigError
 from ..metrics import parse_metric
 from ..result import RetrievalResult
 from ..records.resultdata import MetricData, ResultData, StressData
 from ..records.serial import from_data
 from ..stats import Estimate, paired_bootstrap
-from .chunks import chunk_size_dataset, parse_size
-from .needle import depth_id, length_id, needle_dataset, parse_length
-from .noise import Paraphraser, noisy_dataset, parse_noise
+from ..data.stress.chunks import chunk_size_dataset, parse_size
+from ..data.stress.needle import depth_id, length_id, needle_dataset, parse_length
+from ..data.stress.noise import Paraphraser, noisy_dataset, parse_noise
 
 if TYPE_CHECKING:
     from ..evaluate import Evaluator

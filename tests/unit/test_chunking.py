@@ -9,14 +9,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pytest_embedbench.chunking import (
+from pytest_embedbench.data.chunking import (
     Chunk,
     ChunkingSettings,
     chunk_documents,
     chunk_documents_with,
     load_tokenizer,
 )
-from pytest_embedbench.datasets.core import Document
+from pytest_embedbench.data.datasets.core import Document
 from pytest_embedbench.core.exceptions import ConfigError
 
 STRATEGIES = ("fixed", "sentence", "recursive")

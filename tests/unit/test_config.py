@@ -215,7 +215,7 @@ def test_parse_cutoffs() -> None:
 
 
 def test_a_chunked_dataset_of_documents_and_an_evalset(tmp_path: Path) -> None:
-    from pytest_embedbench.chunking import ChunkingSettings
+    from pytest_embedbench.data.chunking import ChunkingSettings
 
     path = _write(
         tmp_path,

@@ -101,7 +101,7 @@ def test_embedbench_embed_fills_the_cache_then_finds_everything_cached(
     ray_cluster: Any, beir_folder: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from pytest_embedbench.cli import main
-    from pytest_embedbench.datasets import load_dataset
+    from pytest_embedbench.data.datasets import load_dataset
 
     cache_dir = tmp_path / "cache"
     argv = ["embed", "--ray", "local", "--model", "hashing:h", "--dataset", str(beir_folder)]
@@ -137,7 +137,7 @@ def test_embedbench_embed_refuses_a_hosted_model_with_exit_2(
 def test_minilm_on_200_scifact_documents_equals_in_process(
     ray_cluster: Any, scifact_path: Path, tmp_path: Path
 ) -> None:
-    from pytest_embedbench.datasets import load_dataset
+    from pytest_embedbench.data.datasets import load_dataset
 
     model = "hf:sentence-transformers/all-MiniLM-L6-v2"
     texts = [d.embed_text for d in load_dataset(scifact_path).documents[:200]]

@@ -17,9 +17,9 @@ import pytest
 
 import tests.helpers  # noqa: F401 - registers the "hashing" provider
 from pytest_embedbench import Evaluator
-from pytest_embedbench import chunking as chunking_module
-from pytest_embedbench.chunking import Chunk, ChunkingSettings
-from pytest_embedbench.datasets import Document, Query, RetrievalDataset
+from pytest_embedbench.data import chunking as chunking_module
+from pytest_embedbench.data.chunking import Chunk, ChunkingSettings
+from pytest_embedbench.data.datasets import Document, Query, RetrievalDataset
 from pytest_embedbench.docscore import PooledRetriever, first_depth, pool, settled
 from pytest_embedbench.core.exceptions import ConfigError, DatasetError
 from pytest_embedbench.providers import Retriever

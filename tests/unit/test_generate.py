@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from pytest_embedbench.datasets import load_evalset
+from pytest_embedbench.data.datasets import load_evalset
 from pytest_embedbench.core.exceptions import ConfigError
 from pytest_embedbench.generate import (
     GenerationError,
@@ -480,7 +480,7 @@ def test_the_round_trip_margin_rejects_a_question_several_documents_answer(
 def test_the_margin_is_the_lead_of_the_source_document() -> None:
     """Rank 1 is not enough: the source document must lead the next one by min_margin."""
     import tests.helpers  # noqa: F401
-    from pytest_embedbench.chunking import chunk_documents_with
+    from pytest_embedbench.data.chunking import chunk_documents_with
     from pytest_embedbench.generate.filters import _Judge
     from pytest_embedbench.core.types import Document
 
@@ -572,7 +572,7 @@ def test_heuristic_filters(question: str, reason: str | None) -> None:
 
 
 def test_sample_is_seeded_and_in_corpus_order() -> None:
-    from pytest_embedbench.chunking import Chunk
+    from pytest_embedbench.data.chunking import Chunk
 
     chunks = [Chunk("d", f"d#{i}", "x" * (50 if i % 5 == 0 else 200), 0, 1) for i in range(40)]
     one = sample_chunks(chunks, GenerationSettings(max_chunks=10, seed=3))
@@ -699,7 +699,7 @@ def test_config_reader_generates_once_then_reuses_or_says_stale(
     docs: Path, ollama_chat: OllamaChatServer, tmp_path: Path
 ) -> None:
     from pytest_embedbench.config import load_config
-    from pytest_embedbench.datasets import load_dataset
+    from pytest_embedbench.data.datasets import load_dataset
 
     config = tmp_path / "embedbench.yaml"
     config.write_text(

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from pytest_embedbench.datasets import RetrievalDataset
+from pytest_embedbench.data.datasets import RetrievalDataset
 from pytest_embedbench.core.exceptions import ConfigError
 from pytest_embedbench.generate import GenerationError
 from pytest_embedbench.generate.paraphrase import (
@@ -18,7 +18,7 @@ from pytest_embedbench.generate.paraphrase import (
     paraphrase_reason,
     paraphrase_settings,
 )
-from pytest_embedbench.stress.noise import noisy_dataset
+from pytest_embedbench.data.stress.noise import noisy_dataset
 from pytest_embedbench.core.types import Document, Query
 
 from ..providers.servers import OpenAIChatServer

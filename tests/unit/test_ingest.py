@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from pytest_embedbench.core.exceptions import ConfigError, DatasetError
-from pytest_embedbench.ingest import IngestWarning, load_documents
+from pytest_embedbench.data.ingest import IngestWarning, load_documents
 
 from ..docfiles import (
     HEADER,

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_embedbench.chunking import load_tokenizer
+from pytest_embedbench.data.chunking import load_tokenizer
 from pytest_embedbench.core.exceptions import ConfigError
-from pytest_embedbench.stress.needle import needle_dataset, parse_length
+from pytest_embedbench.data.stress.needle import needle_dataset, parse_length
 from pytest_embedbench.stress.workloads import parse_workloads
 
 MINILM = "hf:sentence-transformers/all-MiniLM-L6-v2"

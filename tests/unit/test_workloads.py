@@ -58,8 +58,8 @@ def test_needle_points_have_no_clean(dataset: RetrievalDataset) -> None:
 
 
 def test_chunk_size_dataset_keeps_strategy_and_overlap_share(dataset: RetrievalDataset) -> None:
-    from pytest_embedbench.chunking import ChunkingSettings
-    from pytest_embedbench.stress.chunks import chunk_size_dataset
+    from pytest_embedbench.data.chunking import ChunkingSettings
+    from pytest_embedbench.data.stress.chunks import chunk_size_dataset
 
     plain = chunk_size_dataset(dataset, 256)
     assert plain.chunking is not None and dataset.chunking is None  # the input is left alone

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..core.exceptions import DatasetError
-from ..core.types import Document, Query
+from ...core.exceptions import DatasetError
+from ...core.types import Document, Query
 
 if TYPE_CHECKING:
     from ..chunking.settings import ChunkingSettings

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
-from ..core.exceptions import ConfigError, did_you_mean
+from ...core.exceptions import ConfigError, did_you_mean
 
 Strategy = Literal["fixed", "sentence", "recursive"]
 Unit = Literal["chars", "tokens"]

@@ -12,8 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from ..core.exceptions import ConfigError, MissingExtraError
-from ..core.weights import PACKAGED_WEIGHTS, packaged_folder
+from ...core.exceptions import ConfigError, MissingExtraError
+from ...core.weights import PACKAGED_WEIGHTS, packaged_folder
 
 
 class _Counter:

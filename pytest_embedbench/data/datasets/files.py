@@ -9,7 +9,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from ..core.exceptions import DatasetError
+from ...core.exceptions import DatasetError
 
 __all__ = ["as_id", "as_text", "closest", "read_jsonl", "read_lines"]
 

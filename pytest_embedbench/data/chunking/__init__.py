@@ -47,7 +47,7 @@ import bisect
 from collections.abc import Iterable
 from typing import Any
 
-from ..core.types import Chunk, Document
+from ...core.types import Chunk, Document
 from .settings import ChunkingSettings, Strategy, Unit, _check_values
 from .spans import _document_spans, _drop_short, _fits
 from .tokens import _counter, load_tokenizer

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from .core.exceptions import MissingExtraError
+from ..core.exceptions import MissingExtraError
 
 __all__ = ["READERS", "Skip", "Unreadable"]
 

@@ -15,7 +15,7 @@ from collections.abc import Container, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..core.exceptions import DatasetError, EmbedBenchWarning
+from ...core.exceptions import DatasetError, EmbedBenchWarning
 from ..ingest import SUPPORTED_EXTENSIONS, DocumentsFolder, read_documents_folder
 from .core import Query, RetrievalDataset
 from .files import as_id, closest, read_jsonl

@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from ..core.exceptions import DatasetError
+from ...core.exceptions import DatasetError
 from .beir import load_beir
 from .core import Document, EvalSet, Query, RetrievalDataset
 from .evalset import DOCUMENT_SUFFIXES, QUERY_ID_PREFIX, load_evalset

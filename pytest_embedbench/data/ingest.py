@@ -46,8 +46,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from .docformats import READERS, Skip, Unreadable
-from .core.exceptions import ConfigError, DatasetError, EmbedBenchWarning
-from .core.types import Document
+from ..core.exceptions import ConfigError, DatasetError, EmbedBenchWarning
+from ..core.types import Document
 
 __all__ = [
     "SUPPORTED_EXTENSIONS",

@@ -31,8 +31,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..datasets import RetrievalDataset
-from ..core.exceptions import ConfigError, StressUnavailableError
-from ..core.types import Query
+from ...core.exceptions import ConfigError, StressUnavailableError
+from ...core.types import Query
 
 __all__ = [
     "NOISE",

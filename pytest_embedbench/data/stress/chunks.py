@@ -22,7 +22,7 @@ from dataclasses import replace
 
 from ..chunking import ChunkingSettings
 from ..datasets import RetrievalDataset
-from ..core.exceptions import ConfigError
+from ...core.exceptions import ConfigError
 
 __all__ = ["DEFAULT_TOKENIZER", "chunk_size_dataset", "parse_size"]
 

@@ -6,7 +6,7 @@ import math
 import unicodedata
 from pathlib import Path
 
-from ..core.exceptions import DatasetError
+from ...core.exceptions import DatasetError
 from .core import Document, Query, RetrievalDataset
 from .files import as_id, as_text, read_jsonl, read_lines
 

@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from ..core.exceptions import ConfigError
+from ...core.exceptions import ConfigError
 from .tokens import _Counter
 
 _SPACE_CODES = np.array([c for c in range(0x3001) if chr(c).isspace()], dtype=np.uint32)

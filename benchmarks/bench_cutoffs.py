@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from pytest_embedbench import load_dataset
-from pytest_embedbench.cache import EmbeddingCache
+from pytest_embedbench.cache.store import EmbeddingCache
 from pytest_embedbench.cutoffs import (
     _split,
     clopper_pearson,

@@ -43,7 +43,7 @@ TARGET = 1.15
 IN_PROCESS = r"""
 import json, sys
 from pytest_embedbench import load_dataset
-from pytest_embedbench.cache import EmbeddingCache
+from pytest_embedbench.cache.store import EmbeddingCache
 from pytest_embedbench.providers import create_provider
 from pytest_embedbench.providers.retriever import BuildStats
 
@@ -64,7 +64,7 @@ print(json.dumps({
 RAY = r"""
 import json, sys
 from pytest_embedbench import load_dataset
-from pytest_embedbench.cache import EmbeddingCache
+from pytest_embedbench.cache.store import EmbeddingCache
 from pytest_embedbench.distributed import RaySettings, embed_documents
 from pytest_embedbench.providers import create_provider
 

@@ -11,7 +11,7 @@ Usage without pytest::
 
 from __future__ import annotations
 
-from .cache import EmbeddingCache
+from .cache.store import EmbeddingCache
 from .data.chunking import Chunk, ChunkingSettings, chunk_documents
 from .cutoffs import Cutoffs
 from .data.datasets import (

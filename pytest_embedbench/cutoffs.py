@@ -111,7 +111,7 @@ import numpy as np
 from .core.exceptions import ConfigError
 
 if TYPE_CHECKING:
-    from .cache import EmbeddingCache
+    from .cache.store import EmbeddingCache
     from .data.datasets import RetrievalDataset
     from .providers import Provider, Retriever
 

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .cache import CacheStats, EmbeddingCache
+from .cache.store import CacheStats, EmbeddingCache
 from .data.datasets import RetrievalDataset, load_dataset
 from .docscore import (
     PooledRetriever,

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .cache import CacheStats
+from .cache.store import CacheStats
 from .cutoffs import Cutoffs
 from .data.datasets import RetrievalDataset
 from .core.exceptions import ConfigError, MetricError

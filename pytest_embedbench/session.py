@@ -247,7 +247,7 @@ class EmbedBenchSession:
         if self._paraphraser[0] is not None or case.paraphrase is None:
             return self._paraphraser[0]
         if case.paraphrase not in self._chat_paraphrasers:
-            from .cache import default_cache_dir
+            from .cache.store import default_cache_dir
             from .generate.paraphrase import ChatParaphraser
 
             cache_dir = None

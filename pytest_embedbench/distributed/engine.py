@@ -18,7 +18,7 @@ from ..core.exceptions import ConfigError, EmbedBenchError, EmbedBenchWarning, P
 from .settings import Progress, RayEmbedReport, RaySettings, connect, hosted_reason, require_ray
 
 if TYPE_CHECKING:
-    from ..cache import EmbeddingCache
+    from ..cache.store import EmbeddingCache
     from ..data.datasets import RetrievalDataset
     from ..providers import ModelSpec, Provider
     from ..providers.base import EmbeddingProvider
@@ -345,7 +345,7 @@ def embed_dataset(
     """Fill ``cache`` with ``model``'s vectors of ``dataset``'s documents through Ray (its
     chunks, for a dataset with chunking settings). ``cache``: True (the default folder), a
     folder or an EmbeddingCache."""
-    from ..cache import EmbeddingCache
+    from ..cache.store import EmbeddingCache
     from ..data.datasets import load_dataset
     from ..providers import create_provider
     from ..providers.base import EmbeddingProvider

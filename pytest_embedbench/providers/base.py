@@ -47,7 +47,7 @@ from .spec import fingerprint, number_options
 from .vectors import as_matrix, check_finite, l2_normalised
 
 if TYPE_CHECKING:
-    from ..cache import EmbeddingCache
+    from ..cache.store import EmbeddingCache
     from ..core.types import Document
 
 __all__ = [

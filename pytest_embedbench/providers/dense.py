@@ -26,7 +26,7 @@ import numpy as np
 from .retriever import BuildStats, Kind, Retriever
 
 if TYPE_CHECKING:
-    from ..cache import EmbeddingCache
+    from ..cache.store import EmbeddingCache
     from ..core.types import Document
 
 __all__ = [
@@ -259,7 +259,7 @@ def cache_keys(provider: Embedder, texts: Sequence[str], kind: Kind) -> tuple[st
     """The cache namespace of ``provider`` (loaded: its dimension and revision count) for
     ``kind``, and the key of each text as the model is sent it (its prefix, then the text).
     Query vectors live in the namespace suffixed :data:`QUERY_NAMESPACE_SUFFIX`."""
-    from ..cache import text_key
+    from ..cache.store import text_key
 
     namespace = provider.namespace_key()
     if kind == "query":

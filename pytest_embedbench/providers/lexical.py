@@ -22,7 +22,7 @@ from .retriever import BuildStats, Retriever
 from .spec import ModelSpec, split_hybrid
 
 if TYPE_CHECKING:
-    from ..cache import EmbeddingCache
+    from ..cache.store import EmbeddingCache
     from ..core.types import Document
 
 

@@ -13,7 +13,7 @@ from unittest.mock import Mock
 import pytest
 
 from pytest_embedbench._xdist import crash_safe_load
-from pytest_embedbench.cache import FILENAME
+from pytest_embedbench.cache.store import FILENAME
 
 from .test_faults_plugin import finish, project, spawn, write_models_test
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from pytest_embedbench import CacheError, EmbedBenchWarning, EmbeddingCache
-from pytest_embedbench.cache import FILENAME, default_cache_dir, text_key
+from pytest_embedbench.cache.store import FILENAME, default_cache_dir, text_key
 
 from ..cacherows import set_vectors
 

@@ -29,7 +29,7 @@ import numpy as np
 import pytest
 
 from pytest_embedbench import EmbedBenchWarning, EmbeddingCache, Evaluator, RetrievalDataset
-from pytest_embedbench.cache import FILENAME, text_key
+from pytest_embedbench.cache.store import FILENAME, text_key
 
 from ..cacherows import rows as cache_rows
 from ..cacherows import set_vector, set_vectors

@@ -20,7 +20,7 @@ import pytest
 
 from pytest_embedbench import EmbedBenchWarning, EmbeddingCache
 from pytest_embedbench import cache as cache_module
-from pytest_embedbench.cache import FILENAME, text_key
+from pytest_embedbench.cache.store import FILENAME, text_key
 
 from ..cacherows import set_vectors
 

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from pytest_embedbench import ModelSpec
-from pytest_embedbench.cache import EmbeddingCache
+from pytest_embedbench.cache.store import EmbeddingCache
 from pytest_embedbench.core.exceptions import ConfigError, ProviderError
 from pytest_embedbench.providers import create_provider, register_provider
 from pytest_embedbench.providers.dense import document_keys

@@ -70,7 +70,7 @@ from typing import TypeVar
 
 import numpy as np
 
-from .core.exceptions import CacheError, EmbedBenchWarning
+from ..core.exceptions import CacheError, EmbedBenchWarning
 
 try:
     import fcntl

@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 from pytest_embedbench import load_dataset
-from pytest_embedbench.ann import IndexSpec
+from pytest_embedbench.retrieval.indexes.base import IndexSpec
 from pytest_embedbench.evaluate import Evaluator
 from pytest_embedbench.indexed import evaluate_indexed
 from pytest_embedbench.providers import ModelSpec

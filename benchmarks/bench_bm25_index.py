@@ -34,7 +34,7 @@ from bench_million import corpus
 def bm25s_alone(texts: list[str]) -> object:
     import bm25s
 
-    from pytest_embedbench.lexical import make_stemmer
+    from pytest_embedbench.retrieval.lexical.bm25 import make_stemmer
 
     tokens = bm25s.tokenize(
         texts, stopwords="en", stemmer=make_stemmer("english"), show_progress=False
@@ -46,7 +46,7 @@ def bm25s_alone(texts: list[str]) -> object:
 
 def linear(small: int, large: int, rounds: int) -> None:
     """CPU seconds per 1,000 documents of ``BM25Index`` at two sizes, time-balanced rounds."""
-    from pytest_embedbench.lexical import BM25Index
+    from pytest_embedbench.retrieval.lexical.bm25 import BM25Index
 
     corpora = {}
     for size in (small, large):
@@ -76,7 +76,7 @@ def linear(small: int, large: int, rounds: int) -> None:
 
 
 def main() -> None:
-    from pytest_embedbench.lexical import BM25Index
+    from pytest_embedbench.retrieval.lexical.bm25 import BM25Index
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000, 1_000_000])

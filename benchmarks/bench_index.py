@@ -26,7 +26,7 @@ import time
 import numpy as np
 
 from pytest_embedbench import ExactIndex
-from pytest_embedbench.index import faiss_available
+from pytest_embedbench.retrieval.exact import faiss_available
 from pytest_embedbench.measure import RSSSampler
 
 MB = 1024 * 1024

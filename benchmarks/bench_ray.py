@@ -45,7 +45,7 @@ import json, sys
 from pytest_embedbench import load_dataset
 from pytest_embedbench.cache.store import EmbeddingCache
 from pytest_embedbench.providers import create_provider
-from pytest_embedbench.providers.retriever import BuildStats
+from pytest_embedbench.retrieval.base import BuildStats
 
 spec = json.load(open(sys.argv[1]))
 documents = load_dataset(spec["data"], split="test").documents[: spec["documents"]]

@@ -38,7 +38,7 @@ from .core.exceptions import (
     StressUnavailableError,
     UnknownProviderError,
 )
-from .index import ExactIndex
+from .retrieval.exact import ExactIndex
 from .data.ingest import IngestWarning, load_documents
 from .measure import LatencyStats, Timings
 from .metrics import METRICS, QrelArrays, score_arrays, score_run

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from .core.io import read_yaml
-from .ann import IndexSpec, has_vectors
+from .retrieval.indexes.base import IndexSpec, has_vectors
 from .baseline import GateConfig, GateSettings, Threshold, ThresholdSet, load_thresholds
 from .baseline.thresholds import check_named, named_in, threshold_depth
 from .config import (

@@ -52,7 +52,7 @@ from pathlib import Path
 from typing import Any
 
 from .core.io import read_yaml
-from .ann import IndexSpec
+from .retrieval.indexes.base import IndexSpec
 from .data.chunking import ChunkingSettings
 from .data.datasets import DOCUMENT_SUFFIXES
 from .core.exceptions import ConfigError, MetricError, UnknownProviderError, did_you_mean, unknown_hint

@@ -31,7 +31,7 @@ import numpy as np
 
 from .cache.store import CacheStats, EmbeddingCache
 from .data.datasets import RetrievalDataset, load_dataset
-from .docscore import (
+from .retrieval.pooling import (
     PooledRetriever,
     PooledRun,
     check_judged_chunks,

@@ -37,7 +37,7 @@ from .optionspec import (
 from .report.tabular import CSV_FILES, INDEX_CSV
 
 if TYPE_CHECKING:
-    from .ann import IndexSpec
+    from .retrieval.indexes.base import IndexSpec
     from .distributed.settings import RaySettings
 
 __all__ = [
@@ -102,7 +102,7 @@ def named_indexes(raw: Any, where: str) -> tuple[tuple[str | None, IndexSpec], .
     shows its name in the test id (``h-prod`` rather than ``h-faiss:hnsw(M=32,efSearch=64)``),
     so its baseline entry stays when its parameters change and the gate compares them. Each
     spec is checked against its engine; a ConfigError names ``where``."""
-    from .ann import IndexSpec, parse_indexes
+    from .retrieval.indexes.base import IndexSpec, parse_indexes
 
     if raw is None:
         return ()

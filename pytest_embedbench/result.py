@@ -40,9 +40,9 @@ from .records.serial import from_data
 from .stats import Estimate, bootstrap, paired_bootstrap
 
 if TYPE_CHECKING:
-    from .ann import IndexRun
+    from .retrieval.indexes.base import IndexRun
     from .data.chunking import ChunkingSettings
-    from .docscore import PooledRun
+    from .retrieval.pooling import PooledRun
     from .core.types import Chunk
 
 __all__ = ["RETRIEVED_KEPT", "RetrievalResult"]

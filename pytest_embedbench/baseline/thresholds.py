@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..core.io import read_yaml
-from ..ann import has_vectors
+from ..retrieval.indexes.base import has_vectors
 from ..core.exceptions import ConfigError, MetricError, did_you_mean, unknown_hint
 from ..metrics import METRICS, parse_metric
 from .settings import index_key

@@ -205,7 +205,7 @@ WINDOW_TEXTS = 100_000
 
 def _lookup(provider: EmbeddingProvider, texts: Sequence[str], cache: EmbeddingCache) -> _Pending:
     """Look the texts up in ``cache`` under the loaded provider's namespace."""
-    from ..providers.dense import document_keys
+    from ..retrieval.dense import document_keys
 
     namespace, keys = document_keys(provider, texts)
     missing: list[int] = []
@@ -359,7 +359,7 @@ def embed_dataset(
     ds = load_dataset(dataset, split=split)
     documents: Sequence[Document] = ds.documents
     if ds.chunking is not None:
-        from ..docscore import chunk_pseudo_documents
+        from ..retrieval.pooling import chunk_pseudo_documents
         from ..evaluate import Evaluator
 
         provider.ensure_loaded()

@@ -124,7 +124,7 @@ def test_embed_cached_reads_a_partly_cached_corpus_in_any_asked_order(tmp_path: 
     holds the vectors in the order the model's length-sorted batches wrote them: every row is
     the vector of its text, the model is sent only the missing texts and in their own order
     (so its batches are what they would be without ``order``), and a warm run embeds none."""
-    from pytest_embedbench.providers.dense import embed_cached
+    from pytest_embedbench.retrieval.dense import embed_cached
 
     texts = [f"document {i} on topic {i % 5} " + "word " * (i % 7) for i in range(40)]
     reference = loaded().embed(texts, kind="document")
@@ -153,7 +153,7 @@ def test_embed_cached_sends_the_model_the_same_batches_with_or_without_an_order(
 ) -> None:
     """Texts of equal length: the provider's length sort keeps their given order, so asking
     for another result order must not reorder what the model is sent."""
-    from pytest_embedbench.providers.dense import embed_cached
+    from pytest_embedbench.retrieval.dense import embed_cached
 
     texts = [f"text {i:03d}" for i in range(70)]  # all one length
     plain = loaded()

@@ -16,7 +16,7 @@ from pytest_embedbench import ModelSpec
 from pytest_embedbench.cache.store import EmbeddingCache
 from pytest_embedbench.core.exceptions import ConfigError, ProviderError
 from pytest_embedbench.providers import create_provider, register_provider
-from pytest_embedbench.providers.dense import document_keys
+from pytest_embedbench.retrieval.dense import document_keys
 
 from ..helpers import HashingProvider
 from ..raycluster import SKIP_REASON, local_ray

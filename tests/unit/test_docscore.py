@@ -20,7 +20,7 @@ from pytest_embedbench import Evaluator
 from pytest_embedbench.data import chunking as chunking_module
 from pytest_embedbench.data.chunking import Chunk, ChunkingSettings
 from pytest_embedbench.data.datasets import Document, Query, RetrievalDataset
-from pytest_embedbench.docscore import PooledRetriever, first_depth, pool, settled
+from pytest_embedbench.retrieval.pooling import PooledRetriever, first_depth, pool, settled
 from pytest_embedbench.core.exceptions import ConfigError, DatasetError
 from pytest_embedbench.providers import Retriever
 

@@ -23,7 +23,7 @@ from pytest_embedbench import (
     score_run,
 )
 from pytest_embedbench.providers import register_provider
-from pytest_embedbench.providers.dense import QUERY_NAMESPACE_SUFFIX
+from pytest_embedbench.retrieval.dense import QUERY_NAMESPACE_SUFFIX
 
 from ..helpers import HashingProvider
 

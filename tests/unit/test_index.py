@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from pytest_embedbench import ConfigError, ExactIndex
-from pytest_embedbench.index import topk_desc
+from pytest_embedbench.retrieval.exact import topk_desc
 
 
 def reference(vectors: np.ndarray, ids: list[str], query: np.ndarray, k: int) -> list[str]:
@@ -199,7 +199,7 @@ def test_empty_corpus_and_no_queries(backend: str) -> None:
 def test_vectors_given_in_storage_order_search_as_the_given_order(backend: str) -> None:
     """A caller that read the vectors straight into the index's order (descending id) gets
     the same positions and scores as one that hands them in the ids' order."""
-    from pytest_embedbench.index import storage_order
+    from pytest_embedbench.retrieval.exact import storage_order
 
     rng = np.random.default_rng(3)
     ids = [f"d{int(i)}" for i in rng.permutation(300)]
@@ -216,7 +216,7 @@ def test_vectors_given_in_storage_order_search_as_the_given_order(backend: str) 
 
 def test_a_stored_order_that_is_not_the_storage_order_is_refused() -> None:
     """A wrong order would pair vectors with the wrong ids: refused, never used."""
-    from pytest_embedbench.index import storage_order
+    from pytest_embedbench.retrieval.exact import storage_order
 
     ids = ["b", "a", "c"]
     vectors = np.eye(3, dtype=np.float32)

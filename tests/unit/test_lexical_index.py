@@ -14,8 +14,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pytest_embedbench import lexical, load_dataset
-from pytest_embedbench.lexical import BM25_METHODS, BM25Index, make_stemmer
+from pytest_embedbench import load_dataset
+from pytest_embedbench.retrieval.lexical import bm25 as lexical
+from pytest_embedbench.retrieval.lexical.bm25 import BM25_METHODS, BM25Index, make_stemmer
 
 bm25s = pytest.importorskip("bm25s")
 

@@ -18,7 +18,7 @@ from pytest_embedbench import (
     UnknownProviderError,
     create_provider,
 )
-from pytest_embedbench.lexical import BM25Index, reciprocal_rank_fusion
+from pytest_embedbench.retrieval.lexical.bm25 import BM25Index, reciprocal_rank_fusion
 from pytest_embedbench.providers import provider_class
 
 

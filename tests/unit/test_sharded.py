@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from pytest_embedbench import ConfigError, Evaluator, RetrievalDataset
-from pytest_embedbench.index import ExactIndex, ShardedIndex, faiss_available, shard_rows
+from pytest_embedbench.retrieval.exact import ExactIndex, ShardedIndex, faiss_available, shard_rows
 from pytest_embedbench.optionspec import parse_bytes
 
 BACKENDS = ["numpy", *(["faiss"] if faiss_available() else [])]
@@ -94,7 +94,7 @@ def test_a_bad_budget_is_named() -> None:
 def test_vectors_the_cache_lost_after_the_build_are_embedded_again(tmp_path: Path) -> None:
     from pytest_embedbench import EmbeddingCache
     from pytest_embedbench.providers import create_provider
-    from pytest_embedbench.providers.dense import build_dense
+    from pytest_embedbench.retrieval.dense import build_dense
 
     ds = _dataset()
     texts = [q.text for q in ds.queries]

@@ -30,14 +30,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .data.datasets import RetrievalDataset
-from .data.datasets.core import format_problems
-from .core.exceptions import ConfigError, DatasetError
-from .providers.retriever import Retriever
-from .core.types import Document
+from ..data.datasets import RetrievalDataset
+from ..data.datasets.core import format_problems
+from ..core.exceptions import ConfigError, DatasetError
+from .base import Retriever
+from ..core.types import Document
 
 if TYPE_CHECKING:
-    from .core.types import Chunk
+    from ..core.types import Chunk
 
 __all__ = [
     "PooledRetriever",
@@ -66,7 +66,7 @@ def dataset_chunks(ds: RetrievalDataset, *, tokenizer: Any = None) -> list[Chunk
     ``tokenizer`` counts tokens for ``unit="tokens"``: the settings' named tokenizer wins, then
     this one (the model's own); with neither, a ConfigError says how to name one.
     """
-    from .data import chunking as chunking_module
+    from ..data import chunking as chunking_module
 
     settings = ds.chunking
     if settings is None:

@@ -46,13 +46,13 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from .core.exceptions import ConfigError, MissingExtraError, did_you_mean
-from .index import ExactIndex
-from .providers.retriever import Retriever
+from ...core.exceptions import ConfigError, MissingExtraError, did_you_mean
+from ..exact import ExactIndex
+from ..base import Retriever
 
 if TYPE_CHECKING:
-    from .providers.dense import DenseRetriever
-    from .providers.spec import ModelSpec
+    from ..dense import DenseRetriever
+    from ...providers.spec import ModelSpec
 
 __all__ = [
     "INDEX_ENTRY_POINT_GROUP",
@@ -187,9 +187,9 @@ def parse_indexes(raw: Any, where: str) -> tuple[IndexSpec, ...]:
 def has_vectors(spec: ModelSpec) -> bool:
     """Whether ``spec``'s model embeds (so an index axis applies); a lexical model, a ranker
     or a hybrid runs once, on its own search."""
-    from .core.exceptions import UnknownProviderError
-    from .providers import provider_class
-    from .providers.base import EmbeddingProvider
+    from ...core.exceptions import UnknownProviderError
+    from ...providers import provider_class
+    from ...providers.base import EmbeddingProvider
 
     try:
         return issubclass(provider_class(spec.provider), EmbeddingProvider)
@@ -641,7 +641,7 @@ class IndexedRetriever(Retriever):
     def search_many(
         self, texts: Sequence[str], k: int
     ) -> tuple[list[list[str]], list[list[float]]]:
-        from .providers.dense import embed_cached
+        from ..dense import embed_cached
 
         if not texts:
             return [], []

@@ -39,7 +39,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from .core.exceptions import ConfigError, MissingExtraError
+from ..core.exceptions import ConfigError, MissingExtraError
 
 __all__ = ["ExactIndex", "ShardedIndex", "faiss_available", "shard_rows", "topk_desc"]
 

@@ -27,8 +27,8 @@ from typing import Any
 
 import numpy as np
 
-from .core.exceptions import ConfigError, MissingExtraError
-from .index import storage_order, topk_desc
+from ...core.exceptions import ConfigError, MissingExtraError
+from ..exact import storage_order, topk_desc
 
 __all__ = ["BM25Index", "reciprocal_rank_fusion"]
 

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from .retriever import BuildStats, Kind, Retriever
+from .base import BuildStats, Kind, Retriever
 
 if TYPE_CHECKING:
     from ..cache.store import EmbeddingCache
@@ -142,7 +142,7 @@ def build_dense(
 
     With ``memory_budget`` (bytes), the vectors are never all in memory: see
     :func:`build_streamed`."""
-    from ..index import ExactIndex, storage_order
+    from .exact import ExactIndex, storage_order
 
     stats = stats if stats is not None else BuildStats()
     provider.ensure_loaded()
@@ -190,7 +190,7 @@ def build_streamed(
     import tempfile
     import weakref
 
-    from ..index import ShardedIndex, shard_rows
+    from .exact import ShardedIndex, shard_rows
 
     n = len(documents)
 

@@ -26,7 +26,7 @@ from pytest_embedbench import load_dataset
 from pytest_embedbench.retrieval.indexes.base import IndexSpec
 from pytest_embedbench.evaluate import Evaluator
 from pytest_embedbench.indexed import evaluate_indexed
-from pytest_embedbench.providers import ModelSpec
+from pytest_embedbench.models.providers import ModelSpec
 
 INDEXES = (
     "exact",

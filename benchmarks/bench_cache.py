@@ -154,7 +154,7 @@ def warm_run(root: Path, vectors: np.ndarray, rounds: int) -> None:
     "now": ``embed_cached(order=storage_order(ids))``, one read gathered straight into the
     index's order, kept as is by ``ExactIndex(stored_order=...)``."""
     from pytest_embedbench.retrieval.exact import ExactIndex, storage_order
-    from pytest_embedbench.providers.base import EmbeddingProvider
+    from pytest_embedbench.models.providers.base import EmbeddingProvider
     from pytest_embedbench.retrieval.dense import cache_keys, embed_cached
 
     n, dim = vectors.shape

@@ -45,7 +45,7 @@ from pytest_embedbench.cutoffs import (
     incomparable_scores,
     pair_scores,
 )
-from pytest_embedbench.providers import ModelSpec, create_provider
+from pytest_embedbench.models.providers import ModelSpec, create_provider
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -65,8 +65,8 @@ def corpus(n_docs: int, seed: int = 0) -> tuple[dict, dict, dict]:
 
 
 def register_synthetic() -> None:
-    from pytest_embedbench.providers.base import EmbeddingProvider
-    from pytest_embedbench.providers.registry import register_provider
+    from pytest_embedbench.models.providers.base import EmbeddingProvider
+    from pytest_embedbench.models.providers.registry import register_provider
 
     class SyntheticProvider(EmbeddingProvider):
         """A unit vector per text, seeded by the text's SHA-256: deterministic, no weights."""

@@ -44,7 +44,7 @@ IN_PROCESS = r"""
 import json, sys
 from pytest_embedbench import load_dataset
 from pytest_embedbench.cache.store import EmbeddingCache
-from pytest_embedbench.providers import create_provider
+from pytest_embedbench.models.providers import create_provider
 from pytest_embedbench.retrieval.base import BuildStats
 
 spec = json.load(open(sys.argv[1]))
@@ -66,7 +66,7 @@ import json, sys
 from pytest_embedbench import load_dataset
 from pytest_embedbench.cache.store import EmbeddingCache
 from pytest_embedbench.distributed import RaySettings, embed_documents
-from pytest_embedbench.providers import create_provider
+from pytest_embedbench.models.providers import create_provider
 
 spec = json.load(open(sys.argv[1]))
 documents = load_dataset(spec["data"], split="test").documents[: spec["documents"]]

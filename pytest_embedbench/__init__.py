@@ -42,7 +42,7 @@ from .retrieval.exact import ExactIndex
 from .data.ingest import IngestWarning, load_documents
 from .measure import LatencyStats, Timings
 from .metrics import METRICS, QrelArrays, score_arrays, score_run
-from .providers import (
+from .models.providers import (
     PROVIDERS,
     EmbeddingProvider,
     ModelSpec,
@@ -51,7 +51,7 @@ from .providers import (
     create_provider,
     register_provider,
 )
-from .search import Searcher
+from .models.search import Searcher
 from .stats import Comparison, Estimate, bootstrap, compare_scores, holm, paired_bootstrap
 from .stress import (
     StressedResult,

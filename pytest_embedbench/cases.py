@@ -46,7 +46,7 @@ from .core.exceptions import (
 )
 from .metrics import parse_cutoffs, parse_metric
 from .options import named_indexes
-from .providers import ModelSpec, spec_fingerprint
+from .models.providers import ModelSpec, spec_fingerprint
 from .stress.workloads import Workload, parse_workloads
 
 __all__ = [
@@ -203,7 +203,7 @@ def check_provider_options(spec: ModelSpec, cfg: ProjectConfig, where: str) -> N
     ConfigError at collection naming the file and key, with a did-you-mean, where the
     provider would have raised it only when the test ran."""
     from .core.exceptions import UnknownProviderError
-    from .providers import provider_class
+    from .models.providers import provider_class
 
     try:
         allowed = provider_class(spec.provider).all_option_names()
@@ -631,7 +631,7 @@ class CaseBuilder:
         tests that were not collected this time."""
         import warnings
 
-        from .providers import PROVIDERS, provider_class
+        from .models.providers import PROVIDERS, provider_class
 
         if not self.model_names:
             return  # no retrieval test collected: nothing uses the names
@@ -690,7 +690,7 @@ def has_own_tokenizer(spec: ModelSpec) -> bool:
     """Whether ``spec``'s model brings its own tokenizer (a hybrid: either leg); an unknown
     provider counts as having one, its own tests fail with the list of providers."""
     from .core.exceptions import UnknownProviderError
-    from .providers import provider_class, split_hybrid
+    from .models.providers import provider_class, split_hybrid
 
     try:
         cls = provider_class(spec.provider)

@@ -30,8 +30,8 @@ from typing import Any
 
 from tabulate import tabulate
 
-from .providers import PROVIDERS, EmbeddingProvider, provider_class
-from .providers.catalogue import CATALOGUE, PRICES_AS_OF
+from .models.providers import PROVIDERS, EmbeddingProvider, provider_class
+from .models.providers.catalogue import CATALOGUE, PRICES_AS_OF
 
 __all__ = ["main", "providers_table", "run_artifacts"]
 

@@ -58,7 +58,7 @@ from .data.datasets import DOCUMENT_SUFFIXES
 from .core.exceptions import ConfigError, MetricError, UnknownProviderError, did_you_mean, unknown_hint
 from .metrics import parse_cutoffs, parse_metric
 from .options import PRIORITIES, Options, named_indexes
-from .providers.spec import ModelSpec
+from .models.providers.spec import ModelSpec
 
 __all__ = [
     "CONFIG_NAME",
@@ -469,7 +469,7 @@ def check_provider_names(spec: ModelSpec, where: str) -> None:
     """A provider name that is a near miss of a registered one (``bm-25``) is a ConfigError
     naming ``where``. A name near none is left to the model's tests, which fail with the list
     of known providers (the provider may come from a plugin that is not loaded here)."""
-    from .providers import PROVIDERS, provider_class, split_hybrid
+    from .models.providers import PROVIDERS, provider_class, split_hybrid
 
     specs = [spec.spec]
     while specs:

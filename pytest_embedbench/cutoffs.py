@@ -113,7 +113,7 @@ from .core.exceptions import ConfigError
 if TYPE_CHECKING:
     from .cache.store import EmbeddingCache
     from .data.datasets import RetrievalDataset
-    from .providers import Provider, Retriever
+    from .models.providers import Provider, Retriever
 
 __all__ = [
     "CONFIDENCE",
@@ -427,7 +427,7 @@ def incomparable_scores(retriever: Retriever) -> str | None:
     when its scores are cosines, ranks, or of a kind the score range must decide)."""
     from .retrieval.pooling import PooledRetriever
     from .retrieval.dense import DenseRetriever
-    from .providers.lexical import BM25Retriever
+    from .models.providers.lexical import BM25Retriever
 
     while isinstance(retriever, PooledRetriever):  # a document's score is its best chunk's
         retriever = retriever.inner
@@ -748,7 +748,7 @@ def cutoffs_of(
 
 def _fused(retriever: Retriever) -> bool:
     from .retrieval.pooling import PooledRetriever
-    from .providers.lexical import HybridRetriever
+    from .models.providers.lexical import HybridRetriever
 
     while isinstance(retriever, PooledRetriever):
         retriever = retriever.inner

@@ -51,7 +51,7 @@ from .measure import (
     thread_settings,
 )
 from .metrics import DEFAULT_K, parse_cutoffs
-from .providers import BuildStats, ModelSpec, Provider, Retriever, create_provider
+from .models.providers import BuildStats, ModelSpec, Provider, Retriever, create_provider
 from .result import RetrievalResult
 from .stats import DEFAULT_RESAMPLES
 from .core.types import Query

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from .data.datasets import RetrievalDataset
     from .retrieval.pooling import PooledRetriever
     from .evaluate import Evaluator
-    from .providers.spec import ModelSpec
+    from .models.providers.spec import ModelSpec
     from .result import RetrievalResult
     from .core.types import Query
 

@@ -25,12 +25,12 @@ from .core.exceptions import ConfigError, EmbedBenchError, MissingKeyError, Stre
 from .gatekeeper import project_folder
 from .handle import EmbedBenchHandle
 from .options import Options, option_specs
-from .providers.base import Provider
+from .models.providers.base import Provider
 from .evaluation.record import Status
 from .report.artifacts import EXIT_ARTIFACT_FAILED
 from .report.ci import junit_properties
 from .report.terminal import ProgressLines, ProgressPrinter
-from .search import Searcher
+from .models.search import Searcher
 from .session import Case, EmbedBenchSession
 from .stress.workloads import Workload
 

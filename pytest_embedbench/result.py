@@ -23,7 +23,7 @@ from .data.datasets import RetrievalDataset
 from .core.exceptions import ConfigError, MetricError
 from .measure import LatencyStats, Timings
 from .metrics import METRICS, QrelArrays, compute, judge_arrays, parse_metric
-from .providers import ModelSpec, Provider
+from .models.providers import ModelSpec, Provider
 from .records.resultdata import (
     CacheData,
     ChunkHit,

@@ -24,9 +24,9 @@ from .config import Options
 from .data.datasets import RetrievalDataset
 from .evaluate import Evaluator, RetrievalResult
 from .gatekeeper import Gatekeeper
-from .providers import ModelSpec, Provider
+from .models.providers import ModelSpec, Provider
 from .evaluation.record import Status, TestRecord, as_record, dataset_parts, machine_fingerprint
-from .search import Searcher
+from .models.search import Searcher
 from .data.stress.noise import Paraphraser
 from .stress.workloads import PAIRED, evaluate_workload
 

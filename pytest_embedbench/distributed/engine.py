@@ -20,8 +20,8 @@ from .settings import Progress, RayEmbedReport, RaySettings, connect, hosted_rea
 if TYPE_CHECKING:
     from ..cache.store import EmbeddingCache
     from ..data.datasets import RetrievalDataset
-    from ..providers import ModelSpec, Provider
-    from ..providers.base import EmbeddingProvider
+    from ..models.providers import ModelSpec, Provider
+    from ..models.providers.base import EmbeddingProvider
     from ..core.types import Document
 
 __all__ = ["RayPrefill", "embed_dataset", "embed_documents", "prefill_hook", "worker_misfit"]
@@ -347,8 +347,8 @@ def embed_dataset(
     folder or an EmbeddingCache."""
     from ..cache.store import EmbeddingCache
     from ..data.datasets import load_dataset
-    from ..providers import create_provider
-    from ..providers.base import EmbeddingProvider
+    from ..models.providers import create_provider
+    from ..models.providers.base import EmbeddingProvider
 
     store = EmbeddingCache.open(cache)
     if store is None:
@@ -382,7 +382,7 @@ class RayPrefill:
     def __call__(
         self, provider: Provider, documents: Sequence[Document], cache: EmbeddingCache | None
     ) -> None:
-        from ..providers.base import EmbeddingProvider
+        from ..models.providers.base import EmbeddingProvider
 
         if cache is None:
             raise ConfigError(

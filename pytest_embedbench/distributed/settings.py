@@ -11,7 +11,7 @@ from ..core.exceptions import ConfigError
 from ..core.netprobe import tcp_unreachable
 
 if TYPE_CHECKING:
-    from ..providers import Provider
+    from ..models.providers import Provider
 
 __all__ = [
     "RAY_INSTALL",
@@ -163,7 +163,7 @@ def address_unreachable(address: str) -> str | None:
 
 def hosted_reason(provider: Provider) -> str | None:
     """Why ``provider`` is not embedded through Ray (None when it is)."""
-    from ..providers.base import EmbeddingProvider
+    from ..models.providers.base import EmbeddingProvider
 
     if not isinstance(provider, EmbeddingProvider):
         return f"{provider.name!r} ranks documents itself and embeds nothing"

@@ -22,7 +22,7 @@ from ..records.resultdata import GateOutcome, ResultData, as_outcome, as_result
 if TYPE_CHECKING:
     from ..data.datasets import RetrievalDataset
     from ..evaluate import RetrievalResult
-    from ..providers import ModelSpec
+    from ..models.providers import ModelSpec
 
 
 class _Named(Protocol):
@@ -200,7 +200,7 @@ def settings_of(
 ) -> dict[str, Any]:
     """What the settings fingerprint summarises, kept so a change can be named: spec, the
     options that change numbers, k, and what the loaded provider applied."""
-    from ..providers.spec import number_options
+    from ..models.providers.spec import number_options
 
     options = number_options(model.options)
     applied = result.model_info.get("settings", {}) if result is not None else {}
@@ -210,7 +210,7 @@ def settings_of(
 
 def settings_fingerprint(model: ModelSpec, k: Sequence[int], result: RetrievalResult | None) -> str:
     """The case's fingerprint plus what the loaded provider applied (catalogue prompts...)."""
-    from ..providers.spec import fingerprint, spec_fingerprint
+    from ..models.providers.spec import fingerprint, spec_fingerprint
 
     if result is None:
         return spec_fingerprint(model, k)

@@ -9,7 +9,7 @@ import time
 from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urlsplit, urlunsplit
 
-from ..providers.retry import RetryPolicy, default_retry_decision, status_of
+from ..models.providers.retry import RetryPolicy, default_retry_decision, status_of
 from .prompts import _RETRY_PROMPT, QUESTIONS_SCHEMA, _messages, parse_questions
 from .sampling import _chunk_seed
 from .settings import GenerationError, GenerationSettings

@@ -195,7 +195,7 @@ class _Judge:
     def __init__(self, spec: str, chunks: Sequence[Chunk], settings: GenerationSettings) -> None:
         import numpy as np
 
-        from ..providers import EmbeddingProvider, ModelSpec, create_provider
+        from ..models.providers import EmbeddingProvider, ModelSpec, create_provider
 
         self._np = np
         self.spec = spec

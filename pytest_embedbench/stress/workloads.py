@@ -43,7 +43,7 @@ from ..data.stress.noise import Paraphraser, noisy_dataset, parse_noise
 
 if TYPE_CHECKING:
     from ..evaluate import Evaluator
-    from ..providers import ModelSpec, Provider
+    from ..models.providers import ModelSpec, Provider
 
 __all__ = ["STRESS", "StressedResult", "Workload", "evaluate_workload", "parse_workloads"]
 

@@ -74,7 +74,7 @@ def test_every_block_of_the_page_runs(
     monkeypatch: pytest.MonkeyPatch,
     record_property: pytest.RecordProperty,
 ) -> None:
-    from pytest_embedbench.providers.registry import PROVIDERS
+    from pytest_embedbench.models.providers.registry import PROVIDERS
 
     sandbox = tmp_path / "project"
     if page == README:  # the README starts from an empty folder, as a reader does

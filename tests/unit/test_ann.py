@@ -107,7 +107,7 @@ def test_an_index_under_a_memory_budget_equals_one_without(tmp_path: Path) -> No
     from pytest_embedbench import load_dataset
     from pytest_embedbench.evaluate import Evaluator
     from pytest_embedbench.indexed import evaluate_indexed
-    from pytest_embedbench.providers import ModelSpec
+    from pytest_embedbench.models.providers import ModelSpec
 
     ds = load_dataset(Path(__file__).resolve().parents[2] / "examples" / "support")
     spec, index = ModelSpec("hashing:h"), IndexSpec.parse("faiss:hnsw(M=8,efSearch=4)", "here")

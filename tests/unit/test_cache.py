@@ -112,7 +112,7 @@ def test_a_malformed_file_found_by_a_read_is_moved_aside(tmp_path: Path) -> None
 
 def loaded() -> Any:
     """The hashing provider as a run holds it: loaded before its namespace is asked."""
-    from pytest_embedbench.providers import create_provider
+    from pytest_embedbench.models.providers import create_provider
 
     provider = create_provider("hashing:h")
     provider.ensure_loaded()

@@ -11,7 +11,7 @@ import pytest
 from pytest_embedbench.config import ProjectConfig, find_config, load_config
 from pytest_embedbench.core.exceptions import ConfigError
 from pytest_embedbench.metrics import DEFAULT_K, parse_cutoffs
-from pytest_embedbench.providers import ModelSpec
+from pytest_embedbench.models.providers import ModelSpec
 
 VALID = """
 datasets:

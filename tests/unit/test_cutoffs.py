@@ -223,7 +223,7 @@ def test_unbounded_scores_get_no_cut_off() -> None:
 
 def test_bm25_is_not_comparable_across_queries() -> None:
     pytest.importorskip("bm25s")
-    from pytest_embedbench.providers import ModelSpec, create_provider
+    from pytest_embedbench.models.providers import ModelSpec, create_provider
 
     docs = {f"d{i}": f"alpha beta {'gamma ' * (i % 3)}text {i}" for i in range(30)}
     ds = RetrievalDataset.from_dicts(

@@ -15,7 +15,7 @@ import pytest
 from pytest_embedbench import ModelSpec
 from pytest_embedbench.cache.store import EmbeddingCache
 from pytest_embedbench.core.exceptions import ConfigError, ProviderError
-from pytest_embedbench.providers import create_provider, register_provider
+from pytest_embedbench.models.providers import create_provider, register_provider
 from pytest_embedbench.retrieval.dense import document_keys
 
 from ..helpers import HashingProvider

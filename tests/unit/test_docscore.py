@@ -22,7 +22,7 @@ from pytest_embedbench.data.chunking import Chunk, ChunkingSettings
 from pytest_embedbench.data.datasets import Document, Query, RetrievalDataset
 from pytest_embedbench.retrieval.pooling import PooledRetriever, first_depth, pool, settled
 from pytest_embedbench.core.exceptions import ConfigError, DatasetError
-from pytest_embedbench.providers import Retriever
+from pytest_embedbench.models.providers import Retriever
 
 pytrec_eval = pytest.importorskip("pytrec_eval")
 
@@ -102,7 +102,7 @@ def test_search_goes_deeper_until_k_distinct_documents() -> None:
 
 @pytest.mark.parametrize("model", ["hashing:h", "bm25", "hybrid:hashing:h+bm25"])
 def test_a_deeper_search_embeds_the_query_once(model: str) -> None:
-    from pytest_embedbench.providers import create_provider
+    from pytest_embedbench.models.providers import create_provider
 
     # document a's six chunks all match the query: two documents need a deeper search
     chunks = [Chunk("a", f"a#{i}", f"alpha alpha note {i}", 0, 1) for i in range(6)]

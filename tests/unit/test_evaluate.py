@@ -22,7 +22,7 @@ from pytest_embedbench import (
     load_dataset,
     score_run,
 )
-from pytest_embedbench.providers import register_provider
+from pytest_embedbench.models.providers import register_provider
 from pytest_embedbench.retrieval.dense import QUERY_NAMESPACE_SUFFIX
 
 from ..helpers import HashingProvider

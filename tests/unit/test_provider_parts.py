@@ -19,15 +19,15 @@ from pytest_embedbench import (
     create_provider,
     register_provider,
 )
-from pytest_embedbench.providers import provider_class, spec_fingerprint
-from pytest_embedbench.providers.retry import (
+from pytest_embedbench.models.providers import provider_class, spec_fingerprint
+from pytest_embedbench.models.providers.retry import (
     RetryDecision,
     RetryPolicy,
     default_retry_decision,
     retry_after_of,
     status_of,
 )
-from pytest_embedbench.providers.spec import fingerprint, number_options, stable_json
+from pytest_embedbench.models.providers.spec import fingerprint, number_options, stable_json
 
 # -- spec fingerprints ----------------------------------------------------------------------
 

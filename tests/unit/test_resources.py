@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from pytest_embedbench import Evaluator, ModelSpec
-from pytest_embedbench.providers import create_provider
+from pytest_embedbench.models.providers import create_provider
 
 
 def test_a_dense_model_reports_its_index_batches_and_tokens(beir_folder: Path) -> None:

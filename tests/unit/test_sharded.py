@@ -93,7 +93,7 @@ def test_a_bad_budget_is_named() -> None:
 
 def test_vectors_the_cache_lost_after_the_build_are_embedded_again(tmp_path: Path) -> None:
     from pytest_embedbench import EmbeddingCache
-    from pytest_embedbench.providers import create_provider
+    from pytest_embedbench.models.providers import create_provider
     from pytest_embedbench.retrieval.dense import build_dense
 
     ds = _dataset()

@@ -52,7 +52,7 @@ from ..base import Retriever
 
 if TYPE_CHECKING:
     from ..dense import DenseRetriever
-    from ...providers.spec import ModelSpec
+    from ...models.providers.spec import ModelSpec
 
 __all__ = [
     "INDEX_ENTRY_POINT_GROUP",
@@ -188,8 +188,8 @@ def has_vectors(spec: ModelSpec) -> bool:
     """Whether ``spec``'s model embeds (so an index axis applies); a lexical model, a ranker
     or a hybrid runs once, on its own search."""
     from ...core.exceptions import UnknownProviderError
-    from ...providers import provider_class
-    from ...providers.base import EmbeddingProvider
+    from ...models.providers import provider_class
+    from ...models.providers.base import EmbeddingProvider
 
     try:
         return issubclass(provider_class(spec.provider), EmbeddingProvider)

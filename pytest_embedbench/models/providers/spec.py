@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..core.exceptions import ConfigError
+from ...core.exceptions import ConfigError
 
 __all__ = [
     "NO_NUMBER_OPTIONS",

@@ -25,7 +25,7 @@ from __future__ import annotations
 import importlib
 from importlib import metadata
 
-from ..core.exceptions import ConfigError, ProviderError, UnknownProviderError, did_you_mean
+from ...core.exceptions import ConfigError, ProviderError, UnknownProviderError, did_you_mean
 from .base import Provider
 from .spec import ModelSpec
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 from typing import Any, ClassVar
 
-from ..core.exceptions import ProviderError
+from ...core.exceptions import ProviderError
 from .base import EmbeddingProvider, Kind, require_extra
 from .registry import register_provider
 from .retry import RetryDecision

@@ -12,7 +12,7 @@ at what a model retrieves; without pytest, build one from a provider::
 from __future__ import annotations
 
 from .providers.base import Provider
-from .retrieval.base import Retriever
+from ..retrieval.base import Retriever
 from .providers.spec import ModelSpec
 
 __all__ = ["Searcher"]

@@ -30,9 +30,9 @@ from urllib.parse import urlsplit
 
 import numpy as np
 
-from ..core.exceptions import ConfigError, ProviderError
-from ..core.netprobe import tcp_unreachable
-from ..core.weights import packaged_folder
+from ...core.exceptions import ConfigError, ProviderError
+from ...core.netprobe import tcp_unreachable
+from ...core.weights import packaged_folder
 from .base import EmbeddingProvider, Kind, require_extra
 from .registry import register_provider
 

@@ -39,16 +39,16 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from ..core.exceptions import ConfigError, MissingExtraError, MissingKeyError, ProviderError
-from ..retrieval.dense import build_dense
-from ..retrieval.base import BuildStats, Kind, Retriever
+from ...core.exceptions import ConfigError, MissingExtraError, MissingKeyError, ProviderError
+from ...retrieval.dense import build_dense
+from ...retrieval.base import BuildStats, Kind, Retriever
 from .retry import RetryDecision, RetryPolicy, default_retry_decision, status_of
 from .spec import fingerprint, number_options
 from .vectors import as_matrix, check_finite, l2_normalised
 
 if TYPE_CHECKING:
-    from ..cache.store import EmbeddingCache
-    from ..core.types import Document
+    from ...cache.store import EmbeddingCache
+    from ...core.types import Document
 
 __all__ = [
     "EmbeddingProvider",
@@ -98,7 +98,7 @@ class Provider(ABC):
         allowed = self.all_option_names()
         unknown = sorted(set(options) - allowed)
         if unknown:
-            from ..core.exceptions import unknown_hint
+            from ...core.exceptions import unknown_hint
 
             hint = unknown_hint(unknown, allowed)
             raise ConfigError(

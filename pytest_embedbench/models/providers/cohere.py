@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from ..core.exceptions import ConfigError
+from ...core.exceptions import ConfigError
 from .base import EmbeddingProvider, Kind, require_extra
 from .registry import register_provider
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from ..core.exceptions import ProviderError
+from ...core.exceptions import ProviderError
 
 __all__ = ["as_matrix", "check_finite", "l2_normalised"]
 

@@ -13,7 +13,7 @@ import os
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from ..core.exceptions import MissingKeyError
+from ...core.exceptions import MissingKeyError
 from .base import EmbeddingProvider, Kind, require_extra
 from .registry import register_provider
 

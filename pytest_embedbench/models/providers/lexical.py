@@ -14,16 +14,16 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from ..core.exceptions import ConfigError
-from ..retrieval.lexical.bm25 import BM25Index, reciprocal_rank_fusion
+from ...core.exceptions import ConfigError
+from ...retrieval.lexical.bm25 import BM25Index, reciprocal_rank_fusion
 from .base import Provider, RankingProvider
 from .registry import create_provider, register_provider
-from ..retrieval.base import BuildStats, Retriever
+from ...retrieval.base import BuildStats, Retriever
 from .spec import ModelSpec, split_hybrid
 
 if TYPE_CHECKING:
-    from ..cache.store import EmbeddingCache
-    from ..core.types import Document
+    from ...cache.store import EmbeddingCache
+    from ...core.types import Document
 
 
 class BM25Retriever(Retriever):
@@ -62,7 +62,7 @@ class BM25Provider(RankingProvider):
     )
 
     def load(self) -> None:
-        from ..retrieval.lexical.bm25 import make_stemmer, require_bm25s
+        from ...retrieval.lexical.bm25 import make_stemmer, require_bm25s
 
         bm25s = require_bm25s()
         make_stemmer(self.options.get("stemmer", "english"))  # fail at load, not mid-run

@@ -20,7 +20,7 @@ import json
 import os
 from typing import Any, ClassVar
 
-from ..core.exceptions import ConfigError, MissingKeyError
+from ...core.exceptions import ConfigError, MissingKeyError
 from .base import EmbeddingProvider, Kind, require_extra
 from .registry import register_provider
 from .retry import RetryDecision

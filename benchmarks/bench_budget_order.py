@@ -39,7 +39,7 @@ import bench_million  # noqa: E402  (its corpus and synthetic model)
 
 def child(size: int, budget: int, fill: str) -> None:
     from pytest_embedbench import Evaluator, RetrievalDataset
-    from pytest_embedbench.measure import RSSSampler
+    from pytest_embedbench.evaluation.measure import RSSSampler
 
     docs, queries, qrels = bench_million.corpus(size)
     ds = RetrievalDataset.from_dicts(docs, queries, qrels, name=f"synthetic-{size}")

@@ -280,7 +280,7 @@ def main() -> None:
             parser.error(f"{switch} has no effect with --row {args.row}: leave it out")
 
     from pytest_embedbench import load_dataset
-    from pytest_embedbench.measure import DEFAULT_LATENCY_PASSES, DEFAULT_LATENCY_SAMPLE
+    from pytest_embedbench.evaluation.measure import DEFAULT_LATENCY_PASSES, DEFAULT_LATENCY_SAMPLE
 
     dataset = load_dataset(args.data, split="test")
     n_distractors = None

@@ -27,7 +27,7 @@ import numpy as np
 
 from pytest_embedbench import ExactIndex
 from pytest_embedbench.retrieval.exact import faiss_available
-from pytest_embedbench.measure import RSSSampler
+from pytest_embedbench.evaluation.measure import RSSSampler
 
 MB = 1024 * 1024
 

@@ -35,7 +35,7 @@ import numpy as np
 import pytrec_eval
 
 from pytest_embedbench import score_run
-from pytest_embedbench.metrics import QrelArrays, score_arrays
+from pytest_embedbench.evaluation.metrics import QrelArrays, score_arrays
 
 PAIRS = {"ndcg@10": "ndcg_cut_10", "recall@100": "recall_100", "mrr@100": "recip_rank"}
 

@@ -89,7 +89,7 @@ def register_synthetic() -> None:
 
 def child(args: argparse.Namespace) -> None:
     from pytest_embedbench import Evaluator, RetrievalDataset
-    from pytest_embedbench.measure import RSSSampler
+    from pytest_embedbench.evaluation.measure import RSSSampler
 
     out: dict[str, float] = {}
     t0 = time.perf_counter()

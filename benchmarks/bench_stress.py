@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 
 from pytest_embedbench import Evaluator, load_dataset
-from pytest_embedbench.stress.workloads import evaluate_workload, parse_workloads
+from pytest_embedbench.evaluation.workloads import evaluate_workload, parse_workloads
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -31,7 +31,7 @@ from pathlib import Path
 
 from sidebyside import ROOT, summarise
 
-from pytest_embedbench.measure import POOL_ENV_VARS, THREAD_ENV_VARS
+from pytest_embedbench.evaluation.measure import POOL_ENV_VARS, THREAD_ENV_VARS
 
 TARGET = 1.5
 COMMAND = [sys.executable, "-m", "pytest", "examples", "-q", "-p", "no:cacheprovider"]

@@ -14,7 +14,7 @@ import sys
 import time
 from pathlib import Path
 
-from pytest_embedbench.measure import POOL_ENV_VARS
+from pytest_embedbench.evaluation.measure import POOL_ENV_VARS
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from .cache.store import EmbeddingCache
 from .data.chunking import Chunk, ChunkingSettings, chunk_documents
-from .cutoffs import Cutoffs
+from .evaluation.cutoffs import Cutoffs
 from .data.datasets import (
     Document,
     EvalSet,
@@ -23,7 +23,7 @@ from .data.datasets import (
     load_dataset,
     load_evalset,
 )
-from .evaluate import DEFAULT_K, Evaluator, RetrievalResult, evaluate
+from .evaluation.evaluate import DEFAULT_K, Evaluator, RetrievalResult, evaluate
 from .core.exceptions import (
     BaselineError,
     CacheError,
@@ -40,8 +40,8 @@ from .core.exceptions import (
 )
 from .retrieval.exact import ExactIndex
 from .data.ingest import IngestWarning, load_documents
-from .measure import LatencyStats, Timings
-from .metrics import METRICS, QrelArrays, score_arrays, score_run
+from .evaluation.measure import LatencyStats, Timings
+from .evaluation.metrics import METRICS, QrelArrays, score_arrays, score_run
 from .models.providers import (
     PROVIDERS,
     EmbeddingProvider,
@@ -52,7 +52,7 @@ from .models.providers import (
     register_provider,
 )
 from .models.search import Searcher
-from .stats import Comparison, Estimate, bootstrap, compare_scores, holm, paired_bootstrap
+from .evaluation.stats import Comparison, Estimate, bootstrap, compare_scores, holm, paired_bootstrap
 from .stress import (
     StressedResult,
     Workload,

@@ -52,7 +52,7 @@ import pytest
 
 from .core.io import atomic_write_json
 from .core.exceptions import EmbedBenchWarning
-from .measure import share_cores
+from .evaluation.measure import share_cores
 
 if TYPE_CHECKING:
     from .session import EmbedBenchSession

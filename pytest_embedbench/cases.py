@@ -44,10 +44,10 @@ from .core.exceptions import (
     did_you_mean,
     unknown_hint,
 )
-from .metrics import parse_cutoffs, parse_metric
+from .evaluation.metrics import parse_cutoffs, parse_metric
 from .options import named_indexes
 from .models.providers import ModelSpec, spec_fingerprint
-from .stress.workloads import Workload, parse_workloads
+from .evaluation.workloads import Workload, parse_workloads
 
 __all__ = [
     "MARKER_KEYS",

@@ -56,7 +56,7 @@ from .retrieval.indexes.base import IndexSpec
 from .data.chunking import ChunkingSettings
 from .data.datasets import DOCUMENT_SUFFIXES
 from .core.exceptions import ConfigError, MetricError, UnknownProviderError, did_you_mean, unknown_hint
-from .metrics import parse_cutoffs, parse_metric
+from .evaluation.metrics import parse_cutoffs, parse_metric
 from .options import PRIORITIES, Options, named_indexes
 from .models.providers.spec import ModelSpec
 

@@ -15,7 +15,7 @@ from .baseline import DEFAULT_BASELINE, BaselineFile, check_thresholds, entry_fr
 from .cases import Case
 from .config import Options, find_config
 from .data.datasets import RetrievalDataset
-from .evaluate import RetrievalResult
+from .evaluation.evaluate import RetrievalResult
 from .core.exceptions import EmbedBenchError
 from .evaluation.record import TestRecord
 from .report.artifacts import write_failure

@@ -6,9 +6,9 @@ from pathlib import Path
 from typing import Any
 
 from .config import Options
-from .evaluate import RetrievalResult
+from .evaluation.evaluate import RetrievalResult
 from .session import EmbedBenchSession
-from .stats import Comparison, compare_scores, holm
+from .evaluation.stats import Comparison, compare_scores, holm
 
 __all__ = ["EmbedBenchHandle"]
 

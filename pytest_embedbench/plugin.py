@@ -20,7 +20,7 @@ from ._xdist import XDistHooks, configure_worker
 from .assertrepr import explain_comparison
 from .cases import MarkerArgs
 from .data.datasets import Document, EvalSet, RetrievalDataset
-from .evaluate import RetrievalResult
+from .evaluation.evaluate import RetrievalResult
 from .core.exceptions import ConfigError, EmbedBenchError, MissingKeyError, StressUnavailableError
 from .gatekeeper import project_folder
 from .handle import EmbedBenchHandle
@@ -32,7 +32,7 @@ from .report.ci import junit_properties
 from .report.terminal import ProgressLines, ProgressPrinter
 from .models.search import Searcher
 from .session import Case, EmbedBenchSession
-from .stress.workloads import Workload
+from .evaluation.workloads import Workload
 
 SESSION_KEY = pytest.StashKey[EmbedBenchSession]()
 CASE_KEY = pytest.StashKey[tuple[Case, RetrievalResult]]()

@@ -22,13 +22,13 @@ from typing import Any
 from .cases import MARKER_KEYS, Case, CaseBuilder, DatasetRef
 from .config import Options
 from .data.datasets import RetrievalDataset
-from .evaluate import Evaluator, RetrievalResult
+from .evaluation.evaluate import Evaluator, RetrievalResult
 from .gatekeeper import Gatekeeper
 from .models.providers import ModelSpec, Provider
 from .evaluation.record import Status, TestRecord, as_record, dataset_parts, machine_fingerprint
 from .models.search import Searcher
 from .data.stress.noise import Paraphraser
-from .stress.workloads import PAIRED, evaluate_workload
+from .evaluation.workloads import PAIRED, evaluate_workload
 
 __all__ = ["MARKER_KEYS", "Case", "EmbedBenchSession"]
 
@@ -194,7 +194,7 @@ class EmbedBenchSession:
                 if case.workload is not None:
                     self._results[key] = self._stressed(case, ds)
                 elif case.index is not None:
-                    from .indexed import evaluate_indexed
+                    from .evaluation.indexed import evaluate_indexed
 
                     self._results[key] = evaluate_indexed(
                         self.evaluator, case.model, ds, case.index, k=case.k

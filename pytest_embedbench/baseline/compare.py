@@ -236,7 +236,7 @@ def _metric_gate(
     pairs: _Pairs, settings: GateSettings, outcome: GateOutcome, seed: int, n_resamples: int
 ) -> None:
     """The paired bootstrap of one metric: its Δ figures go into ``outcome.deltas``."""
-    from ..stats import minimum_detectable_effect, paired_bootstrap
+    from ..evaluation.stats import minimum_detectable_effect, paired_bootstrap
 
     cur, old = pairs.current, pairs.old
     diff = paired_bootstrap(cur, old, seed=seed, n_resamples=n_resamples, name=pairs.metric)

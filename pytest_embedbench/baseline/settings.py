@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.exceptions import ConfigError, unknown_hint
-from ..metrics import parse_metric
+from ..evaluation.metrics import parse_metric
 from .store import KEPT_METRICS
 
 __all__ = [

@@ -37,11 +37,11 @@ from typing import TYPE_CHECKING, Any
 from ..core.io import read_yaml
 from ..retrieval.indexes.base import has_vectors
 from ..core.exceptions import ConfigError, MetricError, did_you_mean, unknown_hint
-from ..metrics import METRICS, parse_metric
+from ..evaluation.metrics import METRICS, parse_metric
 from .settings import index_key
 
 if TYPE_CHECKING:
-    from ..evaluate import RetrievalResult
+    from ..evaluation.evaluate import RetrievalResult
 
 __all__ = [
     "Threshold",

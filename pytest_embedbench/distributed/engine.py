@@ -360,7 +360,7 @@ def embed_dataset(
     documents: Sequence[Document] = ds.documents
     if ds.chunking is not None:
         from ..retrieval.pooling import chunk_pseudo_documents
-        from ..evaluate import Evaluator
+        from ..evaluation.evaluate import Evaluator
 
         provider.ensure_loaded()
         chunks = Evaluator(cache=store).chunks(ds, provider)

@@ -21,7 +21,7 @@ from ..records.resultdata import GateOutcome, ResultData, as_outcome, as_result
 
 if TYPE_CHECKING:
     from ..data.datasets import RetrievalDataset
-    from ..evaluate import RetrievalResult
+    from .evaluate import RetrievalResult
     from ..models.providers import ModelSpec
 
 
@@ -250,7 +250,7 @@ def dataset_parts(ds: RetrievalDataset) -> dict[str, Any]:
 
 def machine_fingerprint() -> str:
     """Hardware and Python that decide timings (not the host name)."""
-    from ..measure import machine_info
+    from .measure import machine_info
 
     info = machine_info()
     info.pop("node", None)

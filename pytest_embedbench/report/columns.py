@@ -14,7 +14,7 @@ from dataclasses import dataclass, is_dataclass
 from typing import Any
 
 from ..core.exceptions import MetricError
-from ..metrics import parse_metric
+from ..evaluation.metrics import parse_metric
 
 __all__ = [
     "FIGURES",

@@ -34,7 +34,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..measure import machine_info
+from ..evaluation.measure import machine_info
 from ..core.redaction import redact
 from .stress_summary import stress_points
 
@@ -113,7 +113,7 @@ def build_report(
     tests = sorted((dict(r) for r in records), key=lambda r: r["nodeid"])
     hits = sum((t.get("result") or {}).get("cache", {}).get("hits", 0) for t in tests)
     misses = sum((t.get("result") or {}).get("cache", {}).get("misses", 0) for t in tests)
-    from ..measure import load_average, thread_settings
+    from ..evaluation.measure import load_average, thread_settings
 
     machine = dict(machine) if machine is not None else machine_info()
     machine["load_average"] = load_average()

@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..cutoffs import LEVELS
+from ..evaluation.cutoffs import LEVELS
 from ..evaluation.record import TestRecord, as_record
 from ..records.resultdata import ResultData
 from ..records.serial import to_data

@@ -820,7 +820,7 @@ def comparisons(
 def _compare_with(
     ref: ModelRow, rows: Sequence[ModelRow], reference: str, seed: int, n_resamples: int
 ) -> dict[str, dict[str, Any]]:
-    from ..stats import compare_scores, holm
+    from ..evaluation.stats import compare_scores, holm
 
     assert ref.result is not None
     ref_scores = ref.result.scores("ndcg@10")

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from ..data.stress.needle import NeedlePoint, needle_dataset
 from ..data.stress.noise import NOISE, noisy_dataset, parse_noise, perturb
-from .workloads import STRESS, StressedResult, Workload, evaluate_workload, parse_workloads
+from ..evaluation.workloads import STRESS, StressedResult, Workload, evaluate_workload, parse_workloads
 
 __all__ = [
     "NOISE",

@@ -80,10 +80,10 @@ def run(args: argparse.Namespace) -> int:
     """Evaluate every model on every point; write the JSON and Markdown; exit 1 when every
     model failed (a failed point is recorded with its error)."""
     from ..data.datasets import load_dataset
-    from ..evaluate import Evaluator
-    from ..metrics import parse_cutoffs
+    from ..evaluation.evaluate import Evaluator
+    from ..evaluation.metrics import parse_cutoffs
     from ..report.stress import point_row, render_stress
-    from .workloads import evaluate_workload, parse_workloads
+    from ..evaluation.workloads import evaluate_workload, parse_workloads
 
     try:
         points = parse_workloads(_specs(args), seed=args.seed)

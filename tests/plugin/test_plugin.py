@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_embedbench.measure import THREAD_ENV_VARS
+from pytest_embedbench.evaluation.measure import THREAD_ENV_VARS
 
 from .conftest import MODES, QUERIES
 

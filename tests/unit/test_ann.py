@@ -105,8 +105,8 @@ def test_neighbour_recall_is_the_share_of_the_exact_top_k() -> None:
 def test_an_index_under_a_memory_budget_equals_one_without(tmp_path: Path) -> None:
     pytest.importorskip("faiss")
     from pytest_embedbench import load_dataset
-    from pytest_embedbench.evaluate import Evaluator
-    from pytest_embedbench.indexed import evaluate_indexed
+    from pytest_embedbench.evaluation.evaluate import Evaluator
+    from pytest_embedbench.evaluation.indexed import evaluate_indexed
     from pytest_embedbench.models.providers import ModelSpec
 
     ds = load_dataset(Path(__file__).resolve().parents[2] / "examples" / "support")

@@ -7,7 +7,7 @@ import pytest
 from scipy import stats as scipy_stats
 
 from pytest_embedbench import ConfigError, compare_scores
-from pytest_embedbench.stats import holm
+from pytest_embedbench.evaluation.stats import holm
 
 
 def pair(n: int, shift: float, seed: int) -> tuple[np.ndarray, np.ndarray]:

@@ -10,7 +10,7 @@ import pytest
 
 from pytest_embedbench.config import ProjectConfig, find_config, load_config
 from pytest_embedbench.core.exceptions import ConfigError
-from pytest_embedbench.metrics import DEFAULT_K, parse_cutoffs
+from pytest_embedbench.evaluation.metrics import DEFAULT_K, parse_cutoffs
 from pytest_embedbench.models.providers import ModelSpec
 
 VALID = """

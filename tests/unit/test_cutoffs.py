@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from pytest_embedbench import Evaluator, RetrievalDataset
-from pytest_embedbench.cutoffs import (
+from pytest_embedbench.evaluation.cutoffs import (
     DISTRIBUTION_BINS,
     LEVELS,
     _split,

@@ -20,7 +20,7 @@ from pytest_embedbench import (
     register_provider,
 )
 from pytest_embedbench.baseline.thresholds import ThresholdSet, check_thresholds
-from pytest_embedbench.measure import (
+from pytest_embedbench.evaluation.measure import (
     DEFAULT_LATENCY_PASSES,
     DEFAULT_LATENCY_SAMPLE,
     MAX_TIMED_SEARCHES,

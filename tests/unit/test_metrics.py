@@ -7,7 +7,7 @@ import math
 import pytest
 
 from pytest_embedbench import METRICS, MetricError, score_run
-from pytest_embedbench.metrics import parse_metric
+from pytest_embedbench.evaluation.metrics import parse_metric
 
 
 def test_graded_ndcg_by_hand() -> None:

@@ -8,7 +8,7 @@ import pytest
 from pytest_embedbench.data.chunking import load_tokenizer
 from pytest_embedbench.core.exceptions import ConfigError
 from pytest_embedbench.data.stress.needle import needle_dataset, parse_length
-from pytest_embedbench.stress.workloads import parse_workloads
+from pytest_embedbench.evaluation.workloads import parse_workloads
 
 MINILM = "hf:sentence-transformers/all-MiniLM-L6-v2"
 
@@ -70,7 +70,7 @@ def test_marker_strings_become_points() -> None:
 def test_minilm_finds_needles_in_its_first_256_tokens_only() -> None:
     pytest.importorskip("sentence_transformers")
     from pytest_embedbench import Evaluator
-    from pytest_embedbench.stress.workloads import evaluate_workload
+    from pytest_embedbench.evaluation.workloads import evaluate_workload
 
     ev = Evaluator(cache=False, latency_passes=0, n_resamples=200)
     hits = {}

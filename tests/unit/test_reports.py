@@ -304,7 +304,7 @@ def test_significance_is_decided_once_and_every_writer_shows_that_decision() -> 
     """p (Holm) exactly at 0.05 is not significant (Comparison.significant: p < 0.05), just
     below it is; the terminal, the HTML and the Markdown all show the summary's flag, and a
     stored flag wins over the p-value beside it (no writer compares a p-value itself)."""
-    from pytest_embedbench.stats import Comparison, Estimate
+    from pytest_embedbench.evaluation.stats import Comparison, Estimate
 
     def decided(p_holm: float) -> bool:
         comparison = Comparison(Estimate(0.2, low=-0.01, high=0.4, n=4), p_holm / 2, "r", None)

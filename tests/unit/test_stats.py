@@ -9,7 +9,7 @@ import pytest
 from scipy import stats as scipy_stats
 
 from pytest_embedbench import ConfigError, Estimate, bootstrap, paired_bootstrap
-from pytest_embedbench.stats import bootstrap_interval
+from pytest_embedbench.evaluation.stats import bootstrap_interval
 
 
 def test_estimate_is_a_float_with_an_interval() -> None:

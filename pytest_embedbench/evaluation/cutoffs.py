@@ -108,12 +108,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .core.exceptions import ConfigError
+from ..core.exceptions import ConfigError
 
 if TYPE_CHECKING:
-    from .cache.store import EmbeddingCache
-    from .data.datasets import RetrievalDataset
-    from .models.providers import Provider, Retriever
+    from ..cache.store import EmbeddingCache
+    from ..data.datasets import RetrievalDataset
+    from ..models.providers import Provider, Retriever
 
 __all__ = [
     "CONFIDENCE",
@@ -425,9 +425,9 @@ def clustered_interval(
 def incomparable_scores(retriever: Retriever) -> str | None:
     """Why one score means different things for different queries of ``retriever`` (None
     when its scores are cosines, ranks, or of a kind the score range must decide)."""
-    from .retrieval.pooling import PooledRetriever
-    from .retrieval.dense import DenseRetriever
-    from .models.providers.lexical import BM25Retriever
+    from ..retrieval.pooling import PooledRetriever
+    from ..retrieval.dense import DenseRetriever
+    from ..models.providers.lexical import BM25Retriever
 
     while isinstance(retriever, PooledRetriever):  # a document's score is its best chunk's
         retriever = retriever.inner
@@ -747,8 +747,8 @@ def cutoffs_of(
 
 
 def _fused(retriever: Retriever) -> bool:
-    from .retrieval.pooling import PooledRetriever
-    from .models.providers.lexical import HybridRetriever
+    from ..retrieval.pooling import PooledRetriever
+    from ..models.providers.lexical import HybridRetriever
 
     while isinstance(retriever, PooledRetriever):
         retriever = retriever.inner

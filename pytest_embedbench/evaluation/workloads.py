@@ -32,17 +32,17 @@ import numpy as np
 
 from ..data.datasets import RetrievalDataset
 from ..core.exceptions import ConfigError
-from ..metrics import parse_metric
-from ..result import RetrievalResult
+from .metrics import parse_metric
+from .result import RetrievalResult
 from ..records.resultdata import MetricData, ResultData, StressData
 from ..records.serial import from_data
-from ..stats import Estimate, paired_bootstrap
+from .stats import Estimate, paired_bootstrap
 from ..data.stress.chunks import chunk_size_dataset, parse_size
 from ..data.stress.needle import depth_id, length_id, needle_dataset, parse_length
 from ..data.stress.noise import Paraphraser, noisy_dataset, parse_noise
 
 if TYPE_CHECKING:
-    from ..evaluate import Evaluator
+    from .evaluate import Evaluator
     from ..models.providers import ModelSpec, Provider
 
 __all__ = ["STRESS", "StressedResult", "Workload", "evaluate_workload", "parse_workloads"]

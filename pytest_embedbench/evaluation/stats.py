@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from .core.exceptions import ConfigError
+from ..core.exceptions import ConfigError
 
 __all__ = [
     "DEFAULT_RESAMPLES",

@@ -32,7 +32,7 @@ from itertools import chain, compress
 
 import numpy as np
 
-from .core.exceptions import ConfigError, MetricError
+from ..core.exceptions import ConfigError, MetricError
 
 __all__ = [
     "DEFAULT_K",

@@ -17,14 +17,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .cache.store import CacheStats
+from ..cache.store import CacheStats
 from .cutoffs import Cutoffs
-from .data.datasets import RetrievalDataset
-from .core.exceptions import ConfigError, MetricError
+from ..data.datasets import RetrievalDataset
+from ..core.exceptions import ConfigError, MetricError
 from .measure import LatencyStats, Timings
 from .metrics import METRICS, QrelArrays, compute, judge_arrays, parse_metric
-from .models.providers import ModelSpec, Provider
-from .records.resultdata import (
+from ..models.providers import ModelSpec, Provider
+from ..records.resultdata import (
     CacheData,
     ChunkHit,
     CostData,
@@ -36,14 +36,14 @@ from .records.resultdata import (
     TokensData,
     storage_figures,
 )
-from .records.serial import from_data
+from ..records.serial import from_data
 from .stats import Estimate, bootstrap, paired_bootstrap
 
 if TYPE_CHECKING:
-    from .retrieval.indexes.base import IndexRun
-    from .data.chunking import ChunkingSettings
-    from .retrieval.pooling import PooledRun
-    from .core.types import Chunk
+    from ..retrieval.indexes.base import IndexRun
+    from ..data.chunking import ChunkingSettings
+    from ..retrieval.pooling import PooledRun
+    from ..core.types import Chunk
 
 __all__ = ["RETRIEVED_KEPT", "RetrievalResult"]
 

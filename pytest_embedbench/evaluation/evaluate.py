@@ -29,16 +29,16 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .cache.store import CacheStats, EmbeddingCache
-from .data.datasets import RetrievalDataset, load_dataset
-from .retrieval.pooling import (
+from ..cache.store import CacheStats, EmbeddingCache
+from ..data.datasets import RetrievalDataset, load_dataset
+from ..retrieval.pooling import (
     PooledRetriever,
     PooledRun,
     check_judged_chunks,
     chunk_pseudo_documents,
     dataset_chunks,
 )
-from .core.exceptions import ConfigError
+from ..core.exceptions import ConfigError
 from .measure import (
     DEFAULT_LATENCY_PASSES,
     DEFAULT_LATENCY_SAMPLE,
@@ -51,13 +51,13 @@ from .measure import (
     thread_settings,
 )
 from .metrics import DEFAULT_K, parse_cutoffs
-from .models.providers import BuildStats, ModelSpec, Provider, Retriever, create_provider
+from ..models.providers import BuildStats, ModelSpec, Provider, Retriever, create_provider
 from .result import RetrievalResult
 from .stats import DEFAULT_RESAMPLES
-from .core.types import Query
+from ..core.types import Query
 
 if TYPE_CHECKING:
-    from .core.types import Chunk
+    from ..core.types import Chunk
 
 __all__ = ["DEFAULT_K", "Evaluator", "RetrievalResult", "evaluate"]
 

@@ -77,7 +77,7 @@ def child(size: int, budget: int, fill: str) -> None:
 
 
 def main() -> None:
-    from pytest_embedbench.optionspec import parse_bytes
+    from pytest_embedbench.config.optionspec import parse_bytes
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size", type=int, default=200_000)

@@ -139,7 +139,7 @@ def main() -> None:
     parser.add_argument("--cache", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        from pytest_embedbench.optionspec import parse_bytes
+        from pytest_embedbench.config.optionspec import parse_bytes
 
         args.budget = 0 if args.budget == "0" else parse_bytes(args.budget)
         child(args)

@@ -26,7 +26,7 @@ from .core.io import read_yaml
 from .retrieval.indexes.base import IndexSpec, has_vectors
 from .baseline import GateConfig, GateSettings, Threshold, ThresholdSet, load_thresholds
 from .baseline.thresholds import check_named, named_in, threshold_depth
-from .config import (
+from .config.project import (
     DatasetEntry,
     Options,
     ProjectConfig,
@@ -45,7 +45,7 @@ from .core.exceptions import (
     unknown_hint,
 )
 from .evaluation.metrics import parse_cutoffs, parse_metric
-from .options import named_indexes
+from .config.options import named_indexes
 from .models.providers import ModelSpec, spec_fingerprint
 from .evaluation.workloads import Workload, parse_workloads
 

@@ -197,7 +197,7 @@ def run_artifacts(report: Mapping[str, Any]) -> list[tuple[str, Path]]:
     """The files a run wrote before its GitHub job summary and PR comment, which list them:
     ``(label, path)`` in the run's order (the JSON report, the HTML report, each CSV file, the
     Markdown), from the report's configuration block (the paths the run was given)."""
-    from .options import CSV_FILES
+    from .config.options import CSV_FILES
 
     config = report.get("configuration")
     config = config if isinstance(config, Mapping) else {}
@@ -219,7 +219,7 @@ def run_artifacts(report: Mapping[str, Any]) -> list[tuple[str, Path]]:
 def _clashing_output(args: argparse.Namespace) -> str | None:
     """Why an output of ``embedbench report`` would overwrite the report it reads, or another
     of its outputs (None when each has its own file)."""
-    from .options import CSV_FILES, shared_output_file
+    from .config.options import CSV_FILES, shared_output_file
 
     targets = [("-o", args.output), ("--md", args.md)]
     targets += [("--github-summary", args.github_summary), ("--pr-comment", args.pr_comment)]
@@ -242,7 +242,7 @@ def _write(path: Path, text: str) -> list[Path]:
 
 
 def _columns(value: str) -> tuple[str, ...]:
-    from .options import parse_columns
+    from .config.options import parse_columns
 
     return parse_columns(value)
 

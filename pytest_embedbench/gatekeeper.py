@@ -13,7 +13,7 @@ from pathlib import Path
 
 from .baseline import DEFAULT_BASELINE, BaselineFile, check_thresholds, entry_from_record, gate
 from .cases import Case
-from .config import Options, find_config
+from .config.project import Options, find_config
 from .data.datasets import RetrievalDataset
 from .evaluation.evaluate import RetrievalResult
 from .core.exceptions import EmbedBenchError

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from .config import Options
+from .config.project import Options
 from .evaluation.evaluate import RetrievalResult
 from .session import EmbedBenchSession
 from .evaluation.stats import Comparison, compare_scores, holm

@@ -24,7 +24,7 @@ from .evaluation.evaluate import RetrievalResult
 from .core.exceptions import ConfigError, EmbedBenchError, MissingKeyError, StressUnavailableError
 from .gatekeeper import project_folder
 from .handle import EmbedBenchHandle
-from .options import Options, option_specs
+from .config.options import Options, option_specs
 from .models.providers.base import Provider
 from .evaluation.record import Status
 from .report.artifacts import EXIT_ARTIFACT_FAILED
@@ -44,7 +44,7 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    """Every option and ini key of the table in :mod:`~pytest_embedbench.options`."""
+    """Every option and ini key of the table in :mod:`~pytest_embedbench.config.options`."""
     group = parser.getgroup("embedbench", "retrieval benchmarks (pytest-embedbench)")
     for spec in option_specs().values():
         group.addoption(spec.flag, **spec.addoption_kwargs())

@@ -1,6 +1,6 @@
 """One EmbedBenchSession per pytest run: the result registry, records, xdist merge.
 
-The plugin builds it from :class:`~pytest_embedbench.config.Options` and keeps it in
+The plugin builds it from :class:`~pytest_embedbench.config.project.Options` and keeps it in
 ``config.stash``; nothing here imports pytest's config machinery, so it works without pytest.
 Collection (markers, embedbench.yaml and options into cases) is
 :class:`~pytest_embedbench.cases.CaseBuilder`'s: the session asks it once per marked test.
@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from .cases import MARKER_KEYS, Case, CaseBuilder, DatasetRef
-from .config import Options
+from .config.project import Options
 from .data.datasets import RetrievalDataset
 from .evaluation.evaluate import Evaluator, RetrievalResult
 from .gatekeeper import Gatekeeper

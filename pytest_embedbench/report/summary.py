@@ -55,7 +55,7 @@ if TYPE_CHECKING:
 
 
 class RunOptions(Protocol):
-    """The run options a summary reads (:class:`~pytest_embedbench.options.Options` has them);
+    """The run options a summary reads (:class:`~pytest_embedbench.config.options.Options` has them);
     declared here, so the reports import nothing of the options table, which imports the
     reports' column list."""
 

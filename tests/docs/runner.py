@@ -15,7 +15,7 @@ What each block's language means:
   file instead: it is written into the sandbox, not run.
 - ``yaml``: parsed. A file name comment writes it into the sandbox; an ``embedbench.yaml``
   (named so, or whose top-level keys are all configuration keys) is also loaded and checked by
-  ``pytest_embedbench.config.load_config``, which names any unknown key or bad value.
+  ``pytest_embedbench.config.project.load_config``, which names any unknown key or bad value.
 - ``bash``: run by ``bash -eu -o pipefail`` in the sandbox, with this environment's ``pytest``
   and ``embedbench`` first on PATH; it must exit 0, or with the status its last line's comment
   names (``pytest test_x.py   # fails: exit status 1``). A ``text`` block right after it is its
@@ -187,7 +187,7 @@ class CodeBlocks:
             target = self.run.sandbox / f"embedbench-line{example.line}.yaml"
             target.write_text(source, encoding="utf-8")
         if target is not None and (target.name == "embedbench.yaml" or is_config):
-            from pytest_embedbench.config import load_config
+            from pytest_embedbench.config.project import load_config
 
             load_config(target)
 

@@ -20,7 +20,7 @@ import pytest
 import yaml
 
 from pytest_embedbench.cli import main
-from pytest_embedbench.options import option_specs
+from pytest_embedbench.config.options import option_specs
 from pytest_embedbench.report.ci import GITHUB_COMMENT_LIMIT, MARKER
 from pytest_embedbench.report.summary import Summary
 

@@ -14,7 +14,7 @@ import pytest
 
 from pytest_embedbench import plugin
 from pytest_embedbench.cli import main
-from pytest_embedbench.options import CSV_FILES
+from pytest_embedbench.config.options import CSV_FILES
 from pytest_embedbench.report.summary import Summary
 
 TESTS = """

@@ -11,7 +11,7 @@ import pytest
 from pytest_embedbench import ConfigError, Document, Query, RetrievalDataset
 from pytest_embedbench.cases import MARKER_KEYS, CaseBuilder, DatasetRef, MarkerArgs, dataset_key
 from pytest_embedbench.data.chunking import ChunkingSettings
-from pytest_embedbench.config import Options
+from pytest_embedbench.config.project import Options
 from pytest_embedbench.session import EmbedBenchSession
 
 

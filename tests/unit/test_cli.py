@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 from pytest_embedbench.cli import main
-from pytest_embedbench.options import CSV_FILES
+from pytest_embedbench.config.options import CSV_FILES
 
 
 def test_providers_table(capsys) -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_embedbench.config import ProjectConfig, find_config, load_config
+from pytest_embedbench.config.project import ProjectConfig, find_config, load_config
 from pytest_embedbench.core.exceptions import ConfigError
 from pytest_embedbench.evaluation.metrics import DEFAULT_K, parse_cutoffs
 from pytest_embedbench.models.providers import ModelSpec

@@ -698,7 +698,7 @@ def test_cli_regenerates_a_configured_dataset(
 def test_config_reader_generates_once_then_reuses_or_says_stale(
     docs: Path, ollama_chat: OllamaChatServer, tmp_path: Path
 ) -> None:
-    from pytest_embedbench.config import load_config
+    from pytest_embedbench.config.project import load_config
     from pytest_embedbench.data.datasets import load_dataset
 
     config = tmp_path / "embedbench.yaml"

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from pytest_embedbench.options import parse_columns
+from pytest_embedbench.config.options import parse_columns
 from pytest_embedbench.report.html import CSP, render_html
 from pytest_embedbench.report.tabular import query_rows, render_markdown, write_csv
 from pytest_embedbench.report.terminal import render_tables

@@ -32,7 +32,7 @@ from pytest_embedbench.evaluation.measure import (
     quantile_interval,
     share_cores,
 )
-from pytest_embedbench.options import Options
+from pytest_embedbench.config.options import Options
 from pytest_embedbench.report.json_report import build_report
 from pytest_embedbench.report.recommend import recommend, speed_tiers
 from pytest_embedbench.report.terminal import busy_notes, render_tables

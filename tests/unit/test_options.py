@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from pytest_embedbench.config import Options as ReExported
+from pytest_embedbench.config.project import Options as ReExported
 from pytest_embedbench.core.exceptions import ConfigError
-from pytest_embedbench.options import Options, option_specs
+from pytest_embedbench.config.options import Options, option_specs
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -199,7 +199,7 @@ def test_a_report_on_the_index_csv_is_an_error(tmp_path: Path) -> None:
 
 def test_the_indexes_option_splits_outside_parentheses_and_keeps_names(tmp_path: Path) -> None:
     pytest.importorskip("faiss", reason="the FAISS engine checks its parameters")
-    from pytest_embedbench.options import parse_indexes_option
+    from pytest_embedbench.config.options import parse_indexes_option
 
     parsed = parse_indexes_option(" exact, prod=faiss:hnsw(M=32, efSearch=16) ,")
     assert parsed == ("exact", "prod=faiss:hnsw(M=32,efSearch=16)")
@@ -224,7 +224,7 @@ def test_the_indexes_option_splits_outside_parentheses_and_keeps_names(tmp_path:
 )
 def test_a_bad_indexes_value_names_the_option(tmp_path: Path, value: str, message: str) -> None:
     pytest.importorskip("faiss", reason="the FAISS engine checks its parameters")
-    from pytest_embedbench.options import parse_indexes_option
+    from pytest_embedbench.config.options import parse_indexes_option
 
     with pytest.raises(argparse.ArgumentTypeError) as info:
         parse_indexes_option(value)
@@ -234,7 +234,7 @@ def test_a_bad_indexes_value_names_the_option(tmp_path: Path, value: str, messag
 
 
 def test_the_storage_columns_take_their_threshold_names() -> None:
-    from pytest_embedbench.options import parse_columns
+    from pytest_embedbench.config.options import parse_columns
     from pytest_embedbench.report.columns import resolve_column
 
     assert parse_columns("bytes_per_doc,docs_per_s,cache_mb") == (

@@ -10,7 +10,7 @@ import pytest
 
 from pytest_embedbench import ConfigError, Document, Query, RetrievalDataset
 from pytest_embedbench.baseline import GateSettings
-from pytest_embedbench.config import Options
+from pytest_embedbench.config.project import Options
 from pytest_embedbench.evaluation.record import FIELDS, Status, TestRecord
 from pytest_embedbench.report.summary import build_summary
 from pytest_embedbench.session import EmbedBenchSession

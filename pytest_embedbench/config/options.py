@@ -20,7 +20,7 @@ from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .core.exceptions import ConfigError
+from ..core.exceptions import ConfigError
 from .optionspec import (
     PRIORITIES,
     OptionSpec,
@@ -34,11 +34,11 @@ from .optionspec import (
     parse_priority,
     parse_update_mode,
 )
-from .report.tabular import CSV_FILES, INDEX_CSV
+from ..report.tabular import CSV_FILES, INDEX_CSV
 
 if TYPE_CHECKING:
-    from .retrieval.indexes.base import IndexSpec
-    from .distributed.settings import RaySettings
+    from ..retrieval.indexes.base import IndexSpec
+    from ..distributed.settings import RaySettings
 
 __all__ = [
     "PRIORITIES",
@@ -64,7 +64,7 @@ _Lookup = Callable[[str], Any]
 def parse_columns(value: str) -> tuple[str, ...]:
     """``--embedbench-columns nDCG@10,p95_ms,dimension``: the terminal table's columns, in
     order (names as ``embedbench report --columns-help`` lists them; case-insensitive)."""
-    from .report.columns import column_names, resolve_column
+    from ..report.columns import column_names, resolve_column
 
     names = tuple(part.strip() for part in value.split(",") if part.strip())
     if not names:
@@ -102,7 +102,7 @@ def named_indexes(raw: Any, where: str) -> tuple[tuple[str | None, IndexSpec], .
     shows its name in the test id (``h-prod`` rather than ``h-faiss:hnsw(M=32,efSearch=64)``),
     so its baseline entry stays when its parameters change and the gate compares them. Each
     spec is checked against its engine; a ConfigError names ``where``."""
-    from .retrieval.indexes.base import IndexSpec, parse_indexes
+    from ..retrieval.indexes.base import IndexSpec, parse_indexes
 
     if raw is None:
         return ()
@@ -538,7 +538,7 @@ class Options:
     def ray_settings(self) -> RaySettings:
         """The :class:`~.distributed.RaySettings` of ``--embedbench-ray`` and its
         ``--embedbench-ray-*`` options (only when :attr:`ray` is set)."""
-        from .distributed.settings import RaySettings
+        from ..distributed.settings import RaySettings
 
         if not self.ray:
             raise ConfigError("no Ray address: --embedbench-ray is not set")

@@ -1,7 +1,7 @@
 """The ``embedbench.yaml`` file (and the run options, re-exported).
 
 The run options (command line and ini) are the frozen :class:`~.options.Options`, defined with
-their flags and ini keys in :mod:`~pytest_embedbench.options`. ``embedbench.yaml`` names
+their flags and ini keys in :mod:`~pytest_embedbench.config.options`. ``embedbench.yaml`` names
 datasets, default models, provider options and thresholds::
 
     datasets:
@@ -51,14 +51,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .core.io import read_yaml
-from .retrieval.indexes.base import IndexSpec
-from .data.chunking import ChunkingSettings
-from .data.datasets import DOCUMENT_SUFFIXES
-from .core.exceptions import ConfigError, MetricError, UnknownProviderError, did_you_mean, unknown_hint
-from .evaluation.metrics import parse_cutoffs, parse_metric
+from ..core.io import read_yaml
+from ..retrieval.indexes.base import IndexSpec
+from ..data.chunking import ChunkingSettings
+from ..data.datasets import DOCUMENT_SUFFIXES
+from ..core.exceptions import ConfigError, MetricError, UnknownProviderError, did_you_mean, unknown_hint
+from ..evaluation.metrics import parse_cutoffs, parse_metric
 from .options import PRIORITIES, Options, named_indexes
-from .models.providers.spec import ModelSpec
+from ..models.providers.spec import ModelSpec
 
 __all__ = [
     "CONFIG_NAME",
@@ -200,7 +200,7 @@ def load_config(path: Path) -> ProjectConfig:
     named = named_indexes(raw.get("indexes"), f"{path}: indexes")
     paraphrase = None
     if raw.get("paraphrase") is not None:
-        from .generate.paraphrase import paraphrase_settings
+        from ..generate.paraphrase import paraphrase_settings
 
         paraphrase = paraphrase_settings(raw["paraphrase"], f"{path}: paraphrase")
     return ProjectConfig(
@@ -233,7 +233,7 @@ def _generated_evalsets(path: Path, base: Path, raw: Any, said: list[str]) -> An
     for name, entry in raw.items():
         if not (isinstance(entry, Mapping) and isinstance(entry.get("evalset"), Mapping)):
             continue
-        from .generate import dataset_generation, generate_or_reuse_evalset
+        from ..generate import dataset_generation, generate_or_reuse_evalset
 
         where = f"{path}: datasets.{name}"
         settings, docs = dataset_generation(entry, name=str(name), where=where, base=base)
@@ -437,7 +437,7 @@ def parse_extensions(raw: Any, where: str) -> tuple[str, ...] | None:
 def check_gate_metric_names(raw: Any, where: str) -> None:
     """Every name in a gate's ``metrics`` list is a metric; a typo names ``where`` (file and
     key) and the closest gated metric. The list's shape is left to the gate's own parser."""
-    from .baseline import KEPT_METRICS
+    from ..baseline import KEPT_METRICS
 
     names = [raw] if isinstance(raw, str) else raw
     if not isinstance(names, list):
@@ -469,7 +469,7 @@ def check_provider_names(spec: ModelSpec, where: str) -> None:
     """A provider name that is a near miss of a registered one (``bm-25``) is a ConfigError
     naming ``where``. A name near none is left to the model's tests, which fail with the list
     of known providers (the provider may come from a plugin that is not loaded here)."""
-    from .models.providers import PROVIDERS, provider_class, split_hybrid
+    from ..models.providers import PROVIDERS, provider_class, split_hybrid
 
     specs = [spec.spec]
     while specs:

@@ -12,18 +12,6 @@ Usage without pytest::
 from __future__ import annotations
 
 from .cache.store import EmbeddingCache
-from .data.chunking import Chunk, ChunkingSettings, chunk_documents
-from .evaluation.cutoffs import Cutoffs
-from .data.datasets import (
-    Document,
-    EvalSet,
-    Query,
-    RetrievalDataset,
-    load_beir,
-    load_dataset,
-    load_evalset,
-)
-from .evaluation.evaluate import DEFAULT_K, Evaluator, RetrievalResult, evaluate
 from .core.exceptions import (
     BaselineError,
     CacheError,
@@ -38,10 +26,32 @@ from .core.exceptions import (
     StressUnavailableError,
     UnknownProviderError,
 )
-from .retrieval.exact import ExactIndex
+from .data.chunking import Chunk, ChunkingSettings, chunk_documents
+from .data.datasets import (
+    Document,
+    EvalSet,
+    Query,
+    RetrievalDataset,
+    load_beir,
+    load_dataset,
+    load_evalset,
+)
 from .data.ingest import IngestWarning, load_documents
+from .data.stress.needle import needle_dataset
+from .data.stress.noise import noisy_dataset, perturb
+from .evaluation.cutoffs import Cutoffs
+from .evaluation.evaluate import DEFAULT_K, Evaluator, RetrievalResult, evaluate
 from .evaluation.measure import LatencyStats, Timings
 from .evaluation.metrics import METRICS, QrelArrays, score_arrays, score_run
+from .evaluation.stats import (
+    Comparison,
+    Estimate,
+    bootstrap,
+    compare_scores,
+    holm,
+    paired_bootstrap,
+)
+from .evaluation.workloads import StressedResult, Workload, evaluate_workload, parse_workloads
 from .models.providers import (
     PROVIDERS,
     EmbeddingProvider,
@@ -52,16 +62,7 @@ from .models.providers import (
     register_provider,
 )
 from .models.search import Searcher
-from .evaluation.stats import Comparison, Estimate, bootstrap, compare_scores, holm, paired_bootstrap
-from .stress import (
-    StressedResult,
-    Workload,
-    evaluate_workload,
-    needle_dataset,
-    noisy_dataset,
-    parse_workloads,
-    perturb,
-)
+from .retrieval.exact import ExactIndex
 
 __version__ = "0.1.0"
 

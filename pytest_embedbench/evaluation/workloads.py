@@ -14,7 +14,7 @@ paired bootstrap difference stressed - clean.
 Usage::
 
     from pytest_embedbench import Evaluator
-    from pytest_embedbench.stress.workloads import evaluate_workload, parse_workloads
+    from pytest_embedbench.evaluation.workloads import evaluate_workload, parse_workloads
 
     ev = Evaluator(seed=0)
     for point in parse_workloads(["noise:typo*5", "needle:2k@0,1"]):

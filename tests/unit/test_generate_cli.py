@@ -261,7 +261,7 @@ def test_an_ollama_server_that_accepts_and_never_answers_names_the_timeout_flag(
 def test_min_margin_flag_takes_a_number_or_off() -> None:
     import argparse
 
-    from pytest_embedbench.generate.cli import _settings_from_flags, add_parser
+    from pytest_embedbench.cli.generate import _settings_from_flags, add_parser
 
     parser = argparse.ArgumentParser()
     add_parser(parser.add_subparsers())

@@ -7,7 +7,7 @@ import pytest
 
 from pytest_embedbench import Evaluator, RetrievalDataset
 from pytest_embedbench.core.exceptions import ConfigError
-from pytest_embedbench.stress import evaluate_workload, parse_workloads
+from pytest_embedbench.evaluation.workloads import evaluate_workload, parse_workloads
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ defaults' when the dataset is not chunked).
 
 Usage::
 
-    from pytest_embedbench.stress.chunks import chunk_size_dataset
+    from pytest_embedbench.data.stress.chunks import chunk_size_dataset
     evaluate("bm25", chunk_size_dataset(dataset, 256)).compare(evaluate("bm25", dataset))
 """
 

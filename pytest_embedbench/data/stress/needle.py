@@ -17,7 +17,7 @@ Lengths are counted with a tokenizer: the model's own where it has one, else a n
 
 Usage::
 
-    from pytest_embedbench.stress.needle import needle_dataset
+    from pytest_embedbench.data.stress.needle import needle_dataset
     point = needle_dataset(8192, 0.5, seed=0, max_seq_length=256)
     evaluate("hf:sentence-transformers/all-MiniLM-L6-v2", point.dataset).hit(1)
     point.info["cut"]          # True: the needle sits past token 256

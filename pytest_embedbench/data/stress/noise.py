@@ -15,7 +15,7 @@ queries are in the set or on their order.
 
 Usage::
 
-    from pytest_embedbench.stress.noise import noisy_dataset, perturb
+    from pytest_embedbench.data.stress.noise import noisy_dataset, perturb
     perturb("how do I reset my password", "typo", seed=0)    # 'how do I rest my password'
     noisy = noisy_dataset(dataset, "truncate:0.5", seed=0)     # same ids, half the words
 """

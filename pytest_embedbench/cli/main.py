@@ -30,8 +30,8 @@ from typing import Any
 
 from tabulate import tabulate
 
-from .models.providers import PROVIDERS, EmbeddingProvider, provider_class
-from .models.providers.catalogue import CATALOGUE, PRICES_AS_OF
+from ..models.providers import PROVIDERS, EmbeddingProvider, provider_class
+from ..models.providers.catalogue import CATALOGUE, PRICES_AS_OF
 
 __all__ = ["main", "providers_table", "run_artifacts"]
 
@@ -108,8 +108,8 @@ def _providers(args: argparse.Namespace) -> int:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from .report.summary import Summary
-    from .report.terminal import render_summary
+    from ..report.summary import Summary
+    from ..report.terminal import render_summary
 
     path = Path(args.path)
     try:
@@ -144,9 +144,9 @@ def _report(args: argparse.Namespace) -> int:
 def _write_files(args: argparse.Namespace, summary: Any, report: dict[str, Any]) -> int:
     """``-o``, ``--csv``, ``--md``, ``--github-summary`` and ``--pr-comment``: the files the
     run would have written from this JSON."""
-    from .report.artifacts import write_ci_reports, write_failure
-    from .report.html import render_html
-    from .report.tabular import render_markdown, write_csv
+    from ..report.artifacts import write_ci_reports, write_failure
+    from ..report.html import render_html
+    from ..report.tabular import render_markdown, write_csv
 
     clash = _clashing_output(args)
     if clash is not None:
@@ -172,7 +172,7 @@ def _write_files(args: argparse.Namespace, summary: Any, report: dict[str, Any])
         for done in written:  # like the end of a run: every file written, by path
             print(f"{label}: {done}")
     if args.github_summary or args.pr_comment:
-        from .report.ci import github_run_url
+        from ..report.ci import github_run_url
 
         # as the run wrote them: listing the files the run wrote (its configuration names
         # them), relative to the folder this runs in, and the workflow run's page
@@ -197,7 +197,7 @@ def run_artifacts(report: Mapping[str, Any]) -> list[tuple[str, Path]]:
     """The files a run wrote before its GitHub job summary and PR comment, which list them:
     ``(label, path)`` in the run's order (the JSON report, the HTML report, each CSV file, the
     Markdown), from the report's configuration block (the paths the run was given)."""
-    from .config.options import CSV_FILES
+    from ..config.options import CSV_FILES
 
     config = report.get("configuration")
     config = config if isinstance(config, Mapping) else {}
@@ -219,7 +219,7 @@ def run_artifacts(report: Mapping[str, Any]) -> list[tuple[str, Path]]:
 def _clashing_output(args: argparse.Namespace) -> str | None:
     """Why an output of ``embedbench report`` would overwrite the report it reads, or another
     of its outputs (None when each has its own file)."""
-    from .config.options import CSV_FILES, shared_output_file
+    from ..config.options import CSV_FILES, shared_output_file
 
     targets = [("-o", args.output), ("--md", args.md)]
     targets += [("--github-summary", args.github_summary), ("--pr-comment", args.pr_comment)]
@@ -235,14 +235,14 @@ def _clashing_output(args: argparse.Namespace) -> str | None:
 
 
 def _write(path: Path, text: str) -> list[Path]:
-    from .core.io import atomic_write_text
+    from ..core.io import atomic_write_text
 
     atomic_write_text(path, text)
     return [path]
 
 
 def _columns(value: str) -> tuple[str, ...]:
-    from .config.options import parse_columns
+    from ..config.options import parse_columns
 
     return parse_columns(value)
 
@@ -311,13 +311,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--columns", type=_columns, metavar="NAMES", help="the table's columns, comma-separated"
     )
     report.set_defaults(func=_report)
-    from .generate.cli import add_parser as add_generate
+    from .generate import add_parser as add_generate
 
     add_generate(sub)  # embedbench generate-evalset
-    from .stress.cli import add_parser as add_stress
+    from .stress import add_parser as add_stress
 
     add_stress(sub)  # embedbench stress needle|noise
-    from .distributed.cli import add_parser as add_embed
+    from .embed import add_parser as add_embed
 
     add_embed(sub)  # embedbench embed --ray ADDRESS: fill the cache through Ray
     args = parser.parse_args(argv)

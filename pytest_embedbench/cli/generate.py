@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from ..core.progress import StderrProgress
-from .evalset import evalset_fingerprint, sidecar_path, write_evalset, write_sidecar
-from .run import ensure_generated_evalset, generate_evalset
-from .settings import GenerationSettings, dataset_generation
+from ..generate.evalset import evalset_fingerprint, sidecar_path, write_evalset, write_sidecar
+from ..generate.run import ensure_generated_evalset, generate_evalset
+from ..generate.settings import GenerationSettings, dataset_generation
 
 __all__ = ["add_parser"]
 

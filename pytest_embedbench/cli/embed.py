@@ -17,8 +17,8 @@ from typing import Any
 
 from ..core.exceptions import EmbedBenchError, ProviderError
 from ..core.progress import StderrProgress
-from .engine import embed_dataset
-from .settings import RaySettings
+from ..distributed.engine import embed_dataset
+from ..distributed.settings import RaySettings
 
 __all__ = ["add_parser", "run"]
 

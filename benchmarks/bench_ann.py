@@ -2,7 +2,7 @@
 
 all-MiniLM-L6-v2 over the SciFact test split (5,183 documents, 300 queries): the corpus is
 embedded once into one cache folder (the first run's cost; later runs read it), then indexed
-once per spec through :func:`~pytest_embedbench.evaluation.indexed.evaluate_indexed`, exactly what a test
+once per spec through :func:`~evaluation.indexed.evaluate_indexed`, exactly what a test
 with ``indexes=[...]`` runs. Per index it prints the build time, the size, the index's own
 query latency (one query vector at a time: p50, p95, QPS) with QPS as a ratio to exact search
 (the anchor), the neighbour recall@10 against exact search and nDCG@10 with its paired delta
@@ -23,10 +23,10 @@ import time
 from pathlib import Path
 
 from pytest_embedbench import load_dataset
-from pytest_embedbench.retrieval.indexes.base import IndexSpec
 from pytest_embedbench.evaluation.evaluate import Evaluator
 from pytest_embedbench.evaluation.indexed import evaluate_indexed
 from pytest_embedbench.models.providers import ModelSpec
+from pytest_embedbench.retrieval.indexes.base import IndexSpec
 
 INDEXES = (
     "exact",

@@ -153,9 +153,9 @@ def warm_run(root: Path, vectors: np.ndarray, rounds: int) -> None:
     copied one by one in corpus order, then ``ExactIndex`` gathering them into its order;
     "now": ``embed_cached(order=storage_order(ids))``, one read gathered straight into the
     index's order, kept as is by ``ExactIndex(stored_order=...)``."""
-    from pytest_embedbench.retrieval.exact import ExactIndex, storage_order
     from pytest_embedbench.models.providers.base import EmbeddingProvider
     from pytest_embedbench.retrieval.dense import cache_keys, embed_cached
+    from pytest_embedbench.retrieval.exact import ExactIndex, storage_order
 
     n, dim = vectors.shape
     texts = [f"document {i} " + "word " * (i % 13) for i in range(n)]

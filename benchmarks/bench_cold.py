@@ -198,7 +198,7 @@ spec = json.load(open(sys.argv[1]))
 folder = Path(spec["folder"])  # its pytest.ini and test file written by the benchmark
 code = pytest.main([
     str(folder / "test_rerun.py"), "-c", str(folder / "pytest.ini"), "--rootdir", str(folder),
-    "-q", "-p", "no:cacheprovider", "-p", "pytest_embedbench.plugin",
+    "-q", "-p", "no:cacheprovider", "-p", "pytest_embedbench.plugin.hooks",
     "--embedbench-cache-dir", spec["cache"],
     *spec["pytest_args"],
 ])

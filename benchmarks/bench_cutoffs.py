@@ -1,6 +1,6 @@
 """Do the cut-offs' stated levels hold on new queries? 20 seeded calibration/held-out splits.
 
-For each seed ``s`` in ``range(--splits)``, :func:`~pytest_embedbench.evaluation.cutoffs.cutoffs_of` draws
+For each seed ``s`` in ``range(--splits)``, :func:`~evaluation.cutoffs.cutoffs_of` draws
 the random documents and the half split of the queries from ``s`` (what ``retrieval.cutoffs``
 does with the run's seed), calibrates on one half and reports on the other. The model's index is
 built once (documents from the cache) and every split reads the query vectors from the cache, so

@@ -26,8 +26,8 @@ import time
 import numpy as np
 
 from pytest_embedbench import ExactIndex
-from pytest_embedbench.retrieval.exact import faiss_available
 from pytest_embedbench.evaluation.measure import RSSSampler
+from pytest_embedbench.retrieval.exact import faiss_available
 
 MB = 1024 * 1024
 

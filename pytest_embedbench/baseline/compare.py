@@ -8,8 +8,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..records.querydiff import QueryDiff, failure_lines, query_diff, query_label
 from ..evaluation.record import TestRecord, as_record
+from ..records.querydiff import QueryDiff, failure_lines, query_diff, query_label
 from ..records.resultdata import GateDelta, GateOutcome, ResultData
 from .settings import (
     DEFAULT_FIGURES,

@@ -34,10 +34,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..core.io import read_yaml
-from ..retrieval.indexes.base import has_vectors
 from ..core.exceptions import ConfigError, MetricError, did_you_mean, unknown_hint
+from ..core.io import read_yaml
 from ..evaluation.metrics import METRICS, parse_metric
+from ..models.providers.registry import has_vectors
 from .settings import index_key
 
 if TYPE_CHECKING:

@@ -82,8 +82,8 @@ def run(args: argparse.Namespace) -> int:
     from ..data.datasets import load_dataset
     from ..evaluation.evaluate import Evaluator
     from ..evaluation.metrics import parse_cutoffs
-    from ..report.stress import point_row, render_stress
     from ..evaluation.workloads import evaluate_workload, parse_workloads
+    from ..report.stress import point_row, render_stress
 
     try:
         points = parse_workloads(_specs(args), seed=args.seed)

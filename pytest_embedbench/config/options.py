@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..core.exceptions import ConfigError
+from ..report.tabular import CSV_FILES, INDEX_CSV
 from .optionspec import (
     PRIORITIES,
     OptionSpec,
@@ -34,11 +35,10 @@ from .optionspec import (
     parse_priority,
     parse_update_mode,
 )
-from ..report.tabular import CSV_FILES, INDEX_CSV
 
 if TYPE_CHECKING:
-    from ..retrieval.indexes.base import IndexSpec
     from ..distributed.settings import RaySettings
+    from ..retrieval.indexes.base import IndexSpec
 
 __all__ = [
     "PRIORITIES",

@@ -51,14 +51,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..core.exceptions import (
+    ConfigError,
+    MetricError,
+    UnknownProviderError,
+    did_you_mean,
+    unknown_hint,
+)
 from ..core.io import read_yaml
-from ..retrieval.indexes.base import IndexSpec
 from ..data.chunking import ChunkingSettings
 from ..data.datasets import DOCUMENT_SUFFIXES
-from ..core.exceptions import ConfigError, MetricError, UnknownProviderError, did_you_mean, unknown_hint
 from ..evaluation.metrics import parse_cutoffs, parse_metric
-from .options import PRIORITIES, Options, named_indexes
 from ..models.providers.spec import ModelSpec
+from ..retrieval.indexes.base import IndexSpec
+from .options import PRIORITIES, Options, named_indexes
 
 __all__ = [
     "CONFIG_NAME",

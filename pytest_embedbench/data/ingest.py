@@ -45,9 +45,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from .docformats import READERS, Skip, Unreadable
 from ..core.exceptions import ConfigError, DatasetError, EmbedBenchWarning
 from ..core.types import Document
+from .docformats import READERS, Skip, Unreadable
 
 __all__ = [
     "SUPPORTED_EXTENSIONS",

@@ -19,10 +19,10 @@ from .settings import Progress, RayEmbedReport, RaySettings, connect, hosted_rea
 
 if TYPE_CHECKING:
     from ..cache.store import EmbeddingCache
+    from ..core.types import Document
     from ..data.datasets import RetrievalDataset
     from ..models.providers import ModelSpec, Provider
     from ..models.providers.base import EmbeddingProvider
-    from ..core.types import Document
 
 __all__ = ["RayPrefill", "embed_dataset", "embed_documents", "prefill_hook", "worker_misfit"]
 
@@ -359,8 +359,8 @@ def embed_dataset(
     ds = load_dataset(dataset, split=split)
     documents: Sequence[Document] = ds.documents
     if ds.chunking is not None:
-        from ..retrieval.pooling import chunk_pseudo_documents
         from ..evaluation.evaluate import Evaluator
+        from ..retrieval.pooling import chunk_pseudo_documents
 
         provider.ensure_loaded()
         chunks = Evaluator(cache=store).chunks(ds, provider)

@@ -425,9 +425,9 @@ def clustered_interval(
 def incomparable_scores(retriever: Retriever) -> str | None:
     """Why one score means different things for different queries of ``retriever`` (None
     when its scores are cosines, ranks, or of a kind the score range must decide)."""
-    from ..retrieval.pooling import PooledRetriever
-    from ..retrieval.dense import DenseRetriever
     from ..models.providers.lexical import BM25Retriever
+    from ..retrieval.dense import DenseRetriever
+    from ..retrieval.pooling import PooledRetriever
 
     while isinstance(retriever, PooledRetriever):  # a document's score is its best chunk's
         retriever = retriever.inner
@@ -747,8 +747,8 @@ def cutoffs_of(
 
 
 def _fused(retriever: Retriever) -> bool:
-    from ..retrieval.pooling import PooledRetriever
     from ..models.providers.lexical import HybridRetriever
+    from ..retrieval.pooling import PooledRetriever
 
     while isinstance(retriever, PooledRetriever):
         retriever = retriever.inner

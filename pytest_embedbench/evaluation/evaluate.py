@@ -30,7 +30,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..cache.store import CacheStats, EmbeddingCache
+from ..core.exceptions import ConfigError
+from ..core.types import Query
 from ..data.datasets import RetrievalDataset, load_dataset
+from ..models.providers import BuildStats, ModelSpec, Provider, Retriever, create_provider
 from ..retrieval.pooling import (
     PooledRetriever,
     PooledRun,
@@ -38,7 +41,6 @@ from ..retrieval.pooling import (
     chunk_pseudo_documents,
     dataset_chunks,
 )
-from ..core.exceptions import ConfigError
 from .measure import (
     DEFAULT_LATENCY_PASSES,
     DEFAULT_LATENCY_SAMPLE,
@@ -51,10 +53,8 @@ from .measure import (
     thread_settings,
 )
 from .metrics import DEFAULT_K, parse_cutoffs
-from ..models.providers import BuildStats, ModelSpec, Provider, Retriever, create_provider
 from .result import RetrievalResult
 from .stats import DEFAULT_RESAMPLES
-from ..core.types import Query
 
 if TYPE_CHECKING:
     from ..core.types import Chunk

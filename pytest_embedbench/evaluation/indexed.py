@@ -22,16 +22,16 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..retrieval.indexes.base import IndexedRetriever, IndexRun, IndexSpec, measure_index
 from ..core.exceptions import ConfigError
+from ..retrieval.indexes.base import IndexedRetriever, IndexRun, IndexSpec, measure_index
 
 if TYPE_CHECKING:
+    from ..core.types import Query
     from ..data.datasets import RetrievalDataset
+    from ..models.providers.spec import ModelSpec
     from ..retrieval.pooling import PooledRetriever
     from .evaluate import Evaluator
-    from ..models.providers.spec import ModelSpec
     from .result import RetrievalResult
-    from ..core.types import Query
 
 __all__ = ["evaluate_indexed"]
 
@@ -48,9 +48,9 @@ def evaluate_indexed(
     chunk) vectors from the embedding cache (embedded once for every index of the model), the
     index built over them, the run scored as any other, and the index's figures attached
     (:meth:`~pytest_embedbench.result.RetrievalResult.attach_index`)."""
-    from ..retrieval.pooling import PooledRetriever
-    from ..retrieval.dense import DenseRetriever
     from ..retrieval.base import BuildStats
+    from ..retrieval.dense import DenseRetriever
+    from ..retrieval.pooling import PooledRetriever
 
     provider = evaluator.provider(model)
     stats = BuildStats()

@@ -21,8 +21,8 @@ from ..records.resultdata import GateOutcome, ResultData, as_outcome, as_result
 
 if TYPE_CHECKING:
     from ..data.datasets import RetrievalDataset
-    from .evaluate import RetrievalResult
     from ..models.providers import ModelSpec
+    from .evaluate import RetrievalResult
 
 
 class _Named(Protocol):
@@ -35,7 +35,7 @@ class _Workload(Protocol):
 
 
 class CaseLike(Protocol):
-    """What a record takes from a test's case (:class:`~pytest_embedbench.cases.Case` is one):
+    """What a record takes from a test's case (:class:`~plugin.cases.Case` is one):
     declared here, so this engine module needs nothing of the pytest layer."""
 
     @property

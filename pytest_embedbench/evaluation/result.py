@@ -18,11 +18,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..cache.store import CacheStats
-from .cutoffs import Cutoffs
-from ..data.datasets import RetrievalDataset
 from ..core.exceptions import ConfigError, MetricError
-from .measure import LatencyStats, Timings
-from .metrics import METRICS, QrelArrays, compute, judge_arrays, parse_metric
+from ..data.datasets import RetrievalDataset
 from ..models.providers import ModelSpec, Provider
 from ..records.resultdata import (
     CacheData,
@@ -37,13 +34,16 @@ from ..records.resultdata import (
     storage_figures,
 )
 from ..records.serial import from_data
+from .cutoffs import Cutoffs
+from .measure import LatencyStats, Timings
+from .metrics import METRICS, QrelArrays, compute, judge_arrays, parse_metric
 from .stats import Estimate, bootstrap, paired_bootstrap
 
 if TYPE_CHECKING:
-    from ..retrieval.indexes.base import IndexRun
-    from ..data.chunking import ChunkingSettings
-    from ..retrieval.pooling import PooledRun
     from ..core.types import Chunk
+    from ..data.chunking import ChunkingSettings
+    from ..retrieval.indexes.base import IndexRun
+    from ..retrieval.pooling import PooledRun
 
 __all__ = ["RETRIEVED_KEPT", "RetrievalResult"]
 

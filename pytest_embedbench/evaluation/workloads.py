@@ -30,20 +30,20 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..data.datasets import RetrievalDataset
 from ..core.exceptions import ConfigError
-from .metrics import parse_metric
-from .result import RetrievalResult
-from ..records.resultdata import MetricData, ResultData, StressData
-from ..records.serial import from_data
-from .stats import Estimate, paired_bootstrap
+from ..data.datasets import RetrievalDataset
 from ..data.stress.chunks import chunk_size_dataset, parse_size
 from ..data.stress.needle import depth_id, length_id, needle_dataset, parse_length
 from ..data.stress.noise import Paraphraser, noisy_dataset, parse_noise
+from ..records.resultdata import MetricData, ResultData, StressData
+from ..records.serial import from_data
+from .metrics import parse_metric
+from .result import RetrievalResult
+from .stats import Estimate, paired_bootstrap
 
 if TYPE_CHECKING:
-    from .evaluate import Evaluator
     from ..models.providers import ModelSpec, Provider
+    from .evaluate import Evaluator
 
 __all__ = ["STRESS", "StressedResult", "Workload", "evaluate_workload", "parse_workloads"]
 

@@ -8,8 +8,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..data.chunking import chunk_documents_with
 from ..core.types import Document
+from ..data.chunking import chunk_documents_with
 from .chat import _backend, _Generator
 from .evalset import (
     _check_fresh,

@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..data.chunking import ChunkingSettings
 from ..core.exceptions import ConfigError, EmbedBenchError, did_you_mean
+from ..data.chunking import ChunkingSettings
 
 #: bumped whenever the words of the prompts (:mod:`.prompts`) change: a set records the version
 #: that wrote it, and the version is part of a generated set's fingerprint (:meth:`identity`)

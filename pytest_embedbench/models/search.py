@@ -11,8 +11,8 @@ at what a model retrieves; without pytest, build one from a provider::
 
 from __future__ import annotations
 
-from .providers.base import Provider
 from ..retrieval.base import Retriever
+from .providers.base import Provider
 from .providers.spec import ModelSpec
 
 __all__ = ["Searcher"]

@@ -31,8 +31,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..evaluation.record import TestRecord, as_record
 from ..core.redaction import _secret_env_values, redact
+from ..evaluation.record import TestRecord, as_record
 from ..records.resultdata import ResultData
 from .columns import resolve_column
 from .stress import TextTable, cutoff_tables, stress_tables

@@ -34,8 +34,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..evaluation.measure import machine_info
 from ..core.redaction import redact
+from ..evaluation.measure import machine_info
 from .stress_summary import stress_points
 
 if TYPE_CHECKING:

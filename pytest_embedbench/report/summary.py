@@ -31,8 +31,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..core.io import finite as finite_data
-from ..records.querydiff import QueryDiff, query_diff
 from ..evaluation.record import Status, TestRecord, as_record
+from ..records.querydiff import QueryDiff, query_diff
 from ..records.resultdata import GateDelta, GateOutcome, LatencyData, ResultData
 from ..records.serial import from_data, to_data
 from .columns import FIGURES, direction, metric_names
@@ -55,7 +55,7 @@ if TYPE_CHECKING:
 
 
 class RunOptions(Protocol):
-    """The run options a summary reads (:class:`~pytest_embedbench.config.options.Options` has them);
+    """The run options a summary reads (:class:`~config.options.Options` has them);
     declared here, so the reports import nothing of the options table, which imports the
     reports' column list."""
 
@@ -73,7 +73,7 @@ class RunOptions(Protocol):
 
 class RunState(Protocol):
     """What a summary reads of a run: the session of the pytest layer is one
-    (:class:`~pytest_embedbench.session.EmbedBenchSession`), declared here so the outputs need
+    (:class:`~plugin.session.EmbedBenchSession`), declared here so the outputs need
     nothing above them."""
 
     @property

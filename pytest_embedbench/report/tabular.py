@@ -26,9 +26,9 @@ from pathlib import Path
 from typing import Any
 
 from ..core.io import atomic_write_text
-from ..records.querydiff import QueryChange, QueryDiff, excerpt
-from ..evaluation.record import TestRecord
 from ..core.redaction import _secret_env_values, redact
+from ..evaluation.record import TestRecord
+from ..records.querydiff import QueryChange, QueryDiff, excerpt
 from .columns import FIGURES, Figure, metric_names
 from .index_tables import index_columns, index_csv_rows, index_tables
 from .stress import TextTable, cutoff_tables, stress_tables

@@ -30,11 +30,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ..core.exceptions import ConfigError, DatasetError
+from ..core.types import Document
 from ..data.datasets import RetrievalDataset
 from ..data.datasets.core import format_problems
-from ..core.exceptions import ConfigError, DatasetError
 from .base import Retriever
-from ..core.types import Document
 
 if TYPE_CHECKING:
     from ..core.types import Chunk

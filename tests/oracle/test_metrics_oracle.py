@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pytest_embedbench.evaluation import metrics as metrics_module
 from pytest_embedbench import score_run
+from pytest_embedbench.evaluation import metrics as metrics_module
 
 pytrec_eval = pytest.importorskip("pytrec_eval")
 

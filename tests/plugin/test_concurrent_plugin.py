@@ -12,8 +12,8 @@ from unittest.mock import Mock
 
 import pytest
 
-from pytest_embedbench._xdist import crash_safe_load
 from pytest_embedbench.cache.store import FILENAME
+from pytest_embedbench.plugin.xdist import crash_safe_load
 
 from .test_faults_plugin import finish, project, spawn, write_models_test
 

@@ -19,7 +19,7 @@ from unittest.mock import Mock
 import pytest
 from filelock import FileLock
 
-from pytest_embedbench._xdist import crash_safe_loadgroup
+from pytest_embedbench.plugin.xdist import crash_safe_loadgroup
 
 from .conftest import CONFTEST
 from .test_baseline_plugin import make_dataset

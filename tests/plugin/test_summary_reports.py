@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_embedbench import plugin
 from pytest_embedbench.cli import main
 from pytest_embedbench.config.options import CSV_FILES
+from pytest_embedbench.plugin import hooks as plugin
 from pytest_embedbench.report.summary import Summary
 
 TESTS = """

@@ -7,9 +7,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pytest_embedbench.retrieval.indexes.base import IndexSpec, create_index, neighbour_recall, parse_indexes
 from pytest_embedbench.config.project import load_config
 from pytest_embedbench.core.exceptions import ConfigError
+from pytest_embedbench.retrieval.indexes.base import (
+    IndexSpec,
+    create_index,
+    neighbour_recall,
+    parse_indexes,
+)
 from tests.index_engines import require_engine
 
 

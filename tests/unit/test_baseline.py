@@ -406,7 +406,7 @@ def test_changed_settings_and_dataset_parts_are_named() -> None:
 
 
 def bm25_settings(**options: float) -> dict:
-    """A record's settings as :func:`~pytest_embedbench.evaluation.record.settings_of` keeps them for
+    """A record's settings as :func:`~evaluation.record.settings_of` keeps them for
     ``bm25`` with ``options``: the user's options, and the provider's applied ones."""
     applied = {"k1": 1.5, "b": 0.75, "method": "lucene"} | options
     return {

@@ -9,10 +9,16 @@ from pathlib import Path
 import pytest
 
 from pytest_embedbench import ConfigError, Document, Query, RetrievalDataset
-from pytest_embedbench.cases import MARKER_KEYS, CaseBuilder, DatasetRef, MarkerArgs, dataset_key
-from pytest_embedbench.data.chunking import ChunkingSettings
 from pytest_embedbench.config.project import Options
-from pytest_embedbench.session import EmbedBenchSession
+from pytest_embedbench.data.chunking import ChunkingSettings
+from pytest_embedbench.plugin.cases import (
+    MARKER_KEYS,
+    CaseBuilder,
+    DatasetRef,
+    MarkerArgs,
+    dataset_key,
+)
+from pytest_embedbench.plugin.session import EmbedBenchSession
 
 
 def tiny() -> RetrievalDataset:

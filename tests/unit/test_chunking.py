@@ -9,6 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from pytest_embedbench.core.exceptions import ConfigError
 from pytest_embedbench.data.chunking import (
     Chunk,
     ChunkingSettings,
@@ -17,7 +18,6 @@ from pytest_embedbench.data.chunking import (
     load_tokenizer,
 )
 from pytest_embedbench.data.datasets.core import Document
-from pytest_embedbench.core.exceptions import ConfigError
 
 STRATEGIES = ("fixed", "sentence", "recursive")
 

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from pytest_embedbench.core.exceptions import ConfigError
 from pytest_embedbench.config.options import Options
+from pytest_embedbench.core.exceptions import ConfigError
 from pytest_embedbench.report.artifacts import nothing_ran, write_ci_reports
 from pytest_embedbench.report.ci import (
     GITHUB_COMMENT_LIMIT,

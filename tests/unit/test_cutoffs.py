@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from pytest_embedbench import Evaluator, RetrievalDataset
+from pytest_embedbench.core.exceptions import ConfigError
 from pytest_embedbench.evaluation.cutoffs import (
     DISTRIBUTION_BINS,
     LEVELS,
@@ -26,7 +27,6 @@ from pytest_embedbench.evaluation.cutoffs import (
     random_documents,
     smallest_alpha,
 )
-from pytest_embedbench.core.exceptions import ConfigError
 from pytest_embedbench.report.stress import cutoff_rows, render_cutoffs
 
 MINILM = "hf:sentence-transformers/all-MiniLM-L6-v2"

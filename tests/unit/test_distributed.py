@@ -213,8 +213,8 @@ def test_a_gpu_worker_on_a_cpu_only_local_ray_is_an_error_not_a_hang(
 
 
 def test_on_a_cluster_such_a_worker_is_a_warning(ray_cluster: Any) -> None:
-    from pytest_embedbench.distributed.engine import _check_fits
     from pytest_embedbench.core.exceptions import EmbedBenchWarning
+    from pytest_embedbench.distributed.engine import _check_fits
 
     with pytest.warns(EmbedBenchWarning, match="until the cluster adds such a node"):
         _check_fits(ray_cluster, RaySettings(address="auto", gpus_per_worker=1.0))

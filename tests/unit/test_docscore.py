@@ -17,12 +17,12 @@ import pytest
 
 import tests.helpers  # noqa: F401 - registers the "hashing" provider
 from pytest_embedbench import Evaluator
+from pytest_embedbench.core.exceptions import ConfigError, DatasetError
 from pytest_embedbench.data import chunking as chunking_module
 from pytest_embedbench.data.chunking import Chunk, ChunkingSettings
 from pytest_embedbench.data.datasets import Document, Query, RetrievalDataset
-from pytest_embedbench.retrieval.pooling import PooledRetriever, first_depth, pool, settled
-from pytest_embedbench.core.exceptions import ConfigError, DatasetError
 from pytest_embedbench.models.providers import Retriever
+from pytest_embedbench.retrieval.pooling import PooledRetriever, first_depth, pool, settled
 
 pytrec_eval = pytest.importorskip("pytrec_eval")
 

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from pytest_embedbench.data.datasets import load_evalset
 from pytest_embedbench.core.exceptions import ConfigError
+from pytest_embedbench.data.datasets import load_evalset
 from pytest_embedbench.generate import (
     GenerationError,
     GenerationSettings,
@@ -480,9 +480,9 @@ def test_the_round_trip_margin_rejects_a_question_several_documents_answer(
 def test_the_margin_is_the_lead_of_the_source_document() -> None:
     """Rank 1 is not enough: the source document must lead the next one by min_margin."""
     import tests.helpers  # noqa: F401
+    from pytest_embedbench.core.types import Document
     from pytest_embedbench.data.chunking import chunk_documents_with
     from pytest_embedbench.generate.filters import _Judge
-    from pytest_embedbench.core.types import Document
 
     documents = [Document(name, text) for name, text in FIBER_DOCS.items()]
     oats_q = "How much did oat bran fiber lower LDL cholesterol in adults?"

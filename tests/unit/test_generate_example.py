@@ -15,9 +15,10 @@ from typing import Any
 
 import pytest
 
+from pytest_embedbench.core.exceptions import ConfigError
 from pytest_embedbench.core.io import read_yaml
 from pytest_embedbench.data.datasets import load_dataset
-from pytest_embedbench.core.exceptions import ConfigError
+from pytest_embedbench.data.ingest import load_documents
 from pytest_embedbench.generate import (
     dataset_generation,
     evalset_fingerprint,
@@ -25,7 +26,6 @@ from pytest_embedbench.generate import (
     generate_evalset,
     sidecar_path,
 )
-from pytest_embedbench.data.ingest import load_documents
 
 from ..providers.servers import OllamaChatServer, chat_passage
 

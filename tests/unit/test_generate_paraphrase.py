@@ -10,16 +10,16 @@ from typing import Any
 
 import pytest
 
-from pytest_embedbench.data.datasets import RetrievalDataset
 from pytest_embedbench.core.exceptions import ConfigError
+from pytest_embedbench.core.types import Document, Query
+from pytest_embedbench.data.datasets import RetrievalDataset
+from pytest_embedbench.data.stress.noise import noisy_dataset
 from pytest_embedbench.generate import GenerationError
 from pytest_embedbench.generate.paraphrase import (
     ChatParaphraser,
     paraphrase_reason,
     paraphrase_settings,
 )
-from pytest_embedbench.data.stress.noise import noisy_dataset
-from pytest_embedbench.core.types import Document, Query
 
 from ..providers.servers import OpenAIChatServer
 

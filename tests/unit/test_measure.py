@@ -20,6 +20,7 @@ from pytest_embedbench import (
     register_provider,
 )
 from pytest_embedbench.baseline.thresholds import ThresholdSet, check_thresholds
+from pytest_embedbench.config.options import Options
 from pytest_embedbench.evaluation.measure import (
     DEFAULT_LATENCY_PASSES,
     DEFAULT_LATENCY_SAMPLE,
@@ -32,7 +33,6 @@ from pytest_embedbench.evaluation.measure import (
     quantile_interval,
     share_cores,
 )
-from pytest_embedbench.config.options import Options
 from pytest_embedbench.report.json_report import build_report
 from pytest_embedbench.report.recommend import recommend, speed_tiers
 from pytest_embedbench.report.terminal import busy_notes, render_tables

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_embedbench.data.chunking import load_tokenizer
 from pytest_embedbench.core.exceptions import ConfigError
+from pytest_embedbench.data.chunking import load_tokenizer
 from pytest_embedbench.data.stress.needle import needle_dataset, parse_length
 from pytest_embedbench.evaluation.workloads import parse_workloads
 

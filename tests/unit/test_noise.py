@@ -6,8 +6,8 @@ import re
 
 import pytest
 
-from pytest_embedbench.data.datasets import Query, RetrievalDataset
 from pytest_embedbench.core.exceptions import ConfigError, StressUnavailableError
+from pytest_embedbench.data.datasets import Query, RetrievalDataset
 from pytest_embedbench.data.stress.noise import (
     STOPWORDS,
     TYPO_OPS,

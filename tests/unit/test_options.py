@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
+from pytest_embedbench.config.options import Options, option_specs
 from pytest_embedbench.config.project import Options as ReExported
 from pytest_embedbench.core.exceptions import ConfigError
-from pytest_embedbench.config.options import Options, option_specs
 
 REPO = Path(__file__).resolve().parents[2]
 

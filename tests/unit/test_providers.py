@@ -18,8 +18,8 @@ from pytest_embedbench import (
     UnknownProviderError,
     create_provider,
 )
-from pytest_embedbench.retrieval.lexical.bm25 import BM25Index, reciprocal_rank_fusion
 from pytest_embedbench.models.providers import provider_class
+from pytest_embedbench.retrieval.lexical.bm25 import BM25Index, reciprocal_rank_fusion
 
 
 def test_spec_parsing_and_short_names() -> None:

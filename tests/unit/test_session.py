@@ -12,8 +12,8 @@ from pytest_embedbench import ConfigError, Document, Query, RetrievalDataset
 from pytest_embedbench.baseline import GateSettings
 from pytest_embedbench.config.project import Options
 from pytest_embedbench.evaluation.record import FIELDS, Status, TestRecord
+from pytest_embedbench.plugin.session import EmbedBenchSession
 from pytest_embedbench.report.summary import build_summary
-from pytest_embedbench.session import EmbedBenchSession
 
 
 def dataset() -> RetrievalDataset:
@@ -150,7 +150,7 @@ def test_a_workers_output_names_what_it_collected_and_read(tmp_path: Path) -> No
 def test_the_baseline_folder_is_the_projects(tmp_path: Path) -> None:
     """gatekeeper.project_folder: --rootdir, then the ini file's folder, then embedbench.yaml
     (named, or the nearest to a path given), never the folder of a non-file ini path."""
-    from pytest_embedbench.gatekeeper import project_folder
+    from pytest_embedbench.plugin.gatekeeper import project_folder
 
     proj, other = tmp_path / "proj", tmp_path / "other"
     (proj / "tests").mkdir(parents=True)

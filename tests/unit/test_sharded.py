@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from pytest_embedbench import ConfigError, Evaluator, RetrievalDataset
-from pytest_embedbench.retrieval.exact import ExactIndex, ShardedIndex, faiss_available, shard_rows
 from pytest_embedbench.config.optionspec import parse_bytes
+from pytest_embedbench.retrieval.exact import ExactIndex, ShardedIndex, faiss_available, shard_rows
 
 BACKENDS = ["numpy", *(["faiss"] if faiss_available() else [])]
 

@@ -20,9 +20,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from ...core.exceptions import ConfigError
 from ..chunking import ChunkingSettings
 from ..datasets import RetrievalDataset
-from ...core.exceptions import ConfigError
 
 __all__ = ["DEFAULT_TOKENIZER", "chunk_size_dataset", "parse_size"]
 

@@ -31,9 +31,9 @@ from typing import Any
 
 import numpy as np
 
-from ..datasets import RetrievalDataset
 from ...core.exceptions import ConfigError
 from ...core.types import Document, Query
+from ..datasets import RetrievalDataset
 
 __all__ = ["DEFAULT_HAYSTACKS", "NeedlePoint", "needle_dataset", "parse_length"]
 

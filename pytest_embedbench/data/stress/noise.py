@@ -30,9 +30,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..datasets import RetrievalDataset
 from ...core.exceptions import ConfigError, StressUnavailableError
 from ...core.types import Query
+from ..datasets import RetrievalDataset
 
 __all__ = [
     "NOISE",

@@ -13,9 +13,9 @@ Where things live:
 
 from __future__ import annotations
 
+from ...retrieval.base import BuildStats, Retriever
 from .base import EmbeddingProvider, Provider, RankingProvider, require_extra
 from .registry import PROVIDERS, create_provider, provider_class, register_provider
-from ...retrieval.base import BuildStats, Retriever
 from .spec import ModelSpec, spec_fingerprint, split_hybrid
 
 __all__ = [

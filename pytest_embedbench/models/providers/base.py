@@ -40,8 +40,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 
 from ...core.exceptions import ConfigError, MissingExtraError, MissingKeyError, ProviderError
-from ...retrieval.dense import build_dense
 from ...retrieval.base import BuildStats, Kind, Retriever
+from ...retrieval.dense import build_dense
 from .retry import RetryDecision, RetryPolicy, default_retry_decision, status_of
 from .spec import fingerprint, number_options
 from .vectors import as_matrix, check_finite, l2_normalised

@@ -15,10 +15,10 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ...core.exceptions import ConfigError
+from ...retrieval.base import BuildStats, Retriever
 from ...retrieval.lexical.bm25 import BM25Index, reciprocal_rank_fusion
 from .base import Provider, RankingProvider
 from .registry import create_provider, register_provider
-from ...retrieval.base import BuildStats, Retriever
 from .spec import ModelSpec, split_hybrid
 
 if TYPE_CHECKING:

@@ -111,3 +111,14 @@ def create_provider(spec: str | ModelSpec) -> Provider:
     model_spec = ModelSpec.coerce(spec)
     cls = provider_class(model_spec.provider)
     return cls(model_spec.model, **model_spec.options)
+
+
+def has_vectors(spec: ModelSpec) -> bool:
+    """Whether ``spec``'s model embeds (so an index axis applies); a lexical model, a ranker
+    or a hybrid runs once, on its own search."""
+    from .base import EmbeddingProvider
+
+    try:
+        return issubclass(provider_class(spec.provider), EmbeddingProvider)
+    except UnknownProviderError:
+        return False

@@ -47,12 +47,11 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 
 from ...core.exceptions import ConfigError, MissingExtraError, did_you_mean
-from ..exact import ExactIndex
 from ..base import Retriever
+from ..exact import ExactIndex
 
 if TYPE_CHECKING:
     from ..dense import DenseRetriever
-    from ...models.providers.spec import ModelSpec
 
 __all__ = [
     "INDEX_ENTRY_POINT_GROUP",
@@ -62,7 +61,6 @@ __all__ = [
     "IndexedRetriever",
     "VectorIndex",
     "create_index",
-    "has_vectors",
     "index_class",
     "measure_index",
     "neighbour_recall",
@@ -182,19 +180,6 @@ def parse_indexes(raw: Any, where: str) -> tuple[IndexSpec, ...]:
     if dupes:
         raise ConfigError(f"{where}: index(es) {dupes} appear more than once")
     return tuple(specs)
-
-
-def has_vectors(spec: ModelSpec) -> bool:
-    """Whether ``spec``'s model embeds (so an index axis applies); a lexical model, a ranker
-    or a hybrid runs once, on its own search."""
-    from ...core.exceptions import UnknownProviderError
-    from ...models.providers import provider_class
-    from ...models.providers.base import EmbeddingProvider
-
-    try:
-        return issubclass(provider_class(spec.provider), EmbeddingProvider)
-    except UnknownProviderError:
-        return False
 
 
 # -- the engines ----------------------------------------------------------------------------

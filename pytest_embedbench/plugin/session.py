@@ -3,12 +3,12 @@
 The plugin builds it from :class:`~pytest_embedbench.config.project.Options` and keeps it in
 ``config.stash``; nothing here imports pytest's config machinery, so it works without pytest.
 Collection (markers, embedbench.yaml and options into cases) is
-:class:`~pytest_embedbench.cases.CaseBuilder`'s: the session asks it once per marked test.
+:class:`~pytest_embedbench.plugin.cases.CaseBuilder`'s: the session asks it once per marked test.
 What a run's records add up to (comparisons, recommendations, notices) is computed once, at the
 end, by :mod:`pytest_embedbench.report.summary`; this module keeps the run's state only.
 A (model, dataset, k) result is computed once per process however many tests use it; a model
 that fails to load fails every test that needs it, and only those. Thresholds, the baseline
-gate and the baseline update are :class:`~pytest_embedbench.gatekeeper.Gatekeeper`'s.
+gate and the baseline update are :class:`~pytest_embedbench.plugin.gatekeeper.Gatekeeper`'s.
 """
 
 from __future__ import annotations
@@ -19,16 +19,16 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from ..config.project import Options
+from ..data.datasets import RetrievalDataset
+from ..data.stress.noise import Paraphraser
+from ..evaluation.evaluate import Evaluator, RetrievalResult
+from ..evaluation.record import Status, TestRecord, as_record, dataset_parts, machine_fingerprint
+from ..evaluation.workloads import PAIRED, evaluate_workload
+from ..models.providers import ModelSpec, Provider
+from ..models.search import Searcher
 from .cases import MARKER_KEYS, Case, CaseBuilder, DatasetRef
-from .config.project import Options
-from .data.datasets import RetrievalDataset
-from .evaluation.evaluate import Evaluator, RetrievalResult
 from .gatekeeper import Gatekeeper
-from .models.providers import ModelSpec, Provider
-from .evaluation.record import Status, TestRecord, as_record, dataset_parts, machine_fingerprint
-from .models.search import Searcher
-from .data.stress.noise import Paraphraser
-from .evaluation.workloads import PAIRED, evaluate_workload
 
 __all__ = ["MARKER_KEYS", "Case", "EmbedBenchSession"]
 
@@ -106,7 +106,7 @@ class EmbedBenchSession:
                 memory_budget=self.options.memory_budget,
             )
             if self.options.ray:
-                from .distributed import prefill_hook
+                from ..distributed import prefill_hook
 
                 self._evaluator.prefill = prefill_hook(self.options.ray_settings())
         return self._evaluator
@@ -194,7 +194,7 @@ class EmbedBenchSession:
                 if case.workload is not None:
                     self._results[key] = self._stressed(case, ds)
                 elif case.index is not None:
-                    from .evaluation.indexed import evaluate_indexed
+                    from ..evaluation.indexed import evaluate_indexed
 
                     self._results[key] = evaluate_indexed(
                         self.evaluator, case.model, ds, case.index, k=case.k
@@ -247,8 +247,8 @@ class EmbedBenchSession:
         if self._paraphraser[0] is not None or case.paraphrase is None:
             return self._paraphraser[0]
         if case.paraphrase not in self._chat_paraphrasers:
-            from .cache.store import default_cache_dir
-            from .generate.paraphrase import ChatParaphraser
+            from ..cache.store import default_cache_dir
+            from ..generate.paraphrase import ChatParaphraser
 
             cache_dir = None
             if not self.options.no_cache:

@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from .config.project import Options
-from .evaluation.evaluate import RetrievalResult
+from ..config.project import Options
+from ..evaluation.evaluate import RetrievalResult
+from ..evaluation.stats import Comparison, compare_scores, holm
 from .session import EmbedBenchSession
-from .evaluation.stats import Comparison, compare_scores, holm
 
 __all__ = ["EmbedBenchHandle"]
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .evaluation.stats import Estimate
+from ..evaluation.stats import Estimate
 
 __all__ = ["explain_comparison"]
 

@@ -50,9 +50,9 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from .core.io import atomic_write_json
-from .core.exceptions import EmbedBenchWarning
-from .evaluation.measure import share_cores
+from ..core.exceptions import EmbedBenchWarning
+from ..core.io import atomic_write_json
+from ..evaluation.measure import share_cores
 
 if TYPE_CHECKING:
     from .session import EmbedBenchSession

@@ -22,11 +22,10 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from .core.io import read_yaml
-from .retrieval.indexes.base import IndexSpec, has_vectors
-from .baseline import GateConfig, GateSettings, Threshold, ThresholdSet, load_thresholds
-from .baseline.thresholds import check_named, named_in, threshold_depth
-from .config.project import (
+from ..baseline import GateConfig, GateSettings, Threshold, ThresholdSet, load_thresholds
+from ..baseline.thresholds import check_named, named_in, threshold_depth
+from ..config.options import named_indexes
+from ..config.project import (
     DatasetEntry,
     Options,
     ProjectConfig,
@@ -36,18 +35,20 @@ from .config.project import (
     load_config,
     parse_chunking,
 )
-from .data.datasets import RetrievalDataset, load_dataset
-from .core.exceptions import (
+from ..core.exceptions import (
     ConfigError,
     DatasetError,
     EmbedBenchWarning,
     did_you_mean,
     unknown_hint,
 )
-from .evaluation.metrics import parse_cutoffs, parse_metric
-from .config.options import named_indexes
-from .models.providers import ModelSpec, spec_fingerprint
-from .evaluation.workloads import Workload, parse_workloads
+from ..core.io import read_yaml
+from ..data.datasets import RetrievalDataset, load_dataset
+from ..evaluation.metrics import parse_cutoffs, parse_metric
+from ..evaluation.workloads import Workload, parse_workloads
+from ..models.providers import ModelSpec, spec_fingerprint
+from ..models.providers.registry import has_vectors
+from ..retrieval.indexes.base import IndexSpec
 
 __all__ = [
     "MARKER_KEYS",
@@ -202,8 +203,8 @@ def check_provider_options(spec: ModelSpec, cfg: ProjectConfig, where: str) -> N
     embedbench.yaml (by provider or by short name) or from the spec itself (``where``): a
     ConfigError at collection naming the file and key, with a did-you-mean, where the
     provider would have raised it only when the test ran."""
-    from .core.exceptions import UnknownProviderError
-    from .models.providers import provider_class
+    from ..core.exceptions import UnknownProviderError
+    from ..models.providers import provider_class
 
     try:
         allowed = provider_class(spec.provider).all_option_names()
@@ -631,7 +632,7 @@ class CaseBuilder:
         tests that were not collected this time."""
         import warnings
 
-        from .models.providers import PROVIDERS, provider_class
+        from ..models.providers import PROVIDERS, provider_class
 
         if not self.model_names:
             return  # no retrieval test collected: nothing uses the names
@@ -689,8 +690,8 @@ class CaseBuilder:
 def has_own_tokenizer(spec: ModelSpec) -> bool:
     """Whether ``spec``'s model brings its own tokenizer (a hybrid: either leg); an unknown
     provider counts as having one, its own tests fail with the list of providers."""
-    from .core.exceptions import UnknownProviderError
-    from .models.providers import provider_class, split_hybrid
+    from ..core.exceptions import UnknownProviderError
+    from ..models.providers import provider_class, split_hybrid
 
     try:
         cls = provider_class(spec.provider)

@@ -1,7 +1,7 @@
 """The pytest plugin (entry point ``pytest11: embedbench``): wiring only.
 
 Options, ini keys, the ``embedbench`` marker, fixtures and hooks live here; every decision is
-made by :class:`~pytest_embedbench.session.EmbedBenchSession`, kept in ``config.stash``, and
+made by :class:`~pytest_embedbench.plugin.session.EmbedBenchSession`, kept in ``config.stash``, and
 the end of the run (gate, summary, reports, terminal section) by :mod:`.finish`.
 """
 
@@ -14,25 +14,25 @@ from typing import Any, TypeVar
 
 import pytest
 
+from ..config.options import Options, option_specs
+from ..core.exceptions import ConfigError, EmbedBenchError, MissingKeyError, StressUnavailableError
+from ..data.datasets import Document, EvalSet, RetrievalDataset
+from ..evaluation.evaluate import RetrievalResult
+from ..evaluation.record import Status
+from ..evaluation.workloads import Workload
+from ..models.providers.base import Provider
+from ..models.search import Searcher
+from ..report.artifacts import EXIT_ARTIFACT_FAILED
+from ..report.ci import junit_properties
+from ..report.terminal import ProgressLines, ProgressPrinter
 from . import finish, hookspec
-from ._exit import skip_final_collection
-from ._xdist import XDistHooks, configure_worker
 from .assertrepr import explain_comparison
 from .cases import MarkerArgs
-from .data.datasets import Document, EvalSet, RetrievalDataset
-from .evaluation.evaluate import RetrievalResult
-from .core.exceptions import ConfigError, EmbedBenchError, MissingKeyError, StressUnavailableError
+from .exitcodes import skip_final_collection
 from .gatekeeper import project_folder
 from .handle import EmbedBenchHandle
-from .config.options import Options, option_specs
-from .models.providers.base import Provider
-from .evaluation.record import Status
-from .report.artifacts import EXIT_ARTIFACT_FAILED
-from .report.ci import junit_properties
-from .report.terminal import ProgressLines, ProgressPrinter
-from .models.search import Searcher
 from .session import Case, EmbedBenchSession
-from .evaluation.workloads import Workload
+from .xdist import XDistHooks, configure_worker
 
 SESSION_KEY = pytest.StashKey[EmbedBenchSession]()
 CASE_KEY = pytest.StashKey[tuple[Case, RetrievalResult]]()
@@ -81,7 +81,7 @@ def build_options(config: pytest.Config) -> Options:
 
 
 def project_dir(config: pytest.Config, options: Options) -> Path:
-    """Where the default baseline lives (:func:`~pytest_embedbench.gatekeeper.project_folder`)."""
+    """Where the default baseline lives (:func:`~plugin.gatekeeper.project_folder`)."""
     return project_folder(
         rootpath=config.rootpath,
         rootdir_given=bool(config.getoption("rootdir", None)),

@@ -1,7 +1,7 @@
 """The run's baseline file at work: each test's thresholds and gate, the entries written at the end.
 
 :class:`Gatekeeper` holds the baseline file an
-:class:`~pytest_embedbench.session.EmbedBenchSession` gates against and the folder its entry keys
+:class:`~plugin.session.EmbedBenchSession` gates against and the folder its entry keys
 are relative to; the session keeps one and hands it the records. Usable without pytest.
 """
 
@@ -11,14 +11,14 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from .baseline import DEFAULT_BASELINE, BaselineFile, check_thresholds, entry_from_record, gate
+from ..baseline import DEFAULT_BASELINE, BaselineFile, check_thresholds, entry_from_record, gate
+from ..config.project import Options, find_config
+from ..core.exceptions import EmbedBenchError
+from ..data.datasets import RetrievalDataset
+from ..evaluation.evaluate import RetrievalResult
+from ..evaluation.record import TestRecord
+from ..report.artifacts import write_failure
 from .cases import Case
-from .config.project import Options, find_config
-from .data.datasets import RetrievalDataset
-from .evaluation.evaluate import RetrievalResult
-from .core.exceptions import EmbedBenchError
-from .evaluation.record import TestRecord
-from .report.artifacts import write_failure
 
 __all__ = ["Gatekeeper", "project_folder"]
 

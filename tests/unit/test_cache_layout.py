@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from pytest_embedbench import EmbedBenchWarning, EmbeddingCache
-from pytest_embedbench import cache as cache_module
+from pytest_embedbench.cache import store as cache_module
 from pytest_embedbench.cache.store import FILENAME, text_key
 
 from ..cacherows import set_vectors

@@ -132,7 +132,7 @@ def test_entry_point_provider_is_loaded(tmp_path: Path, monkeypatch: pytest.Monk
         "Metadata-Version: 2.1\nName: third-party-embedder\nVersion: 1.0\n"
     )
     (dist / "entry_points.txt").write_text(
-        "[pytest_embedbench.models.providers]\nconstant = third_party_embedder:ConstantProvider\n"
+        "[pytest_embedbench.providers]\nconstant = third_party_embedder:ConstantProvider\n"
     )
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.delitem(PROVIDERS, "constant", raising=False)

@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from pytest_embedbench.report.html import render_html
+from pytest_embedbench.report.writers.html import render_html
 
 REPO = Path(__file__).resolve().parents[1]
 CHROMIUM = Path("/usr/bin/chromium")

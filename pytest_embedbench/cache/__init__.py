@@ -1,1 +1,1 @@
-"""cache."""
+"""The embedding cache: a SQLite index beside append-only segment files."""

@@ -108,8 +108,8 @@ def _providers(args: argparse.Namespace) -> int:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from ..report.summary import Summary
-    from ..report.terminal import render_summary
+    from ..report.summary.run import Summary
+    from ..report.writers.terminal import render_summary
 
     path = Path(args.path)
     try:
@@ -145,8 +145,8 @@ def _write_files(args: argparse.Namespace, summary: Any, report: dict[str, Any])
     """``-o``, ``--csv``, ``--md``, ``--github-summary`` and ``--pr-comment``: the files the
     run would have written from this JSON."""
     from ..report.artifacts import write_ci_reports, write_failure
-    from ..report.html import render_html
-    from ..report.tabular import render_markdown, write_csv
+    from ..report.writers.html import render_html
+    from ..report.writers.tabular import render_markdown, write_csv
 
     clash = _clashing_output(args)
     if clash is not None:
@@ -172,7 +172,7 @@ def _write_files(args: argparse.Namespace, summary: Any, report: dict[str, Any])
         for done in written:  # like the end of a run: every file written, by path
             print(f"{label}: {done}")
     if args.github_summary or args.pr_comment:
-        from ..report.ci import github_run_url
+        from ..report.writers.ci import github_run_url
 
         # as the run wrote them: listing the files the run wrote (its configuration names
         # them), relative to the folder this runs in, and the workflow run's page

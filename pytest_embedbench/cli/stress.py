@@ -83,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
     from ..evaluation.evaluate import Evaluator
     from ..evaluation.metrics import parse_cutoffs
     from ..evaluation.workloads import evaluate_workload, parse_workloads
-    from ..report.stress import point_row, render_stress
+    from ..report.writers.stress import point_row, render_stress
 
     try:
         points = parse_workloads(_specs(args), seed=args.seed)

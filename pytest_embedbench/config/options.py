@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..core.exceptions import ConfigError
-from ..report.tabular import CSV_FILES, INDEX_CSV
+from ..report.writers.tabular import CSV_FILES, INDEX_CSV
 from .optionspec import (
     PRIORITIES,
     OptionSpec,
@@ -64,7 +64,7 @@ _Lookup = Callable[[str], Any]
 def parse_columns(value: str) -> tuple[str, ...]:
     """``--embedbench-columns nDCG@10,p95_ms,dimension``: the terminal table's columns, in
     order (names as ``embedbench report --columns-help`` lists them; case-insensitive)."""
-    from ..report.columns import column_names, resolve_column
+    from ..report.summary.columns import column_names, resolve_column
 
     names = tuple(part.strip() for part in value.split(",") if part.strip())
     if not names:

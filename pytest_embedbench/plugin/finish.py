@@ -15,10 +15,10 @@ import pytest
 
 from ..core.io import finite
 from ..report.artifacts import nothing_ran, write_ci_reports, write_json, write_reports
-from ..report.ci import github_run_url
-from ..report.json_report import build_report, machine_info, summary_sections
-from ..report.summary import Summary, build_summary
-from ..report.terminal import render_summary
+from ..report.summary.run import Summary, build_summary
+from ..report.writers.ci import github_run_url
+from ..report.writers.json_report import build_report, machine_info, summary_sections
+from ..report.writers.terminal import render_summary
 from .session import EmbedBenchSession
 
 __all__ = ["end_of_run", "json_report", "run_summary", "terminal_summary"]

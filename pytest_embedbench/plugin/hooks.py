@@ -23,8 +23,8 @@ from ..evaluation.workloads import Workload
 from ..models.providers.base import Provider
 from ..models.search import Searcher
 from ..report.artifacts import EXIT_ARTIFACT_FAILED
-from ..report.ci import junit_properties
-from ..report.terminal import ProgressLines, ProgressPrinter
+from ..report.writers.ci import junit_properties
+from ..report.writers.terminal import ProgressLines, ProgressPrinter
 from . import finish, hookspec
 from .assertrepr import explain_comparison
 from .cases import MarkerArgs

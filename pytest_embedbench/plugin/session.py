@@ -5,7 +5,7 @@ The plugin builds it from :class:`~pytest_embedbench.config.project.Options` and
 Collection (markers, embedbench.yaml and options into cases) is
 :class:`~pytest_embedbench.plugin.cases.CaseBuilder`'s: the session asks it once per marked test.
 What a run's records add up to (comparisons, recommendations, notices) is computed once, at the
-end, by :mod:`pytest_embedbench.report.summary`; this module keeps the run's state only.
+end, by :mod:`pytest_embedbench.report.summary.run`; this module keeps the run's state only.
 A (model, dataset, k) result is computed once per process however many tests use it; a model
 that fails to load fails every test that needs it, and only those. Thresholds, the baseline
 gate and the baseline update are :class:`~pytest_embedbench.plugin.gatekeeper.Gatekeeper`'s.

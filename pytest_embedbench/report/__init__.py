@@ -1,1 +1,2 @@
-"""Outputs: the terminal comparison table and the JSON report."""
+"""Reports: summary/ computes every figure a person reads, once; writers/ only format it
+(terminal, CSV and Markdown, HTML, the GitHub texts, JSON); artifacts writes the files."""

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from ..core.io import atomic_write_json, atomic_write_text
 
 if TYPE_CHECKING:
-    from .summary import Summary
+    from .summary.run import Summary
 
 __all__ = [
     "EXIT_ARTIFACT_FAILED",
@@ -105,9 +105,9 @@ def write_reports(
     formatting the summary the JSON report dict ``report`` keeps (:meth:`Summary.from_json`,
     what ``embedbench report`` reads too): what was written (label, path) and the failure
     lines."""
-    from .html import render_html
-    from .summary import Summary
-    from .tabular import render_markdown, write_csv
+    from .summary.run import Summary
+    from .writers.html import render_html
+    from .writers.tabular import render_markdown, write_csv
 
     written: list[tuple[str, Path]] = []
     failures: list[str] = []
@@ -155,7 +155,7 @@ def write_ci_reports(
     written (paths shown relative to ``base`` when inside it) and the run's page ``run_url``
     (``title``: the heading, default the run's): what was written (label, path) and the
     failure lines."""
-    from .ci import render_github_summary, render_pr_comment
+    from .writers.ci import render_github_summary, render_pr_comment
 
     shown = [(label, _shown(path, base)) for label, path in artifacts or []]
     titled: dict[str, Any] = {"title": title} if title else {}

@@ -21,8 +21,8 @@ import yaml
 
 from pytest_embedbench.cli import main
 from pytest_embedbench.config.options import option_specs
-from pytest_embedbench.report.ci import GITHUB_COMMENT_LIMIT, MARKER
-from pytest_embedbench.report.summary import Summary
+from pytest_embedbench.report.summary.run import Summary
+from pytest_embedbench.report.writers.ci import GITHUB_COMMENT_LIMIT, MARKER
 
 from .conftest import CONFTEST, REPO
 from .test_baseline_plugin import make_dataset, write_test

@@ -452,7 +452,7 @@ def test_secrets_are_redacted_from_the_report(project: pytest.Pytester) -> None:
     project.makeconftest(
         project.path.joinpath("conftest.py").read_text()
         + "\ndef pytest_embedbench_update_json(config, report):\n"
-        + "    from pytest_embedbench.report.json_report import redact\n"
+        + "    from pytest_embedbench.report.writers.json_report import redact\n"
         + "    report['configuration'] = redact({**report['configuration'], 'api_key': 'sk-1'})\n"
     )
     project.runpytest("--embedbench-json", "r.json").assert_outcomes(passed=2)

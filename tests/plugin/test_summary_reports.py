@@ -15,7 +15,7 @@ import pytest
 from pytest_embedbench.cli import main
 from pytest_embedbench.config.options import CSV_FILES
 from pytest_embedbench.plugin import hooks as plugin
-from pytest_embedbench.report.summary import Summary
+from pytest_embedbench.report.summary.run import Summary
 
 TESTS = """
 import pytest

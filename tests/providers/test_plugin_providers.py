@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_embedbench.report.tabular import CSV_FILES
+from pytest_embedbench.report.writers.tabular import CSV_FILES
 
 from .conftest import KEYS
 from .servers import OllamaServer, OpenAIServer

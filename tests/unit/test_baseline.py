@@ -17,7 +17,7 @@ from pytest_embedbench.baseline import (
     gate,
 )
 from pytest_embedbench.baseline.store import entry_problem
-from pytest_embedbench.report.recommend import recommend
+from pytest_embedbench.report.summary.recommend import recommend
 
 
 def record(

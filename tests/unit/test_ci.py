@@ -13,7 +13,16 @@ import pytest
 from pytest_embedbench.config.options import Options
 from pytest_embedbench.core.exceptions import ConfigError
 from pytest_embedbench.report.artifacts import nothing_ran, write_ci_reports
-from pytest_embedbench.report.ci import (
+from pytest_embedbench.report.summary.run import (
+    DatasetSummary,
+    Gate,
+    GateMetric,
+    ModelSummary,
+    Summary,
+    Totals,
+)
+from pytest_embedbench.report.summary.values import Delta, Value
+from pytest_embedbench.report.writers.ci import (
     GITHUB_COMMENT_LIMIT,
     MARKER,
     Section,
@@ -24,15 +33,6 @@ from pytest_embedbench.report.ci import (
     render_github_summary,
     render_pr_comment,
 )
-from pytest_embedbench.report.summary import (
-    DatasetSummary,
-    Gate,
-    GateMetric,
-    ModelSummary,
-    Summary,
-    Totals,
-)
-from pytest_embedbench.report.values import Delta, Value
 
 
 @pytest.fixture(autouse=True)

@@ -27,7 +27,7 @@ from pytest_embedbench.evaluation.cutoffs import (
     random_documents,
     smallest_alpha,
 )
-from pytest_embedbench.report.stress import cutoff_rows, render_cutoffs
+from pytest_embedbench.report.writers.stress import cutoff_rows, render_cutoffs
 
 MINILM = "hf:sentence-transformers/all-MiniLM-L6-v2"
 

@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 
 from pytest_embedbench.config.options import parse_columns
-from pytest_embedbench.report.html import CSP, render_html
-from pytest_embedbench.report.tabular import query_rows, render_markdown, write_csv
-from pytest_embedbench.report.terminal import render_tables
+from pytest_embedbench.report.writers.html import CSP, render_html
+from pytest_embedbench.report.writers.tabular import query_rows, render_markdown, write_csv
+from pytest_embedbench.report.writers.terminal import render_tables
 
 SECRET_ENV = "sk-env-secret-0123456789"
 SECRET_CONFIG = "sk-config-secret-9876543210"
@@ -401,7 +401,7 @@ def test_no_chart_label_overlaps_another_or_leaves_its_chart() -> None:
     cut-off lines within 0.004 of each other. (The browser test measures the real boxes.)"""
     from html import unescape
 
-    from pytest_embedbench.report.html.charts import text_box
+    from pytest_embedbench.report.writers.html.charts import text_box
 
     page = render_html(_crowded_report())
     charts = _SVG.findall(page)

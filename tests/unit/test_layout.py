@@ -202,6 +202,17 @@ def test_no_import_runs_up_the_floors() -> None:
     assert not offenders, "imports that run up the layers:\n" + "\n".join(offenders)
 
 
+def test_the_summary_imports_nothing_of_the_writers() -> None:
+    offenders = [
+        f"{_where(module, line)} imports {target}"
+        for module, edges in _graph().items()
+        if module.startswith("report.summary")
+        for target, line in edges.items()
+        if target.startswith("report.writers")
+    ]
+    assert not offenders, "the summary computes, the writers format:\n" + "\n".join(offenders)
+
+
 def test_no_circle() -> None:
     found = circles(_graph())
     assert not found, "import circles:\n" + "\n".join(" <-> ".join(c) for c in found)
@@ -228,19 +239,19 @@ def test_session_imports_nothing_from_report() -> None:
     [
         (
             "plugin.session",
-            "from ..report.summary import Summary\n",
-            [(1, "report.summary")],
+            "from ..report.summary.run import Summary\n",
+            [(1, "report.summary.run")],
         ),
         ("plugin.session", "from .. import records, report\n", [(1, "records"), (1, "report")]),
         (
             "plugin.session",
-            "def f():\n    import pytest_embedbench.report.terminal\n",
-            [(2, "report.terminal")],
+            "def f():\n    import pytest_embedbench.report.writers.terminal\n",
+            [(2, "report.writers.terminal")],
         ),
         (
-            "report.summary",
+            "report.summary.run",
             "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
-            "    from ..plugin.session import S\n",
+            "    from ...plugin.session import S\n",
             [(3, "plugin.session")],
         ),
         ("records.serial", "from .reporting import x\nimport report\n", []),

@@ -33,9 +33,9 @@ from pytest_embedbench.evaluation.measure import (
     quantile_interval,
     share_cores,
 )
-from pytest_embedbench.report.json_report import build_report
-from pytest_embedbench.report.recommend import recommend, speed_tiers
-from pytest_embedbench.report.terminal import busy_notes, render_tables
+from pytest_embedbench.report.summary.recommend import recommend, speed_tiers
+from pytest_embedbench.report.writers.json_report import build_report
+from pytest_embedbench.report.writers.terminal import busy_notes, render_tables
 
 from ..conftest import write_jsonl
 from ..helpers import HashingProvider

@@ -235,7 +235,7 @@ def test_a_bad_indexes_value_names_the_option(tmp_path: Path, value: str, messag
 
 def test_the_storage_columns_take_their_threshold_names() -> None:
     from pytest_embedbench.config.options import parse_columns
-    from pytest_embedbench.report.columns import resolve_column
+    from pytest_embedbench.report.summary.columns import resolve_column
 
     assert parse_columns("bytes_per_doc,docs_per_s,cache_mb") == (
         "bytes_per_doc",

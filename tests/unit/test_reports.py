@@ -13,9 +13,9 @@ import pytest
 
 from pytest_embedbench.core.io import atomic_write_json
 from pytest_embedbench.evaluation.record import Status, TestRecord
-from pytest_embedbench.report.json_report import build_report, summary_sections
-from pytest_embedbench.report.summary import Summary, summarize
-from pytest_embedbench.report.tabular import (
+from pytest_embedbench.report.summary.run import Summary, summarize
+from pytest_embedbench.report.writers.json_report import build_report, summary_sections
+from pytest_embedbench.report.writers.tabular import (
     CSV_FILES,
     csv_cell,
     cutoff_columns,
@@ -25,7 +25,7 @@ from pytest_embedbench.report.tabular import (
     stress_columns,
     write_csv,
 )
-from pytest_embedbench.report.terminal import render_summary, render_tables
+from pytest_embedbench.report.writers.terminal import render_summary, render_tables
 
 
 def result(ndcg: float, p95: float, *, docs_per_s: float = math.nan) -> dict[str, Any]:
@@ -288,8 +288,8 @@ def _versus(p_holm: float, **extra: Any) -> dict[str, Any]:
 
 def _verdicts(fixed: Summary) -> tuple[bool, bool, bool]:
     """Whether the terminal, the HTML and the Markdown each call dense better than bm25."""
-    from pytest_embedbench.report.html import render_html
-    from pytest_embedbench.report.tabular import render_markdown
+    from pytest_embedbench.report.writers.html import render_html
+    from pytest_embedbench.report.writers.tabular import render_markdown
 
     row = next(line for line in render_summary(fixed) if line.startswith("dense "))
     page = render_html(fixed)
@@ -443,7 +443,7 @@ def test_the_summary_keeps_reference_and_baseline_diffs_and_reads_them_back() ->
 def test_the_storage_figures_reach_every_writer(tmp_path: Path) -> None:
     """``bytes_per_doc``, ``index_mb`` and ``cache_mb`` (issue 33): computed once from the
     result's resources, formatted by the terminal (a chosen column), the CSV, the Markdown."""
-    from pytest_embedbench.report.tabular import render_markdown
+    from pytest_embedbench.report.writers.tabular import render_markdown
 
     stored = result(0.8, 20.0)
     stored["resources"] = {

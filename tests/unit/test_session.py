@@ -13,7 +13,7 @@ from pytest_embedbench.baseline import GateSettings
 from pytest_embedbench.config.project import Options
 from pytest_embedbench.evaluation.record import FIELDS, Status, TestRecord
 from pytest_embedbench.plugin.session import EmbedBenchSession
-from pytest_embedbench.report.summary import build_summary
+from pytest_embedbench.report.summary.run import build_summary
 
 
 def dataset() -> RetrievalDataset:

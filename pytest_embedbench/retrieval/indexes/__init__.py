@@ -1,1 +1,1 @@
-"""retrieval.indexes."""
+"""The index axis: vector-index engines behind one registry."""

@@ -1,1 +1,1 @@
-"""retrieval.lexical."""
+"""Lexical retrieval: tokenisers and the bm25 index."""

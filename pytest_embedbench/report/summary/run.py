@@ -30,15 +30,15 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ..core.io import finite as finite_data
-from ..evaluation.record import Status, TestRecord, as_record
-from ..records.querydiff import QueryDiff, query_diff
-from ..records.resultdata import GateDelta, GateOutcome, LatencyData, ResultData
-from ..records.serial import from_data, to_data
+from ...core.io import finite as finite_data
+from ...evaluation.record import Status, TestRecord, as_record
+from ...records.querydiff import QueryDiff, query_diff
+from ...records.resultdata import GateDelta, GateOutcome, LatencyData, ResultData
+from ...records.serial import from_data, to_data
 from .columns import FIGURES, direction, metric_names
-from .index_summary import IndexSection, function_id, index_sections
+from .indexes import IndexSection, function_id, index_sections
 from .recommend import ModelRow, recommend
-from .stress_summary import (
+from .stress import (
     CutoffSection,
     StressSection,
     cutoff_rows,
@@ -51,7 +51,7 @@ from .values import Delta, Value, best_marks, finite, p_significant, verdict
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from ..baseline import BaselineFile
+    from ...baseline import BaselineFile
 
 
 class RunOptions(Protocol):
@@ -820,7 +820,7 @@ def comparisons(
 def _compare_with(
     ref: ModelRow, rows: Sequence[ModelRow], reference: str, seed: int, n_resamples: int
 ) -> dict[str, dict[str, Any]]:
-    from ..evaluation.stats import compare_scores, holm
+    from ...evaluation.stats import compare_scores, holm
 
     assert ref.result is not None
     ref_scores = ref.result.scores("ndcg@10")

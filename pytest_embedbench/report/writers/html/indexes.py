@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import math
 
-from ..index_summary import IndexSection
+from ...summary.indexes import IndexSection
+from ...summary.run import Summary
 from ..index_tables import INDEX_LEGEND, metric_label, size_text
-from ..summary import Summary
 from .assets import _PALETTE
 from .page import _anchor, _c, _f, _Page
 from .stress import _value

@@ -31,14 +31,14 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..core.redaction import _secret_env_values, redact
-from ..evaluation.record import TestRecord, as_record
-from ..records.resultdata import ResultData
-from .columns import resolve_column
+from ...core.redaction import _secret_env_values, redact
+from ...evaluation.record import TestRecord, as_record
+from ...records.resultdata import ResultData
+from ..summary.columns import resolve_column
+from ..summary.run import DatasetSummary, Gate, ModelSummary, Summary
+from ..summary.values import Value, finite
 from .stress import TextTable, cutoff_tables, stress_tables
-from .summary import DatasetSummary, Gate, ModelSummary, Summary
 from .text import delta_text
-from .values import Value, finite
 
 __all__ = [
     "GITHUB_COMMENT_LIMIT",

@@ -13,8 +13,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, is_dataclass
 from typing import Any
 
-from ..core.exceptions import MetricError
-from ..evaluation.metrics import parse_metric
+from ...core.exceptions import MetricError
+from ...evaluation.metrics import parse_metric
 
 __all__ = [
     "FIGURES",

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+from ...summary.run import Summary
+from ...summary.stress import ChunkPoint, CutoffSection, NoisePoint, StressSection
+from ...summary.values import Value
 from ..stress import aim_text, cutoff_notes, needle_title
-from ..stress_summary import ChunkPoint, CutoffSection, NoisePoint, StressSection
-from ..summary import Summary
-from ..values import Value
 from .assets import _PALETTE
 from .charts import _legend
 from .page import _anchor, _f, _Page

@@ -47,7 +47,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..records.resultdata import GateDelta, LatencyData, ResultData, as_result
+from ...records.resultdata import GateDelta, LatencyData, ResultData, as_result
 
 __all__ = [
     "ACCURACY_ALPHA",
@@ -125,7 +125,7 @@ def _normalise(values: Sequence[float | None], *, invert: bool) -> list[float | 
 def p95_interval(latency: LatencyData) -> tuple[float, float] | None:
     """The p95 interval of one result's ``latency`` block (None when p95 is unknown): the
     stored ``p95_interval_ms``, else computed from ``per_query_ms``, else the point p95."""
-    from ..evaluation.measure import quantile_interval
+    from ...evaluation.measure import quantile_interval
 
     p95 = latency.p95_ms
     if p95 is None or not math.isfinite(p95):
@@ -169,7 +169,7 @@ def accuracy_tiers(
 ) -> list[list[str]]:
     """Models grouped by nDCG@10 that their queries cannot tell apart, best tier first (see the
     module doc); models without an nDCG@10 are left out."""
-    from ..evaluation.stats import DEFAULT_RESAMPLES
+    from ...evaluation.stats import DEFAULT_RESAMPLES
 
     typed = [as_row(r) for r in rows]
     scored = [(v, r.model, r) for r in typed if (v := _value(r, "ndcg@10")) is not None]
@@ -188,7 +188,7 @@ def accuracy_tiers(
 def _differs(a: ModelRow, b: ModelRow, seed: int, n_resamples: int) -> bool:
     """Whether ``a``'s and ``b``'s per-query nDCG@10 differ significantly on their shared
     queries (True when either lacks per-query scores: nothing says they are alike)."""
-    from ..evaluation.stats import compare_scores
+    from ...evaluation.stats import compare_scores
 
     mine = a.result.scores("ndcg@10") if a.result is not None else {}
     theirs = b.result.scores("ndcg@10") if b.result is not None else {}

@@ -34,12 +34,12 @@ from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..core.redaction import redact
-from ..evaluation.measure import machine_info
-from .stress_summary import stress_points
+from ...core.redaction import redact
+from ...evaluation.measure import machine_info
+from ..summary.stress import stress_points
 
 if TYPE_CHECKING:
-    from .summary import Summary
+    from ..summary.run import Summary
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -113,7 +113,7 @@ def build_report(
     tests = sorted((dict(r) for r in records), key=lambda r: r["nodeid"])
     hits = sum((t.get("result") or {}).get("cache", {}).get("hits", 0) for t in tests)
     misses = sum((t.get("result") or {}).get("cache", {}).get("misses", 0) for t in tests)
-    from ..evaluation.measure import load_average, thread_settings
+    from ...evaluation.measure import load_average, thread_settings
 
     machine = dict(machine) if machine is not None else machine_info()
     machine["load_average"] = load_average()

@@ -19,11 +19,9 @@ from typing import Any
 import pytest
 from tabulate import tabulate
 
-from ..evaluation.record import TestRecord
-from .columns import Column, column_names, default_columns, latency_keys, resolve_column
-from .index_tables import render_indexes
-from .stress import render_cutoffs, render_stress
-from .summary import (
+from ...evaluation.record import TestRecord
+from ..summary.columns import Column, column_names, default_columns, latency_keys, resolve_column
+from ..summary.run import (
     DatasetSummary,
     ModelSummary,
     Recommendation,
@@ -32,8 +30,10 @@ from .summary import (
     model_rows,
     summarize,
 )
+from ..summary.values import Delta
+from .index_tables import render_indexes
+from .stress import render_cutoffs, render_stress
 from .text import delta_text, tier_lines
-from .values import Delta
 
 __all__ = [
     "ProgressLines",

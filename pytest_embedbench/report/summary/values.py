@@ -104,7 +104,7 @@ def p_significant(p_value: float | None, p_holm: float | None) -> bool:
     """Whether a comparison with these p-values is significant, by
     :meth:`Comparison.significant <pytest_embedbench.stats.Comparison.significant>` itself
     (for a comparison read back from a report that did not store the decision)."""
-    from ..evaluation.stats import Comparison, Estimate
+    from ...evaluation.stats import Comparison, Estimate
 
     comparison = Comparison(
         Estimate(0.0, low=0.0, high=0.0, n=0),

@@ -6,7 +6,7 @@ import html
 import math
 from typing import Any
 
-from ...core.redaction import _secret_env_values, redact
+from ....core.redaction import _secret_env_values, redact
 
 
 def _f(value: Any, fmt: str = "{:.4f}", missing: str = "-") -> str:

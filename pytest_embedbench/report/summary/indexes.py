@@ -12,8 +12,8 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
-from ..evaluation.record import TestRecord
-from ..records.resultdata import MetricData
+from ...evaluation.record import TestRecord
+from ...records.resultdata import MetricData
 from .values import Delta, Value, finite, verdict
 
 __all__ = ["IndexRow", "IndexSection", "function_id", "index_sections"]

@@ -17,10 +17,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..evaluation.cutoffs import LEVELS
-from ..evaluation.record import TestRecord, as_record
-from ..records.resultdata import ResultData
-from ..records.serial import to_data
+from ...evaluation.cutoffs import LEVELS
+from ...evaluation.record import TestRecord, as_record
+from ...records.resultdata import ResultData
+from ...records.serial import to_data
 from .values import Delta, Value, finite, interval_delta, value_of
 
 __all__ = [

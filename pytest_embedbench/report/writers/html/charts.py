@@ -5,8 +5,8 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 
-from ..summary import DatasetSummary
-from ..values import Value
+from ...summary.run import DatasetSummary
+from ...summary.values import Value
 from .page import _c, _f, _num, _Page, _short
 
 #: the width an SVG label of the page's 11px font takes per character, estimated wide: labels

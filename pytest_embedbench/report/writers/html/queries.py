@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ...evaluation.record import TestRecord
-from ...records.resultdata import ChunkHit, ResultData
-from ..columns import metric_names
-from ..summary import Summary
+from ....evaluation.record import TestRecord
+from ....records.resultdata import ChunkHit, ResultData
+from ...summary.columns import metric_names
+from ...summary.run import Summary
 from .page import _f, _num, _Page
 
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from .index_summary import IndexSection
+from ..summary.indexes import IndexSection
+from ..summary.values import Delta, Value
 from .stress import TextTable, text_lines
-from .values import Delta, Value
 
 __all__ = [
     "INDEX_LEGEND",

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ...records.querydiff import ChunkExcerpt, QueryChange, QueryDiff
+from ....records.querydiff import ChunkExcerpt, QueryChange, QueryDiff
 from .page import _anchor, _Page
 
 

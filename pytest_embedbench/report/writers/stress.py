@@ -17,7 +17,7 @@ from typing import Any
 
 from tabulate import tabulate
 
-from .stress_summary import (
+from ..summary.stress import (
     HEADLINE,
     CutoffModel,
     CutoffRow,

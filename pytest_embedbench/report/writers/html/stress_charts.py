@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 
-from ..stress_summary import ChunkPoint, CutoffModel, NeedleGrid, NoisePoint, ScoreDistribution
+from ...summary.stress import ChunkPoint, CutoffModel, NeedleGrid, NoisePoint, ScoreDistribution
 from .charts import CHAR_W, _nice_max, _svg_open, _text
 from .page import _c, _f, _Page, _short
 

@@ -25,17 +25,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..core.io import atomic_write_text
-from ..core.redaction import _secret_env_values, redact
-from ..evaluation.record import TestRecord
-from ..records.querydiff import QueryChange, QueryDiff, excerpt
-from .columns import FIGURES, Figure, metric_names
+from ...core.io import atomic_write_text
+from ...core.redaction import _secret_env_values, redact
+from ...evaluation.record import TestRecord
+from ...records.querydiff import QueryChange, QueryDiff, excerpt
+from ..summary.columns import FIGURES, Figure, metric_names
+from ..summary.run import DatasetSummary, Summary, summary_of
+from ..summary.stress import ChunkPoint, CutoffModel, CutoffSection, NoisePoint
+from ..summary.values import Value
 from .index_tables import index_columns, index_csv_rows, index_tables
 from .stress import TextTable, cutoff_tables, stress_tables
-from .stress_summary import ChunkPoint, CutoffModel, CutoffSection, NoisePoint
-from .summary import DatasetSummary, Summary, summary_of
 from .text import delta_text, pct, tier_lines
-from .values import Value
 
 __all__ = [
     "CSV_FILES",

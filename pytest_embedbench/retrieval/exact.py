@@ -120,6 +120,19 @@ def _checked_order(order: np.ndarray, ids: Sequence[str]) -> np.ndarray:
     return order.astype(np.int64, copy=False)
 
 
+def _query_rows(queries: np.ndarray, dim: int, k: int) -> np.ndarray:
+    """``queries`` as float32 rows of ``dim`` values (one vector is one row), checked with ``k``
+    before a search: a wrong width or ``k < 1`` is a ConfigError."""
+    q = np.asarray(queries, dtype=np.float32)
+    if q.ndim == 1:
+        q = q[None, :]
+    if q.ndim != 2 or q.shape[1] != dim:
+        raise ConfigError(f"query vectors have shape {q.shape}; the index holds {dim}-d vectors")
+    if k < 1:
+        raise ConfigError(f"k={k!r}: ask for at least one result")
+    return q
+
+
 class ExactIndex:
     """Exact inner-product search over ``vectors`` (one row per id in ``ids``).
 
@@ -205,15 +218,7 @@ class ExactIndex:
 
         Scores are float64 inner products of the stored float32 vectors.
         """
-        q = np.asarray(queries, dtype=np.float32)
-        if q.ndim == 1:
-            q = q[None, :]
-        if q.ndim != 2 or q.shape[1] != self.dim:
-            raise ConfigError(
-                f"query vectors have shape {q.shape}; the index holds {self.dim}-d vectors"
-            )
-        if k < 1:
-            raise ConfigError(f"k={k!r}: ask for at least one result")
+        q = _query_rows(queries, self.dim, k)
         n_q, n_docs = q.shape[0], len(self.ids)
         positions = np.full((n_q, k), -1, dtype=np.int64)
         scores = np.full((n_q, k), -np.inf, dtype=np.float64)
@@ -457,15 +462,7 @@ class ShardedIndex:
 
     def search(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         """As :meth:`ExactIndex.search`, one shard at a time."""
-        q = np.asarray(queries, dtype=np.float32)
-        if q.ndim == 1:
-            q = q[None, :]
-        if q.ndim != 2 or q.shape[1] != self.dim:
-            raise ConfigError(
-                f"query vectors have shape {q.shape}; the index holds {self.dim}-d vectors"
-            )
-        if k < 1:
-            raise ConfigError(f"k={k!r}: ask for at least one result")
+        q = _query_rows(queries, self.dim, k)
         positions = np.full((len(q), k), -1, dtype=np.int64)
         scores = np.full((len(q), k), -np.inf, dtype=np.float64)
         for lo in range(0, len(self.ids), self.rows):

@@ -1,0 +1,79 @@
+"""BM25 tokens, scores and rankings are the ones recorded before the Tokenizer protocol (issue 41).
+
+test_lexical_tokens.json was written by the code of commit 73441c3 (BM25Index tokenising
+documents in its own loop and queries through ``bm25s.tokenize``) over the corpus and queries
+below, for ten settings (every bm25s method; stopwords and stemmer on, off, as a list and in
+French): each document's tokens (``bm25s.tokenize(..., return_ids=False)``, the tokens that index
+counted), each query's tokens, the score of every document for it and its top 5. One tokeniser
+now serves documents and queries; these must not change by a bit.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from pytest_embedbench.retrieval.lexical.bm25 import BM25Index
+
+pytest.importorskip("bm25s")
+pytest.importorskip("Stemmer")
+
+RECORDED = json.loads(
+    (Path(__file__).with_name("test_lexical_tokens.json")).read_text(encoding="utf-8")
+)
+
+TEXTS = [
+    "The Cats SAT on the mat, the cats!",
+    "",
+    "the and of",
+    "Ünïcode naïve café CAFÉ 東京 tokyo x y z",
+    "a b c-d e_f 42 4 2 running runs ran",
+    "Running RUNNING runner's run-time",
+    "Connected connections connecting: the network connects every node",
+    "How do I reset my password? Reset it from the account page.",
+    "Password resets expire after 24 hours; request a new reset link.",
+    "Le chat est sur la table, les chats mangent des croquettes",
+    "Die Katzen schlafen auf dem Sofa und die Hunde bellen",
+    "dog dog dog dog dog cat",
+    "A quick brown fox jumps over the lazy dog near the river bank",
+    "Banks raise interest rates; the bank's rate rose to 5%",
+    "Rivers flow; river banks erode. Flowing water shapes the banks.",
+]
+IDS = [f"d{i:02d}" for i in range(len(TEXTS))]
+
+
+def setting_id(setting: dict[str, Any]) -> str:
+    return f"{setting['method']}-{setting['stopwords']}-{setting['stemmer']}"
+
+
+def build(setting: dict[str, Any]) -> BM25Index:
+    return BM25Index(
+        TEXTS,
+        IDS,
+        method=setting["method"],
+        stopwords=setting["stopwords"],
+        stemmer=setting["stemmer"],
+    )
+
+
+def test_the_record_covers_every_setting() -> None:
+    assert len(RECORDED) == 10
+    assert {s["method"] for s in RECORDED} == {"lucene", "robertson", "atire", "bm25l", "bm25+"}
+    assert all(len(s["documents"]) == len(TEXTS) for s in RECORDED)
+
+
+@pytest.mark.parametrize("setting", RECORDED, ids=setting_id)
+def test_query_tokens_scores_and_rankings_are_unchanged(setting: dict[str, Any]) -> None:
+    index = build(setting)
+    for query in setting["queries"]:
+        tokens = index.tokenize(query["text"])
+        assert tokens == query["tokens"], query["text"]
+        scores = index.scores(tokens)
+        assert scores.dtype == np.float32
+        # the recorded floats are float32 values written as float64: equal bit for bit
+        assert scores.tolist() == query["scores"], query["text"]
+        assert index.search(query["text"], 5) == (query["top"], query["top_scores"])

@@ -40,11 +40,11 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 
 from ...core.exceptions import ConfigError, MissingExtraError, MissingKeyError, ProviderError
+from ...core.vectors import as_matrix, check_finite, l2_normalised
 from ...retrieval.base import BuildStats, Kind, Retriever
 from ...retrieval.dense import build_dense
 from .retry import RetryDecision, RetryPolicy, default_retry_decision, status_of
 from .spec import fingerprint, number_options
-from .vectors import as_matrix, check_finite, l2_normalised
 
 if TYPE_CHECKING:
     from ...cache.store import EmbeddingCache

@@ -1,8 +1,11 @@
-"""The checks every batch of embeddings passes before it is used (see :class:`.EmbeddingProvider`).
+"""The checks every batch of embedding vectors passes before it is used.
 
-A response becomes a ``(rows, dimension)`` float32 matrix with the row count asked for, the
-model's one dimension and finite values, L2-normalised when the provider normalises; anything
-else is a :class:`~pytest_embedbench.exceptions.ProviderError` that says ``where`` it came from.
+A vector is used only as a ``(rows, dimension)`` float32 matrix with the model's one dimension
+and finite values, of unit L2 norm where the model normalises. Two readers apply them: a
+provider to each response (:class:`~pytest_embedbench.models.providers.base.EmbeddingProvider`:
+anything else is a :class:`~pytest_embedbench.core.exceptions.ProviderError` that says ``where``
+it came from), and the embedding cache to each row it reads back (a row that fails is reported
+missing, so it is embedded again). The row kernels below are what both use.
 """
 
 from __future__ import annotations
@@ -11,9 +14,46 @@ from typing import Any
 
 import numpy as np
 
-from ...core.exceptions import ProviderError
+from .exceptions import ProviderError
 
-__all__ = ["as_matrix", "check_finite", "l2_normalised"]
+__all__ = [
+    "NORM_TOLERANCE",
+    "as_matrix",
+    "check_finite",
+    "finite_rows",
+    "l2_normalised",
+    "squared_norms",
+    "unit_rows",
+]
+
+#: how far a stored vector's norm may be from 1 where the model normalises (float32 rounding
+#: stays below 1e-5 even at 4096 dimensions)
+NORM_TOLERANCE = 1e-3
+
+
+def squared_norms(rows: np.ndarray) -> np.ndarray:
+    """Each row's squared L2 norm, in the rows' float32 (a relative error near 1e-7) and without
+    a temporary copy; a NaN or infinite value makes it non-finite."""
+    return np.einsum("ij,ij->i", rows, rows)
+
+
+def finite_rows(rows: np.ndarray, squares: np.ndarray | None = None) -> np.ndarray:
+    """Which rows hold only finite values. Given their :func:`squared_norms`, only the rows
+    whose square is not finite are looked at (a finite square has finite terms; a huge finite
+    value can overflow it, so those rows are checked value by value)."""
+    if squares is None:
+        return np.isfinite(rows).all(axis=1)
+    finite = np.isfinite(squares)
+    odd = np.flatnonzero(~finite)
+    if len(odd):
+        finite[odd] = np.isfinite(rows[odd]).all(axis=1)
+    return finite
+
+
+def unit_rows(squares: np.ndarray, tolerance: float = NORM_TOLERANCE) -> np.ndarray:
+    """Which rows, given their :func:`squared_norms`, have an L2 norm within ``tolerance`` of
+    1."""
+    return np.abs(np.sqrt(squares) - 1.0) <= tolerance
 
 
 def as_matrix(raw: Any, expected: int, dimension: int | None, where: str) -> np.ndarray:
@@ -46,7 +86,7 @@ def as_matrix(raw: Any, expected: int, dimension: int | None, where: str) -> np.
 
 def check_finite(arr: np.ndarray, where: str, first: int) -> None:
     """Fail on NaN or inf, naming up to five rows by sorted position (``first`` is the batch's)."""
-    bad = ~np.isfinite(arr).all(axis=1)
+    bad = ~finite_rows(arr)
     if bad.any():
         rows = (np.flatnonzero(bad) + first).tolist()[:5]
         raise ProviderError(

@@ -320,7 +320,8 @@ class Evaluator:
         """
         threads = thread_settings()  # after the load: torch's thread count is known
         with LoadMonitor() as load:
-            run = self._batched_queries(provider, retriever, queries, depth, timings, encode_before)
+            run = self._batched_queries(retriever, queries, depth, timings)
+            timings.encode_s = provider.encode_seconds() - encode_before
             run.latencies, run.timed_ids, run.cold_query_ms = self._timed_sample(
                 retriever, queries, depth
             )
@@ -328,13 +329,7 @@ class Evaluator:
         return run
 
     def _batched_queries(
-        self,
-        provider: Provider,
-        retriever: Retriever,
-        queries: Sequence[Query],
-        depth: int,
-        timings: Timings,
-        encode_before: float,
+        self, retriever: Retriever, queries: Sequence[Query], depth: int, timings: Timings
     ) -> _QueryRun:
         """The rankings and scores that count, every query once in batches (what a bare script
         does; the query vectors the cache holds read from it), on a chunked dataset each
@@ -352,7 +347,6 @@ class Evaluator:
                 self.progress("queries", len(queries), len(queries))
         timings.query_embedding_s = retriever.query_embedding_s - embed_before
         timings.search_s = retriever.search_s - search_before
-        timings.encode_s = provider.encode_seconds() - encode_before
         found = CacheStats(retriever.query_cache_hits - hits, retriever.query_cache_misses - misses)
         return _QueryRun(rankings, scores, winners=winners, query_cache=found)
 

@@ -4,7 +4,7 @@ the marker, generate-evalset, the API all go through :func:`_check_values`)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, fields
 from typing import Any, Literal, get_args
 
 from ...core.exceptions import ConfigError, did_you_mean
@@ -12,7 +12,6 @@ from ...core.exceptions import ConfigError, did_you_mean
 Strategy = Literal["fixed", "sentence", "recursive"]
 Unit = Literal["chars", "tokens"]
 
-_FIELDS = ("strategy", "size", "overlap", "unit", "min_chunk_chars", "tokenizer")
 #: keys other tools use for the same thing (embedbench's chunk_size, LangChain's chunk_overlap)
 _ALIASES = {"chunk_size": "size", "chunk_overlap": "overlap", "min_chars": "min_chunk_chars"}
 
@@ -73,14 +72,11 @@ class ChunkingSettings:
 
     def as_dict(self) -> dict[str, Any]:
         """The settings as plain data (for fingerprints and reports)."""
-        return {
-            "strategy": self.strategy,
-            "size": self.size,
-            "overlap": self.overlap,
-            "unit": self.unit,
-            "min_chunk_chars": self.min_chunk_chars,
-            "tokenizer": self.tokenizer,
-        }
+        return asdict(self)
+
+
+#: the keys of ``chunking:``, the fields in order
+_FIELDS = tuple(f.name for f in fields(ChunkingSettings))
 
 
 def _check_values(values: Mapping[str, Any], where: str) -> None:

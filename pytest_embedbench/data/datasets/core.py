@@ -7,11 +7,11 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -311,45 +311,57 @@ def chunking_identity(chunking: ChunkingSettings) -> dict[str, Any]:
 
 def _check_documents(documents: Sequence[Document], problems: list[str]) -> dict[str, Document]:
     """Append each document's problem to ``problems``; the documents by id."""
-    seen: dict[str, Document] = {}
-    for i, doc in enumerate(documents):
-        at = doc.origin or f"documents[{i}]"
-        if not isinstance(doc.id, str) or not doc.id:
-            problems.append(f"{at}: document id {doc.id!r} must be a non-empty string")
-            continue
-        if not isinstance(doc.text, str) or not isinstance(doc.title, str):
-            problems.append(f"{at}: document {doc.id!r} needs string 'title' and 'text'")
-        elif not doc.embed_text:
-            problems.append(f"{at}: document {doc.id!r} has no text; remove it or give it text")
-        if doc.id in seen:
-            first = seen[doc.id].origin or "an earlier document"
-            problems.append(
-                f"{at}: duplicate document id {doc.id!r} (first at {first}); ids must be unique"
-            )
-        else:
-            seen[doc.id] = doc
-    return seen
+    return _check_ids(documents, "document", "documents", _document_text_problem, problems)
 
 
 def _check_queries(queries: Sequence[Query], problems: list[str]) -> dict[str, Query]:
     """Append each query's problem to ``problems``; the queries by id."""
-    seen: dict[str, Query] = {}
-    for i, query in enumerate(queries):
-        at = query.origin or f"queries[{i}]"
-        if not isinstance(query.id, str) or not query.id:
-            problems.append(f"{at}: query id {query.id!r} must be a non-empty string")
+    return _check_ids(queries, "query", "queries", _query_text_problem, problems)
+
+
+def _document_text_problem(doc: Document) -> str | None:
+    if not isinstance(doc.text, str) or not isinstance(doc.title, str):
+        return f"document {doc.id!r} needs string 'title' and 'text'"
+    if not doc.embed_text:
+        return f"document {doc.id!r} has no text; remove it or give it text"
+    return None
+
+
+def _query_text_problem(query: Query) -> str | None:
+    if not isinstance(query.text, str) or not query.text.strip():
+        return f"query {query.id!r} has empty text; write the question or drop it"
+    return None
+
+
+_Item = TypeVar("_Item", Document, Query)
+
+
+def _check_ids(
+    items: Sequence[_Item],
+    kind: str,
+    listed_as: str,
+    text_problem: Callable[[_Item], str | None],
+    problems: list[str],
+) -> dict[str, _Item]:
+    """The one check of documents and queries alike: each ``kind``'s id (a non-empty string,
+    unique) and its text (``text_problem``); each problem, located by the item's origin or
+    ``listed_as[i]``, appended to ``problems``. The items by id, the first of each id."""
+    seen: dict[str, _Item] = {}
+    for i, item in enumerate(items):
+        at = item.origin or f"{listed_as}[{i}]"
+        if not isinstance(item.id, str) or not item.id:
+            problems.append(f"{at}: {kind} id {item.id!r} must be a non-empty string")
             continue
-        if not isinstance(query.text, str) or not query.text.strip():
+        problem = text_problem(item)
+        if problem is not None:
+            problems.append(f"{at}: {problem}")
+        if item.id in seen:
+            first = seen[item.id].origin or f"an earlier {kind}"
             problems.append(
-                f"{at}: query {query.id!r} has empty text; write the question or drop it"
-            )
-        if query.id in seen:
-            first = seen[query.id].origin or "an earlier query"
-            problems.append(
-                f"{at}: duplicate query id {query.id!r} (first at {first}); ids must be unique"
+                f"{at}: duplicate {kind} id {item.id!r} (first at {first}); ids must be unique"
             )
         else:
-            seen[query.id] = query
+            seen[item.id] = item
     return seen
 
 

@@ -12,7 +12,7 @@ from urllib.parse import urlsplit, urlunsplit
 from ..models.providers.retry import RetryPolicy, default_retry_decision, status_of
 from .prompts import _RETRY_PROMPT, QUESTIONS_SCHEMA, _messages, parse_questions
 from .sampling import _chunk_seed
-from .settings import GenerationError, GenerationSettings
+from .settings import GenerationError, GenerationSettings, import_extra
 
 if TYPE_CHECKING:
     from ..core.types import Chunk
@@ -80,13 +80,7 @@ class _OllamaChat:
     """``/api/chat`` through the ``ollama`` client, the schema as ``format``."""
 
     def __init__(self, settings: GenerationSettings, host: str) -> None:
-        try:
-            import ollama
-        except ImportError:
-            raise GenerationError(
-                "questions from Ollama need the ollama package: "
-                "pip install 'pytest-embedbench[generate]'"
-            ) from None
+        ollama = import_extra("ollama", "questions from Ollama need the ollama package")
         self._ollama = ollama
         self.settings = settings
         self.model = settings.model_name
@@ -202,13 +196,9 @@ class _OpenAIChat:
     counts."""
 
     def __init__(self, settings: GenerationSettings, host: str) -> None:
-        try:
-            import openai
-        except ImportError:
-            raise GenerationError(
-                "questions from an OpenAI-compatible server need the openai package: "
-                "pip install 'pytest-embedbench[generate]'"
-            ) from None
+        openai = import_extra(
+            "openai", "questions from an OpenAI-compatible server need the openai package"
+        )
         self._openai = openai
         self.settings = settings
         self.model = settings.model_name

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .settings import GenerationError, GenerationSettings
+from .settings import GenerationError, GenerationSettings, import_extra
 
 if TYPE_CHECKING:
     from ..core.types import Chunk
@@ -124,13 +124,9 @@ class _Pool:
     """
 
     def __init__(self, threshold: float, per_chunk: int) -> None:
-        try:
-            from rapidfuzz import fuzz, process
-        except ImportError:
-            raise GenerationError(
-                "the near-duplicate filter needs rapidfuzz: "
-                "pip install 'pytest-embedbench[generate]'"
-            ) from None
+        import_extra("rapidfuzz", "the near-duplicate filter needs rapidfuzz")
+        from rapidfuzz import fuzz, process
+
         self._fuzz, self._process = fuzz, process
         self.cutoff = threshold * 100.0
         self.per_chunk = per_chunk

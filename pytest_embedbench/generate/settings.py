@@ -32,6 +32,18 @@ class StaleEvalsetError(GenerationError):
     what changed and the command that regenerates it."""
 
 
+def import_extra(module: str, needs: str) -> Any:
+    """Import ``module``, a package of the ``generate`` extra, or raise a GenerationError that
+    says what ``needs`` it and the pip command (``"the near-duplicate filter needs
+    rapidfuzz"``)."""
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        raise GenerationError(f"{needs}: pip install 'pytest-embedbench[generate]'") from None
+
+
 _SETTING_LIMITS: dict[str, tuple[float, float]] = {
     "questions_per_chunk": (1, 5),
     "min_chunk_chars": (0, math.inf),

@@ -6,6 +6,7 @@ reason, the retries and byte-identical output."""
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -18,8 +19,10 @@ from pytest_embedbench.generate import (
     GenerationError,
     GenerationSettings,
     StaleEvalsetError,
+    chat,
     ensure_generated_evalset,
     evalset_text,
+    filters,
     generate_evalset,
     generate_or_reuse_evalset,
     parse_questions,
@@ -857,3 +860,34 @@ def test_a_refused_key_stops_the_run_with_the_servers_words(
     message = str(refused.value)
     assert "refused the request: HTTP 401: Invalid API key.; check OPENAI_API_KEY" in message
     assert SECRET not in message
+
+
+@pytest.mark.parametrize(
+    ("package", "build", "message"),
+    [
+        (
+            "ollama",
+            lambda: chat._OllamaChat(GenerationSettings(), "http://127.0.0.1:9"),
+            "questions from Ollama need the ollama package: "
+            "pip install 'pytest-embedbench[generate]'",
+        ),
+        (
+            "openai",
+            lambda: chat._OpenAIChat(GenerationSettings(), "http://127.0.0.1:9/v1"),
+            "questions from an OpenAI-compatible server need the openai package: "
+            "pip install 'pytest-embedbench[generate]'",
+        ),
+        (
+            "rapidfuzz",
+            lambda: filters._Pool(0.85, 2),
+            "the near-duplicate filter needs rapidfuzz: pip install 'pytest-embedbench[generate]'",
+        ),
+    ],
+)
+def test_a_missing_generate_package_names_what_needs_it_and_the_pip_command(
+    monkeypatch: pytest.MonkeyPatch, package: str, build: Callable[[], Any], message: str
+) -> None:
+    monkeypatch.setitem(sys.modules, package, None)  # its import fails, as when not installed
+    with pytest.raises(GenerationError) as caught:
+        build()
+    assert str(caught.value) == message

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from ..plugin.conftest import CONFTEST, CORPUS, QRELS, QUERIES
+from ..plugin.conftest import CONFTEST, QUERIES, write_tiny
 from .conftest import LocalLLM
 
 pytestmark = [pytest.mark.llm, pytest.mark.slow]
@@ -28,12 +28,7 @@ def test_para(retrieval):
 
 @pytest.fixture
 def project(pytester: pytest.Pytester, local_llm: LocalLLM) -> pytest.Pytester:
-    data = pytester.path / "data" / "tiny"
-    (data / "qrels").mkdir(parents=True)
-    (data / "corpus.jsonl").write_text("\n".join(json.dumps(r) for r in CORPUS) + "\n")
-    (data / "queries.jsonl").write_text("\n".join(json.dumps(r) for r in QUERIES) + "\n")
-    (data / "qrels" / "test.tsv").write_text(QRELS)
-    pytester.makeconftest(CONFTEST)
+    write_tiny(pytester)
     pytester.makefile(
         ".yaml",
         embedbench=f"""

@@ -40,14 +40,33 @@ models:
 """
 
 
+def write_beir(folder: Path, corpus: list[dict], queries: list[dict], qrels: str) -> None:
+    """A BEIR dataset folder: ``corpus.jsonl`` and ``queries.jsonl`` (one record a line) and
+    ``qrels/test.tsv`` (``qrels`` as given, its header included)."""
+    (folder / "qrels").mkdir(parents=True, exist_ok=True)
+    (folder / "corpus.jsonl").write_text("\n".join(json.dumps(r) for r in corpus) + "\n")
+    (folder / "queries.jsonl").write_text("\n".join(json.dumps(r) for r in queries) + "\n")
+    (folder / "qrels" / "test.tsv").write_text(qrels)
+
+
+def write_tiny(pytester: pytest.Pytester) -> None:
+    """The tiny dataset under ``data/tiny`` and the conftest that registers ``hashing``."""
+    write_beir(pytester.path / "data" / "tiny", CORPUS, QUERIES, QRELS)
+    pytester.makeconftest(CONFTEST)
+
+
+def bench_module(marker: str, body: str = "pass", *, name: str = "test_search") -> str:
+    """The source of a test module holding one benchmark test, ``name``, marked
+    ``@pytest.mark.embedbench(<marker>)``; ``body`` is its body (one line)."""
+    return (
+        f"import pytest\n\n\n@pytest.mark.embedbench({marker})\n"
+        f"def {name}(retrieval):\n    {body}\n"
+    )
+
+
 @pytest.fixture
 def project(pytester: pytest.Pytester) -> pytest.Pytester:
-    data = pytester.path / "data" / "tiny"
-    (data / "qrels").mkdir(parents=True)
-    (data / "corpus.jsonl").write_text("\n".join(json.dumps(r) for r in CORPUS) + "\n")
-    (data / "queries.jsonl").write_text("\n".join(json.dumps(r) for r in QUERIES) + "\n")
-    (data / "qrels" / "test.tsv").write_text(QRELS)
-    pytester.makeconftest(CONFTEST)
+    write_tiny(pytester)
     pytester.makefile(".yaml", embedbench=CONFIG)
     pytester.makeini(
         """
@@ -67,3 +86,33 @@ MODES = [
     pytest.param([], id="serial"),
     pytest.param(["-n", "2"], id="xdist", marks=pytest.mark.slow),
 ]
+
+
+#: the words of the topics dataset: document i holds its own rare word, query i asks for it
+TOPIC_WORDS = [f"{a}{b}" for a in ("zor", "mip", "tal", "ven", "qua", "lek") for b in "abcdefghij"]
+
+
+def make_dataset(pytester: pytest.Pytester, n_queries: int = 60) -> None:
+    """60 documents, each with its own rare word; query i asks for document i's word."""
+    corpus = [
+        {"_id": f"d{i:02d}", "title": "", "text": f"notes about {w} and the {w} procedure"}
+        for i, w in enumerate(TOPIC_WORDS)
+    ]
+    queries = [
+        {"_id": f"q{i:02d}", "text": f"where is {w} explained"} for i, w in enumerate(TOPIC_WORDS)
+    ]
+    qrels = "".join(f"q{i:02d}\td{i:02d}\t1\n" for i in range(n_queries))
+    write_beir(
+        pytester.path / "data" / "topics", corpus, queries, "query-id\tcorpus-id\tscore\n" + qrels
+    )
+
+
+@pytest.fixture
+def gated(pytester: pytest.Pytester) -> pytest.Pytester:
+    """The topics dataset (60 queries) and the hashing provider: where a gate has room to tell
+    a weak model from a strong one."""
+    make_dataset(pytester)
+    pytester.makeconftest(CONFTEST)
+    pytester.makefile(".yaml", embedbench="datasets:\n  topics: {path: data/topics}\n")
+    pytester.makeini("[pytest]\nembedbench_cache_dir = .cache-embedbench\n")
+    return pytester

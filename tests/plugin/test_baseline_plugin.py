@@ -8,25 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import CONFTEST, MODES
-
-WORDS = [f"{a}{b}" for a in ("zor", "mip", "tal", "ven", "qua", "lek") for b in "abcdefghij"]
-
-
-def make_dataset(pytester: pytest.Pytester, n_queries: int = 60) -> None:
-    """60 documents, each with its own rare word; query i asks for document i's word."""
-    data = pytester.path / "data" / "topics"
-    (data / "qrels").mkdir(parents=True, exist_ok=True)
-    corpus = [
-        {"_id": f"d{i:02d}", "title": "", "text": f"notes about {w} and the {w} procedure"}
-        for i, w in enumerate(WORDS)
-    ]
-    queries = [{"_id": f"q{i:02d}", "text": f"where is {w} explained"} for i, w in enumerate(WORDS)]
-    (data / "corpus.jsonl").write_text("\n".join(json.dumps(r) for r in corpus) + "\n")
-    (data / "queries.jsonl").write_text("\n".join(json.dumps(r) for r in queries) + "\n")
-    qrels = "".join(f"q{i:02d}\td{i:02d}\t1\n" for i in range(n_queries))
-    (data / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\n" + qrels)
-
+from .conftest import MODES, TOPIC_WORDS, make_dataset
 
 TEST = """
 import pytest
@@ -42,15 +24,6 @@ def test_search(retrieval):
 
 def write_test(pytester: pytest.Pytester, spec: str, options: str = "", name: str = "test_gate"):
     pytester.makepyfile(**{name: TEST.format(spec=spec, options=options)})
-
-
-@pytest.fixture
-def gated(pytester: pytest.Pytester) -> pytest.Pytester:
-    make_dataset(pytester)
-    pytester.makeconftest(CONFTEST)
-    pytester.makefile(".yaml", embedbench="datasets:\n  topics: {path: data/topics}\n")
-    pytester.makeini("[pytest]\nembedbench_cache_dir = .cache-embedbench\n")
-    return pytester
 
 
 def baseline(pytester: pytest.Pytester) -> dict:
@@ -281,7 +254,7 @@ def make_docs_project(root, stubs: int = 0) -> None:
     docs = root / "help" / "docs"
     docs.mkdir(parents=True, exist_ok=True)
     lines = []
-    for i, word in enumerate(WORDS[:15]):
+    for i, word in enumerate(TOPIC_WORDS[:15]):
         text = f"# {word}\n\nHow the {word} feature works and how to set up {word} for a team.\n"
         (docs / f"{word}.md").write_text("Stub.\n" if i < stubs else text)
         lines.append(

@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from .conftest import CONFTEST, MODES
+from .conftest import CONFTEST, MODES, bench_module
 
 #: six manuals of four paragraphs each; every paragraph has a word of its own
 TOPICS = ["printer", "scanner", "router", "camera", "speaker", "monitor"]
@@ -106,15 +106,7 @@ def test_yaml_chunking_the_marker_override_and_the_winning_chunks(
 
 
 def test_a_bad_marker_chunking_is_a_collection_error(manuals: pytest.Pytester) -> None:
-    manuals.makepyfile(
-        test_bad="""
-        import pytest
-
-        @pytest.mark.embedbench(dataset="manuals", chunking={"size": "big"})
-        def test_search(retrieval):
-            pass
-        """
-    )
+    manuals.makepyfile(test_bad=bench_module('dataset="manuals", chunking={"size": "big"}'))
     result = manuals.runpytest()
     assert result.ret == pytest.ExitCode.INTERRUPTED
     result.stdout.fnmatch_lines(
@@ -142,15 +134,7 @@ def test_tokens_without_a_tokenizer_on_bm25_is_a_collection_error(
 
 
 def test_a_changed_chunking_is_named_by_the_gate(manuals: pytest.Pytester) -> None:
-    manuals.makepyfile(
-        test_manuals="""
-        import pytest
-
-        @pytest.mark.embedbench(dataset="manuals")
-        def test_yaml(retrieval):
-            pass
-        """
-    )
+    manuals.makepyfile(test_manuals=bench_module('dataset="manuals"', name="test_yaml"))
     manuals.runpytest("--embedbench-update-baseline").assert_outcomes(passed=1)
     write_manuals(manuals, CONFIG.replace("size: 120", "size: 100"))
     result = manuals.runpytest()

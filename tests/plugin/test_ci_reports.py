@@ -25,7 +25,7 @@ from pytest_embedbench.report.summary.run import Summary
 from pytest_embedbench.report.writers.ci import GITHUB_COMMENT_LIMIT, MARKER
 
 from .conftest import CONFTEST, REPO
-from .test_baseline_plugin import make_dataset, write_test
+from .test_baseline_plugin import write_test
 from .test_plugin import BASIC
 
 WORKFLOW = REPO / "docs" / "examples" / "github-workflow.yml"
@@ -270,15 +270,6 @@ def test_no_properties_without_junitxml(project: pytest.Pytester) -> None:
 
 
 # -- a regression, as a pull request shows it ---------------------------------------------------
-
-
-@pytest.fixture
-def gated(pytester: pytest.Pytester) -> pytest.Pytester:
-    make_dataset(pytester)
-    pytester.makeconftest(CONFTEST)
-    pytester.makefile(".yaml", embedbench="datasets:\n  topics: {path: data/topics}\n")
-    pytester.makeini("[pytest]\nembedbench_cache_dir = .cache-embedbench\n")
-    return pytester
 
 
 def test_a_regression_reaches_the_comment_and_the_junit_file(gated: pytest.Pytester) -> None:

@@ -15,29 +15,18 @@ import pytest
 from pytest_embedbench.cache.store import FILENAME
 from pytest_embedbench.plugin.xdist import crash_safe_load
 
-from .test_faults_plugin import finish, project, spawn, write_models_test
+from .test_faults_plugin import barrier, finish, project, spawn, write_models_test
 
 __all__ = ["project"]  # the fixture, imported for the tests below
 
 #: holds each run (not its xdist workers) before its first test until EMBEDBENCH_TEST_START_N
 #: runs have arrived: their cache opens, reads and writes then overlap
-START_BARRIER = """
-import os, time
-import pytest
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_runtestloop(session):
-    folder = os.environ.get("EMBEDBENCH_TEST_START")
-    if not folder or hasattr(session.config, "workerinput"):
-        return
-    os.makedirs(folder, exist_ok=True)
-    open(os.path.join(folder, str(os.getpid())), "w").close()
-    deadline = time.time() + 120
-    while len(os.listdir(folder)) < int(os.environ["EMBEDBENCH_TEST_START_N"]):
-        if time.time() > deadline:
-            raise RuntimeError("start barrier: the other runs never arrived")
-        time.sleep(0.02)
-"""
+START_BARRIER = barrier(
+    "pytest_runtestloop",
+    "EMBEDBENCH_TEST_START",
+    120,
+    "start barrier: the other runs never arrived",
+)
 
 
 def results(report: dict[str, Any]) -> dict[str, Any]:

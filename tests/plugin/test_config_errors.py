@@ -11,15 +11,9 @@ import time
 
 import pytest
 
-from .conftest import REPO
+from .conftest import REPO, bench_module
 
-BASIC = """
-import pytest
-
-@pytest.mark.embedbench(dataset="tiny")
-def test_search(retrieval):
-    pass
-"""
+BASIC = bench_module('dataset="tiny"')
 
 
 def _config(project: pytest.Pytester, text: str) -> None:
@@ -141,89 +135,116 @@ def test_provider_options_for_a_model_of_no_test_warn(project: pytest.Pytester) 
     result.stdout.fnmatch_lines(["*providers.e5-large-instruct: *apply to nothing.*"])
 
 
+# -- mistakes that name the file and key: provider names, the gate, k, thresholds ------------
+
+
 @pytest.mark.parametrize(
-    ("models", "where"),
+    ("text", "message"),
     [
-        ("models: [hashing:h, bm-25]\n", "*embedbench.yaml: models[[]1[]]: 'bm-25': "),
-        ("models: ['hybrid:hashing:h+bm-25']\n", "*embedbench.yaml: models[[]0[]]: 'hybrid:*': "),
+        (
+            "models: [hashing:h, bm-25]\n",
+            "*embedbench.yaml: models[[]1[]]: 'bm-25': unknown provider 'bm-25'; did you mean "
+            "'bm25'? Known providers: [[]*",
+        ),
+        (
+            "models: ['hybrid:hashing:h+bm-25']\n",
+            "*embedbench.yaml: models[[]0[]]: 'hybrid:*': unknown provider 'bm-25'; did you mean "
+            "'bm25'? Known providers: [[]*",
+        ),
+        (
+            "models: [bm25]\ngate:\n  tests:\n    test_search: {metrics: [ndgc@10]}\n",
+            "*embedbench.yaml: gate.tests.test_search.metrics: 'ndgc@10' is not a metric; "
+            "did you mean 'ndcg@10'? (unknown metric 'ndgc'*",
+        ),
+        (
+            "models: [bm25]\nk: [5]\ngate: {metrics: [ndcg@10, hit@1]}\n",
+            "*embedbench.yaml: gate.metrics: [[]'ndcg@10', 'hit@1'[]] gated, but test_search "
+            "computes k=[[]5[]] only (model 'bm25'); add [[]1, 10[]] to k*",
+        ),
+        # issue 8 item 4's case: k: [1, 5, 10] gating recall@100 said "not gated" on every run;
+        # the run computes the cut-offs asked for, so naming recall@100 is an error with the fix
+        (
+            "models: [bm25]\nk: [1, 5, 10]\ngate: {metrics: [recall@100]}\n",
+            "*embedbench.yaml: gate.metrics: [[]'recall@100'[]] gated, but test_search "
+            "computes k=[[]1, 5, 10[]] only (model 'bm25'); add [[]100[]] to k*",
+        ),
+        (
+            'models: [bm25]\nk: [1, 5]\nthresholds:\n  defaults: {recall@100: ">= 0.5"}\n',
+            "*embedbench.yaml: thresholds: defaults.recall@100: threshold recall@100, but "
+            "test_search computes k=[[]1, 5[]] only; add 100 to k*",
+        ),
+        (
+            "models: [bm25]\nk: []\n",
+            "*embedbench.yaml: k: [[][]] computes nothing: list the cut-offs*",
+        ),
+        (
+            'models: [bm25]\nthresholds:\n  defaults: {ndcg@10: ">= 1.5"}\n',
+            "*embedbench.yaml: thresholds: defaults.*: *'>= 1.5' can never hold: ndcg@10 lies in "
+            "[[]0, 1[]]*",
+        ),
+        (
+            'models: [bm25]\nthresholds:\n  defaults: {recall@100: "< 0"}\n',
+            "*embedbench.yaml: thresholds: defaults.*: *'< 0' can never hold: recall@100 lies in "
+            "[[]0, 1[]]*",
+        ),
+        (
+            'models: [bm25]\nthresholds:\n  defaults: {latency.p95_ms: "< 0"}\n',
+            "*embedbench.yaml: thresholds: defaults.*: *'< 0' can never hold: latency.p95_ms is "
+            "never negative*",
+        ),
     ],
-    ids=["plain", "hybrid-leg"],
+    ids=[
+        "provider-name-typo",
+        "provider-name-typo-in-a-hybrid-leg",
+        "gate-metric-typo",
+        "gated-metric-the-run-does-not-compute",
+        "gated-recall-at-100-needs-k-100",
+        "threshold-deeper-than-k",
+        "empty-k",
+        "impossible-threshold-above-1",
+        "impossible-threshold-below-0",
+        "impossible-threshold-negative-latency",
+    ],
 )
-def test_provider_name_typo_in_the_config(
-    project: pytest.Pytester, models: str, where: str
+def test_a_mistake_in_the_config_is_an_error_naming_file_and_key(
+    project: pytest.Pytester, text: str, message: str
 ) -> None:
-    _config(project, models)
+    _config(project, text)
     project.makepyfile(test_basic=BASIC)
     result = project.runpytest()
     assert result.ret != 0
-    assert not {"passed", "failed"} & set(result.parseoutcomes())
-    result.stdout.fnmatch_lines(
-        [where + "unknown provider 'bm-25'; did you mean 'bm25'? Known providers: [[]*"]
-    )
+    assert not {"passed", "failed"} & set(result.parseoutcomes())  # no test ran
+    result.stdout.fnmatch_lines([message])
 
 
-def test_provider_name_typo_in_the_marker_is_a_collection_error(
-    project: pytest.Pytester,
+@pytest.mark.parametrize(
+    ("marker", "message"),
+    [
+        (
+            'dataset="tiny", models=["bm-25"]',
+            "*test_m.py: @pytest.mark.embedbench models: 'bm-25': unknown provider*bm25'?*",
+        ),
+        (
+            'dataset="tiny", k=[0, 10]',
+            "*test_m.py: @pytest.mark.embedbench k: [[]0, 10[]]: cut-offs must be integers >= 1*",
+        ),
+        (
+            'dataset="tiny", thresholds={"ndcg@10": ">= 1.5"}',
+            "*test_m.py marker*ndcg@10*'>= 1.5' can never hold*",
+        ),
+    ],
+    ids=["provider-name-typo", "bad-k", "impossible-threshold"],
+)
+def test_a_mistake_in_the_marker_is_a_collection_error_naming_the_test_file(
+    project: pytest.Pytester, marker: str, message: str
 ) -> None:
-    project.makepyfile(
-        test_m="""
-        import pytest
-
-        @pytest.mark.embedbench(dataset="tiny", models=["bm-25"])
-        def test_search(retrieval):
-            pass
-        """
-    )
+    project.makepyfile(test_m=bench_module(marker))
     result = project.runpytest()
     assert result.ret in (pytest.ExitCode.INTERRUPTED, pytest.ExitCode.TESTS_FAILED)
-    result.stdout.fnmatch_lines(
-        ["*test_m.py: @pytest.mark.embedbench models: 'bm-25': unknown provider*bm25'?*"]
-    )
+    result.stdout.fnmatch_lines([message])
 
 
-# -- the gate's metrics -----------------------------------------------------------------------
-
-
-def test_gate_metric_typo_names_file_and_key(project: pytest.Pytester) -> None:
-    _config(project, "models: [bm25]\ngate:\n  tests:\n    test_search: {metrics: [ndgc@10]}\n")
-    project.makepyfile(test_basic=BASIC)
-    result = project.runpytest()
-    assert result.ret != 0
-    result.stdout.fnmatch_lines(
-        [
-            "*embedbench.yaml: gate.tests.test_search.metrics: 'ndgc@10' is not a metric; "
-            "did you mean 'ndcg@10'? (unknown metric 'ndgc'*"
-        ]
-    )
-
-
-def test_gated_metric_the_run_does_not_compute(project: pytest.Pytester) -> None:
-    _config(project, "models: [bm25]\nk: [5]\ngate: {metrics: [ndcg@10, hit@1]}\n")
-    project.makepyfile(test_basic=BASIC)
-    result = project.runpytest()
-    assert result.ret != 0
-    result.stdout.fnmatch_lines(
-        [
-            "*embedbench.yaml: gate.metrics: [[]'ndcg@10', 'hit@1'[]] gated, but test_search "
-            "computes k=[[]5[]] only (model 'bm25'); add [[]1, 10[]] to k*"
-        ]
-    )
-
-
-def test_a_gated_recall_at_100_needs_k_100(project: pytest.Pytester) -> None:
-    # issue 8 item 4's case: k: [1, 5, 10] gating recall@100 said "not gated" on every run;
-    # the run computes the cut-offs asked for, so naming recall@100 is an error with the fix
-    _config(project, "models: [bm25]\nk: [1, 5, 10]\ngate: {metrics: [recall@100]}\n")
-    project.makepyfile(test_basic=BASIC)
-    result = project.runpytest()
-    assert result.ret != 0
-    assert not {"passed", "failed"} & set(result.parseoutcomes())
-    result.stdout.fnmatch_lines(
-        [
-            "*embedbench.yaml: gate.metrics: [[]'recall@100'[]] gated, but test_search "
-            "computes k=[[]1, 5, 10[]] only (model 'bm25'); add [[]100[]] to k*"
-        ]
-    )
+# -- the gate, k and thresholds ---------------------------------------------------------------
 
 
 def test_the_default_gate_skips_a_cutoff_the_run_lacks(project: pytest.Pytester) -> None:
@@ -254,26 +275,6 @@ def test_the_default_gate_skips_a_cutoff_the_run_lacks(project: pytest.Pytester)
     assert report["recommendations"]["datasets"]["tiny"]["picks"]["accuracy"]["model"]
 
 
-def test_a_threshold_deeper_than_k_names_file_and_key(project: pytest.Pytester) -> None:
-    _config(
-        project,
-        'models: [bm25]\nk: [1, 5]\nthresholds:\n  defaults: {recall@100: ">= 0.5"}\n',
-    )
-    project.makepyfile(test_basic=BASIC)
-    result = project.runpytest()
-    assert result.ret != 0
-    assert not {"passed", "failed"} & set(result.parseoutcomes())
-    result.stdout.fnmatch_lines(
-        [
-            "*embedbench.yaml: thresholds: defaults.recall@100: threshold recall@100, but "
-            "test_search computes k=[[]1, 5[]] only; add 100 to k*"
-        ]
-    )
-
-
-# -- k and thresholds -------------------------------------------------------------------------
-
-
 def test_k_means_the_same_in_the_config_and_the_marker(project: pytest.Pytester) -> None:
     _config(project, "models: [bm25]\nk: 10\n")
     project.makepyfile(
@@ -292,68 +293,6 @@ def test_k_means_the_same_in_the_config_and_the_marker(project: pytest.Pytester)
     project.runpytest("--embedbench-json", "r.json").assert_outcomes(passed=2)
     tests = json.loads((project.path / "r.json").read_text())["tests"]
     assert [t["k"] for t in tests] == [[10], [10]]
-
-
-def test_a_bad_marker_k_names_the_test_file(project: pytest.Pytester) -> None:
-    project.makepyfile(
-        test_k="""
-        import pytest
-
-        @pytest.mark.embedbench(dataset="tiny", k=[0, 10])
-        def test_search(retrieval):
-            pass
-        """
-    )
-    result = project.runpytest()
-    assert result.ret != 0
-    result.stdout.fnmatch_lines(
-        ["*test_k.py: @pytest.mark.embedbench k: [[]0, 10[]]: cut-offs must be integers >= 1*"]
-    )
-
-
-def test_empty_k_is_an_error(project: pytest.Pytester) -> None:
-    _config(project, "models: [bm25]\nk: []\n")
-    project.makepyfile(test_basic=BASIC)
-    result = project.runpytest()
-    assert result.ret != 0
-    result.stdout.fnmatch_lines(
-        ["*embedbench.yaml: k: [[][]] computes nothing: list the cut-offs*"]
-    )
-
-
-@pytest.mark.parametrize(
-    ("rule", "message"),
-    [
-        ('{ndcg@10: ">= 1.5"}', "'>= 1.5' can never hold: ndcg@10 lies in [[]0, 1[]]"),
-        ('{recall@100: "< 0"}', "'< 0' can never hold: recall@100 lies in [[]0, 1[]]"),
-        ('{latency.p95_ms: "< 0"}', "'< 0' can never hold: latency.p95_ms is never negative"),
-    ],
-    ids=["above-1", "below-0", "negative-latency"],
-)
-def test_impossible_threshold_names_file_and_key(
-    project: pytest.Pytester, rule: str, message: str
-) -> None:
-    _config(project, f"models: [bm25]\nthresholds:\n  defaults: {rule}\n")
-    project.makepyfile(test_basic=BASIC)
-    result = project.runpytest()
-    assert result.ret != 0
-    assert not {"passed", "failed"} & set(result.parseoutcomes())
-    result.stdout.fnmatch_lines([f"*embedbench.yaml: thresholds: defaults.*: *{message}*"])
-
-
-def test_impossible_threshold_in_the_marker(project: pytest.Pytester) -> None:
-    project.makepyfile(
-        test_m="""
-        import pytest
-
-        @pytest.mark.embedbench(dataset="tiny", thresholds={"ndcg@10": ">= 1.5"})
-        def test_search(retrieval):
-            pass
-        """
-    )
-    result = project.runpytest()
-    assert result.ret != 0
-    result.stdout.fnmatch_lines(["*test_m.py marker*ndcg@10*'>= 1.5' can never hold*"])
 
 
 # -- the report, the table, progress ------------------------------------------------------------
@@ -417,13 +356,7 @@ def test_the_legend_explains_the_dash(project: pytest.Pytester) -> None:
 def test_an_hf_id_that_is_nowhere_fails_fast(project: pytest.Pytester) -> None:
     # the hub is unreachable here: the model's test fails in seconds, with the fix
     project.makepyfile(
-        test_hf="""
-        import pytest
-
-        @pytest.mark.embedbench(dataset="tiny", models=["hf:nobody-here/no-such-model"])
-        def test_search(retrieval):
-            pass
-        """
+        test_hf=bench_module('dataset="tiny", models=["hf:nobody-here/no-such-model"]')
     )
     env = {k: v for k, v in os.environ.items() if k != "HF_HUB_OFFLINE"}
     started = time.perf_counter()

@@ -21,30 +21,38 @@ from filelock import FileLock
 
 from pytest_embedbench.plugin.xdist import crash_safe_loadgroup
 
-from .conftest import CONFTEST
-from .test_baseline_plugin import make_dataset
+from .conftest import CONFTEST, bench_module, make_dataset, write_beir
 
 EXIT_ARTIFACT_FAILED = 6
 
-#: a conftest hook that holds each run at session finish, before the plugin writes anything,
-#: until as many runs as EMBEDBENCH_TEST_BARRIER_N have arrived: their writes then overlap
-BARRIER = """
+
+def barrier(hook: str, env: str, seconds: int, timeout_message: str) -> str:
+    """A conftest hook ``hook`` that holds each run (not its xdist workers) until as many runs as
+    ``$<env>_N`` have arrived in the folder ``$<env>``; ``timeout_message`` after ``seconds``."""
+    return f"""
 import os, time
 import pytest
 
 @pytest.hookimpl(tryfirst=True)
-def pytest_sessionfinish(session):
-    folder = os.environ.get("EMBEDBENCH_TEST_BARRIER")
+def {hook}(session):
+    folder = os.environ.get("{env}")
     if not folder or hasattr(session.config, "workerinput"):
         return
     os.makedirs(folder, exist_ok=True)
     open(os.path.join(folder, str(os.getpid())), "w").close()
-    deadline = time.time() + 60
-    while len(os.listdir(folder)) < int(os.environ["EMBEDBENCH_TEST_BARRIER_N"]):
+    deadline = time.time() + {seconds}
+    while len(os.listdir(folder)) < int(os.environ["{env}_N"]):
         if time.time() > deadline:
-            raise RuntimeError("barrier: the other run never arrived")
+            raise RuntimeError({timeout_message!r})
         time.sleep(0.02)
 """
+
+
+#: holds each run at session finish, before the plugin writes anything, until as many runs as
+#: EMBEDBENCH_TEST_BARRIER_N have arrived: their writes then overlap
+BARRIER = barrier(
+    "pytest_sessionfinish", "EMBEDBENCH_TEST_BARRIER", 60, "barrier: the other run never arrived"
+)
 
 MODELS_TEST = """
 import os
@@ -527,11 +535,7 @@ EVIL_QRELS = "query-id\tcorpus-id\tscore\n-q1\t=d1\t1\n@q2\t+d2\t1\n+q3\t-d3\t1\
 def test_csv_cells_a_spreadsheet_would_run_are_neutralised(project: pytest.Pytester) -> None:
     """OWASP's rule in every CSV cell of text: a leading = + - @ tab or CR gets a ``'``;
     numbers stay numbers. Names, query ids, query texts and document ids all flow in."""
-    data = project.path / "data" / "evil"
-    (data / "qrels").mkdir(parents=True)
-    (data / "corpus.jsonl").write_text("\n".join(json.dumps(r) for r in EVIL_CORPUS) + "\n")
-    (data / "queries.jsonl").write_text("\n".join(json.dumps(r) for r in EVIL_QUERIES) + "\n")
-    (data / "qrels" / "test.tsv").write_text(EVIL_QRELS)
+    write_beir(project.path / "data" / "evil", EVIL_CORPUS, EVIL_QUERIES, EVIL_QRELS)
     project.makefile(".yaml", embedbench="datasets:\n  evil: {path: data/evil}\n")
     project.makepyfile(
         test_evil="""
@@ -580,15 +584,7 @@ def test_the_json_report_keeps_embedbench_yaml_under_xdist_as_serially(
         embedbench="datasets:\n  topics: {path: data/topics}\nmodels: [hashing:h, bm25]\n"
         "providers:\n  hashing: {dim: 48}\nk: [1, 10]\n",
     )
-    project.makepyfile(
-        test_yaml="""
-        import pytest
-
-        @pytest.mark.embedbench(dataset="topics")
-        def test_search(retrieval):
-            pass
-        """
-    )
+    project.makepyfile(test_yaml=bench_module('dataset="topics"'))
     project.runpytest("--embedbench-json=serial.json").assert_outcomes(passed=2)
     project.runpytest("-n", "2", "--embedbench-json=xdist.json").assert_outcomes(passed=2)
 

@@ -243,10 +243,8 @@ TOPIC_WORDS = [
 def _topics_project(pytester: pytest.Pytester) -> None:
     """90 guides, each about its own rare word, chunked by characters; query i asks for guide
     i's word (45 calibration queries: enough for a conformal cut-off at alpha 0.05)."""
-    from .conftest import REPO
+    from .conftest import REPO, write_beir
 
-    data = pytester.path / "data" / "topics"
-    (data / "qrels").mkdir(parents=True)
     corpus = [
         {
             "_id": f"d{i:02d}",
@@ -259,10 +257,10 @@ def _topics_project(pytester: pytest.Pytester) -> None:
     queries = [
         {"_id": f"q{i:02d}", "text": f"where is {w} explained"} for i, w in enumerate(TOPIC_WORDS)
     ]
-    (data / "corpus.jsonl").write_text("\n".join(json.dumps(r) for r in corpus) + "\n")
-    (data / "queries.jsonl").write_text("\n".join(json.dumps(r) for r in queries) + "\n")
     qrels = "".join(f"q{i:02d}\td{i:02d}\t1\n" for i in range(len(TOPIC_WORDS)))
-    (data / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\n" + qrels)
+    write_beir(
+        pytester.path / "data" / "topics", corpus, queries, "query-id\tcorpus-id\tscore\n" + qrels
+    )
     pytester.makeconftest(LAYOUT_CONFTEST.format(repo=str(REPO)))
     pytester.makefile(
         ".yaml",

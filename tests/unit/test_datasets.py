@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import unicodedata
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -148,6 +148,16 @@ def make_docs(folder: Path) -> Path:
     return folder / "docs"
 
 
+def evalset_error(tmp_path: Path, rows: list[dict[str, Any]]) -> tuple[Path, str]:
+    """The eval set of ``rows`` over :func:`make_docs`'s folder, and the message of the
+    DatasetError that loading it raises."""
+    docs = make_docs(tmp_path)
+    path = write_jsonl(tmp_path / "evalset.jsonl", rows)
+    with pytest.raises(DatasetError) as info:
+        load_evalset(path, docs)
+    return path, str(info.value)
+
+
 def test_evalset_over_documents_folder(tmp_path: Path) -> None:
     make_docs(tmp_path)
     write_jsonl(
@@ -209,20 +219,6 @@ def test_evalset_errors_name_line_and_fix(tmp_path: Path) -> None:
     )
     with pytest.raises(DatasetError, match=r"line 2: duplicate query_id 'a' \(first at line 1\)"):
         load_evalset(path, docs)
-
-
-def test_duplicate_query_text_warns(tmp_path: Path) -> None:
-    docs = make_docs(tmp_path)
-    path = write_jsonl(
-        tmp_path / "evalset.jsonl",
-        [
-            {"query": "Max payload?", "relevant_doc_ids": ["api.md"]},
-            {"query": "max  payload?", "relevant_doc_ids": ["api.md"]},
-        ],
-    )
-    with pytest.warns(EmbedBenchWarning, match=r"line 2: query text .* repeats line 1"):
-        ds = load_evalset(path, docs)
-    assert len(ds.queries) == 2
 
 
 def test_python_objects_and_validation() -> None:
@@ -573,17 +569,14 @@ def test_dataset_not_found_states_the_location_rules(tmp_path: Path) -> None:
 def test_a_line_with_both_judgement_keys_is_an_error_naming_file_line_and_keys(
     tmp_path: Path,
 ) -> None:
-    docs = make_docs(tmp_path)
-    path = write_jsonl(
-        tmp_path / "evalset.jsonl",
+    path, message = evalset_error(
+        tmp_path,
         [
             {"query": "max payload?", "relevant_doc_ids": ["api.md"]},
             {"query": "retention", "relevant_doc_ids": ["api.md"], "relevance": {"security.md": 2}},
         ],
     )
-    with pytest.raises(DatasetError) as info:
-        load_evalset(path, docs)
-    assert str(info.value) == (
+    assert message == (
         f"{path} line 2: has both 'relevant_doc_ids' and 'relevance'; use one: "
         "'relevant_doc_ids' lists documents of grade 1, 'relevance' maps each document to its "
         'grade ({"api.md": 2, "faq.md": 1})'
@@ -603,17 +596,13 @@ def test_a_line_with_both_judgement_keys_is_an_error_naming_file_line_and_keys(
 def test_a_typo_of_a_key_is_an_error_naming_it_and_the_key_meant(
     tmp_path: Path, typo: str, meant: str
 ) -> None:
-    docs = make_docs(tmp_path)
     line = {"query_id": "q1", "query": "max payload?", "relevant_doc_ids": ["api.md"]}
     line = {(typo if key == meant else key): value for key, value in line.items()}
     line.setdefault(typo, {"api.md": 1})  # a key not on the line: added under its typo
-    path = write_jsonl(
-        tmp_path / "evalset.jsonl",
-        [{"query": "retention", "relevant_doc_ids": ["security.md"]}, line],
+    path, message = evalset_error(
+        tmp_path, [{"query": "retention", "relevant_doc_ids": ["security.md"]}, line]
     )
-    with pytest.raises(DatasetError) as info:
-        load_evalset(path, docs)
-    assert str(info.value) == (
+    assert message == (
         f"{path} line 2: unknown key {typo!r}; did you mean {meant!r}? The keys read are "
         "'query_id', 'query', 'relevant_doc_ids', 'relevance'; other keys are kept as the "
         "query's metadata, but one this close to a key read is taken for a typo: rename it"
@@ -636,17 +625,14 @@ def test_other_keys_stay_the_querys_metadata(tmp_path: Path) -> None:
 
 
 def test_a_line_without_judgements_names_the_key_that_looks_like_one(tmp_path: Path) -> None:
-    docs = make_docs(tmp_path)
-    path = write_jsonl(tmp_path / "evalset.jsonl", [{"query": "x", "doc_ids": ["api.md"]}])
-    with pytest.raises(DatasetError) as info:
-        load_evalset(path, docs)
-    assert str(info.value) == (
+    path, message = evalset_error(tmp_path, [{"query": "x", "doc_ids": ["api.md"]}])
+    assert message == (
         f"{path} line 1: needs 'relevant_doc_ids' (a list of document paths) or 'relevance' "
         "(a mapping of document path to grade); did you mean 'relevant_doc_ids' for 'doc_ids'?"
     )
     write_jsonl(path, [{"query": "x", "category": "setup"}])
     with pytest.raises(DatasetError, match=r"line 1: needs .*; its other keys \('category'\) are"):
-        load_evalset(path, docs)
+        load_evalset(path, tmp_path / "docs")
 
 
 # -- one reader for every documents folder (issue 29 step 3) ---------------------------------
@@ -688,18 +674,30 @@ def _outcome(root: Path, names: list[str], call: Any = None) -> tuple[str, list[
     return error.replace(str(root), "ROOT"), clean, ids
 
 
+def _either_way(
+    root: Path, add: Callable[[Path], None], names: list[str]
+) -> tuple[str, list[str], list[str]]:
+    """:func:`_outcome` of a documents folder that ``add`` adds a file to, once .md/.txt only
+    and once with an HTML page too: the two must be alike; the one outcome."""
+    results = []
+    for kind in (False, True):
+        folder = root / f"mixed-{kind}"
+        add(_docs_folder(folder, mixed=kind))
+        results.append(_outcome(folder, names))
+    assert results[0] == results[1]
+    return results[0]
+
+
 def test_a_symlink_out_of_the_folder_is_skipped_with_a_warning(tmp_path: Path) -> None:
     outside = tmp_path / "secret.md"
     outside.write_text("a file from elsewhere")
     pytest.importorskip("bs4")
-    results = []
-    for kind in (False, True):
-        root = tmp_path / f"mixed-{kind}"
-        docs = _docs_folder(root, mixed=kind)
+
+    def leak(docs: Path) -> None:
         (docs / "leak.md").symlink_to(outside)
-        results.append((_outcome(root, ["api.md"]), _outcome(root, ["leak.md"])))
-    assert results[0] == results[1]
-    (_, said, ids), (error, _, _) = results[0]
+
+    _, said, ids = _either_way(tmp_path / "api", leak, ["api.md"])
+    error, _, _ = _either_way(tmp_path / "leak", leak, ["leak.md"])
     leak = f"ROOT/docs/leak.md: skipped, a symlink to {outside.resolve()}, outside ROOT/docs"
     assert said == [f"{leak}; copy the file into the folder to include it"]
     assert ids == ["api.md", "guides/install.txt"]
@@ -712,17 +710,14 @@ def test_a_symlink_out_of_the_folder_is_skipped_with_a_warning(tmp_path: Path) -
 
 def test_two_ids_differing_only_by_case_are_refused(tmp_path: Path) -> None:
     pytest.importorskip("bs4")
-    results = []
-    for kind in (False, True):
-        root = tmp_path / f"mixed-{kind}"
-        docs = _docs_folder(root, mixed=kind)
+
+    def two_cases(docs: Path) -> None:
         (docs / "Backup.md").write_text("Backups run nightly.")
         (docs / "backup.md").write_text("Backups are kept 35 days.")
-        if len(os.listdir(docs)) < 4 + kind:  # pragma: no cover - case-insensitive
-            pytest.skip("case-insensitive file system")
-        results.append(_outcome(root, ["api.md"]))
-    assert results[0] == results[1]
-    assert results[0] == (
+        if len({p.name for p in docs.iterdir()} & {"Backup.md", "backup.md"}) < 2:
+            pytest.skip("case-insensitive file system")  # pragma: no cover
+
+    assert _either_way(tmp_path, two_cases, ["api.md"]) == (
         "DatasetError: ROOT/docs/Backup.md and ROOT/docs/backup.md: two documents whose ids "
         "differ only by case or Unicode form ('Backup.md' and 'backup.md'); rename one",
         [],
@@ -732,14 +727,11 @@ def test_two_ids_differing_only_by_case_are_refused(tmp_path: Path) -> None:
 
 def test_a_binary_txt_is_refused(tmp_path: Path) -> None:
     pytest.importorskip("bs4")
-    results = []
-    for kind in (False, True):
-        root = tmp_path / f"mixed-{kind}"
-        docs = _docs_folder(root, mixed=kind)
+
+    def binary(docs: Path) -> None:
         (docs / "core.txt").write_bytes(b"ELF\x00\x01\x02 valid UTF-8, yet no text")
-        results.append(_outcome(root, ["api.md"]))
-    assert results[0] == results[1]
-    assert results[0][0] == (
+
+    assert _either_way(tmp_path, binary, ["api.md"])[0] == (
         "DatasetError: ROOT/docs/core.txt: has a NUL byte at character 3: a binary file, not "
         "text; remove it or give it another extension (or load with on_error='skip')"
     )

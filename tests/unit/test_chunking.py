@@ -4,6 +4,7 @@ token bound in MiniLM's tokenizer, boundaries, overlap, short chunks, pages, set
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -62,6 +63,31 @@ texts = st.lists(
 ).map(lambda parts: " ".join(parts))
 
 
+def _checked_chunks(
+    text: str,
+    strategy: str,
+    size: int,
+    overlap_share: float,
+    *,
+    min_chunk_chars: int = 0,
+    **unit: Any,
+) -> tuple[Document, list[Chunk]]:
+    """One document of ``text`` chunked with an overlap of ``overlap_share`` of ``size`` (at
+    most ``size - 1``), its chunks' offsets checked (:func:`_check`)."""
+    doc = Document("d.md", text)
+    overlap = min(int(size * overlap_share), size - 1)
+    chunks = chunk_documents(
+        [doc],
+        strategy=strategy,  # type: ignore[arg-type]
+        size=size,
+        overlap=overlap,
+        min_chunk_chars=min_chunk_chars,
+        **unit,
+    )
+    _check(doc, chunks)
+    return doc, chunks
+
+
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     text=texts,
@@ -74,16 +100,10 @@ texts = st.lists(
 def test_offsets_hold_for_every_strategy_in_chars(
     text: str, repeat: int, strategy: str, size: int, overlap_share: float, min_chunk_chars: int
 ) -> None:
-    doc = Document("d.md", text * repeat)  # repeated passages: offsets must not be found again
-    overlap = min(int(size * overlap_share), size - 1)
-    chunks = chunk_documents(
-        [doc],
-        strategy=strategy,  # type: ignore[arg-type]
-        size=size,
-        overlap=overlap,
-        min_chunk_chars=min_chunk_chars,
+    # repeated passages: offsets must not be found again
+    doc, chunks = _checked_chunks(
+        text * repeat, strategy, size, overlap_share, min_chunk_chars=min_chunk_chars
     )
-    _check(doc, chunks)
     assert all(len(c.text) <= size for c in chunks)
     assert bool(chunks) == bool(doc.text.strip())  # a short judged document keeps a chunk
 
@@ -99,18 +119,9 @@ def test_offsets_hold_for_every_strategy_in_chars(
 def test_token_chunks_never_exceed_size_in_minilm(
     minilm, text: str, repeat: int, strategy: str, size: int, overlap_share: float
 ) -> None:  # type: ignore[no-untyped-def]
-    doc = Document("d.md", text * repeat)
-    overlap = min(int(size * overlap_share), size - 1)
-    chunks = chunk_documents(
-        [doc],
-        strategy=strategy,  # type: ignore[arg-type]
-        size=size,
-        overlap=overlap,
-        unit="tokens",
-        tokenizer=minilm,
-        min_chunk_chars=0,
+    doc, chunks = _checked_chunks(
+        text * repeat, strategy, size, overlap_share, unit="tokens", tokenizer=minilm
     )
-    _check(doc, chunks)
     assert all(_count(minilm, c.text) <= size for c in chunks)
     covered = set()
     for c in chunks:  # nothing dropped when min_chunk_chars is 0

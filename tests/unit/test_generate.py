@@ -670,20 +670,25 @@ def test_cli_exit_1_names_the_fix(
     assert not out.exists()
 
 
+def handbook_config(folder: Path, evalset: str) -> Path:
+    """``folder``'s embedbench.yaml: one dataset, ``handbook``, over ``docs/``, with the eval set
+    ``evalset`` (the YAML after ``evalset:``)."""
+    config = folder / "embedbench.yaml"
+    config.write_text(
+        "datasets:\n  handbook:\n    path: docs\n    evalset:" + evalset, encoding="utf-8"
+    )
+    return config
+
+
 def test_cli_regenerates_a_configured_dataset(
     docs: Path, ollama_chat: OllamaChatServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from pytest_embedbench.cli import main
 
-    config = tmp_path / "embedbench.yaml"
-    config.write_text(
-        "datasets:\n"
-        "  handbook:\n"
-        "    path: docs\n"
-        "    evalset:\n"
-        f"      generate: {{host: '{ollama_chat.url}', questions_per_chunk: 2, seed: 7,\n"
+    config = handbook_config(
+        tmp_path,
+        f"\n      generate: {{host: '{ollama_chat.url}', questions_per_chunk: 2, seed: 7,\n"
         "                 request_timeout_s: 5}\n",
-        encoding="utf-8",
     )
     argv = ["generate-evalset", "--config", str(config), "--dataset", "handbook"]
     assert main(argv) == 0
@@ -704,13 +709,8 @@ def test_config_reader_generates_once_then_reuses_or_says_stale(
     from pytest_embedbench.config.project import load_config
     from pytest_embedbench.data.datasets import load_dataset
 
-    config = tmp_path / "embedbench.yaml"
-    config.write_text(
-        "datasets:\n"
-        "  handbook:\n"
-        "    path: docs\n"
-        f"    evalset: {{generate: {{host: '{ollama_chat.url}', request_timeout_s: 5}}}}\n",
-        encoding="utf-8",
+    config = handbook_config(
+        tmp_path, f" {{generate: {{host: '{ollama_chat.url}', request_timeout_s: 5}}}}\n"
     )
     entry = load_config(config).datasets["handbook"]
     generated = tmp_path / "handbook.generated.jsonl"

@@ -177,36 +177,40 @@ def bad_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-@pytest.mark.parametrize(
-    ("name", "message"),
-    [
-        ("corrupt.pdf", r"corrupt\.pdf: is not a readable PDF .*repair"),
-        ("encrypted.pdf", r"encrypted\.pdf: is an encrypted PDF that needs a password"),
-        ("fake.docx", r"fake\.docx: is not a Word \.docx document"),
-        ("latin1.txt", r"latin1\.txt: not UTF-8 text \(invalid continuation byte at byte 3\)"),
-        ("binary.txt", r"binary\.txt: has a NUL byte at character 3: a binary file"),
-    ],
-)
+#: the files of bad_folder that stop a load, and the message naming each
+UNREADABLE = [
+    ("corrupt.pdf", r"corrupt\.pdf: is not a readable PDF .*repair"),
+    ("encrypted.pdf", r"encrypted\.pdf: is an encrypted PDF that needs a password"),
+    ("fake.docx", r"fake\.docx: is not a Word \.docx document"),
+    ("latin1.txt", r"latin1\.txt: not UTF-8 text \(invalid continuation byte at byte 3\)"),
+    ("binary.txt", r"binary\.txt: has a NUL byte at character 3: a binary file"),
+]
+#: the files of bad_folder that are skipped with a warning, even under on_error="raise"
+TEXTLESS = [
+    ("scan.pdf", r"scan\.pdf: skipped, has no text layer \(2 page\(s\), probably a scan\)"),
+    ("empty.md", r"empty\.md: skipped, it has no text"),
+    ("blank.pdf", r"blank\.pdf: skipped, it has no text"),
+]
+
+
+def _alone(folder: Path, bad_folder: Path, name: str) -> Path:
+    """``folder`` holding a copy of ``bad_folder``'s file ``name`` and nothing else."""
+    (folder / name).write_bytes((bad_folder / name).read_bytes())
+    return folder
+
+
+@pytest.mark.parametrize(("name", "message"), UNREADABLE)
 def test_bad_file_is_an_error_naming_it(tmp_path: Path, bad_folder: Path, name: str,
                                         message: str) -> None:  # fmt: skip
-    (tmp_path / name).write_bytes((bad_folder / name).read_bytes())
     with pytest.raises(DatasetError, match=message):
-        load_documents(tmp_path)
+        load_documents(_alone(tmp_path, bad_folder, name))
 
 
-@pytest.mark.parametrize(
-    ("name", "message"),
-    [
-        ("scan.pdf", r"scan\.pdf: skipped, has no text layer \(2 page\(s\), probably a scan\)"),
-        ("empty.md", r"empty\.md: skipped, it has no text"),
-        ("blank.pdf", r"blank\.pdf: skipped, it has no text"),
-    ],
-)
+@pytest.mark.parametrize(("name", "message"), TEXTLESS)
 def test_scans_and_empty_files_warn_even_under_raise(tmp_path: Path, bad_folder: Path, name: str,
                                                      message: str) -> None:  # fmt: skip
-    (tmp_path / name).write_bytes((bad_folder / name).read_bytes())
     with pytest.warns(IngestWarning, match=message):
-        assert load_documents(tmp_path) == []
+        assert load_documents(_alone(tmp_path, bad_folder, name)) == []
 
 
 def test_skip_warns_for_each_bad_file_and_loads_the_rest(bad_folder: Path) -> None:

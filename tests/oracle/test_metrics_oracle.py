@@ -68,14 +68,22 @@ def trec_values(qrels: dict, run: dict) -> dict[str, dict[str, float]]:
     return out
 
 
-@pytest.mark.parametrize("seed", range(40))
-def test_score_run_equals_pytrec_eval(seed: int) -> None:
-    qrels, run = random_case(seed)
-    expected = trec_values(qrels, run)
+def assert_equals_trec(qrels: dict, run: dict, plain: tuple[dict, dict] | None = None) -> dict:
+    """score_run's per-query value of every metric of :func:`trec_values` is pytrec_eval's, bit
+    for bit (the same sums). ``plain``: the qrels and run as pytrec_eval takes them, when ours
+    hold numpy grades or scores, which it does not. Our values by metric and query."""
+    expected = trec_values(*(plain or (qrels, run)))
     got = score_run(qrels, run, list(expected))
     for name, per_query in expected.items():
         for qid, value in per_query.items():
-            assert got[name][qid] == value, (name, qid)  # bit for bit: the same sums
+            assert got[name][qid] == value, (name, qid)
+    return got
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_score_run_equals_pytrec_eval(seed: int) -> None:
+    qrels, run = random_case(seed)
+    got = assert_equals_trec(qrels, run)
     assert set(got["ndcg@10"]) == set(qrels)
 
 
@@ -84,12 +92,7 @@ def test_chunked_ranking_equals_pytrec_eval(seed: int, monkeypatch: pytest.Monke
     # the relevant documents' ranks are counted in chunks of comparisons; tiny chunks split
     # rows across chunks and put single long rows alone in a chunk
     monkeypatch.setattr(metrics_module, "COMPARE_CHUNK", 1 + seed * 7)
-    qrels, run = random_case(100 + seed)
-    expected = trec_values(qrels, run)
-    got = score_run(qrels, run, list(expected))
-    for name, per_query in expected.items():
-        for qid, value in per_query.items():
-            assert got[name][qid] == value, (name, qid)
+    assert_equals_trec(*random_case(100 + seed))
 
 
 def test_score_types_and_extremes_equal_pytrec_eval() -> None:
@@ -105,12 +108,8 @@ def test_score_types_and_extremes_equal_pytrec_eval() -> None:
         "q2": {"x": np.float64(-0.0), "y": 0, "w": np.float16(-2.5)},
         "q3": {},
     }
-    expected = trec_values(qrels, run_floats)
     for run in (run_floats, run_mixed):
-        got = score_run(qrels, run, list(expected))  # type: ignore[arg-type]
-        for name, per_query in expected.items():
-            for qid, value in per_query.items():
-                assert got[name][qid] == value, (name, qid)
+        assert_equals_trec(qrels, run, plain=(qrels, run_floats))
 
 
 def test_large_run_equals_pytrec_eval() -> None:
@@ -188,11 +187,7 @@ def test_uneven_rows_equal_pytrec_eval(chunk: int, monkeypatch: pytest.MonkeyPat
     run = {"q0": {d: float(rng.integers(0, 6)) / 5 for d in docs}}
     for q in range(1, 61):
         run[f"q{q}"] = {docs[j]: float(rng.random()) for j in range(q, q + int(rng.integers(0, 4)))}
-    expected = trec_values(qrels, run)
-    got = score_run(qrels, run, list(expected))
-    for name, per_query in expected.items():
-        for qid, value in per_query.items():
-            assert got[name][qid] == value, (name, qid)
+    assert_equals_trec(qrels, run)
 
 
 def test_uniform_rows_with_numpy_grades_equal_pytrec_eval() -> None:
@@ -208,11 +203,7 @@ def test_uniform_rows_with_numpy_grades_equal_pytrec_eval() -> None:
         for q in range(30)
     }
     plain = {q: {d: int(g) for d, g in judged.items()} for q, judged in qrels.items()}
-    expected = trec_values(plain, run)
-    got = score_run(qrels, run, list(expected))  # type: ignore[arg-type]
-    for name, per_query in expected.items():
-        for qid, value in per_query.items():
-            assert got[name][qid] == value, (name, qid)
+    assert_equals_trec(qrels, run, plain=(plain, run))
 
 
 @pytest.mark.parametrize("grade", [True, -1, 1.0, "2"])

@@ -3,10 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
-from .servers import BedrockServer, CohereServer, OllamaServer, OpenAIServer, VoyageServer
+from .servers import (
+    BedrockServer,
+    CohereServer,
+    FakeEmbeddingServer,
+    OllamaServer,
+    OpenAIServer,
+    VoyageServer,
+)
 
 KEYS = {
     "OPENAI_API_KEY": "sk-test-SECRETKEY-openai-0001",
@@ -44,31 +52,19 @@ def keys(monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
     return KEYS
 
 
-@pytest.fixture
-def openai_server() -> Iterator[OpenAIServer]:
-    with OpenAIServer(dim=16) as server:
-        yield server  # type: ignore[misc]
+def server_fixture(server_type: type[FakeEmbeddingServer], **options: Any) -> Any:
+    """A fixture that serves ``server_type(**options)`` on 127.0.0.1 for the length of a test."""
+
+    @pytest.fixture
+    def serve() -> Iterator[FakeEmbeddingServer]:
+        with server_type(**options) as server:
+            yield server
+
+    return serve
 
 
-@pytest.fixture
-def cohere_server() -> Iterator[CohereServer]:
-    with CohereServer(dim=16) as server:
-        yield server  # type: ignore[misc]
-
-
-@pytest.fixture
-def voyage_server() -> Iterator[VoyageServer]:
-    with VoyageServer(dim=16) as server:
-        yield server  # type: ignore[misc]
-
-
-@pytest.fixture
-def ollama_server() -> Iterator[OllamaServer]:
-    with OllamaServer(dim=16, context_words=40) as server:
-        yield server  # type: ignore[misc]
-
-
-@pytest.fixture
-def bedrock_server() -> Iterator[BedrockServer]:
-    with BedrockServer(dim=16) as server:
-        yield server  # type: ignore[misc]
+openai_server = server_fixture(OpenAIServer, dim=16)
+cohere_server = server_fixture(CohereServer, dim=16)
+voyage_server = server_fixture(VoyageServer, dim=16)
+ollama_server = server_fixture(OllamaServer, dim=16, context_words=40)
+bedrock_server = server_fixture(BedrockServer, dim=16)

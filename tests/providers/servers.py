@@ -519,10 +519,33 @@ class FakeEmbeddingServer:
         text = message or _STATUS_MESSAGES.get(status, f"HTTP error {status}.")
         return self._error_reply(status, text, code)
 
+    def _named_model(self, body: Any) -> str | _Reply:
+        """The model a request body names, or this API's error in its own words: a 400 for a
+        body that is no JSON object (:attr:`bad_body`) or names no model (:attr:`no_model`), a
+        404 for a model the server does not serve (:attr:`unknown_model`, when set)."""
+        if not isinstance(body, dict):
+            return self._error(400, self.bad_body)
+        model = body.get("model")
+        if not isinstance(model, str) or not model:
+            return self._error(400, self.no_model)
+        if self.unknown_model and model not in self.models:
+            message = self.unknown_model.format(model=model)
+            return self._error(404, message, code=self.unknown_model_code)
+        return model
+
     # -- what subclasses define --------------------------------------------------------------
 
+    #: the paths of the embedding route (a POST to one of them)
+    embed_routes: ClassVar[tuple[str, ...]] = ()
+    #: the API's words for a body that is no JSON object, for one that names no model, and
+    #: (``{model}`` standing for its name) for a model it does not serve, with its error code
+    bad_body: ClassVar[str] = ""
+    no_model: ClassVar[str] = ""
+    unknown_model: ClassVar[str] = ""
+    unknown_model_code: ClassVar[str | None] = None
+
     def _is_embed_route(self, method: str, path: str) -> bool:
-        raise NotImplementedError
+        return method == "POST" and path.rstrip("/") in self.embed_routes
 
     def _embed(self, request: RecordedRequest, path: str) -> _Embedding | _Reply:
         raise NotImplementedError
@@ -577,8 +600,11 @@ class OpenAIServer(FakeEmbeddingServer):
 
     default_models = ("text-embedding-3-small", "text-embedding-3-large", "text-embedding-ada-002")
 
-    def _is_embed_route(self, method: str, path: str) -> bool:
-        return method == "POST" and path.rstrip("/") == "/v1/embeddings"
+    embed_routes = ("/v1/embeddings",)
+    bad_body = "We could not parse the JSON body of your request."
+    no_model = "You must provide a model parameter."
+    unknown_model = "The model `{model}` does not exist"
+    unknown_model_code = "model_not_found"
 
     def _error_reply(self, status: int, message: str, code: str | None) -> _Reply:
         if status == 429:
@@ -592,13 +618,9 @@ class OpenAIServer(FakeEmbeddingServer):
 
     def _embed(self, request: RecordedRequest, path: str) -> _Embedding | _Reply:
         body = request.body
-        if not isinstance(body, dict):
-            return self._error(400, "We could not parse the JSON body of your request.")
-        model = body.get("model")
-        if not isinstance(model, str) or not model:
-            return self._error(400, "You must provide a model parameter.")
-        if model not in self.models:
-            return self._error(404, f"The model `{model}` does not exist", code="model_not_found")
+        model = self._named_model(body)
+        if isinstance(model, _Reply):
+            return model
         texts = _openai_inputs(body.get("input"))
         if texts is None:
             return self._error(400, "'$.input' is invalid. Please check the API reference.")
@@ -652,25 +674,22 @@ class CohereServer(FakeEmbeddingServer):
         "embed-multilingual-light-v3.0",
     )
 
-    def _is_embed_route(self, method: str, path: str) -> bool:
-        return method == "POST" and path.rstrip("/") == "/v2/embed"
+    embed_routes = ("/v2/embed",)
+    bad_body = "invalid request: the body must be a JSON object."
+    no_model = "invalid request: model must be a non-empty string."
+    unknown_model = (
+        "model '{model}' not found, make sure the correct model ID was used and that you have "
+        "access to the model."
+    )
 
     def _error_reply(self, status: int, message: str, code: str | None) -> _Reply:
         return _Reply(status, {"id": str(uuid.uuid4()), "message": message})
 
     def _embed(self, request: RecordedRequest, path: str) -> _Embedding | _Reply:
         body = request.body
-        if not isinstance(body, dict):
-            return self._error(400, "invalid request: the body must be a JSON object.")
-        model = body.get("model")
-        if not isinstance(model, str) or not model:
-            return self._error(400, "invalid request: model must be a non-empty string.")
-        if model not in self.models:
-            return self._error(
-                404,
-                f"model '{model}' not found, make sure the correct model ID was used "
-                "and that you have access to the model.",
-            )
+        model = self._named_model(body)
+        if isinstance(model, _Reply):
+            return model
         texts = body.get("texts")
         if not _is_str_list(texts) or not texts or len(texts) > 96:
             return self._error(400, "invalid request: texts must be a list of 1 to 96 strings.")
@@ -732,8 +751,7 @@ class VoyageServer(FakeEmbeddingServer):
         "voyage-4-large",
     )
 
-    def _is_embed_route(self, method: str, path: str) -> bool:
-        return method == "POST" and path.rstrip("/") == "/v1/embeddings"
+    embed_routes = ("/v1/embeddings",)
 
     def _error_reply(self, status: int, message: str, code: str | None) -> _Reply:
         return _Reply(status, {"detail": message})
@@ -822,8 +840,9 @@ class OllamaServer(FakeEmbeddingServer):
         with self._lock:
             self.loaded.clear()
 
-    def _is_embed_route(self, method: str, path: str) -> bool:
-        return method == "POST" and path.rstrip("/") in ("/api/embed", "/api/embeddings")
+    embed_routes = ("/api/embed", "/api/embeddings")
+    bad_body = "invalid request body"
+    no_model = "model is required"
 
     def _error_reply(self, status: int, message: str, code: str | None) -> _Reply:
         return _Reply(status, {"error": message})
@@ -848,11 +867,9 @@ class OllamaServer(FakeEmbeddingServer):
 
     def _embed(self, request: RecordedRequest, path: str) -> _Embedding | _Reply:
         body = request.body
-        if not isinstance(body, dict):
-            return self._error(400, "invalid request body")
-        model = body.get("model")
-        if not isinstance(model, str) or not model:
-            return self._error(400, "model is required")
+        model = self._named_model(body)
+        if isinstance(model, _Reply):
+            return model
         name = self._known(model)
         if name is None:
             return self._not_found(model)
@@ -1152,6 +1169,19 @@ class _ChatMixin:
                 r for r in self.requests if urlsplit(r.path).path.rstrip("/") == self.chat_route
             ]
 
+    def _embed(self, request: RecordedRequest, path: str) -> _Embedding | _Reply:
+        """A chat request (a body with a list of messages) is answered by :meth:`_chat`; any
+        other route is the server's own."""
+        if path.rstrip("/") != self.chat_route:
+            return super()._embed(request, path)  # type: ignore[misc]
+        body = request.body
+        if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
+            return self._error(400, self.bad_body)  # type: ignore[attr-defined]
+        return self._chat(body)
+
+    def _chat(self, body: dict[str, Any]) -> _Embedding | _Reply:
+        raise NotImplementedError
+
     def _next_content(self, body: Any) -> str:
         with self._lock:
             if self._replies:
@@ -1169,12 +1199,7 @@ class OllamaChatServer(_ChatMixin, OllamaServer):
     chat_route = "/api/chat"
     default_models = ("llama3.2", *OllamaServer.default_models)
 
-    def _embed(self, request: RecordedRequest, path: str) -> _Embedding | _Reply:
-        if path.rstrip("/") != self.chat_route:
-            return super()._embed(request, path)
-        body = request.body
-        if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
-            return self._error(400, "invalid request body")
+    def _chat(self, body: dict[str, Any]) -> _Embedding | _Reply:
         model = body.get("model")
         name = self._known(model)
         if name is None:
@@ -1203,15 +1228,11 @@ class OpenAIChatServer(_ChatMixin, OpenAIServer):
     chat_route = "/v1/chat/completions"
     default_models = ("qwen2.5-7b-instruct", *OpenAIServer.default_models)
 
-    def _embed(self, request: RecordedRequest, path: str) -> _Embedding | _Reply:
-        if path.rstrip("/") != self.chat_route:
-            return super()._embed(request, path)
-        body = request.body
-        if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
-            return self._error(400, "We could not parse the JSON body of your request.")
+    def _chat(self, body: dict[str, Any]) -> _Embedding | _Reply:
         model = body.get("model")
         if model not in self.models:
-            return self._error(404, f"The model `{model}` does not exist", code="model_not_found")
+            message = self.unknown_model.format(model=model)
+            return self._error(404, message, code=self.unknown_model_code)
         content = self._next_content(body)
 
         def render(_rows: list[list[float]]) -> dict[str, Any]:

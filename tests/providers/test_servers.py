@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from .conftest import server_fixture
 from .servers import (
     BedrockServer,
     Behaviour,
@@ -51,6 +52,16 @@ def _post(url: str, payload: object) -> tuple[int, dict[str, str], bytes]:
     except urllib.error.HTTPError as err:
         with err:
             return err.code, {k.lower(): v for k, v in err.headers.items()}, err.read()
+
+
+def sdk_fixture(module: str) -> Any:
+    """A fixture that imports the SDK ``module``, skipping the test where it is not installed."""
+
+    @pytest.fixture
+    def sdk() -> ModuleType:
+        return pytest.importorskip(module)
+
+    return sdk
 
 
 # ---------------------------------------------------------------------------------------------
@@ -130,15 +141,10 @@ def test_nan_is_a_bare_json_token_and_malformed_is_not_json() -> None:
 OPENAI_MODEL = "text-embedding-3-small"
 
 
-@pytest.fixture
-def openai_sdk() -> ModuleType:
-    return pytest.importorskip("openai")
+openai_sdk = sdk_fixture("openai")
 
 
-@pytest.fixture
-def openai_server() -> Iterator[OpenAIServer]:
-    with OpenAIServer() as server:
-        yield server
+openai_server = server_fixture(OpenAIServer)
 
 
 @pytest.fixture
@@ -270,15 +276,10 @@ def test_openai_hang_times_out(
 COHERE_MODEL = "embed-v4.0"
 
 
-@pytest.fixture
-def cohere_sdk() -> ModuleType:
-    return pytest.importorskip("cohere")
+cohere_sdk = sdk_fixture("cohere")
 
 
-@pytest.fixture
-def cohere_server() -> Iterator[CohereServer]:
-    with CohereServer() as server:
-        yield server
+cohere_server = server_fixture(CohereServer)
 
 
 @pytest.fixture
@@ -387,15 +388,10 @@ def test_cohere_passes_bad_data_through(cohere_client: Any, cohere_server: Coher
 VOYAGE_MODEL = "voyage-3.5"
 
 
-@pytest.fixture
-def voyage_sdk() -> ModuleType:
-    return pytest.importorskip("voyageai")
+voyage_sdk = sdk_fixture("voyageai")
 
 
-@pytest.fixture
-def voyage_server() -> Iterator[VoyageServer]:
-    with VoyageServer() as server:
-        yield server
+voyage_server = server_fixture(VoyageServer)
 
 
 @pytest.fixture
@@ -502,15 +498,10 @@ def test_voyage_passes_bad_data_through(voyage_client: Any, voyage_server: Voyag
 OLLAMA_MODEL = "nomic-embed-text"
 
 
-@pytest.fixture
-def ollama_sdk() -> ModuleType:
-    return pytest.importorskip("ollama")
+ollama_sdk = sdk_fixture("ollama")
 
 
-@pytest.fixture
-def ollama_server() -> Iterator[OllamaServer]:
-    with OllamaServer(context_words=8) as server:
-        yield server
+ollama_server = server_fixture(OllamaServer, context_words=8)
 
 
 @pytest.fixture
@@ -621,10 +612,7 @@ TITAN = "amazon.titan-embed-text-v2:0"
 BEDROCK_COHERE = "cohere.embed-english-v3"
 
 
-@pytest.fixture
-def bedrock_server() -> Iterator[BedrockServer]:
-    with BedrockServer() as server:
-        yield server
+bedrock_server = server_fixture(BedrockServer)
 
 
 @pytest.fixture

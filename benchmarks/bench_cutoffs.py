@@ -26,7 +26,6 @@ Usage::
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import time
@@ -34,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from scifact import scifact_parser
 
 from pytest_embedbench import load_dataset
 from pytest_embedbench.cache.store import EmbeddingCache
@@ -46,8 +46,6 @@ from pytest_embedbench.evaluation.cutoffs import (
     pair_scores,
 )
 from pytest_embedbench.models.providers import ModelSpec, create_provider
-
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def pair_level(relevant: dict, random: dict, seed: int, alpha: float, delta: float) -> float:
@@ -72,9 +70,7 @@ def independent_range(random: dict, seed: int, threshold: float) -> tuple[float,
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", default=str(ROOT.parent / "shared" / "data" / "scifact"))
-    parser.add_argument("--model", default="hf:sentence-transformers/all-MiniLM-L6-v2")
+    parser = scifact_parser(__doc__)
     parser.add_argument("--cache", required=True, help="the embedding cache folder")
     parser.add_argument("--splits", type=int, default=20)
     parser.add_argument("--alpha", type=float, default=0.05)

@@ -14,21 +14,18 @@ Usage::
 
 from __future__ import annotations
 
-import argparse
 import json
 import tempfile
 import time
 from pathlib import Path
 
-from pytest_embedbench import Evaluator, load_dataset
+from scifact import scifact_parser
 
-ROOT = Path(__file__).resolve().parent.parent
+from pytest_embedbench import Evaluator, load_dataset
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", default=str(ROOT.parent / "shared" / "data" / "scifact"))
-    parser.add_argument("--model", default="hf:sentence-transformers/all-MiniLM-L6-v2")
+    parser = scifact_parser(__doc__)
     parser.add_argument("--json", help="also write the figures to this file")
     args = parser.parse_args()
 

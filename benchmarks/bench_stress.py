@@ -20,22 +20,19 @@ Usage::
 
 from __future__ import annotations
 
-import argparse
 import json
 import tempfile
 import time
 from pathlib import Path
 
+from scifact import scifact_parser
+
 from pytest_embedbench import Evaluator, load_dataset
 from pytest_embedbench.evaluation.workloads import evaluate_workload, parse_workloads
 
-ROOT = Path(__file__).resolve().parent.parent
-
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", default=str(ROOT.parent / "shared" / "data" / "scifact"))
-    parser.add_argument("--model", default="hf:sentence-transformers/all-MiniLM-L6-v2")
+    parser = scifact_parser(__doc__)
     parser.add_argument("--cache", help="a cache folder to use (and keep); default: a temp one")
     parser.add_argument("--seeds", type=int, default=10)
     parser.add_argument("--latency-passes", type=int, default=0)

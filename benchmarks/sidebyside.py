@@ -19,6 +19,11 @@ from pytest_embedbench.evaluation.measure import POOL_ENV_VARS
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def _command(code: str, spec_path: Path) -> list[str]:
+    """The command line of one benchmark process: ``python -c code spec``."""
+    return [sys.executable, "-c", code, str(spec_path)]
+
+
 def run_process(code: str, spec_path: Path) -> tuple[float, dict]:
     """Wall time of a fresh ``python -c code spec`` process, and the JSON it printed last, with
     ``cpu_s`` (the process's user + system CPU seconds, all its threads: less moved by other
@@ -30,11 +35,7 @@ def run_process(code: str, spec_path: Path) -> tuple[float, dict]:
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     done = subprocess.run(
-        [sys.executable, "-c", code, str(spec_path)],
-        capture_output=True,
-        text=True,
-        check=False,
-        cwd=ROOT,
+        _command(code, spec_path), capture_output=True, text=True, check=False, cwd=ROOT
     )
     wall = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -84,7 +85,7 @@ def run_concurrent(jobs: list[tuple[str, Path, int]]) -> list[tuple[float, dict]
             spec_path.with_suffix(".err").open("w") as err_fh,
         ):
             proc = subprocess.Popen(
-                [sys.executable, "-c", code, str(spec_path)],
+                _command(code, spec_path),
                 stdout=out_fh,
                 stderr=err_fh,
                 cwd=ROOT,

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
@@ -32,9 +33,11 @@ def add_parser(sub: Any) -> None:
         "(one model copy per worker) and store them in the embedding cache, so the test run "
         "that follows is a cache hit. Hosted providers are refused: Ray gains little for them.",
     )
+    # the Ray options are RaySettings' fields by name (--ray is its address)
     embed.add_argument(
         "--ray",
         required=True,
+        dest="address",
         metavar="ADDRESS",
         help="'auto' (this machine's cluster), 'ray://HOST:PORT', or 'local' (start one here)",
     )
@@ -82,16 +85,7 @@ def run(args: argparse.Namespace) -> int:
     ray_before = sys.modules.get("ray")
     was_running = ray_before is not None and ray_before.is_initialized()
     try:
-        settings = RaySettings(
-            address=args.ray,
-            workers=args.workers,
-            cpus_per_worker=args.cpus_per_worker,
-            gpus_per_worker=args.gpus_per_worker,
-            batch_size=args.batch_size,
-            max_restarts=args.max_restarts,
-            max_task_retries=args.max_task_retries,
-            local_cpus=args.local_cpus,
-        )
+        settings = RaySettings(**{f.name: getattr(args, f.name) for f in fields(RaySettings)})
         report = embed_dataset(
             args.model,
             args.dataset,

@@ -124,3 +124,28 @@ def test_report_never_writes_over_the_report_it_reads(tmp_path, capsys) -> None:
     assert main(["report", str(path), "-o", same, "--md", same]) == 2
     assert f"--md {same} is also -o {same}" in capsys.readouterr().err
     assert not (tmp_path / "out.txt").exists()
+
+
+def test_embed_options_are_the_ray_settings_by_name(monkeypatch, capsys) -> None:
+    """``embedbench embed`` hands its options to RaySettings field by field (``--ray`` is the
+    address); the run itself needs Ray (tests/unit/test_distributed.py)."""
+    from pytest_embedbench.cli import embed
+    from pytest_embedbench.distributed.settings import RaySettings
+
+    seen: list[RaySettings] = []
+
+    def fake_embed(model, dataset, *, settings, **kwargs):
+        seen.append(settings)
+        raise ValueError("stop here")
+
+    monkeypatch.setattr(embed, "embed_dataset", fake_embed)
+    argv = ["embed", "--ray", "ray://h:1", "-m", "hashing:h", "-d", "data", "-q"]
+    assert main(argv) == 2
+    assert main([*argv, "--workers", "8", "--cpus-per-worker", "2", "--gpus-per-worker", "0.5",
+                 "--batch-size", "7", "--max-restarts", "1", "--max-task-retries", "2",
+                 "--local-cpus", "3"]) == 2  # fmt: skip
+    assert seen == [
+        RaySettings(address="ray://h:1"),
+        RaySettings("ray://h:1", 8, 2.0, 0.5, 7, max_restarts=1, max_task_retries=2, local_cpus=3),
+    ]
+    assert capsys.readouterr().err.count("embedbench embed: stop here") == 2

@@ -69,6 +69,18 @@ def _benchmark_machine_info(config: pytest.Config) -> dict[str, Any] | None:
     return {**machine_info(), **info, "format": "pytest-benchmark"}
 
 
+#: the options that ask for a file, by the names nothing_ran and Options both give them
+_ASKED_FILES = (
+    "json_path",
+    "html_path",
+    "csv_dir",
+    "md_path",
+    "update_baseline",
+    "github_summary",
+    "pr_comment",
+)
+
+
 def end_of_run(config: pytest.Config, state: EmbedBenchSession) -> bool:
     """The controller's end of the run: gate and baseline, summary, every report asked for.
     True when a file could not be written (the run then exits with its own status)."""
@@ -76,15 +88,7 @@ def end_of_run(config: pytest.Config, state: EmbedBenchSession) -> bool:
     if not state.ran:
         # no benchmark test ran (a collection error, all deselected, --co): a report of nothing
         # would replace the last good one, and the baseline has nothing to take
-        asked = nothing_ran(
-            json_path=options.json_path,
-            html_path=options.html_path,
-            csv_dir=options.csv_dir,
-            md_path=options.md_path,
-            update_baseline=options.update_baseline,
-            github_summary=options.github_summary,
-            pr_comment=options.pr_comment,
-        )
+        asked = nothing_ran(**{name: getattr(options, name) for name in _ASKED_FILES})
         state.summary = build_summary(state, [*state.generated(), *asked])
         return False
     notes, failures = state.gatekeeper.finish(state.records, state.not_recorded())

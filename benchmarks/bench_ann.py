@@ -26,7 +26,7 @@ from pytest_embedbench import load_dataset
 from pytest_embedbench.evaluation.evaluate import Evaluator
 from pytest_embedbench.evaluation.indexed import evaluate_indexed
 from pytest_embedbench.models.providers import ModelSpec
-from pytest_embedbench.retrieval.indexes.base import IndexSpec
+from pytest_embedbench.retrieval.indexes import IndexSpec
 
 INDEXES = (
     "exact",

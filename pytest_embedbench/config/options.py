@@ -14,14 +14,14 @@ options from :func:`option_specs` and builds :class:`Options` with :meth:`Option
 from __future__ import annotations
 
 import argparse
-import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..core.exceptions import ConfigError
 from ..report.writers.tabular import CSV_FILES, INDEX_CSV
+from ..retrieval.indexes.spec import parse_indexes_option
 from .optionspec import (
     PRIORITIES,
     OptionSpec,
@@ -38,7 +38,6 @@ from .optionspec import (
 
 if TYPE_CHECKING:
     from ..distributed.settings import RaySettings
-    from ..retrieval.indexes.base import IndexSpec
 
 __all__ = [
     "PRIORITIES",
@@ -47,7 +46,6 @@ __all__ = [
     "CSV_FILES",
     "option_specs",
     "parse_columns",
-    "named_indexes",
     "parse_indexes_option",
     "parse_int",
     "parse_models_option",
@@ -79,77 +77,6 @@ def parse_columns(value: str) -> tuple[str, ...]:
                 f"{column_names()}"
             ) from None
     return names
-
-
-_INDEX_NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
-
-
-def _split_top(value: str, sep: str) -> list[str]:
-    """``value`` split at each ``sep`` outside parentheses (a spec's parameters keep theirs)."""
-    parts, depth, start = [], 0, 0
-    for i, char in enumerate(value):
-        depth += {"(": 1, ")": -1}.get(char, 0)
-        if char == sep and depth == 0:
-            parts.append(value[start:i])
-            start = i + 1
-    parts.append(value[start:])
-    return parts
-
-
-def named_indexes(raw: Any, where: str) -> tuple[tuple[str | None, IndexSpec], ...]:
-    """The index axis as a marker, embedbench.yaml or ``--embedbench-indexes`` gives it: a
-    list of specs (``"exact"``, ``"name=spec"``) or a mapping of name to spec. A named index
-    shows its name in the test id (``h-prod`` rather than ``h-faiss:hnsw(M=32,efSearch=64)``),
-    so its baseline entry stays when its parameters change and the gate compares them. Each
-    spec is checked against its engine; a ConfigError names ``where``."""
-    from ..retrieval.indexes.base import IndexSpec, parse_indexes
-
-    if raw is None:
-        return ()
-    if isinstance(raw, Mapping):
-        pairs: list[tuple[str | None, Any]] = [(str(k), v) for k, v in raw.items()]
-    else:
-        items = [raw] if isinstance(raw, (str, IndexSpec)) else raw
-        if not isinstance(items, Sequence) or isinstance(items, (bytes, bytearray)):
-            raise ConfigError(f"{where}: expected a list of index specs, got {raw!r}")
-        pairs = []
-        for item in items:
-            name, spec = None, item
-            if isinstance(item, str):
-                head, *rest = _split_top(item, "=")
-                if rest and "(" not in head:
-                    name, spec = head.strip(), "=".join(rest).strip()
-            pairs.append((name, spec))
-    for name, _ in pairs:
-        if name is not None and not _INDEX_NAME.match(name):
-            raise ConfigError(
-                f"{where}: index name {name!r}: use letters, digits, '_', '.' and '-' (it "
-                "becomes part of the test id), e.g. prod"
-            )
-    specs = parse_indexes([spec for _, spec in pairs], where)
-    shown = [name or spec.id for (name, _), spec in zip(pairs, specs, strict=True)]
-    dupes = sorted({n for n in shown if shown.count(n) > 1})
-    if dupes:
-        raise ConfigError(f"{where}: index name(s) {dupes} appear more than once")
-    return tuple((name, spec) for (name, _), spec in zip(pairs, specs, strict=True))
-
-
-def parse_indexes_option(value: str) -> tuple[str, ...]:
-    """``--embedbench-indexes exact,faiss:hnsw(M=32,efSearch=64)``: comma-separated index
-    specs (a comma inside a spec's parentheses belongs to the spec), each optionally named
-    (``prod=faiss:hnsw(M=32,efSearch=16)``) and checked against its engine's kinds and
-    parameters; a bad one names the option, the value and the fix."""
-    specs = [part.strip() for part in _split_top(value, ",") if part.strip()]
-    if not specs:
-        raise argparse.ArgumentTypeError(
-            f"--embedbench-indexes {value!r}: give comma-separated index specs, e.g. "
-            "'exact,faiss:hnsw(M=32,efSearch=64)'"
-        )
-    try:
-        found = named_indexes(specs, "--embedbench-indexes")
-    except ConfigError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-    return tuple(spec.spec if name is None else f"{name}={spec.spec}" for name, spec in found)
 
 
 @dataclass(frozen=True)

@@ -63,8 +63,8 @@ from ..data.chunking import ChunkingSettings
 from ..data.datasets import DOCUMENT_SUFFIXES
 from ..evaluation.metrics import parse_cutoffs, parse_metric
 from ..models.providers.spec import ModelSpec
-from ..retrieval.indexes.base import IndexSpec
-from .options import PRIORITIES, Options, named_indexes
+from ..retrieval.indexes import IndexSpec, named_indexes
+from .options import PRIORITIES, Options
 
 __all__ = [
     "CONFIG_NAME",

@@ -7,12 +7,14 @@ Usage::
         "faiss:hnsw(M=32,efSearch=64)", "here"), k=(1, 10))
     result.neighbour_recall(10), result.delta_vs_exact("ndcg@10"), result.index.qps
 
-A chunked dataset indexes its chunk vectors: the index answers in chunks and
-:class:`~pytest_embedbench.docscore.PooledRetriever` ranks documents by their best chunk, as in
-the run without an index. Neighbour recall counts chunks, the items the index holds (the
-ann-benchmarks measure: the index's top k chunks against exact search's top k chunks of the
-same query vector); the metrics and their delta against exact count documents, pooled the same
-way from exact search's chunks.
+The model's dense retriever is searched through the index
+(:meth:`~pytest_embedbench.retrieval.dense.DenseRetriever.with_index`). A chunked dataset indexes
+its chunk vectors: the index answers in chunks and
+:class:`~pytest_embedbench.retrieval.pooling.PooledRetriever` ranks documents by their best
+chunk, as in the run without an index. Neighbour recall counts chunks, the items the index holds
+(the ann-benchmarks measure: the index's top k chunks against exact search's top k chunks of
+the same query vector); the metrics and their delta against exact count documents, pooled the
+same way from exact search's chunks.
 """
 
 from __future__ import annotations
@@ -23,7 +25,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..core.exceptions import ConfigError
-from ..retrieval.indexes.base import IndexedRetriever, IndexRun, IndexSpec, measure_index
+from ..retrieval.dense import DenseRetriever
+from ..retrieval.indexes import IndexRun, IndexSpec, measure_index
 
 if TYPE_CHECKING:
     from ..core.types import Query
@@ -49,7 +52,6 @@ def evaluate_indexed(
     index built over them, the run scored as any other, and the index's figures attached
     (:meth:`~pytest_embedbench.result.RetrievalResult.attach_index`)."""
     from ..retrieval.base import BuildStats
-    from ..retrieval.dense import DenseRetriever
     from ..retrieval.pooling import PooledRetriever
 
     provider = evaluator.provider(model)
@@ -61,7 +63,7 @@ def evaluate_indexed(
         raise ConfigError(
             f"index {index.spec!r}: model {model.short_name!r} has no vectors to index"
         )
-    indexed = IndexedRetriever(inner, index, seed=evaluator.seed)
+    indexed = inner.with_index(index, seed=evaluator.seed)
     retriever = (
         PooledRetriever(indexed, list(pooled.chunks.values())) if pooled is not None else indexed
     )
@@ -77,7 +79,7 @@ def evaluate_indexed(
 
 
 def _measure_pooled(
-    indexed: IndexedRetriever,
+    indexed: DenseRetriever,
     exact: PooledRetriever,
     queries: Sequence[Query],
     ks: Sequence[int],
@@ -87,15 +89,16 @@ def _measure_pooled(
     search's document rankings for the delta, pooled from its chunks as the run without an
     index pools them (``exact``: the exact chunk retriever's own pooling)."""
     depth = max(ks)
-    if queries:
-        vectors = np.vstack([np.atleast_2d(indexed.encoded[q.text]) for q in queries])
-        indexed.query_vectors = vectors
-        indexed.positions = indexed.index.search(vectors, depth)[0]
-    run = measure_index(indexed, [q.id for q in queries], ks)
+    encoded = indexed.encoded or {}
+    vectors = (
+        np.vstack([np.atleast_2d(encoded[q.text]) for q in queries])
+        if queries
+        else np.empty((0, 0), dtype=np.float32)
+    )
+    run = measure_index(indexed, [q.id for q in queries], ks, vectors=vectors)
     run.exact_rankings, run.exact_scores = [], []
-    if queries:
-        for vector in vectors:
-            ids, scores, _ = exact.search_pooled_encoded(vector[None, :], depth)
-            run.exact_rankings.append(ids)
-            run.exact_scores.append(scores)
+    for vector in vectors:
+        ids, scores, _ = exact.search_pooled_encoded(vector[None, :], depth)
+        run.exact_rankings.append(ids)
+        run.exact_scores.append(scores)
     return run

@@ -42,7 +42,7 @@ from .stats import Estimate, bootstrap, paired_bootstrap
 if TYPE_CHECKING:
     from ..core.types import Chunk
     from ..data.chunking import ChunkingSettings
-    from ..retrieval.indexes.base import IndexRun
+    from ..retrieval.indexes import IndexRun
     from ..retrieval.pooling import PooledRun
 
 __all__ = ["RETRIEVED_KEPT", "RetrievalResult"]

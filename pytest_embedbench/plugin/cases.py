@@ -24,7 +24,6 @@ from typing import Any, Literal
 
 from ..baseline import GateConfig, GateSettings, Threshold, ThresholdSet, load_thresholds
 from ..baseline.thresholds import check_named, named_in, threshold_depth
-from ..config.options import named_indexes
 from ..config.project import (
     DatasetEntry,
     Options,
@@ -48,7 +47,7 @@ from ..evaluation.metrics import parse_cutoffs, parse_metric
 from ..evaluation.workloads import Workload, parse_workloads
 from ..models.providers import ModelSpec, spec_fingerprint
 from ..models.providers.registry import has_vectors
-from ..retrieval.indexes.base import IndexSpec
+from ..retrieval.indexes import IndexSpec, named_indexes
 
 __all__ = [
     "MARKER_KEYS",

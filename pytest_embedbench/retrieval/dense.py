@@ -1,5 +1,6 @@
 """The dense path of an embedding provider: embed a corpus (through the embedding cache when
-there is one), build the exact index over it, and answer queries by embedding them.
+there is one), build the exact index over it, and answer queries by embedding them, searching
+the exact index or a vector index of the index axis built over the same vectors.
 
 The scored pass over a dataset's queries (:meth:`DenseRetriever.search_many`) goes through the
 cache too, in a namespace of its own, so a re-run embeds no query text it embedded before. A
@@ -24,6 +25,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 
 from .base import BuildStats, Kind, Retriever
+from .indexes.exact import ExactVectorIndex
+from .indexes.registry import VectorIndex, create_index
+from .indexes.spec import EXACT, IndexSpec
 
 if TYPE_CHECKING:
     from ..cache.store import EmbeddingCache
@@ -77,14 +81,59 @@ class Embedder(Protocol):
 
 
 class DenseRetriever(Retriever):
-    """An embedding provider's exact index: embeds each query, then searches."""
+    """An embedding provider's corpus vectors, searched exactly or through a vector index.
 
-    def __init__(self, provider: Embedder, index: Any, cache: EmbeddingCache | None = None) -> None:
+    ``exact`` is the exact index built over the corpus (an
+    :class:`~pytest_embedbench.retrieval.exact.ExactIndex`, or a ``ShardedIndex`` under a
+    memory budget). Given ``index`` (an index spec), the retriever builds that engine over the
+    same vectors, in corpus order, and searches through it; without one it searches ``exact``.
+    Either way ``self.index`` is the :class:`~.indexes.VectorIndex` searched. Through an index,
+    the retriever keeps what :func:`~.indexes.measure_index` needs: the build time, the last
+    :meth:`search_many`'s query vectors and positions, and each query vector :meth:`encode`
+    gave (a chunked run searches query by query; its figures are measured on those vectors)::
+
+        hnsw = retriever.with_index(IndexSpec.parse("faiss:hnsw(M=32)", "here"), seed=0)
+        ids, scores = hnsw.search("how do I reset my password", 10)
+    """
+
+    def __init__(
+        self,
+        provider: Embedder,
+        exact: Any,
+        cache: EmbeddingCache | None = None,
+        *,
+        index: IndexSpec | None = None,
+        seed: int = 0,
+    ) -> None:
         self.provider = provider
-        self.index = index
-        self.ids = index.ids
+        self.exact = exact
+        self.ids = exact.ids
         #: where :meth:`search_many` finds and stores query vectors (None: always embeds)
         self.cache = cache
+        #: the index searched through, and the seconds its build took (0: the exact index,
+        #: timed with the corpus's embedding in :class:`~.base.BuildStats`)
+        self.spec = index if index is not None else EXACT
+        self.build_s = 0.0
+        #: the last :meth:`search_many`'s query vectors and the index's positions for them,
+        #: and query text -> vector as :meth:`encode` gave it; kept only through an index
+        self.query_vectors: np.ndarray | None = None
+        self.positions: np.ndarray | None = None
+        self.encoded: dict[str, np.ndarray] | None = None
+        self.index: VectorIndex
+        if index is None:
+            self.index = ExactVectorIndex.over(exact)
+            return
+        self.index = create_index(index, seed=seed)
+        t0 = time.perf_counter()
+        # a ShardedIndex's vectors are read back shard by shard into one matrix, which the
+        # index holds anyway
+        self.index.build(exact.vectors_in_order(), exact.ids)
+        self.build_s = time.perf_counter() - t0
+        self.encoded = {}
+
+    def with_index(self, index: IndexSpec, *, seed: int = 0) -> DenseRetriever:
+        """The same provider, corpus vectors and cache searched through ``index``, built now."""
+        return DenseRetriever(self.provider, self.exact, self.cache, index=index, seed=seed)
 
     def search(self, text: str, k: int) -> tuple[list[str], list[float]]:
         return self.search_encoded(self.encode(text), k)
@@ -93,6 +142,8 @@ class DenseRetriever(Retriever):
         t0 = time.perf_counter()
         vector = self.provider.embed([text], kind="query")
         self.query_embedding_s += time.perf_counter() - t0
+        if self.encoded is not None:
+            self.encoded[text] = vector
         return vector
 
     def search_encoded(self, query: Any, k: int) -> tuple[list[str], list[float]]:
@@ -117,6 +168,8 @@ class DenseRetriever(Retriever):
         positions, scores = self.index.search(vectors, k)
         self.search_s += time.perf_counter() - t1
         self.query_embedding_s += t1 - t0
+        if self.encoded is not None:
+            self.query_vectors, self.positions = vectors, positions
         rankings: list[list[str]] = []
         out: list[list[float]] = []
         for row, row_scores in zip(positions, scores, strict=True):
@@ -126,7 +179,8 @@ class DenseRetriever(Retriever):
         return rankings, out
 
     def index_bytes(self) -> int | None:
-        return int(self.index.nbytes)
+        nbytes = self.index.nbytes
+        return None if nbytes is None else int(nbytes)
 
 
 def build_dense(

@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 
 from pytest_embedbench import ExactIndex
-from pytest_embedbench.retrieval.indexes.base import VectorIndex, register_index
+from pytest_embedbench.retrieval.indexes import VectorIndex, register_index
 
 INDEXES = [
     "exact",

@@ -1,4 +1,5 @@
-"""Index specs, their errors, and the FAISS engines' determinism (issue 35)."""
+"""Index specs, their errors, the engines (a module each, registered), the FAISS engines' determinism,
+and the dense retriever searched through an index (issues 35 and 41)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ import pytest
 
 from pytest_embedbench.config.project import load_config
 from pytest_embedbench.core.exceptions import ConfigError
-from pytest_embedbench.retrieval.indexes.base import (
+from pytest_embedbench.retrieval.dense import DenseRetriever, build_dense
+from pytest_embedbench.retrieval.indexes import (
     IndexSpec,
     create_index,
     neighbour_recall,
@@ -166,3 +168,88 @@ def test_chroma_batches_within_its_limit() -> None:
     index = create_index(IndexSpec.parse("chroma", "here"))
     index.build(docs, ids)  # one add() of `limit` vectors would refuse limit + 7
     assert index.search(queries, limit + 7)[0].min() >= 0
+
+
+# -- the folder: one module per engine, the dense retriever searching through any of them --
+
+
+@pytest.mark.parametrize(
+    ("engine", "module"),
+    [("exact", "exact"), ("faiss", "faiss"), ("lancedb", "lancedb"), ("chroma", "chroma")],
+)
+def test_each_engine_is_a_module_of_its_own_and_registered(engine: str, module: str) -> None:
+    from pytest_embedbench.retrieval import indexes
+
+    cls = indexes.index_class(engine)
+    assert cls.__module__ == f"pytest_embedbench.retrieval.indexes.{module}"
+    assert indexes.INDEXES[engine] is cls and cls.name == engine
+    assert indexes.INDEX_ENTRY_POINT_GROUP == "pytest_embedbench.indexes"
+
+
+@pytest.mark.parametrize(("library", "extra"), [("faiss", "faiss"), ("lancedb", "lancedb")])
+def test_an_engine_module_named_as_its_library_imports_the_library(
+    library: str, extra: str
+) -> None:
+    """``retrieval/indexes/faiss.py``'s ``import faiss`` is absolute: it gets faiss-cpu."""
+    require_engine(library, extra)
+    import importlib
+    import sys
+
+    engine_module = importlib.import_module(f"pytest_embedbench.retrieval.indexes.{library}")
+    docs, queries, ids = _vectors(n=50, dim=8)
+    spec = "faiss:flat" if library == "faiss" else "lancedb"
+    index = create_index(IndexSpec.parse(spec, "here"))
+    index.build(docs, ids)  # imports the library inside the engine's module
+    assert index.search(queries, 3)[0].shape == (len(queries), 3)
+    lib = sys.modules[library]
+    assert lib is not engine_module
+    assert "pytest_embedbench" not in str(getattr(lib, "__file__", ""))
+
+
+def _dense() -> tuple[DenseRetriever, list[str]]:
+    from pytest_embedbench import load_dataset
+    from pytest_embedbench.models.providers import create_provider
+
+    ds = load_dataset(Path(__file__).resolve().parents[2] / "examples" / "support")
+    return build_dense(create_provider("hashing:h"), ds.documents), [q.text for q in ds.queries]
+
+
+def test_the_dense_retriever_searches_exactly_unless_given_an_index() -> None:
+    from pytest_embedbench.retrieval.indexes import ExactVectorIndex, measure_index
+
+    exact, texts = _dense()
+    # the default: the retriever's own exact index behind the engine interface, no copy
+    assert isinstance(exact.index, ExactVectorIndex) and exact.spec.is_exact
+    assert exact.build_s == 0.0 and exact.index_bytes() == exact.exact.nbytes
+    want = exact.search_many(texts, 10)
+    assert exact.query_vectors is None and exact.encoded is None  # nothing kept for measuring
+
+    # "exact" named in the axis: an exact index of its own, the same answers
+    again = exact.with_index(IndexSpec.parse("exact", "here"))
+    assert isinstance(again, DenseRetriever) and again.index is not exact.index
+    assert again.exact is exact.exact and again.build_s > 0
+    assert again.search_many(texts, 10) == want
+    assert again.search(texts[0], 10) == exact.search(texts[0], 10)
+    run = measure_index(again, [f"q{i}" for i in range(len(texts))], (1, 10))
+    assert all((run.neighbours[k] == 1.0).all() for k in (1, 10))
+    assert run.spec.spec == "exact" and run.build_s == again.build_s and run.nbytes
+    assert len(run.latency_ms) == len(texts) and run.qps > 0
+    assert [r[:10] for r in run.exact_rankings] == want[0]
+
+
+def test_the_dense_retriever_through_an_approximate_index() -> None:
+    pytest.importorskip("faiss")
+    from pytest_embedbench.retrieval.indexes import FaissIndex, measure_index
+
+    exact, texts = _dense()
+    want = exact.search_many(texts, 10)
+    hnsw = exact.with_index(IndexSpec.parse("faiss:hnsw(M=4,efSearch=1)", "here"), seed=3)
+    assert isinstance(hnsw.index, FaissIndex) and hnsw.index.seed == 3
+    got = hnsw.search_many(texts, 10)
+    assert hnsw.query_vectors is not None and hnsw.positions is not None
+    run = measure_index(hnsw, [f"q{i}" for i in range(len(texts))], (10,))
+    # the exact rankings of the same query vectors, and the share of them the index found
+    assert [r[:10] for r in run.exact_rankings] == want[0]
+    shares = [len(set(g) & set(w)) / len(w) for g, w in zip(got[0], want[0], strict=True)]
+    np.testing.assert_allclose(run.neighbours[10], shares)
+    assert run.nbytes == hnsw.index_bytes() and run.note.endswith("deterministic")

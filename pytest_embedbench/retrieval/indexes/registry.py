@@ -1,0 +1,153 @@
+"""The index engines by name: the :class:`VectorIndex` every engine is, and the registry that
+finds one for a spec's engine (the built-in ones, a decorated class, or an entry point).
+
+A new engine is one new module in this folder plus its registration: a :class:`VectorIndex`
+subclass decorated with :func:`register_index`, and an import line in ``__init__.py`` so the
+engine is registered whenever the folder is imported (``exact``, ``faiss``, ``lancedb`` and
+``chroma`` are such modules; pgvector or qdrant would be the next). Its kinds and parameters are
+its own class attributes, so the spec parser (:mod:`.spec`) checks them with no change here. A
+package of your own registers the same way, or names the class in the
+``pytest_embedbench.indexes`` entry point group::
+
+    @register_index
+    class MyIndex(VectorIndex):
+        name = "mine"
+        kinds = {"": frozenset({"depth"})}
+        def build(self, vectors, ids): ...
+        def search(self, queries, k): ...   # (positions, scores), -1 padded
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from importlib import metadata
+from pathlib import Path
+from typing import Any, ClassVar, Protocol
+
+import numpy as np
+
+from ...core.exceptions import ConfigError, MissingExtraError, did_you_mean
+
+__all__ = [
+    "INDEX_ENTRY_POINT_GROUP",
+    "INDEXES",
+    "EngineSpec",
+    "VectorIndex",
+    "create_index",
+    "folder_bytes",
+    "index_class",
+    "missing_extra",
+    "register_index",
+    "unfilled",
+]
+
+INDEX_ENTRY_POINT_GROUP = "pytest_embedbench.indexes"
+
+#: engine name -> class; the built-in engines and those of entry points
+INDEXES: dict[str, type[VectorIndex]] = {}
+
+
+class EngineSpec(Protocol):
+    """What an engine reads of its spec (an :class:`~.spec.IndexSpec` is one); declared here
+    because the spec's parser reads this registry for each engine's kinds and parameters."""
+
+    @property
+    def engine(self) -> str: ...
+
+    @property
+    def kind(self) -> str: ...
+
+    @property
+    def params(self) -> tuple[tuple[str, Any], ...]: ...
+
+    @property
+    def spec(self) -> str: ...
+
+    def param(self, name: str, default: Any = None) -> Any: ...
+
+
+class VectorIndex(ABC):
+    """An index over float32 vectors searched by inner product (cosine on unit vectors).
+
+    ``kinds`` maps each kind (``""``: the engine named alone) to its parameter names."""
+
+    name: ClassVar[str] = ""
+    kinds: ClassVar[dict[str, frozenset[str]]] = {"": frozenset()}
+    #: whether the same vectors, spec and seed give the same rankings
+    deterministic: ClassVar[bool] = True
+    #: an older name of a parameter -> its name in ``kinds`` (the error names the new one)
+    renamed: ClassVar[dict[str, str]] = {}
+
+    def __init__(self, spec: EngineSpec, *, seed: int = 0) -> None:
+        self.spec = spec
+        self.seed = int(seed)
+        #: what the engine was asked to build (a FAISS factory string), for the report
+        self.description = spec.spec
+        #: how the engine was made deterministic, or why it is not
+        self.note = ""
+
+    @abstractmethod
+    def build(self, vectors: np.ndarray, ids: Sequence[str]) -> None:
+        """Index ``vectors`` (row i is document ``ids[i]``), added in that order."""
+
+    @abstractmethod
+    def search(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """Positions into ``ids`` and scores, ``(n_queries, k)``, padded with -1 / -inf."""
+
+    @property
+    def nbytes(self) -> int | None:
+        """Bytes the index takes (serialised or in memory); None when unknown."""
+        return None
+
+
+def register_index(cls: type[VectorIndex]) -> type[VectorIndex]:
+    """Register an index engine under ``cls.name`` (usable as a decorator)."""
+    if not cls.name or ":" in cls.name:
+        raise ConfigError(f"index class {cls.__name__} needs a 'name' without ':'")
+    INDEXES[cls.name] = cls
+    return cls
+
+
+def index_class(engine: str, where: str = "index") -> type[VectorIndex]:
+    """The class of engine ``engine`` (entry points scanned when unknown)."""
+    if engine not in INDEXES:
+        for ep in metadata.entry_points(group=INDEX_ENTRY_POINT_GROUP):
+            if ep.name == engine:
+                loaded = ep.load()
+                register_index(loaded)
+    if engine not in INDEXES:
+        raise ConfigError(
+            f"{where}: unknown index engine {engine!r}{did_you_mean(engine, INDEXES) or '.'} "
+            f"Engines: {sorted(INDEXES)} (or one registered in the {INDEX_ENTRY_POINT_GROUP!r} "
+            "entry point group)"
+        )
+    return INDEXES[engine]
+
+
+def create_index(spec: EngineSpec, *, seed: int = 0) -> VectorIndex:
+    """An unbuilt index of ``spec``'s engine (call ``build`` with the vectors)."""
+    return index_class(spec.engine)(spec, seed=seed)
+
+
+# -- what the engines share -----------------------------------------------------------------
+
+
+def missing_extra(spec: EngineSpec, package: str, extra: str) -> MissingExtraError:
+    """The error of an engine whose package is not installed: it names the extra."""
+    return MissingExtraError(
+        f"index {spec.spec!r} needs {package}: pip install 'pytest-embedbench[{extra}]'"
+    )
+
+
+def unfilled(queries: int, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Positions and scores of ``queries`` rows with nothing found yet: -1 and -inf."""
+    return (
+        np.full((queries, k), -1, dtype=np.int64),
+        np.full((queries, k), -np.inf, dtype=np.float64),
+    )
+
+
+def folder_bytes(folder: str) -> int:
+    """Bytes of the files under ``folder`` (an embedded engine's temporary folder)."""
+    return sum(f.stat().st_size for f in Path(folder).rglob("*") if f.is_file())

@@ -1,0 +1,219 @@
+"""Index specs: ``engine[:kind][(name=value, ...)]``, parsed and checked against the engine's
+kinds and parameters (its did-you-mean names the closest), and the index axis as a marker,
+embedbench.yaml or ``--embedbench-indexes`` gives it (a list, ``name=spec`` items or a mapping)::
+
+    exact                                  # the exact inner-product search (ExactIndex)
+    faiss:hnsw(M=32,efSearch=64)           # faiss.index_factory("HNSW32,Flat"), efSearch 64
+    faiss:ivf(nlist=256,nprobe=8)          # "IVF256,Flat", 8 lists probed
+    faiss:ivfpq(nlist=64,m=8,nbits=8)      # "IVF64,PQ8x8"
+    faiss:flat                             # "Flat": exact, by FAISS alone
+    lancedb:ivf_flat(num_partitions=8)     # LanceDB, embedded (extra "lancedb")
+    chroma:hnsw(max_neighbors=32,ef_search=64)  # Chroma, embedded (extra "chroma")
+
+Usage::
+
+    spec = IndexSpec.parse("faiss:hnsw(M=32, efSearch=64)", "here")
+    spec.spec                                   # 'faiss:hnsw(M=32,efSearch=64)'
+    named_indexes(["exact", "prod=faiss:ivf(nlist=8)"], "here")   # ((None, exact), ('prod', ...))
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ...core.exceptions import ConfigError, did_you_mean
+from .registry import index_class
+
+__all__ = [
+    "EXACT",
+    "IndexSpec",
+    "named_indexes",
+    "parse_indexes",
+    "parse_indexes_option",
+    "split_top",
+]
+
+_SPEC = re.compile(r"^\s*([A-Za-z][\w.-]*)\s*(?::\s*([A-Za-z][\w-]*))?\s*(?:\((.*)\))?\s*$")
+
+
+@dataclass(frozen=True)
+class IndexSpec:
+    """A parsed index spec: engine, kind and parameters; ``spec`` is its canonical string
+    (what the pytest id shows, so ``pytest -k hnsw`` selects the HNSW tests)."""
+
+    engine: str
+    kind: str = ""
+    params: tuple[tuple[str, Any], ...] = ()
+
+    @property
+    def spec(self) -> str:
+        head = f"{self.engine}:{self.kind}" if self.kind else self.engine
+        if not self.params:
+            return head
+        return head + "(" + ",".join(f"{k}={v}" for k, v in self.params) + ")"
+
+    @property
+    def id(self) -> str:
+        return self.spec
+
+    def __str__(self) -> str:
+        return self.spec
+
+    def param(self, name: str, default: Any = None) -> Any:
+        return dict(self.params).get(name, default)
+
+    @property
+    def is_exact(self) -> bool:
+        return self.engine == "exact"
+
+    @classmethod
+    def parse(cls, raw: Any, where: str) -> IndexSpec:
+        """``raw`` (a spec string or an IndexSpec), checked against the registered engine's
+        kinds and parameters; a ConfigError names ``where`` and the fix."""
+        if isinstance(raw, IndexSpec):
+            return raw
+        if not isinstance(raw, str):
+            raise ConfigError(
+                f"{where}: index {raw!r}: give a spec string such as 'exact' or "
+                "'faiss:hnsw(M=32,efSearch=64)'"
+            )
+        match = _SPEC.match(raw)
+        if match is None:
+            raise ConfigError(
+                f"{where}: index {raw!r} is not engine[:kind][(name=value,...)], e.g. "
+                "'faiss:ivf(nlist=256,nprobe=8)'"
+            )
+        engine, kind, body = match.group(1), match.group(2) or "", match.group(3)
+        cls_ = index_class(engine, where)
+        if kind not in cls_.kinds:
+            kinds = sorted(k for k in cls_.kinds if k)
+            raise ConfigError(
+                f"{where}: index {raw!r}: engine {engine!r} has no kind {kind or '(none)'!r}"
+                f"{did_you_mean(kind, kinds) or '.'} Kinds: {kinds}"
+            )
+        params: list[tuple[str, Any]] = []
+        for part in (body or "").split(","):
+            if not part.strip():
+                continue
+            name, eq, value = part.partition("=")
+            name = name.strip()
+            allowed = cls_.kinds[kind]
+            if eq and name in cls_.renamed and cls_.renamed[name] in allowed:
+                raise ConfigError(
+                    f"{where}: index {raw!r}: {engine} now calls {name!r} "
+                    f"{cls_.renamed[name]!r}: give {cls_.renamed[name]}={value.strip()}"
+                )
+            if not eq or name not in allowed:
+                raise ConfigError(
+                    f"{where}: index {raw!r}: {part.strip()!r} is not a parameter of "
+                    f"{engine}:{kind}{did_you_mean(name, allowed) or '.'} "
+                    f"Parameters: {sorted(allowed)} as name=value"
+                )
+            if name in dict(params):
+                raise ConfigError(f"{where}: index {raw!r}: {name} is given twice")
+            params.append((name, _value(value.strip(), raw, where)))
+        return cls(engine, kind, tuple(params))
+
+
+def _value(text: str, raw: str, where: str) -> Any:
+    for convert in (int, float):
+        try:
+            return convert(text)
+        except ValueError:
+            pass
+    if not text:
+        raise ConfigError(f"{where}: index {raw!r}: a parameter has no value")
+    return text
+
+
+def _items(raw: Any, where: str) -> list[Any]:
+    """``raw`` as a list of specs: None is none, one spec is a list of one."""
+    if raw is None:
+        return []
+    items = [raw] if isinstance(raw, (str, IndexSpec)) else raw
+    if not isinstance(items, Sequence) or isinstance(items, (bytes, bytearray)):
+        raise ConfigError(f"{where}: expected a list of index specs, got {raw!r}")
+    return list(items)
+
+
+def parse_indexes(raw: Any, where: str) -> tuple[IndexSpec, ...]:
+    """A list of index specs (marker ``indexes=`` or embedbench.yaml ``indexes:``), each
+    spec at most once."""
+    specs = [IndexSpec.parse(item, f"{where}[{i}]") for i, item in enumerate(_items(raw, where))]
+    names = [s.spec for s in specs]
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes:
+        raise ConfigError(f"{where}: index(es) {dupes} appear more than once")
+    return tuple(specs)
+
+
+#: the exact search as a spec: what a dense retriever searches through unless given an index
+EXACT = IndexSpec("exact")
+
+_INDEX_NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
+
+
+def split_top(value: str, sep: str) -> list[str]:
+    """``value`` split at each ``sep`` outside parentheses (a spec's parameters keep theirs)."""
+    parts, depth, start = [], 0, 0
+    for i, char in enumerate(value):
+        depth += {"(": 1, ")": -1}.get(char, 0)
+        if char == sep and depth == 0:
+            parts.append(value[start:i])
+            start = i + 1
+    parts.append(value[start:])
+    return parts
+
+
+def named_indexes(raw: Any, where: str) -> tuple[tuple[str | None, IndexSpec], ...]:
+    """The index axis as a marker, embedbench.yaml or ``--embedbench-indexes`` gives it: a
+    list of specs (``"exact"``, ``"name=spec"``) or a mapping of name to spec. A named index
+    shows its name in the test id (``h-prod`` rather than ``h-faiss:hnsw(M=32,efSearch=64)``),
+    so its baseline entry stays when its parameters change and the gate compares them. Each
+    spec is checked against its engine; a ConfigError names ``where``."""
+    if isinstance(raw, Mapping):
+        pairs: list[tuple[str | None, Any]] = [(str(k), v) for k, v in raw.items()]
+    else:
+        pairs = []
+        for item in _items(raw, where):
+            name, spec = None, item
+            if isinstance(item, str):
+                head, *rest = split_top(item, "=")
+                if rest and "(" not in head:
+                    name, spec = head.strip(), "=".join(rest).strip()
+            pairs.append((name, spec))
+    for name, _ in pairs:
+        if name is not None and not _INDEX_NAME.match(name):
+            raise ConfigError(
+                f"{where}: index name {name!r}: use letters, digits, '_', '.' and '-' (it "
+                "becomes part of the test id), e.g. prod"
+            )
+    specs = parse_indexes([spec for _, spec in pairs], where)
+    shown = [name or spec.id for (name, _), spec in zip(pairs, specs, strict=True)]
+    dupes = sorted({n for n in shown if shown.count(n) > 1})
+    if dupes:
+        raise ConfigError(f"{where}: index name(s) {dupes} appear more than once")
+    return tuple((name, spec) for (name, _), spec in zip(pairs, specs, strict=True))
+
+
+def parse_indexes_option(value: str) -> tuple[str, ...]:
+    """``--embedbench-indexes exact,faiss:hnsw(M=32,efSearch=64)``: comma-separated index
+    specs (a comma inside a spec's parentheses belongs to the spec), each optionally named
+    (``prod=faiss:hnsw(M=32,efSearch=16)``) and checked against its engine's kinds and
+    parameters; a bad one raises ``argparse.ArgumentTypeError`` naming the option, the value
+    and the fix (the option table's parser, :mod:`pytest_embedbench.config.options`)."""
+    specs = [part.strip() for part in split_top(value, ",") if part.strip()]
+    if not specs:
+        raise argparse.ArgumentTypeError(
+            f"--embedbench-indexes {value!r}: give comma-separated index specs, e.g. "
+            "'exact,faiss:hnsw(M=32,efSearch=64)'"
+        )
+    try:
+        found = named_indexes(specs, "--embedbench-indexes")
+    except ConfigError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return tuple(spec.spec if name is None else f"{name}={spec.spec}" for name, spec in found)

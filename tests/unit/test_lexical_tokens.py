@@ -11,13 +11,17 @@ now serves documents and queries; these must not change by a bit.
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
+from pytest_embedbench.retrieval.lexical import bm25
 from pytest_embedbench.retrieval.lexical.bm25 import BM25Index
+from pytest_embedbench.retrieval.lexical.tokenize import WordTokenizer
+from tests.unit.test_lexical_index import counted
 
 pytest.importorskip("bm25s")
 pytest.importorskip("Stemmer")
@@ -50,14 +54,12 @@ def setting_id(setting: dict[str, Any]) -> str:
     return f"{setting['method']}-{setting['stopwords']}-{setting['stemmer']}"
 
 
+def tokenizer(setting: dict[str, Any]) -> WordTokenizer:
+    return WordTokenizer(stopwords=setting["stopwords"], stemmer=setting["stemmer"])
+
+
 def build(setting: dict[str, Any]) -> BM25Index:
-    return BM25Index(
-        TEXTS,
-        IDS,
-        method=setting["method"],
-        stopwords=setting["stopwords"],
-        stemmer=setting["stemmer"],
-    )
+    return BM25Index(TEXTS, IDS, tokenizer=tokenizer(setting), method=setting["method"])
 
 
 def test_the_record_covers_every_setting() -> None:
@@ -77,3 +79,19 @@ def test_query_tokens_scores_and_rankings_are_unchanged(setting: dict[str, Any])
         # the recorded floats are float32 values written as float64: equal bit for bit
         assert scores.tolist() == query["scores"], query["text"]
         assert index.search(query["text"], 5) == (query["top"], query["top_scores"])
+
+
+@pytest.mark.parametrize("setting", RECORDED, ids=setting_id)
+@pytest.mark.parametrize("chunk", [1, 4, 500])
+def test_document_tokens_are_unchanged(
+    setting: dict[str, Any], chunk: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the tokeniser's terms, and what the index counted of them, a step of 1, 4 or all documents
+    # at a time
+    assert tokenizer(setting).tokenize(TEXTS) == setting["documents"]
+    monkeypatch.setattr(bm25, "TOKENIZE_CHUNK", chunk)
+    token, counts, widths, lengths, vocab = bm25._count_terms(tokenizer(setting), TEXTS)
+    assert counted(token, counts, widths, vocab) == [Counter(d) for d in setting["documents"]]
+    assert lengths.tolist() == [len(doc) for doc in setting["documents"]]
+    # numbered in first-seen order, the same in every process
+    assert list(vocab) == list(dict.fromkeys(t for doc in setting["documents"] for t in doc))

@@ -19,7 +19,8 @@ from pytest_embedbench import (
     create_provider,
 )
 from pytest_embedbench.models.providers import provider_class
-from pytest_embedbench.retrieval.lexical.bm25 import BM25Index, reciprocal_rank_fusion
+from pytest_embedbench.retrieval.fusion import reciprocal_rank_fusion
+from pytest_embedbench.retrieval.lexical.bm25 import BM25Index
 
 
 def test_spec_parsing_and_short_names() -> None:

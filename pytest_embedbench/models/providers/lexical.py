@@ -6,6 +6,10 @@
 ``hybrid:A+B`` options: ``rrf_k`` (60), ``weights`` (``[1.0, 1.0]``), ``depth`` (how many results
 each leg contributes; default ``max(100, k)``), and ``left`` / ``right``: option mappings for the
 two legs, e.g. ``ModelSpec("hybrid:hf:...+bm25", right={"k1": 1.2})``.
+
+The providers only build: the tokeniser, the index and the retriever of ``bm25`` are in
+``retrieval/lexical/`` (``tokenize``, ``bm25``), the fusing retriever of ``hybrid:`` in
+``retrieval/fusion.py``.
 """
 
 from __future__ import annotations
@@ -16,7 +20,9 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from ...core.exceptions import ConfigError
 from ...retrieval.base import BuildStats, Retriever
-from ...retrieval.lexical.bm25 import BM25Index, reciprocal_rank_fusion
+from ...retrieval.fusion import HybridRetriever
+from ...retrieval.lexical.bm25 import BM25Index, BM25Retriever
+from ...retrieval.lexical.tokenize import WordTokenizer, make_stemmer, require_bm25s
 from .base import Provider, RankingProvider
 from .registry import create_provider, register_provider
 from .spec import ModelSpec, split_hybrid
@@ -24,30 +30,6 @@ from .spec import ModelSpec, split_hybrid
 if TYPE_CHECKING:
     from ...cache.store import EmbeddingCache
     from ...core.types import Document
-
-
-class BM25Retriever(Retriever):
-    def __init__(self, index: BM25Index) -> None:
-        self.index = index
-        self.ids = index.ids
-
-    def search(self, text: str, k: int) -> tuple[list[str], list[float]]:
-        return self.search_encoded(self.encode(text), k)
-
-    def encode(self, text: str) -> Any:
-        t0 = time.perf_counter()
-        tokens = self.index.tokenize(text)
-        self.query_embedding_s += time.perf_counter() - t0
-        return tokens
-
-    def search_encoded(self, query: Any, k: int) -> tuple[list[str], list[float]]:
-        t1 = time.perf_counter()
-        result = self.index.search_tokens(query, k)
-        self.search_s += time.perf_counter() - t1
-        return result
-
-    def index_bytes(self) -> int | None:
-        return self.index.nbytes
 
 
 @register_provider
@@ -62,8 +44,6 @@ class BM25Provider(RankingProvider):
     )
 
     def load(self) -> None:
-        from ...retrieval.lexical.bm25 import make_stemmer, require_bm25s
-
         bm25s = require_bm25s()
         make_stemmer(self.options.get("stemmer", "english"))  # fail at load, not mid-run
         self.info["bm25s"] = getattr(bm25s, "__version__", "unknown")
@@ -94,65 +74,21 @@ class BM25Provider(RankingProvider):
         stats = stats if stats is not None else BuildStats()
         self.ensure_loaded()
         t0 = time.perf_counter()
+        settings = self._settings()
+        tokenizer = WordTokenizer(stopwords=settings["stopwords"], stemmer=settings["stemmer"])
         index = BM25Index(
-            [d.embed_text for d in documents], [d.id for d in documents], **self._settings()
+            [d.embed_text for d in documents],
+            [d.id for d in documents],
+            tokenizer=tokenizer,
+            k1=settings["k1"],
+            b=settings["b"],
+            method=settings["method"],
         )
         stats.index_build_s += time.perf_counter() - t0
         stats.documents += len(documents)
         if progress is not None:
             progress(len(documents), len(documents))
         return BM25Retriever(index)
-
-
-class HybridRetriever(Retriever):
-    def __init__(
-        self,
-        legs: Sequence[Retriever],
-        *,
-        rrf_k: float,
-        weights: Sequence[float],
-        depth: int | None,
-    ) -> None:
-        self.legs = list(legs)
-        self.ids = legs[0].ids
-        self.rrf_k = rrf_k
-        self.weights = list(weights)
-        self.depth = depth
-
-    def search(self, text: str, k: int) -> tuple[list[str], list[float]]:
-        return self.search_encoded(self.encode(text), k)
-
-    def encode(self, text: str) -> Any:
-        before = self._leg_times()
-        encoded = [leg.encode(text) for leg in self.legs]
-        self._add_leg_times(before)
-        return encoded
-
-    def search_encoded(self, query: Any, k: int) -> tuple[list[str], list[float]]:
-        depth = self.depth or max(100, k)
-        before = self._leg_times()
-        rankings = [
-            leg.search_encoded(q, depth)[0] for leg, q in zip(self.legs, query, strict=True)
-        ]
-        t0 = time.perf_counter()
-        ids, scores = reciprocal_rank_fusion(rankings, k=self.rrf_k, weights=self.weights)
-        fusion_s = time.perf_counter() - t0
-        self._add_leg_times(before)
-        self.search_s += fusion_s
-        return ids[:k], scores[:k]
-
-    def _leg_times(self) -> list[tuple[float, float]]:
-        return [(leg.query_embedding_s, leg.search_s) for leg in self.legs]
-
-    def _add_leg_times(self, before: list[tuple[float, float]]) -> None:
-        """What the legs spent since ``before``, added to this retriever's own figures."""
-        for leg, (embed_s, search_s) in zip(self.legs, before, strict=True):
-            self.query_embedding_s += leg.query_embedding_s - embed_s
-            self.search_s += leg.search_s - search_s
-
-    def index_bytes(self) -> int | None:
-        sizes = [leg.index_bytes() for leg in self.legs]
-        return None if any(s is None for s in sizes) else sum(s or 0 for s in sizes)
 
 
 @register_provider

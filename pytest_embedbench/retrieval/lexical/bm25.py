@@ -1,25 +1,24 @@
-"""BM25 through bm25s, and rank fusion (reciprocal rank fusion, weighted).
+"""BM25 through bm25s: the index and its retriever.
 
-BM25 scores every document for a query (bm25s ``get_scores``) and ranks them with the project's
-tie rule (score descending, then document id descending), so a tie never depends on bm25s's
-internal order.
-
-RRF gives a document ``sum_i w_i / (k + rank_i)`` over the rankings it appears in (rank from 1,
-k = 60 by default; Cormack, Clarke and Büttcher 2009). Fused ties follow the same tie rule.
+The index counts the terms a :class:`~.tokenize.Tokenizer` gives (bm25s's own tokenisation by
+default, :class:`~.tokenize.WordTokenizer`) and builds bm25s's score matrix from them with numpy
+(bit for bit bm25s's own, tests/unit/test_lexical_index.py); a query is tokenised by the same
+tokeniser. BM25 scores every document for a query (bm25s ``get_scores``) and ranks them with the
+project's tie rule (score descending, then document id descending), so a tie never depends on
+bm25s's internal order.
 
 Usage::
 
-    index = BM25Index(["the cat sat", "a dog ran"], ["d1", "d2"])
+    index = BM25Index(["the cat sat", "a dog ran"], ["d1", "d2"])  # WordTokenizer()
     ids, scores = index.search("cat", k=10)
-    fused = reciprocal_rank_fusion([dense_ids, bm25_ids], k=60, weights=(1.0, 1.0))
+    retriever = BM25Retriever(index)  # what the bm25 provider builds
 """
 
 from __future__ import annotations
 
 import functools
 import gc
-import inspect
-import re
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from itertools import chain
@@ -27,44 +26,15 @@ from typing import Any
 
 import numpy as np
 
-from ...core.exceptions import ConfigError, MissingExtraError
+from ...core.exceptions import ConfigError
+from ..base import Retriever
 from ..exact import storage_order, topk_desc
+from .tokenize import Tokenizer, WordTokenizer, require_bm25s
 
-__all__ = ["BM25Index", "reciprocal_rank_fusion"]
+__all__ = ["BM25_METHODS", "BM25Index", "BM25Retriever"]
 
 #: bm25s's scoring variants
 BM25_METHODS = ("lucene", "robertson", "atire", "bm25l", "bm25+")
-
-
-def require_bm25s() -> Any:
-    """The bm25s module, or a MissingExtraError that names the pip command."""
-    try:
-        import bm25s
-    except ImportError:
-        raise MissingExtraError(
-            "provider 'bm25' needs the bm25s package: pip install 'pytest-embedbench[bm25]'"
-        ) from None
-    return bm25s
-
-
-def make_stemmer(language: str | None) -> Any:
-    """A PyStemmer stemmer for ``language`` (None: no stemming)."""
-    if not language:
-        return None
-    try:
-        import Stemmer
-    except ImportError:
-        raise MissingExtraError(
-            f"bm25 stemmer={language!r} needs PyStemmer: pip install 'pytest-embedbench[bm25]' "
-            "(or pass stemmer=None)"
-        ) from None
-    try:
-        return Stemmer.Stemmer(language)
-    except KeyError:
-        raise ConfigError(
-            f"bm25 stemmer {language!r} is not known to PyStemmer; known: "
-            f"{sorted(Stemmer.algorithms())}"
-        ) from None
 
 
 @contextmanager
@@ -84,7 +54,7 @@ def _no_cyclic_gc() -> Iterator[None]:
             gc.enable()
 
 
-#: documents tokenised per step by :func:`_tokenize_pairs`: the token strings of one step stay
+#: documents tokenised per step by :func:`_count_terms`: the token strings of one step stay
 #: in the CPU caches (500 documents, ~8,500 strings); 20,000 per step spread ~340,000 fresh
 #: strings over the heap and cost 2-3x the CPU time per document at 1M documents
 TOKENIZE_CHUNK = 500
@@ -92,53 +62,44 @@ TOKENIZE_CHUNK = 500
 SCORE_CHUNK = 1 << 20
 
 
-def _tokenize_pairs(
-    bm25s: Any, texts: Sequence[str], stopwords: str | list[str], stemmer: Any
+def _count_terms(
+    tokenizer: Tokenizer, texts: Sequence[str]
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, int]]:
-    """``bm25s.tokenize(texts, stopwords=..., stemmer=...)`` (its defaults otherwise), counted:
-    every (document, token) pair once, documents in order (a CSR matrix of term counts): the
-    pairs' token ids and counts, each document's number of pairs and of tokens, and the
-    vocabulary. The ids and vocabulary are bm25s's (tests/unit/test_lexical_index.py).
+    """Every (document, term) pair of ``texts`` once, documents in order (a CSR matrix of term
+    counts): the pairs' term numbers and counts, each document's number of pairs and of terms,
+    and the vocabulary (term -> number, numbered in first-seen order). Each document's terms
+    are ``tokenizer.tokenize([text])[0]``'s.
 
-    bm25s loops over every token in Python and keeps a list of ids per document; here each
-    document is only split (``re.findall``, as bm25s), and a step of documents at a time has
-    its new tokens numbered through one dict and its pairs counted by one small sort, which
-    stays in the CPU caches: every pass is linear in the corpus, none sorts it whole. A token
-    is numbered by its stem, in first-seen order (stopwords: -1, dropped); bm25s numbers the
-    stems in the order of a set of them (the first-seen order without a stemmer), so the
-    numbers are mapped to bm25s's once at the end."""
-    from bm25s.tokenization import _infer_stopwords
-
-    signature = inspect.signature(bm25s.tokenize).parameters
-    split = re.compile(signature["token_pattern"].default).findall
-    numbers: dict[str, int] = dict.fromkeys(_infer_stopwords(stopwords), -1)
-    stem_numbers: dict[str, int] = {}  # stem -> number, in first-seen order
-    stems: list[str] = []  # each kept token's stem, tokens in first-seen order (bm25s's list)
+    A step of documents at a time is split, its new words are given their terms through one
+    :meth:`~.tokenize.Tokenizer.terms` call and numbered through one dict (word -> its term's
+    number, -1 for a dropped word), and its pairs are counted by one small sort, which stays in
+    the CPU caches: every pass is linear in the corpus, none sorts it whole, and a word met
+    again costs one dict lookup (bm25s loops over every token in Python and keeps a list of
+    ids per document)."""
+    numbers: dict[str, int] = {}  # word -> its term's number, -1: dropped
+    vocab: dict[str, int] = {}  # term -> number, in first-seen order
     token_parts, count_parts, width_parts, length_parts = [], [], [], []
     for start in range(0, len(texts), TOKENIZE_CHUNK):
-        tokens = list(map(split, map(str.lower, texts[start : start + TOKENIZE_CHUNK])))
-        n = len(tokens)
-        split_lengths = np.fromiter(map(len, tokens), dtype=np.int64, count=n)
-        flat = list(chain.from_iterable(tokens))
-        del tokens
-        unseen = set(flat).difference(numbers)  # one C loop; most steps meet no new token
+        words = tokenizer.split(texts[start : start + TOKENIZE_CHUNK])
+        n = len(words)
+        split_lengths = np.fromiter(map(len, words), dtype=np.int64, count=n)
+        flat = list(chain.from_iterable(words))
+        del words
+        unseen = set(flat).difference(numbers)  # one C loop; most steps meet no new word
         if unseen:
-            new = [token for token in dict.fromkeys(flat) if token in unseen]  # first-seen order
-            new_stems = new
-            if stemmer is not None:
-                new_stems = stemmer.stemWords(new)
-                stems += new_stems
-            fresh = [stem for stem in dict.fromkeys(new_stems) if stem not in stem_numbers]
-            first = len(stem_numbers)
-            stem_numbers.update(zip(fresh, range(first, first + len(fresh)), strict=True))
-            numbers.update(zip(new, map(stem_numbers.__getitem__, new_stems), strict=True))
+            new = [word for word in dict.fromkeys(flat) if word in unseen]  # first-seen order
+            terms = tokenizer.terms(new)
+            fresh = [t for t in dict.fromkeys(terms) if t is not None and t not in vocab]
+            first = len(vocab)
+            vocab.update(zip(fresh, range(first, first + len(fresh)), strict=True))
+            numbers.update(zip(new, [-1 if t is None else vocab[t] for t in terms], strict=True))
         ids = np.fromiter(map(numbers.__getitem__, flat), np.int64, count=len(flat))
         doc = np.repeat(np.arange(n, dtype=np.int64), split_lengths)
         keep = ids >= 0
         if not keep.all():
             ids, doc = ids[keep], doc[keep]
         length_parts.append(np.bincount(doc, minlength=n))
-        width = max(len(stem_numbers), 1)
+        width = max(len(vocab), 1)
         pairs, counts = np.unique(doc * width + ids, return_counts=True)
         token_parts.append((pairs % width).astype(np.int32))
         count_parts.append(counts.astype(np.int32))
@@ -147,11 +108,7 @@ def _tokenize_pairs(
     counts = np.concatenate(count_parts) if count_parts else np.zeros(0, dtype=np.int32)
     widths = np.concatenate(width_parts) if width_parts else np.zeros(0, dtype=np.int64)
     lengths = np.concatenate(length_parts) if length_parts else np.zeros(0, dtype=np.int64)
-    if stemmer is None:  # as bm25s: the kept tokens in first-seen order
-        return token, counts, widths, lengths, stem_numbers
-    vocab = {stem: i for i, stem in enumerate(set(stems))}  # as bm25s: the set's order
-    to_vocab = np.fromiter(map(vocab.__getitem__, stem_numbers), np.int32, len(stem_numbers))
-    return to_vocab[token], counts, widths, lengths, vocab
+    return token, counts, widths, lengths, vocab
 
 
 @functools.cache
@@ -161,17 +118,20 @@ def _vectorised_bm25(bm25s: Any) -> Any:
 
     bm25s builds its score matrix with a Python loop per document (a ``Counter``, two small
     arrays and the term-frequency formula each). ``index_pairs`` takes the counted (document,
-    token) pairs of :func:`_tokenize_pairs`, calls bm25s's own idf and term-frequency functions
+    term) pairs of :func:`_count_terms`, calls bm25s's own idf and term-frequency functions
     on whole arrays and turns the matrix by token with scipy. Every float operation is the one
     bm25s does per document, in the same dtypes, so the score matrix is equal bit for bit
-    (tests/unit/test_lexical_index.py compares it with bm25s's for every method)."""
-    from bm25s import scoring, tokenization
+    (tests/unit/test_lexical_index.py compares it with bm25s's for every method).
+
+    The only private bm25s parts this package calls are here: bm25s has no public function that
+    scores counted pairs, so its own (``scoring._select_*``, ``_build_*``) are called, each one
+    checked first; without them bm25s's public ``BM25.index`` builds the same matrix."""
+    from bm25s import scoring
 
     needed = ("_select_idf_scorer", "_select_tfc_scorer", "_build_idf_array")
     model = bm25s.BM25()
     if not (
         all(hasattr(scoring, name) for name in (*needed, "_build_nonoccurrence_array"))
-        and hasattr(tokenization, "_infer_stopwords")
         and all(
             hasattr(model, name)
             for name in ("idf_method", "methods_requiring_nonoccurrence", "int_dtype", "delta")
@@ -188,7 +148,7 @@ def _vectorised_bm25(bm25s: Any) -> Any:
             lengths: np.ndarray,
             vocab: dict[str, int],
         ) -> None:
-            """What ``index(tokens)`` does, from :func:`_tokenize_pairs`'s arrays."""
+            """What ``index(tokens)`` does, from :func:`_count_terms`'s arrays."""
             self.scores = self.scores_from_pairs(token, counts, widths, lengths, len(vocab))
             if "" not in vocab:  # as bm25s: the empty token, for queries without a known one
                 vocab[""] = max(vocab.values()) + 1
@@ -261,7 +221,7 @@ def _vectorised_bm25(bm25s: Any) -> Any:
     return VectorisedBM25
 
 
-def _no_words(n: int, stopwords: str | list[str] | None) -> ConfigError:
+def _no_words(n: int, stopwords: str | Sequence[str] | None) -> ConfigError:
     """The error for a corpus with no word left to index (bm25s fails on it with a bare
     ``max() arg is an empty sequence``)."""
     dropped = f" once the stopwords ({stopwords!r}) are dropped" if stopwords else ""
@@ -273,18 +233,18 @@ def _no_words(n: int, stopwords: str | list[str] | None) -> ConfigError:
 
 
 class BM25Index:
-    """A bm25s index over ``texts`` with exact, tie-ruled top-k search."""
+    """A bm25s index over ``texts``, tokenised by ``tokenizer`` (default: English
+    :class:`~.tokenize.WordTokenizer`), with exact, tie-ruled top-k search."""
 
     def __init__(
         self,
         texts: Sequence[str],
         ids: Sequence[str],
         *,
+        tokenizer: Tokenizer | None = None,
         k1: float = 1.5,
         b: float = 0.75,
         method: str = "lucene",
-        stopwords: str | list[str] | None = "en",
-        stemmer: str | None = "english",
     ) -> None:
         if len(texts) != len(ids):
             raise ConfigError(f"{len(texts)} texts for {len(ids)} ids")
@@ -294,32 +254,31 @@ class BM25Index:
             raise ConfigError(f"bm25 k1={k1!r} must be >= 0 and b={b!r} within [0, 1]")
         bm25s = require_bm25s()
         self.ids = tuple(ids)
-        self._stemmer = make_stemmer(stemmer)
-        self._stopwords = stopwords if stopwords is not None else []
-        self._bm25s = bm25s
-        vectorised = _vectorised_bm25(bm25s) if texts else None
+        #: documents and queries alike: the index's terms are this tokeniser's
+        self.tokenizer = tokenizer if tokenizer is not None else WordTokenizer()
         with _no_cyclic_gc():
+            pairs = _count_terms(self.tokenizer, texts)
+            if not pairs[4]:  # a tokeniser's stop words, when it has them, are the likely cause
+                raise _no_words(len(texts), getattr(self.tokenizer, "stopwords", None))
+            vectorised = _vectorised_bm25(bm25s)
             if vectorised is not None:
-                pairs = _tokenize_pairs(bm25s, texts, self._stopwords, self._stemmer)
-                if not pairs[4]:
-                    raise _no_words(len(texts), stopwords)
                 self._retriever = vectorised(k1=k1, b=b, method=method)
                 self._retriever.index_pairs(*pairs)
-                del pairs
-            else:  # an older bm25s, or no document: bm25s's own loops
-                tokens = bm25s.tokenize(
-                    list(texts),
-                    stopwords=self._stopwords,
-                    stemmer=self._stemmer,
-                    show_progress=False,
-                )
-                if texts and not tokens.vocab:
-                    raise _no_words(len(texts), stopwords)
+            else:  # an older bm25s: its own loop per document, over the same term numbers
+                token, counts, _, lengths, vocab = pairs
+                ends = np.cumsum(lengths)[:-1]
+                per_doc = [d.tolist() for d in np.split(np.repeat(token, counts), ends)]
                 self._retriever = bm25s.BM25(k1=k1, b=b, method=method)
-                self._retriever.index(tokens, show_progress=False)
-                del tokens
+                self._retriever.index((per_doc, vocab), show_progress=False)
+                del per_doc
+            del pairs
         # rank ties by descending id, as exact search does: each document's place in that order
         self._stored_to_given = storage_order(self.ids)
+
+    @property
+    def fingerprint(self) -> str:
+        """The tokenisation this index was built with (:attr:`.Tokenizer.fingerprint`)."""
+        return self.tokenizer.fingerprint
 
     @property
     def nbytes(self) -> int:
@@ -328,15 +287,8 @@ class BM25Index:
         return int(sum(getattr(v, "nbytes", 0) for v in scores.values()))
 
     def tokenize(self, text: str) -> list[str]:
-        """The query's tokens as the index knows them (stopwords, stemming)."""
-        out = self._bm25s.tokenize(
-            [text],
-            stopwords=self._stopwords,
-            stemmer=self._stemmer,
-            return_ids=False,
-            show_progress=False,
-        )
-        return list(out[0])
+        """The query's terms, by the tokeniser that tokenised the documents."""
+        return self.tokenizer.tokenize([text])[0]
 
     def scores(self, tokens: list[str]) -> np.ndarray:
         """BM25 score of every document (corpus order) for a tokenised query."""
@@ -358,25 +310,28 @@ class BM25Index:
         return self.search_tokens(self.tokenize(text), k)
 
 
-def reciprocal_rank_fusion(
-    rankings: Sequence[Sequence[str]],
-    *,
-    k: float = 60.0,
-    weights: Sequence[float] | None = None,
-) -> tuple[list[str], list[float]]:
-    """Fuse ranked id lists: ``score(d) = sum_i w_i / (k + rank_i(d))``, best first.
+class BM25Retriever(Retriever):
+    """A :class:`BM25Index` as a retriever: a query is encoded to its terms (timed as the
+    query's embedding), then searched."""
 
-    Ties are broken by document id descending, as every ranking in this project.
-    """
-    if weights is None:
-        weights = [1.0] * len(rankings)
-    if len(weights) != len(rankings):
-        raise ConfigError(f"{len(weights)} fusion weights for {len(rankings)} rankings")
-    if k < 0:
-        raise ConfigError(f"rrf k={k!r} must be >= 0")
-    fused: dict[str, float] = {}
-    for ranking, weight in zip(rankings, weights, strict=True):
-        for rank, doc_id in enumerate(ranking, start=1):
-            fused[doc_id] = fused.get(doc_id, 0.0) + float(weight) / (k + rank)
-    items = sorted(((score, doc_id) for doc_id, score in fused.items()), reverse=True)
-    return [d for _, d in items], [s for s, _ in items]
+    def __init__(self, index: BM25Index) -> None:
+        self.index = index
+        self.ids = index.ids
+
+    def search(self, text: str, k: int) -> tuple[list[str], list[float]]:
+        return self.search_encoded(self.encode(text), k)
+
+    def encode(self, text: str) -> Any:
+        t0 = time.perf_counter()
+        tokens = self.index.tokenize(text)
+        self.query_embedding_s += time.perf_counter() - t0
+        return tokens
+
+    def search_encoded(self, query: Any, k: int) -> tuple[list[str], list[float]]:
+        t1 = time.perf_counter()
+        result = self.index.search_tokens(query, k)
+        self.search_s += time.perf_counter() - t1
+        return result
+
+    def index_bytes(self) -> int | None:
+        return self.index.nbytes

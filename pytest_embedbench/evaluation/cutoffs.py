@@ -425,8 +425,8 @@ def clustered_interval(
 def incomparable_scores(retriever: Retriever) -> str | None:
     """Why one score means different things for different queries of ``retriever`` (None
     when its scores are cosines, ranks, or of a kind the score range must decide)."""
-    from ..models.providers.lexical import BM25Retriever
     from ..retrieval.dense import DenseRetriever
+    from ..retrieval.lexical.bm25 import BM25Retriever
     from ..retrieval.pooling import PooledRetriever
 
     while isinstance(retriever, PooledRetriever):  # a document's score is its best chunk's
@@ -747,7 +747,7 @@ def cutoffs_of(
 
 
 def _fused(retriever: Retriever) -> bool:
-    from ..models.providers.lexical import HybridRetriever
+    from ..retrieval.fusion import HybridRetriever
     from ..retrieval.pooling import PooledRetriever
 
     while isinstance(retriever, PooledRetriever):

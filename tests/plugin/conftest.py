@@ -58,24 +58,53 @@ def write_tiny(pytester: pytest.Pytester) -> None:
 def bench_module(marker: str, body: str = "pass", *, name: str = "test_search") -> str:
     """The source of a test module holding one benchmark test, ``name``, marked
     ``@pytest.mark.embedbench(<marker>)``; ``body`` is its body (one line)."""
-    return (
-        f"import pytest\n\n\n@pytest.mark.embedbench({marker})\n"
-        f"def {name}(retrieval):\n    {body}\n"
-    )
+    return f"import pytest\n\n\n{_bench_test(name, marker, body)}"
+
+
+def bench_tests(**markers: str) -> str:
+    """The source of a test module of benchmark tests that only pass, one a ``name=marker``."""
+    tests = [_bench_test(name, marker, "pass") for name, marker in markers.items()]
+    return "import pytest\n\n\n" + "\n\n".join(tests)
+
+
+def _bench_test(name: str, marker: str, body: str) -> str:
+    return f"@pytest.mark.embedbench({marker})\ndef {name}(retrieval):\n    {body}\n"
 
 
 @pytest.fixture
 def project(pytester: pytest.Pytester) -> pytest.Pytester:
     write_tiny(pytester)
     pytester.makefile(".yaml", embedbench=CONFIG)
-    pytester.makeini(
-        """
-        [pytest]
-        embedbench_cache_dir = .cache-embedbench
-        embedbench_bootstrap = 2000
-        """
-    )
+    set_ini(pytester)
     return pytester
+
+
+def run_expecting(
+    pytester: pytest.Pytester, *args: str, lines: list[str], **outcomes: int
+) -> pytest.RunResult:
+    """``pytester.runpytest(*args)``, checked: these ``outcomes`` (``passed=2``) and these
+    ``lines`` in its output, in order (fnmatch patterns)."""
+    result = pytester.runpytest(*args)
+    result.assert_outcomes(**outcomes)
+    result.stdout.fnmatch_lines(lines)
+    return result
+
+
+def write_config(pytester: pytest.Pytester, text: str) -> None:
+    """The project's embedbench.yaml: the tiny dataset, then ``text`` (YAML of other keys)."""
+    pytester.makefile(".yaml", embedbench="datasets:\n  tiny: {path: data/tiny}\n" + text)
+
+
+def add_to_conftest(pytester: pytest.Pytester, source: str) -> None:
+    """``source`` (hooks, a provider) appended to the project's conftest.py."""
+    pytester.makeconftest(pytester.path.joinpath("conftest.py").read_text() + source)
+
+
+def set_ini(pytester: pytest.Pytester, *lines: str) -> None:
+    """The project's ini file: the cache folder, 2,000 bootstrap resamples (fast, and enough
+    for the tiny dataset), then ``lines`` (``"key = value"``)."""
+    keys = ["embedbench_cache_dir = .cache-embedbench", "embedbench_bootstrap = 2000", *lines]
+    pytester.makeini("[pytest]\n" + "".join(f"{line}\n" for line in keys))
 
 
 #: each behaviour runs serially, and under pytest-xdist with two workers in the full suite (the

@@ -24,7 +24,7 @@ from pytest_embedbench.config.options import option_specs
 from pytest_embedbench.report.summary.run import Summary
 from pytest_embedbench.report.writers.ci import GITHUB_COMMENT_LIMIT, MARKER
 
-from .conftest import CONFTEST, REPO
+from .conftest import CONFTEST, REPO, set_ini
 from .test_baseline_plugin import write_test
 from .test_plugin import BASIC
 
@@ -104,14 +104,10 @@ def test_the_summary_path_and_ini_key_win_over_the_variable(
     assert (project.path / "mine.md").read_text().startswith("## Embedding retrieval benchmark")
 
     monkeypatch.delenv("GITHUB_STEP_SUMMARY")
-    project.makeini(
-        """
-        [pytest]
-        embedbench_cache_dir = .cache-embedbench
-        embedbench_bootstrap = 2000
-        embedbench_github_summary = ci/summary.md
-        embedbench_pr_comment = ci/comment.md
-        """
+    set_ini(
+        project,
+        "embedbench_github_summary = ci/summary.md",
+        "embedbench_pr_comment = ci/comment.md",
     )
     project.runpytest().assert_outcomes(passed=2)
     assert (project.path / "ci" / "summary.md").read_text().count("## Embedding") == 1
@@ -133,14 +129,7 @@ def test_the_switch_leaves_the_step_summary_untouched(
     assert (project.path / "c.md").read_text().startswith(MARKER)  # the comment still comes
 
     # the ini key does the same, and the command line's path wins over it
-    project.makeini(
-        """
-        [pytest]
-        embedbench_cache_dir = .cache-embedbench
-        embedbench_bootstrap = 2000
-        embedbench_no_github_summary = true
-        """
-    )
+    set_ini(project, "embedbench_no_github_summary = true")
     project.runpytest().assert_outcomes(passed=2)
     assert step.read_text() == "## Lint\n\nall clean\n"
     project.runpytest("--embedbench-github-summary=mine.md").assert_outcomes(passed=2)

@@ -15,6 +15,7 @@ import pytest
 from pytest_embedbench.cache.store import FILENAME
 from pytest_embedbench.plugin.xdist import crash_safe_load
 
+from .conftest import add_to_conftest
 from .test_faults_plugin import barrier, finish, project, spawn, write_models_test
 
 __all__ = ["project"]  # the fixture, imported for the tests below
@@ -41,7 +42,7 @@ def test_four_runs_sharing_one_cache_agree_and_leave_it_whole(project: pytest.Py
     """Four cold runs of three models each start their tests together on one cache folder:
     each passes with the results of the others, no warning about the cache, no file set aside,
     one row per text and namespace; a fifth run reads every vector."""
-    project.makeconftest(project.path.joinpath("conftest.py").read_text() + START_BARRIER)
+    add_to_conftest(project, START_BARRIER)
     write_models_test(project, "test_shared.py", "m", 3)
     start = str(project.path / "start")
     runs = [

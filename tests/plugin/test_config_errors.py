@@ -5,19 +5,14 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 import time
 
 import pytest
 
-from .conftest import REPO, bench_module
+from ..helpers import run_module
+from .conftest import REPO, bench_module, bench_tests, run_expecting, write_config
 
 BASIC = bench_module('dataset="tiny"')
-
-
-def _config(project: pytest.Pytester, text: str) -> None:
-    project.makefile(".yaml", embedbench="datasets:\n  tiny: {path: data/tiny}\n" + text)
 
 
 def _usage_error(result: pytest.RunResult, *patterns: str) -> None:
@@ -34,7 +29,7 @@ def _usage_error(result: pytest.RunResult, *patterns: str) -> None:
     [pytest.param([], id="serial"), pytest.param(["-n", "2"], id="xdist", marks=pytest.mark.slow)],
 )
 def test_reference_typo_in_the_config(project: pytest.Pytester, mode: list[str]) -> None:
-    _config(project, "models: [hashing:h, bm25]\nreference: bm52\n")
+    write_config(project, "models: [hashing:h, bm25]\nreference: bm52\n")
     project.makepyfile(test_basic=BASIC)
     result = project.runpytest(*mode)
     message = (
@@ -89,7 +84,7 @@ def test_a_bad_boolean_ini_value_names_the_key_and_the_file(project: pytest.Pyte
 def test_an_unknown_provider_option_is_a_collection_error_naming_file_and_key(
     project: pytest.Pytester, providers: str, where: str
 ) -> None:
-    _config(project, f"models: [hashing:h, bm25]\nproviders:\n  {providers}\n")
+    write_config(project, f"models: [hashing:h, bm25]\nproviders:\n  {providers}\n")
     project.makepyfile(test_basic=BASIC)
     result = project.runpytest()
     assert result.ret == pytest.ExitCode.INTERRUPTED  # before any test ran
@@ -111,7 +106,7 @@ def test_a_misspelt_dataset_path_names_the_yaml_entry(project: pytest.Pytester) 
 
 
 def test_provider_options_under_a_miscased_model_name(project: pytest.Pytester) -> None:
-    _config(
+    write_config(
         project,
         "models: ['hashing:all-MiniLM-L6-v2', bm25]\n"
         "providers:\n  all-minilm-l6-v2: {batch_size: 2}\n",
@@ -128,7 +123,7 @@ def test_provider_options_under_a_miscased_model_name(project: pytest.Pytester) 
 
 def test_provider_options_for_a_model_of_no_test_warn(project: pytest.Pytester) -> None:
     # it may serve a test file that was not collected this time: a warning, not an error
-    _config(project, "models: [bm25]\nproviders:\n  e5-large-instruct: {batch_size: 2}\n")
+    write_config(project, "models: [bm25]\nproviders:\n  e5-large-instruct: {batch_size: 2}\n")
     project.makepyfile(test_basic=BASIC)
     result = project.runpytest("-W", "default")
     result.assert_outcomes(passed=1, warnings=1)
@@ -209,7 +204,7 @@ def test_provider_options_for_a_model_of_no_test_warn(project: pytest.Pytester) 
 def test_a_mistake_in_the_config_is_an_error_naming_file_and_key(
     project: pytest.Pytester, text: str, message: str
 ) -> None:
-    _config(project, text)
+    write_config(project, text)
     project.makepyfile(test_basic=BASIC)
     result = project.runpytest()
     assert result.ret != 0
@@ -250,7 +245,7 @@ def test_a_mistake_in_the_marker_is_a_collection_error_naming_the_test_file(
 def test_the_default_gate_skips_a_cutoff_the_run_lacks(project: pytest.Pytester) -> None:
     # no gate metrics named: nDCG@10 is gated, Recall@100 (not computed) silently is not; the
     # table shows "-" for R@100 and the recommendation still picks
-    _config(project, "models: [hashing:h, bm25]\nk: [1, 5, 10]\n")
+    write_config(project, "models: [hashing:h, bm25]\nk: [1, 5, 10]\n")
     project.makepyfile(test_basic=BASIC)
     project.runpytest("--embedbench-update-baseline").assert_outcomes(passed=2)
     result = project.runpytest("--embedbench-json", "r.json")
@@ -276,19 +271,9 @@ def test_the_default_gate_skips_a_cutoff_the_run_lacks(project: pytest.Pytester)
 
 
 def test_k_means_the_same_in_the_config_and_the_marker(project: pytest.Pytester) -> None:
-    _config(project, "models: [bm25]\nk: 10\n")
+    write_config(project, "models: [bm25]\nk: 10\n")
     project.makepyfile(
-        test_k="""
-        import pytest
-
-        @pytest.mark.embedbench(dataset="tiny")
-        def test_config_k(retrieval):
-            pass
-
-        @pytest.mark.embedbench(dataset="tiny", k=10)
-        def test_marker_k(retrieval):
-            pass
-        """
+        test_k=bench_tests(test_config_k='dataset="tiny"', test_marker_k='dataset="tiny", k=10')
     )
     project.runpytest("--embedbench-json", "r.json").assert_outcomes(passed=2)
     tests = json.loads((project.path / "r.json").read_text())["tests"]
@@ -302,7 +287,7 @@ def test_report_keeps_the_effective_config_without_secrets(
     project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("MY_GATEWAY_TOKEN", "tok-0123456789abcdef")
-    _config(
+    write_config(
         project,
         "models: [hashing:h, bm25]\n"
         "providers:\n"
@@ -332,15 +317,16 @@ def test_report_keeps_the_effective_config_without_secrets(
 
 def test_quiet_says_which_columns_it_hides(project: pytest.Pytester) -> None:
     project.makepyfile(test_basic=BASIC)
-    result = project.runpytest("-q")
-    result.assert_outcomes(passed=2)
-    result.stdout.fnmatch_lines(
-        [
+    run_expecting(
+        project,
+        "-q",
+        passed=2,
+        lines=[
             "model*nDCG@10*R@100*p95 ms*status",
             "*",
             "*",
             "(-q hides MRR@10, R@10, p50 ms, docs/s, +RSS MB; run without -q to see every column)",
-        ]
+        ],
     )
 
 
@@ -360,12 +346,13 @@ def test_an_hf_id_that_is_nowhere_fails_fast(project: pytest.Pytester) -> None:
     )
     env = {k: v for k, v in os.environ.items() if k != "HF_HUB_OFFLINE"}
     started = time.perf_counter()
-    proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "test_hf.py"],
+    proc = run_module(
+        "pytest",
+        "-p",
+        "no:cacheprovider",
+        "test_hf.py",
         cwd=project.path,
         env={**env, "PYTHONPATH": os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")])},
-        capture_output=True,
-        text=True,
         timeout=120,
     )
     elapsed = time.perf_counter() - started
@@ -423,7 +410,7 @@ def test_a_key_naming_no_model_or_test_is_a_usage_error(
     """Issue 28 item 5: ``thresholds: {models: {bm52: ...}}`` exited 0 and bm52 appeared
     nowhere: the user believed a gate was on. ``-k`` deselects after collection, so the
     models and tests it leaves out still exist."""
-    _config(project, f"models: [hashing:h, bm25]\n{section}\n")
+    write_config(project, f"models: [hashing:h, bm25]\n{section}\n")
     project.makepyfile(test_basic=BASIC)
     _usage_error(project.runpytest("-k", "bm25"), message)
 
@@ -432,7 +419,7 @@ def test_a_name_of_a_test_file_not_collected_is_no_error(project: pytest.Pyteste
     """A per-test or per-model key may serve a test file this run did not collect
     (``pytest test_basic.py``): its neighbour's name is no typo, and a model of its marker is
     not in the configuration's ``models``."""
-    _config(
+    write_config(
         project,
         "models: [hashing:h, bm25]\n"
         "thresholds:\n"
@@ -482,7 +469,7 @@ def test_a_misspelt_threshold_key_or_dataset_says_did_you_mean(
 ) -> None:
     """Issue 28 item 5: threshold metric keys (``ndgc@10``) and dataset names listed the valid
     values without the did-you-mean the README promises."""
-    _config(project, text + "models: [bm25]\n")  # text first: it may add a dataset
+    write_config(project, text + "models: [bm25]\n")  # text first: it may add a dataset
     project.makepyfile(test_basic=BASIC.replace('"tiny"', repr(marker or "tiny")))
     result = project.runpytest()
     assert result.ret == pytest.ExitCode.INTERRUPTED, result.stdout.str()  # a collection error

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from .conftest import CONFTEST
+from .conftest import CONFTEST, set_ini
 
 TEST = """
 import pytest
@@ -67,13 +67,6 @@ def test_the_final_collection_is_skipped_unless_kept(
 def test_the_ini_key_keeps_the_final_collection(project: pytest.Pytester) -> None:
     project.makeconftest(CONFTEST + AT_EXIT)
     project.makepyfile(test_exit=TEST)
-    project.makeini(
-        """
-        [pytest]
-        embedbench_cache_dir = .cache-embedbench
-        embedbench_bootstrap = 2000
-        embedbench_exit_gc = true
-        """
-    )
+    set_ini(project, "embedbench_exit_gc = true")
     project.runpytest_subprocess().assert_outcomes(passed=2)
     assert json.loads((project.path / "exit.json").read_text())["frozen"] == 0

@@ -21,7 +21,7 @@ from filelock import FileLock
 
 from pytest_embedbench.plugin.xdist import crash_safe_loadgroup
 
-from .conftest import CONFTEST, bench_module, make_dataset, write_beir
+from .conftest import CONFTEST, add_to_conftest, bench_module, make_dataset, write_beir
 
 EXIT_ARTIFACT_FAILED = 6
 
@@ -440,7 +440,7 @@ def test_a_replacement_worker_left_one_test_of_a_group_is_not_left_waiting(
 ) -> None:
     # xdist gives a worker that joins late one group, here k[3]: it held it, waiting for a next
     # test or the order to shut down, and the run hung
-    project.makeconftest(project.path.joinpath("conftest.py").read_text() + SHUTDOWN_SEEN)
+    add_to_conftest(project, SHUTDOWN_SEEN)
     project.makepyfile(test_forced=FORCED)
     code, out = finish(spawn(project, "-n", "2"), timeout=120)
     assert "replacing crashed worker" in out and "15 passed" in out and "1 failed" in out, out

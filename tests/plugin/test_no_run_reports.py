@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from .conftest import write_config
 from .test_plugin import BASIC
 
 REPORTS = [
@@ -49,7 +50,7 @@ def test_a_run_where_no_benchmark_test_ran_leaves_the_reports_as_they_were(
     assert len(json.loads(before["out/r.json"])["tests"]) == 2
 
     if how == "typo":
-        project.makefile(".yaml", embedbench="datasets:\n  tiny: {path: data/tiny}\nmodles: [x]\n")
+        write_config(project, "modles: [x]\n")
         args: list[str] = []
     else:
         args = how.split()

@@ -11,7 +11,16 @@ import pytest
 
 from pytest_embedbench.evaluation.measure import THREAD_ENV_VARS
 
-from .conftest import MODES, QUERIES
+from .conftest import (
+    MODES,
+    QUERIES,
+    add_to_conftest,
+    bench_module,
+    bench_tests,
+    run_expecting,
+    set_ini,
+    write_config,
+)
 
 BASIC = """
 import pytest
@@ -26,11 +35,13 @@ def test_search(retrieval):
 @pytest.mark.parametrize("mode", MODES)
 def test_one_test_per_model_and_a_table(project: pytest.Pytester, mode: list[str]) -> None:
     project.makepyfile(test_basic=BASIC)
-    result = project.runpytest("-v", "--strict-markers", *mode)
-    assert result.ret == 0
-    result.assert_outcomes(passed=2)
-    result.stdout.fnmatch_lines(
-        [
+    result = run_expecting(
+        project,
+        "-v",
+        "--strict-markers",
+        *mode,
+        passed=2,
+        lines=[
             "*test_search?h?*",
             "*test_search?bm25?*",
             "*= embedbench =*",
@@ -39,8 +50,9 @@ def test_one_test_per_model_and_a_table(project: pytest.Pytester, mode: list[str
             "bm25 *0.* ?0.*, *?*passed",
             "h *0.* ?0.*, *?*passed",
             "* best in column*",
-        ]
+        ],
     )
+    assert result.ret == 0
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -62,16 +74,17 @@ def test_failing_assert_explains_itself(project: pytest.Pytester, mode: list[str
             assert retrieval.ndcg10 >= 0.99
         """
     )
-    result = project.runpytest(*mode)
-    assert result.ret == 1
-    result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(
-        [
+    result = run_expecting(
+        project,
+        *mode,
+        failed=1,
+        lines=[
             "*assert ndcg@10 = 0.* >= 0.99*",
             "*ndcg@10 = 0.*, 95% bootstrap interval ?0.*, *? over 4 queries (bm25 on tiny)*",
             "*worst queries: q* (0.*), q* (*), q* (*)*",
-        ]
+        ],
     )
+    assert result.ret == 1
     # each listed query with its text, so the reader sees what it asked (issue 8 item 1)
     # the failure's own text (the short summary repeats it whole when CI=true stops truncation)
     line = next(x for x in result.stdout.lines if "worst queries:" in x)
@@ -109,28 +122,12 @@ def test_threshold_file_lists_every_violation(project: pytest.Pytester, mode: li
 
 @pytest.mark.parametrize("mode", MODES)
 def test_thresholds_in_config_and_marker(project: pytest.Pytester, mode: list[str]) -> None:
-    project.makefile(
-        ".yaml",
-        embedbench="""
-        datasets:
-          tiny: {path: data/tiny}
-        models: [bm25]
-        thresholds:
-          defaults: {ndcg@10: ">= 0.999"}
-        """,
-    )
+    write_config(project, 'models: [bm25]\nthresholds:\n  defaults: {ndcg@10: ">= 0.999"}\n')
     project.makepyfile(
-        test_t="""
-        import pytest
-
-        @pytest.mark.embedbench(dataset="tiny")
-        def test_config(retrieval):
-            pass
-
-        @pytest.mark.embedbench(dataset="tiny", thresholds={"ndcg@10": ">= 0.1"})
-        def test_marker_wins(retrieval):
-            pass
-        """
+        test_t=bench_tests(
+            test_config='dataset="tiny"',
+            test_marker_wins='dataset="tiny", thresholds={"ndcg@10": ">= 0.1"}',
+        )
     )
     result = project.runpytest(*mode)
     result.assert_outcomes(passed=1, failed=1)
@@ -171,15 +168,7 @@ def test_a_broken_model_fails_only_its_own_tests(project: pytest.Pytester, mode:
 def test_unknown_marker_keyword_is_a_collection_error(
     project: pytest.Pytester, mode: list[str]
 ) -> None:
-    project.makepyfile(
-        test_bad="""
-        import pytest
-
-        @pytest.mark.embedbench(dataset="tiny", modles=["bm25"])
-        def test_search(retrieval):
-            pass
-        """
-    )
+    project.makepyfile(test_bad=bench_module('dataset="tiny", modles=["bm25"]'))
     result = project.runpytest("--strict-markers", *mode)
     # pytest stops on a collection error; xdist's controller reports it as a failed run
     assert result.ret in (pytest.ExitCode.INTERRUPTED, pytest.ExitCode.TESTS_FAILED)
@@ -214,7 +203,7 @@ def test_unknown_dataset_is_a_collection_error(project: pytest.Pytester, mode: l
 
 @pytest.mark.parametrize("mode", MODES)
 def test_bad_config_key_names_it(project: pytest.Pytester, mode: list[str]) -> None:
-    project.makefile(".yaml", embedbench="datasets: {tiny: {path: data/tiny}}\nmodel: [bm25]\n")
+    write_config(project, "model: [bm25]\n")
     project.makepyfile(test_basic=BASIC)
     result = project.runpytest(*mode)
     assert result.ret != 0
@@ -361,11 +350,12 @@ def test_xdist_without_the_groups_file_warns_and_runs(
 ) -> None:
     # a worker that writes its groups where the controller does not look (as one on another
     # machine would): a warning, and the tests still run
-    project.makeconftest(
-        project.path.joinpath("conftest.py").read_text()
-        + "\ndef pytest_configure(config):\n"
+    elsewhere = tmp_path / "elsewhere"
+    add_to_conftest(
+        project,
+        "\ndef pytest_configure(config):\n"
         + "    if hasattr(config, 'workerinput'):\n"
-        + f"        config.workerinput['embedbench_groups_dir'] = {str(tmp_path / 'elsewhere')!r}\n"
+        + f"        config.workerinput['embedbench_groups_dir'] = {str(elsewhere)!r}\n",
     )
     project.makepyfile(test_grouped=GROUPED)
     result = project.runpytest("-n", "2")
@@ -373,7 +363,7 @@ def test_xdist_without_the_groups_file_warns_and_runs(
     result.stdout.fnmatch_lines(
         ["*worker gw* left no test groups in *embedbench-xdist-* (a worker on another machine, or*"]
     )
-    assert (tmp_path / "elsewhere").is_dir()  # the worker did write, elsewhere
+    assert elsewhere.is_dir()  # the worker did write, elsewhere
 
 
 @pytest.mark.parametrize(
@@ -405,14 +395,22 @@ def json_of(project: pytest.Pytester, name: str) -> dict:
     return json.loads((project.path / name).read_text())
 
 
+#: a conftest hook that adds to the report a key of its own, with a secret in it
+EXTRA_KEY = """
+def pytest_embedbench_update_json(config, report):
+    report['extra'] = {'api_key': 'sk-should-not-leak', 'build': 7}
+"""
+#: a conftest hook that writes its own report
+OWN_REPORT = """
+def pytest_embedbench_generate_json(config, records):
+    return {'schema_version': 1, 'models': sorted(r['model'] for r in records)}
+"""
+
+
 @pytest.mark.parametrize("mode", MODES)
 def test_json_report(project: pytest.Pytester, mode: list[str]) -> None:
     project.makepyfile(test_basic=BASIC)
-    project.makeconftest(
-        project.path.joinpath("conftest.py").read_text()
-        + "\ndef pytest_embedbench_update_json(config, report):\n"
-        + "    report['extra'] = {'api_key': 'sk-should-not-leak', 'build': 7}\n"
-    )
+    add_to_conftest(project, EXTRA_KEY)
     result = project.runpytest("--embedbench-json", "out/report.json", *mode)
     result.assert_outcomes(passed=2)
     report = json_of(project, "out/report.json")
@@ -438,22 +436,18 @@ def test_json_report(project: pytest.Pytester, mode: list[str]) -> None:
 @pytest.mark.parametrize("mode", MODES)
 def test_generate_json_hook_replaces_the_report(project: pytest.Pytester, mode: list[str]) -> None:
     project.makepyfile(test_basic=BASIC)
-    project.makeconftest(
-        project.path.joinpath("conftest.py").read_text()
-        + "\ndef pytest_embedbench_generate_json(config, records):\n"
-        + "    return {'schema_version': 1, 'models': sorted(r['model'] for r in records)}\n"
-    )
+    add_to_conftest(project, OWN_REPORT)
     project.runpytest("--embedbench-json", "r.json", *mode).assert_outcomes(passed=2)
     assert json_of(project, "r.json") == {"schema_version": 1, "models": ["bm25", "h"]}
 
 
 def test_secrets_are_redacted_from_the_report(project: pytest.Pytester) -> None:
     project.makepyfile(test_basic=BASIC)
-    project.makeconftest(
-        project.path.joinpath("conftest.py").read_text()
-        + "\ndef pytest_embedbench_update_json(config, report):\n"
+    add_to_conftest(
+        project,
+        "\ndef pytest_embedbench_update_json(config, report):\n"
         + "    from pytest_embedbench.report.writers.json_report import redact\n"
-        + "    report['configuration'] = redact({**report['configuration'], 'api_key': 'sk-1'})\n"
+        + "    report['configuration'] = redact({**report['configuration'], 'api_key': 'sk-1'})\n",
     )
     project.runpytest("--embedbench-json", "r.json").assert_outcomes(passed=2)
     text = (project.path / "r.json").read_text()
@@ -639,15 +633,7 @@ def test_plugins_key_loads_a_provider_from_a_file(
                 return [[1.0, float(len(t))] for t in texts]
         """
     )
-    project.makefile(
-        ".yaml",
-        embedbench="""
-        plugins: [my_provider.py]
-        datasets:
-          tiny: {path: data/tiny}
-        models: ["lengths:v1"]
-        """,
-    )
+    write_config(project, 'plugins: [my_provider.py]\nmodels: ["lengths:v1"]\n')
     project.makepyfile(test_basic=BASIC.replace(">= 0.2", ">= 0.0"))
     result = project.runpytest("-v", *mode)
     result.assert_outcomes(passed=1)
@@ -655,10 +641,7 @@ def test_plugins_key_loads_a_provider_from_a_file(
 
 
 def test_bad_plugin_entry_names_it(project: pytest.Pytester) -> None:
-    project.makefile(
-        ".yaml",
-        embedbench="plugins: [missing_provider.py]\ndatasets:\n  tiny: {path: data/tiny}\n",
-    )
+    write_config(project, "plugins: [missing_provider.py]\n")
     project.makepyfile(test_basic=BASIC)
     result = project.runpytest()
     assert result.ret != 0
@@ -703,15 +686,7 @@ def test_recommendation_and_reference_column(project: pytest.Pytester, mode: lis
 
 @pytest.mark.parametrize("mode", MODES)
 def test_reference_from_the_config(project: pytest.Pytester, mode: list[str]) -> None:
-    project.makefile(
-        ".yaml",
-        embedbench="""
-        datasets:
-          tiny: {path: data/tiny}
-        models: [hashing:h, bm25]
-        reference: h
-        """,
-    )
+    write_config(project, "models: [hashing:h, bm25]\nreference: h\n")
     project.makepyfile(test_basic=BASIC)
     result = project.runpytest(*mode)
     result.assert_outcomes(passed=2)
@@ -776,14 +751,7 @@ def test_latency_sample_times_that_many_queries_and_zero_times_every_one(
     assert latency["n"] == 1 and latency["queries"] == test["result"]["queries"] > 1
     assert len(latency["per_query_ms"]) == 1
     assert set(latency["per_query_ms"]) <= set(test["result"]["query_texts"])
-    project.makeini(
-        """
-        [pytest]
-        embedbench_cache_dir = .cache-embedbench
-        embedbench_bootstrap = 2000
-        embedbench_latency_sample = 0
-        """
-    )
+    set_ini(project, "embedbench_latency_sample = 0")
     every = project.runpytest("--embedbench-json=all.json")
     every.assert_outcomes(passed=1)
     (test,) = json.loads((project.path / "all.json").read_text())["tests"]

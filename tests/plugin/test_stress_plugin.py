@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from .conftest import MODES
+from .conftest import MODES, add_to_conftest, bench_module, run_expecting
 
 STRESS = """
 import pytest
@@ -125,17 +125,8 @@ def test_bad_workloads_are_collection_errors(
 def test_baseline_gate_keys_each_point_by_node_id(
     project: pytest.Pytester, mode: list[str]
 ) -> None:
-    project.makepyfile(
-        test_gate="""
-        import pytest
-
-        @pytest.mark.embedbench(
-            models=["bm25"], dataset="tiny", stress=["noise:typo", "noise:shuffle"]
-        )
-        def test_gate(retrieval):
-            pass
-        """
-    )
+    marker = 'models=["bm25"], dataset="tiny", stress=["noise:typo", "noise:shuffle"]'
+    project.makepyfile(test_gate=bench_module(marker, name="test_gate"))
     project.runpytest("--embedbench-update-baseline", *mode).assert_outcomes(passed=2)
     stored = json.loads((project.path / ".embedbench" / "baseline.json").read_text())
     assert {"test_gate.py::test_gate[bm25-typo]", "test_gate.py::test_gate[bm25-shuffle]"} <= set(
@@ -157,15 +148,16 @@ def test_cutoffs_read_in_a_test_reach_the_json_report(project: pytest.Pytester) 
             assert cut.calibration_queries == cut.heldout_queries == 2
         """
     )
-    result = project.runpytest("--embedbench-json=report.json")
-    result.assert_outcomes(passed=2)
-    result.stdout.fnmatch_lines(
-        [
+    run_expecting(
+        project,
+        "--embedbench-json=report.json",
+        passed=2,
+        lines=[
             "cut-offs on 'tiny' (calibrated on half the queries, shown on the other)",
             "*h *strict *[0-9-]* 0.10% *",
             # bm25's scores are not comparable across queries: no number is printed as if
             "bm25: no global cut-off: bm25 scores are sums of term weights*",
-        ]
+        ],
     )
     report = json.loads((project.path / "report.json").read_text())
     by_model = {test["model"]: test["result"]["cutoffs"] for test in report["tests"]}
@@ -179,13 +171,13 @@ def test_cutoffs_read_in_a_test_reach_the_json_report(project: pytest.Pytester) 
 
 
 def test_paraphrase_through_the_hook(project: pytest.Pytester) -> None:
-    project.makeconftest(
-        project.path.joinpath("conftest.py").read_text()
-        + """
+    add_to_conftest(
+        project,
+        """
 
 def pytest_embedbench_paraphraser(config):
     return lambda text: "please " + " ".join(reversed(text.split()))
-"""
+""",
     )
     project.makepyfile(
         test_para="""
@@ -215,14 +207,15 @@ def test_chunk_size_sweep_pairs_with_the_configured_dataset(project: pytest.Pyte
             assert d.low <= float(d) <= d.high
         """
     )
-    result = project.runpytest("-v")
-    result.assert_outcomes(passed=2)
-    result.stdout.fnmatch_lines(
-        [
+    run_expecting(
+        project,
+        "-v",
+        passed=2,
+        lines=[
             "*test_chunks?bm25-chunk-8?*",
             "*test_chunks?bm25-chunk-16?*",
             "stress on 'tiny': chunk size vs the configured chunking (paired)",
             "model*chunk tokens*configured nDCG@10*re-chunked*status",
             "bm25 *8 *0.* *0.* *[[]*passed",
-        ]
+        ],
     )

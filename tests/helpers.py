@@ -1,8 +1,13 @@
-"""A real, deterministic embedding provider for engine and plugin tests (no model download)."""
+"""A real, deterministic embedding provider for engine and plugin tests (no model download),
+and :func:`run_module`, a fresh Python process."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
+from collections.abc import Mapping
+from pathlib import Path
 
 import numpy as np
 
@@ -43,3 +48,23 @@ class HashingProvider(EmbeddingProvider):
 
 
 register_provider(HashingProvider)
+
+
+def run_module(
+    module: str,
+    *args: str,
+    cwd: Path | str | None = None,
+    env: Mapping[str, str] | None = None,
+    timeout: float | None = None,
+) -> subprocess.CompletedProcess[str]:
+    """``python -m module args`` in a fresh process, its output captured as text; the exit
+    status is the caller's to check."""
+    return subprocess.run(
+        [sys.executable, "-m", module, *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )

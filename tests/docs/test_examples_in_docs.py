@@ -10,8 +10,6 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -23,6 +21,7 @@ except ModuleNotFoundError:  # Python 3.10: tomli, which pytest itself needs the
 
 pytest.importorskip("sybil", reason="Sybil is not installed: pip install -e '.[dev]'")
 
+from ..helpers import run_module
 from .runner import blocks, run_page, same_shape, subprocess_env  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
@@ -108,14 +107,7 @@ def test_the_readme_opening_example_runs(tmp_path: Path) -> None:
     (tmp_path / "embedbench.yaml").write_text("datasets:\n  support: {path: support}\n")
     (tmp_path / "test_support.py").write_text(test, encoding="utf-8")
     env = subprocess_env(tmp_path, tmp_path / "cache")
-    done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider"],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
+    done = run_module("pytest", "-p", "no:cacheprovider", cwd=tmp_path, env=env, timeout=900)
     assert done.returncode == 0, done.stdout + done.stderr
     same_shape(shown, done.stdout, "README.md, the opening example")
 

@@ -6,11 +6,12 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
+
+from ..helpers import run_module
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -20,12 +21,8 @@ pytest.importorskip("material", reason="mkdocs-material is not installed: pip in
 
 def _build(config: Path, site: Path) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
-    return subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "-f", str(config), "-d", str(site)],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
+    return run_module(
+        "mkdocs", "build", "--strict", "-f", str(config), "-d", str(site), env=env, timeout=300
     )
 
 

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from ..helpers import run_module
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -16,25 +17,18 @@ pytestmark = pytest.mark.slow
 
 def run_examples(tmp_path: Path, name: str, *args: str) -> tuple[subprocess.CompletedProcess, dict]:
     report = tmp_path / f"{name}.json"
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "examples",
-            "-p",
-            "no:cacheprovider",
-            "--embedbench-cache-dir",
-            str(tmp_path / "cache"),
-            "--embedbench-json",
-            str(report),
-            *args,
-        ],
+    proc = run_module(
+        "pytest",
+        "examples",
+        "-p",
+        "no:cacheprovider",
+        "--embedbench-cache-dir",
+        str(tmp_path / "cache"),
+        "--embedbench-json",
+        str(report),
+        *args,
         cwd=REPO,
-        capture_output=True,
-        text=True,
         timeout=900,
-        check=False,
     )
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
     return proc, json.loads(report.read_text())

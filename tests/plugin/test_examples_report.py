@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from ..helpers import run_module
 
 REPO = Path(__file__).resolve().parents[2]
 RECORDED = Path(__file__).with_name("data") / "examples_bm25_report.json"
@@ -79,28 +79,21 @@ def normalise(report: dict[str, Any], root: Path = REPO) -> dict[str, Any]:
 
 
 def run_examples(report: Path, *args: str) -> dict[str, Any]:
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "examples/test_support_search.py",
-            "-p",
-            "no:cacheprovider",
-            "-p",
-            "no:xdist",
-            "--embedbench-models=bm25",
-            "--embedbench-cache-dir",
-            str(report.parent / "cache"),
-            "--embedbench-json",
-            str(report),
-            *args,
-        ],
+    proc = run_module(
+        "pytest",
+        "examples/test_support_search.py",
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        "no:xdist",
+        "--embedbench-models=bm25",
+        "--embedbench-cache-dir",
+        str(report.parent / "cache"),
+        "--embedbench-json",
+        str(report),
+        *args,
         cwd=REPO,
-        capture_output=True,
-        text=True,
         timeout=600,
-        check=False,
     )
     assert report.is_file(), proc.stdout[-4000:] + proc.stderr[-2000:]
     return json.loads(report.read_text())

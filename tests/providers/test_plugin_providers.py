@@ -6,13 +6,13 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from pytest_embedbench.report.writers.tabular import CSV_FILES
 
+from ..helpers import run_module
 from .conftest import KEYS
 from .servers import OllamaServer, OpenAIServer
 
@@ -61,15 +61,7 @@ providers:
 
 
 def run(root: Path, *args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args],
-        cwd=root,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
+    return run_module("pytest", "-p", "no:cacheprovider", *args, cwd=root, env=env, timeout=600)
 
 
 @pytest.mark.parametrize(

@@ -9,6 +9,8 @@ import sys
 from pytest_embedbench.cli import main
 from pytest_embedbench.config.options import CSV_FILES
 
+from ..helpers import run_module
+
 
 def test_providers_table(capsys) -> None:
     assert main(["providers"]) == 0
@@ -43,9 +45,7 @@ def test_providers_json_through_the_console_script() -> None:
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "pytest_embedbench.cli", *args], capture_output=True, text=True
-    )
+    return run_module("pytest_embedbench.cli", *args)
 
 
 def test_version_comes_from_the_package_metadata() -> None:

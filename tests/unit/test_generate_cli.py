@@ -8,7 +8,6 @@ from __future__ import annotations
 import os
 import socket
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,6 +17,7 @@ import pytest
 
 from pytest_embedbench.cli import main
 
+from ..helpers import run_module
 from ..plugin.test_faults_plugin import full_folder, mount_point, read_only_folder
 from ..providers.servers import OllamaChatServer, OpenAIChatServer
 from .test_generate import DOCS, scripted_answerer
@@ -54,15 +54,7 @@ def chat() -> Iterator[OllamaChatServer]:
 def embedbench(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     """The ``embedbench`` command in a real process."""
     env = {k: v for k, v in os.environ.items() if k not in ("OLLAMA_HOST", "OPENAI_BASE_URL")}
-    return subprocess.run(
-        [sys.executable, "-m", "pytest_embedbench.cli", *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    return run_module("pytest_embedbench.cli", *args, cwd=cwd, env=env, timeout=120)
 
 
 # -- a folder it cannot write to -----------------------------------------------------------

@@ -13,10 +13,20 @@ import pytest
 from tests.index_engines import require_engine
 
 from .conftest import CONFTEST as CONFTEST_TEXT
+from .conftest import bench_module
 
 pytest.importorskip("faiss", reason="the index axis's FAISS engine needs faiss-cpu")
 
 SUPPORT = Path(__file__).resolve().parents[2] / "examples" / "support"
+
+
+def hashing_on_support(*indexes: str, **options: object) -> str:
+    """The marker's arguments for the hashing model over the support documents at k=10, on
+    ``indexes``, with ``options`` (``thresholds=...``) after them."""
+    parts = [f"dataset={str(SUPPORT)!r}", "models=['hashing:h']", "k=[10]"]
+    parts += [f"indexes={list(indexes)!r}", *(f"{key}={value!r}" for key, value in options.items())]
+    return ", ".join(parts)
+
 
 TESTS = f"""
 import faiss
@@ -142,30 +152,15 @@ def test_indexes_through_pytest(project: pytest.Pytester) -> None:
 
 
 def test_index_thresholds_and_typos(project: pytest.Pytester) -> None:
+    gate = hashing_on_support(
+        "faiss:ivf(nlist=16,nprobe=1)",
+        thresholds={"index.neighbour_recall@10": ">= 0.98", "index.delta.ndcg@10": ">= -0.01"},
+    )
     project.makepyfile(
-        test_gate=f"""
-        import pytest
-
-        @pytest.mark.embedbench(
-            dataset={str(SUPPORT)!r},
-            models=["hashing:h"],
-            k=[10],
-            indexes=["faiss:ivf(nlist=16,nprobe=1)"],
-            thresholds={{
-                "index.neighbour_recall@10": ">= 0.98",
-                "index.delta.ndcg@10": ">= -0.01",
-            }},
-        )
-        def test_gate(retrieval):
-            pass
-        """,
-        test_typo="""
-        import pytest
-
-        @pytest.mark.embedbench(dataset="tiny", models=["hashing:h"], indexes=["faiss:hnws"])
-        def test_typo(retrieval):
-            pass
-        """,
+        test_gate=bench_module(gate, name="test_gate"),
+        test_typo=bench_module(
+            'dataset="tiny", models=["hashing:h"], indexes=["faiss:hnws"]', name="test_typo"
+        ),
     )
     result = project.runpytest("-p", "no:randomly", "--continue-on-collection-errors")
     result.assert_outcomes(failed=1, errors=1)
@@ -178,6 +173,10 @@ def test_index_thresholds_and_typos(project: pytest.Pytester) -> None:
     )
 
 
+LANCE_IVF = "lancedb:ivf_flat(num_partitions=8,nprobes=1)"
+CHROMA_HNSW = "chroma:hnsw(max_neighbors=4,ef_construction=4,ef_search=1)"
+
+
 @pytest.mark.slow  # a whole pytest run or several processes: the full suite
 def test_lancedb_through_pytest(project: pytest.Pytester) -> None:
     require_engine("lancedb", "lancedb")
@@ -185,12 +184,7 @@ def test_lancedb_through_pytest(project: pytest.Pytester) -> None:
         test_lance=f"""
         import pytest
 
-        @pytest.mark.embedbench(
-            dataset={str(SUPPORT)!r},
-            models=["hashing:h"],
-            k=[10],
-            indexes=["lancedb", "lancedb:ivf_flat(num_partitions=8,nprobes=1)"],
-        )
+        @pytest.mark.embedbench({hashing_on_support("lancedb", LANCE_IVF)})
         def test_lance(retrieval):
             run = retrieval.index
             if run.spec.kind == "":  # LanceDB's flat scan: exact search, embedded
@@ -236,12 +230,7 @@ def test_chroma_through_pytest(project: pytest.Pytester) -> None:
         test_chroma=f"""
         import pytest
 
-        @pytest.mark.embedbench(
-            dataset={str(SUPPORT)!r},
-            models=["hashing:h"],
-            k=[10],
-            indexes=["chroma", "chroma:hnsw(max_neighbors=4,ef_construction=4,ef_search=1)"],
-        )
+        @pytest.mark.embedbench({hashing_on_support("chroma", CHROMA_HNSW)})
         def test_chroma(retrieval):
             run = retrieval.index
             recall = retrieval.neighbour_recall(10)

@@ -8,6 +8,8 @@ import csv
 import json
 import os
 import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +37,29 @@ BROWSER_ARGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
+
+
+@contextmanager
+def offline_page(html: Path, width: int, args: list[str]) -> Iterator[Any]:
+    """The page ``html`` loaded in Chromium (``args``) at ``width`` x 900 px. On leaving, the
+    console logged no error and the page raised none, and it requested local files only."""
+    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
+    messages: list[str] = []
+    requests: list[str] = []
+    with sync_api.sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=args)
+        try:
+            page = browser.new_page(viewport={"width": width, "height": 900})
+            page.on("console", lambda m: messages.append(f"{m.type}: {m.text}"))
+            page.on("pageerror", lambda e: messages.append(f"pageerror: {e}"))
+            page.on("request", lambda r: requests.append(r.url))
+            page.goto(html.as_uri(), wait_until="load")
+            yield page
+        finally:
+            browser.close()
+    errors = [m for m in messages if m.startswith(("error", "pageerror"))]
+    assert not errors, errors
+    assert requests and all(url.startswith("file://") for url in requests), requests
 
 
 def _run(project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.RunResult:
@@ -135,41 +160,26 @@ def test_the_page_renders_in_chromium_offline(
     monkeypatch: pytest.MonkeyPatch,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
-    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
+    pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
     result = _run(project, monkeypatch)
     assert result.ret == 0, result.stdout.str()
-    page_path = project.path / "out" / "r.html"
     shots = tmp_path_factory.mktemp("screenshots")
-    messages: list[str] = []
-    requests: list[str] = []
     args = ["--no-sandbox"] if hasattr(os, "geteuid") and os.geteuid() == 0 else []
-    with sync_api.sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=args)
-        try:
-            page = browser.new_page(viewport={"width": 1200, "height": 900})
-            page.on("console", lambda m: messages.append(f"{m.type}: {m.text}"))
-            page.on("pageerror", lambda e: messages.append(f"pageerror: {e}"))
-            page.on("request", lambda r: requests.append(r.url))
-            page.goto(page_path.as_uri(), wait_until="load")
-            assert page.title() == "Embedding retrieval benchmark"
-            assert page.locator("svg").count() >= 3
-            assert page.locator("svg rect.bar").count() >= 4
-            assert page.locator("svg circle.point").count() == 2
-            assert page.locator("table").count() >= 4
-            box = page.locator("svg").first.bounding_box()
-            assert box is not None and box["width"] > 100 and box["height"] > 100
-            assert page.locator("details").count() >= 2
-            page.locator("details summary", has_text="bm25: 4 queries").click()
-            assert page.locator("li.hit").first.is_visible()
-            page.screenshot(path=str(shots / "report.png"), full_page=True)
-            page.emulate_media(media="print")
-            page.screenshot(path=str(shots / "report-print.png"))
-        finally:
-            browser.close()
+    with offline_page(project.path / "out" / "r.html", 1200, args) as page:
+        assert page.title() == "Embedding retrieval benchmark"
+        assert page.locator("svg").count() >= 3
+        assert page.locator("svg rect.bar").count() >= 4
+        assert page.locator("svg circle.point").count() == 2
+        assert page.locator("table").count() >= 4
+        box = page.locator("svg").first.bounding_box()
+        assert box is not None and box["width"] > 100 and box["height"] > 100
+        assert page.locator("details").count() >= 2
+        page.locator("details summary", has_text="bm25: 4 queries").click()
+        assert page.locator("li.hit").first.is_visible()
+        page.screenshot(path=str(shots / "report.png"), full_page=True)
+        page.emulate_media(media="print")
+        page.screenshot(path=str(shots / "report-print.png"))
     assert (shots / "report.png").stat().st_size > 10_000
-    errors = [m for m in messages if m.startswith(("error", "pageerror"))]
-    assert not errors, errors
-    assert requests and all(url.startswith("file://") for url in requests), requests
     keep = os.environ.get("EMBEDBENCH_ARTIFACTS")
     if keep:  # CI keeps the screenshot beside its logs
         Path(keep).mkdir(parents=True, exist_ok=True)
@@ -353,38 +363,24 @@ def test_the_full_report_holds_its_layout_in_chromium(
     # .ci/run sets EMBEDBENCH_REQUIRE_BROWSER=1: in CI a missing browser fails, never skips
     if not CHROMIUM.exists() and not os.environ.get("EMBEDBENCH_REQUIRE_BROWSER"):
         pytest.skip(f"no Chromium at {CHROMIUM} (apt-get install chromium)")
-    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
+    pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
     keep = os.environ.get("EMBEDBENCH_ARTIFACTS")  # CI keeps the screenshots beside its logs
-    messages: list[str] = []
-    requests: list[str] = []
-    with sync_api.sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=BROWSER_ARGS)
-        try:
-            page = browser.new_page(viewport={"width": 1280, "height": 900})
-            page.on("console", lambda m: messages.append(f"{m.type}: {m.text}"))
-            page.on("pageerror", lambda e: messages.append(f"pageerror: {e}"))
-            page.on("request", lambda r: requests.append(r.url))
-            page.goto((out / "r.html").as_uri(), wait_until="load")
-            # every folded table open: none of them may widen the page either
-            page.evaluate("document.querySelectorAll('details').forEach(d => d.open = true)")
-            for width in (1280, 1920):
-                page.set_viewport_size({"width": width, "height": 900})
-                # a full-page screenshot takes seconds: taken when a check fails (or for CI)
-                shot = tmp_path / f"report-{width}.png"
-                try:
-                    _check_layout(page, width, diffs)
-                except AssertionError as failed:
-                    page.screenshot(path=str(shot), full_page=True)
-                    raise AssertionError(f"{failed}\nscreenshot: {shot}") from None
-                if keep:
-                    page.screenshot(path=str(shot), full_page=True)
-                    Path(keep).mkdir(parents=True, exist_ok=True)
-                    shutil.copy(shot, Path(keep) / f"layout-{width}.png")
-        finally:
-            browser.close()
-    errors = [m for m in messages if m.startswith(("error", "pageerror"))]
-    assert not errors, errors
-    assert requests and all(url.startswith("file://") for url in requests), requests
+    with offline_page(out / "r.html", 1280, BROWSER_ARGS) as page:
+        # every folded table open: none of them may widen the page either
+        page.evaluate("document.querySelectorAll('details').forEach(d => d.open = true)")
+        for width in (1280, 1920):
+            page.set_viewport_size({"width": width, "height": 900})
+            # a full-page screenshot takes seconds: taken when a check fails (or for CI)
+            shot = tmp_path / f"report-{width}.png"
+            try:
+                _check_layout(page, width, diffs)
+            except AssertionError as failed:
+                page.screenshot(path=str(shot), full_page=True)
+                raise AssertionError(f"{failed}\nscreenshot: {shot}") from None
+            if keep:
+                page.screenshot(path=str(shot), full_page=True)
+                Path(keep).mkdir(parents=True, exist_ok=True)
+                shutil.copy(shot, Path(keep) / f"layout-{width}.png")
 
 
 def _check_layout(page: Any, width: int, diffs: list[dict[str, Any]]) -> None:

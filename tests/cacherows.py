@@ -4,11 +4,13 @@ The cache stores each write as one run of vectors in a segment file (or, in a fi
 before schema 3, one blob in table ``batches``) and one entry per key (table ``entries``);
 these helpers read every key's stored vector as ``(namespace, key, dim, vec)`` and overwrite
 one key's vector the way a damaged file would hold it: its entry points to a one-vector batch
-holding ``vec`` (any bytes) under ``dim``, in the index file.
+whose segment file holds ``vec`` (any bytes: fewer than ``dim`` values read as a file cut
+short) under ``dim``.
 """
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from pathlib import Path
 
@@ -43,9 +45,13 @@ def set_vector(conn: sqlite3.Connection, namespace: str, key: bytes, dim: int, v
     old = conn.execute("SELECT batch FROM entries WHERE ns = ? AND key = ?", (nsid, key)).fetchone()
     if old is None:
         return 0
+    ((_, _, index),) = conn.execute("PRAGMA database_list").fetchall()
+    segment = f"vectors-{os.urandom(8).hex()}.f32"
+    (Path(index).parent / segment).write_bytes(vec)
     batch = conn.execute(
-        "INSERT INTO batches (ns, dim, count, live, keys, data) VALUES (?, ?, 1, 1, ?, ?)",
-        (nsid, dim, key, vec),
+        "INSERT INTO batches (ns, dim, count, live, keys, data, file, offset)"
+        " VALUES (?, ?, 1, 1, ?, X'', ?, 0)",
+        (nsid, dim, key, segment),
     ).lastrowid
     conn.execute(
         "UPDATE entries SET batch = ?, slot = 0 WHERE ns = ? AND key = ?", (batch, nsid, key)

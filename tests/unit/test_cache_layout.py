@@ -1,10 +1,12 @@
-"""The cache's compact layout (issue 33): one blob per written batch and a key index.
+"""The cache's compact layout (issues 33 and 41): one run of vectors per written batch in a
+segment file, and a key index.
 
 * the file holds at most 1.1x the raw float32 bytes for the common dimensions;
-* a cache written by the schema-1 code (one row per vector) is migrated in place and read;
-* the two ways of finding keys (a B-tree search per key, or one pass over the namespace when
-  most of it is asked for) give the same vectors, the newest copy of a key written twice, and
-  the same damaged vectors;
+* caches written by the schema-1, schema-2 and schema-3 code before issue 41 are migrated in
+  place and read;
+* the one way of finding keys gives the same vectors, the newest copy of a key written twice,
+  and the same damaged vectors, whether its key index is built by the read or brought up to
+  date with the batches written since it was built;
 * a batch whose vectors were all written again is deleted.
 """
 
@@ -19,8 +21,7 @@ import numpy as np
 import pytest
 
 from pytest_embedbench import EmbedBenchWarning, EmbeddingCache
-from pytest_embedbench.cache import store as cache_module
-from pytest_embedbench.cache.store import FILENAME, text_key
+from pytest_embedbench.cache import FILENAME, SCHEMA_VERSION, segments, text_key
 
 from ..cacherows import set_vectors
 
@@ -101,25 +102,46 @@ def test_a_schema_1_cache_is_migrated_in_place_and_read(tmp_path: Path) -> None:
     tables = {name for (name,) in conn.execute("SELECT name FROM sqlite_master")}
     (version,) = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
     conn.close()
-    assert "vectors" not in tables and version == str(cache_module.SCHEMA_VERSION) == "3"
+    assert "vectors" not in tables and version == str(SCHEMA_VERSION) == "3"
     assert _bytes(tmp_path) <= 1.1 * (docs.nbytes + queries.nbytes) < old_size  # VACUUMed
     again = EmbeddingCache(tmp_path)  # opened again: already migrated
     assert again.count("m") == 1499
 
 
-@pytest.mark.parametrize("scan_min", [1, 10**9], ids=["one-pass", "per-key"])
-def test_both_ways_of_finding_keys_agree(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, scan_min: int
-) -> None:
-    monkeypatch.setattr(cache_module, "SCAN_MIN", scan_min)
+#: how the reading cache knows the namespace's keys: a key index built by the read itself (a
+#: fresh cache object), or one an earlier read built, brought up to date with the batches
+#: written since (the object that wrote them)
+KNOWN = ["built", "brought up to date"]
+
+
+def _reader(cache: EmbeddingCache, known: str, namespace: str = "ns") -> EmbeddingCache:
+    """The cache that reads ``namespace``, known as ``known`` says (a read first, so that the
+    object that wrote knows the keys it holds now; its later writes are the newer level)."""
+    if known == "built":
+        return EmbeddingCache(cache.folder)
+    cache.get_matrix(namespace, [text_key("nothing")])
+    assert cache._local.keys[namespace].newer is None
+    return cache
+
+
+def _brought_up_to_date(cache: EmbeddingCache, known: str, namespace: str = "ns") -> None:
+    """The read went through the level it was meant to: a key index built by it (one level),
+    or the one an earlier read built and the batches written since (two)."""
+    newer = cache._local.keys[namespace].newer
+    assert (newer is not None) == (known == "brought up to date")
+
+
+@pytest.mark.parametrize("known", KNOWN)
+def test_a_built_and_a_brought_up_to_date_key_index_agree(tmp_path: Path, known: str) -> None:
     vectors = _unit(600, 16)
     keys = [text_key(f"t{i}") for i in range(len(vectors))]
-    cache = EmbeddingCache(tmp_path)
+    writer = EmbeddingCache(tmp_path)
     for start in range(0, len(keys), 50):
-        cache.put_many("ns", keys[start : start + 50], vectors[start : start + 50])
-    cache.put_many("other", keys[:10], _unit(10, 16, seed=9))
+        writer.put_many("ns", keys[start : start + 50], vectors[start : start + 50])
+    cache = _reader(writer, known)
+    writer.put_many("other", keys[:10], _unit(10, 16, seed=9))
     newer = _unit(30, 16, seed=3)
-    cache.put_many("ns", keys[100:130], newer)  # written again: the newest copy counts
+    writer.put_many("ns", keys[100:130], newer)  # written again: the newest copy counts
     bad = [("ns", keys[200], 16, np.full(16, np.inf, np.float32).tobytes())]
     bad.append(("ns", keys[201], 16, b"\x00" * 12))  # a wrong byte length
     bad.append(("ns", keys[202], 16, (2 * vectors[202]).tobytes()))  # norm 2
@@ -129,6 +151,7 @@ def test_both_ways_of_finding_keys_agree(
 
     with pytest.warns(EmbedBenchWarning) as caught:
         found, missing = cache.get_many("ns", asked, dim=16, unit_norm=True)
+    _brought_up_to_date(cache, known)
     assert len(caught) == 1
     message = str(caught[0].message)
     assert "3 damaged vector(s) in namespace 'ns'" in message
@@ -163,29 +186,27 @@ def test_a_batch_whose_vectors_were_all_written_again_is_deleted(tmp_path: Path)
     assert cache.count("ns") == 8
 
 
-@pytest.mark.parametrize("scan_min", [1, 10**9], ids=["one-pass", "per-key"])
-def test_keys_none_of_which_is_stored_are_all_missing(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, scan_min: int
-) -> None:
-    monkeypatch.setattr(cache_module, "SCAN_MIN", scan_min)
-    cache = EmbeddingCache(tmp_path)
-    cache.put_many("ns", [text_key("stored")], _unit(1, 8))
+@pytest.mark.parametrize("known", KNOWN)
+def test_keys_none_of_which_is_stored_are_all_missing(tmp_path: Path, known: str) -> None:
+    writer = EmbeddingCache(tmp_path)
+    writer.put_many("ns", [text_key(f"stored {i}") for i in range(16)], _unit(16, 8))
+    cache = _reader(writer, known)
+    writer.put_many("ns", [text_key("stored")], _unit(1, 8))
     asked = [text_key(f"never {i}") for i in range(3)]
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert cache.get_many("ns", asked, dim=8) == ({}, [0, 1, 2])
         matrix, missing = cache.get_matrix("ns", asked, dim=8)
+    _brought_up_to_date(cache, known)
     assert missing == [0, 1, 2] and matrix.shape == (3, 8) and not matrix.any()
 
 
-@pytest.mark.parametrize("scan_min", [1, 10**9], ids=["one-pass", "per-key"])
 def test_reading_all_keys_in_the_stored_order_equals_reading_them_one_by_one(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, scan_min: int
+    tmp_path: Path,
 ) -> None:
-    """The stored order (a corpus read back in the order it was embedded) is copied blob by
-    blob without matching keys; it must give what a lookup of each key gives, also once some
-    keys have a newer copy or a damaged vector."""
-    monkeypatch.setattr(cache_module, "SCAN_MIN", scan_min)
+    """The stored order (a corpus read back in the order it was embedded) is read batch after
+    batch without matching keys; it must give what a lookup of each key gives, also once some
+    keys have a newer copy or a damaged vector, and what a fresh cache object reads."""
     vectors = _unit(300, 24)
     keys = [text_key(f"t{i}") for i in range(len(vectors))]
     cache = EmbeddingCache(tmp_path)
@@ -216,6 +237,10 @@ def test_reading_all_keys_in_the_stored_order_equals_reading_them_one_by_one(
     assert missing == [7] and np.array_equal(matrix, expected)
     with pytest.warns(EmbedBenchWarning, match=r"1 damaged"):
         assert np.array_equal(one_by_one(), expected)
+    _brought_up_to_date(cache, "brought up to date")
+    with pytest.warns(EmbedBenchWarning, match=r"1 damaged"):
+        fresh, missing = EmbeddingCache(tmp_path).get_matrix("ns", keys, dim=24, unit_norm=True)
+    assert missing == [7] and np.array_equal(fresh, expected)
 
 
 def test_a_damaged_key_asked_twice_is_counted_once(tmp_path: Path) -> None:
@@ -270,32 +295,42 @@ def _segments(folder: Path) -> list[Path]:
     return sorted(folder.glob("vectors-*.f32"))
 
 
-@pytest.mark.parametrize("scan_min", [1, 10**9], ids=["one-pass", "per-key"])
+@pytest.mark.parametrize("written_by", ["schema 2", "schema 3 migrated from schema 2"])
 def test_a_schema_2_cache_is_migrated_and_reads_back_equal_vectors(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, scan_min: int
+    tmp_path: Path, written_by: str
 ) -> None:
-    """Its batches stay in the index file and are read from there; new writes go to a segment
-    file; a read mixing both, in the stored order or shuffled, gives every vector back."""
-    monkeypatch.setattr(cache_module, "SCAN_MIN", scan_min)
+    """Its batches (blobs in the index file, where the code before issue 41 left them when it
+    migrated such a file to schema 3) move to a segment file, and the index file shrinks; new
+    writes go to a segment file of their own; a read of both, in the stored order or shuffled,
+    gives every vector back."""
     vectors = _unit(200, 16)
     keys = [text_key(f"t{i}") for i in range(len(vectors))]
     _schema_2(tmp_path / FILENAME, "ns", keys[:150], vectors[:150])
+    if written_by != "schema 2":  # what that code's migration left: blobs in a schema-3 file
+        conn = sqlite3.connect(tmp_path / FILENAME, isolation_level=None)
+        conn.execute("ALTER TABLE batches ADD COLUMN file TEXT")
+        conn.execute("ALTER TABLE batches ADD COLUMN offset INTEGER")
+        conn.execute("UPDATE meta SET value = '3' WHERE key = 'schema_version'")
+        conn.close()
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # a migration is not a fault: no warning, nothing aside
         cache = EmbeddingCache(tmp_path)
+        assert len(_segments(tmp_path)) == 1
         matrix, missing = cache.get_matrix("ns", keys[:150], dim=16, unit_norm=True)
         assert missing == [] and np.array_equal(matrix, vectors[:150])
-        assert _segments(tmp_path) == []
         cache.put_many("ns", keys[150:], vectors[150:])
-        assert len(_segments(tmp_path)) == 1
+        assert len(_segments(tmp_path)) == 2
         shuffled = np.random.default_rng(1).permutation(len(keys))
         for order in (np.arange(len(keys)), shuffled):
             matrix, missing = cache.get_matrix("ns", [keys[i] for i in order], dim=16)
             assert missing == [] and np.array_equal(matrix, vectors[order])
     conn = sqlite3.connect(tmp_path / FILENAME)
-    (version,) = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+    meta = dict(conn.execute("SELECT key, value FROM meta"))
+    held = conn.execute("SELECT COUNT(*) FROM batches WHERE file IS NULL OR data != X''")
+    assert held.fetchone() == (0,)  # no vector left in the index file
     conn.close()
-    assert version == "3" and not any(".corrupt-" in p.name for p in tmp_path.iterdir())
+    assert meta == {"schema_version": "3", "layout": "segments"}
+    assert not any(".corrupt-" in p.name for p in tmp_path.iterdir())
 
 
 @pytest.mark.parametrize("how", ["cut short", "deleted", "a name outside the folder"])
@@ -452,7 +487,8 @@ def test_a_corpus_read_a_shard_at_a_time_sees_every_write_made_in_between(
     for shard in shards * 2:  # the second round reads through the index the first built
         matrix, missing = cache.get_matrix("ns", keys[shard], dim=dim, unit_norm=True)
         assert missing == [] and np.array_equal(matrix, vectors[shard])
-    assert cache._local.key_indexes  # built, and kept
+    known = cache._local.keys["ns"]
+    assert known.newer is None  # built once, and kept
     newer = _unit(n, dim, seed=9)
     other = EmbeddingCache(tmp_path)  # another connection writes 40 keys of the last shard
     changed = list(range(9000, 9040))
@@ -462,6 +498,8 @@ def test_a_corpus_read_a_shard_at_a_time_sees_every_write_made_in_between(
     expected[changed] = newer[changed]
     matrix, missing = cache.get_matrix("ns", keys[9000:12000], dim=dim, unit_norm=True)
     assert missing == [] and np.array_equal(matrix, expected[9000:12000])
+    # not built again: the batch written since is the second level
+    assert cache._local.keys["ns"].main is known.main and cache._local.keys["ns"].newer
     changed = list(range(3000, 3100))  # this object writes
     cache.put_many("ns", [keys[i] for i in changed], newer[changed])
     expected[changed] = newer[changed]
@@ -473,15 +511,15 @@ def test_a_corpus_read_a_shard_at_a_time_sees_every_write_made_in_between(
     assert missing == list(range(3000)) and not matrix.any()
 
 
-@pytest.mark.parametrize("stage_bytes", [1 << 22, 1500])
+@pytest.mark.parametrize("piece", [1 << 21, 100])
 @pytest.mark.parametrize("how", ["intact", "cut short"])
-def test_a_read_in_another_order_is_gathered_a_group_of_batches_at_a_time(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, stage_bytes: int, how: str
+def test_a_read_in_another_order_is_read_straight_into_place_a_piece_at_a_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, piece: int, how: str
 ) -> None:
-    """Every key, in reverse (asked twice for some): the batches are read a group at a time
-    into one small buffer (1500 bytes: a group per one or two 32-vector batches) and each
-    row gathered into its place; a batch cut short is damaged whichever group it is in."""
-    monkeypatch.setattr(cache_module, "_STAGE_BYTES", stage_bytes)
+    """Every key, in reverse (asked twice for some): the rows, sorted by file and offset, are
+    read by calls of at most ``piece`` bytes (100: three 8-d rows a call) straight into their
+    places; a batch cut short is damaged whichever call reads it."""
+    monkeypatch.setattr(segments, "PIECE", piece)
     vectors, keys = _stored_in_batches(tmp_path, 160, seed=6)
     if how == "cut short":  # the last batch loses its last vector and a half
         (segment,) = _segments(tmp_path)

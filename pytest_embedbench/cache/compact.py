@@ -1,0 +1,146 @@
+"""Space given back: segment files no batch points to are deleted, mostly dead ones compacted.
+
+A segment file only grows; its bytes die when a newer write replaces a vector (a damaged one
+embedded again) or a namespace is cleared. A file held by no writer whose live vectors fill at
+most :data:`LIVE_SHARE` of it is compacted, in three steps:
+
+1. its live rows are appended to a segment file of the compaction's own and flushed;
+2. in one transaction, new batches take them, the entries point there, and the file's batches,
+   left without a live slot, are deleted;
+3. the file, which no batch points to now, is deleted.
+
+A crash after step 1 leaves the index pointing to the old file (the new bytes are never read;
+their file, which no batch points to, goes at the next :func:`collect`); after step 2, the old
+file is one no batch points to, deleted by the next :func:`collect`. Nothing live is lost at
+any step, and a file whose bytes are not all there is left for reads to report.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from collections.abc import Iterable
+from pathlib import Path
+
+from . import index, segments
+
+#: a file is compacted once its live vectors fill at most this share of its bytes
+LIVE_SHARE = 0.5
+#: bytes of live rows a new batch takes at most
+BATCH_BYTES = 1 << 20
+
+
+def reclaim(conn: sqlite3.Connection, folder: Path, files: Iterable[str | None]) -> None:
+    """Compact each of ``files`` that is mostly dead and held by no writer, then
+    :func:`collect`. A fault (a full disk, a lock held too long) leaves things as they were:
+    compaction only saves space."""
+    for name in sorted(f for f in set(files) if f is not None and segments.NAME.fullmatch(f)):
+        try:
+            compact_file(conn, folder, name)
+        except (OSError, sqlite3.Error):
+            pass
+    collect(conn, folder)
+
+
+def collect(conn: sqlite3.Connection, folder: Path) -> None:
+    """Delete the segment files no batch points to and no writer holds: a file is locked by
+    its writer from before it has its name until it is closed, and a writer points batches
+    only to the file it holds."""
+    try:
+        used = {f for (f,) in conn.execute("SELECT DISTINCT file FROM batches")}
+    except sqlite3.Error:
+        return
+    for name in segments.names(folder):
+        if name in used:
+            continue
+        fd = segments.unheld(folder / name)
+        if fd is None:
+            continue  # held by a writer (or gone already)
+        try:
+            # held now, so no writer can point a batch to it any more: asked again, as its
+            # writer may have committed one and closed it since the first look
+            if not conn.execute("SELECT 1 FROM batches WHERE file = ?", (name,)).fetchone():
+                (folder / name).unlink()
+        except (OSError, sqlite3.Error):
+            pass
+        finally:
+            os.close(fd)
+
+
+def compact_file(conn: sqlite3.Connection, folder: Path, name: str) -> bool:
+    """Compact segment file ``name`` when it is mostly dead and no writer holds it (the
+    module's three steps); whether it was."""
+    fd = segments.unheld(folder / name)
+    if fd is None:
+        return False
+    writer = segments.Writer(folder)
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            moved = _move_live(conn, writer, name, fd)
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+        if moved:
+            _drop(conn, folder / name)
+        return moved
+    finally:
+        try:
+            writer.close()
+        finally:
+            os.close(fd)
+
+
+def _move_live(conn: sqlite3.Connection, writer: segments.Writer, name: str, fd: int) -> bool:
+    """Steps 1 and 2, inside the caller's write transaction; False when the file is not mostly
+    dead or lacks bytes."""
+    batches = conn.execute(
+        "SELECT id, ns, dim, count, offset, keys, live FROM batches WHERE file = ? ORDER BY id",
+        (name,),
+    ).fetchall()
+    size = os.fstat(fd).st_size
+    if not batches or sum(4 * b[2] * b[6] for b in batches) > LIVE_SHARE * size:
+        return False
+    for _, _, dim, count, offset, keys, _ in batches:
+        if (
+            offset is None
+            or offset + 4 * dim * count > size
+            or len(keys) != index.KEY_BYTES * count
+        ):
+            return False  # damaged: reads report it
+    pending: dict[tuple[int, int], tuple[list[bytes], list[bytes]]] = {}
+    for bid, nsid, dim, count, offset, keys, _ in batches:
+        data = os.pread(fd, 4 * dim * count, offset)
+        mine = [keys[i : i + index.KEY_BYTES] for i in range(0, len(keys), index.KEY_BYTES)]
+        keep, parts = pending.setdefault((nsid, dim), ([], []))
+        for key, (batch, slot) in index.entries(conn, nsid, mine).items():
+            if batch == bid:
+                keep.append(key)
+                parts.append(data[4 * dim * slot : 4 * dim * (slot + 1)])
+        if 4 * dim * len(keep) >= BATCH_BYTES:
+            _write(conn, writer, nsid, dim, pending.pop((nsid, dim)))
+    for (nsid, dim), group in pending.items():
+        _write(conn, writer, nsid, dim, group)
+    writer.sync()  # step 1 done: the moved rows are on the disk before the index points there
+    return True
+
+
+def _write(
+    conn: sqlite3.Connection,
+    writer: segments.Writer,
+    nsid: int,
+    dim: int,
+    group: tuple[list[bytes], list[bytes]],
+) -> None:
+    keys, parts = group
+    if keys:
+        file, offset = writer.append(memoryview(b"".join(parts)), sync=False)
+        index.insert_batch(conn, nsid, keys, dim, file, offset)
+
+
+def _drop(conn: sqlite3.Connection, path: Path) -> None:
+    """Step 3, once no batch points to the file (the caller holds its lock: no writer has it)."""
+    if not conn.execute("SELECT 1 FROM batches WHERE file = ?", (path.name,)).fetchone():
+        path.unlink(missing_ok=True)

@@ -25,6 +25,7 @@ from ..retrieval.indexes.spec import parse_indexes_option
 from .optionspec import (
     PRIORITIES,
     OptionSpec,
+    flag_option,
     option,
     parse_bytes,
     parse_int,
@@ -34,6 +35,7 @@ from .optionspec import (
     parse_positive_int,
     parse_priority,
     parse_update_mode,
+    path_option,
 )
 
 if TYPE_CHECKING:
@@ -85,341 +87,220 @@ class Options:
 
     models: tuple[str, ...] | None = option(
         None,
-        OptionSpec(
-            "--embedbench-models",
-            "comma-separated model specs that replace every test's models, e.g. 'bm25,hf:...'",
-            ini="embedbench_models",
-            ini_help="comma-separated model specs that replace every test's models",
-            parse=parse_models_option,
-            metavar="SPECS",
-        ),
+        "--embedbench-models",
+        "comma-separated model specs that replace every test's models, e.g. 'bm25,hf:...'",
+        ini_help="comma-separated model specs that replace every test's models",
+        parse=parse_models_option,
+        metavar="SPECS",
     )
     indexes: tuple[str, ...] | None = option(
         None,
-        OptionSpec(
-            "--embedbench-indexes",
-            "comma-separated index specs that replace every test's index axis (each embedding "
-            "model runs once per index), e.g. 'exact,faiss:hnsw(M=32,efSearch=64)'",
-            ini="embedbench_indexes",
-            ini_help="comma-separated index specs that replace every test's index axis",
-            parse=parse_indexes_option,
-            metavar="SPECS",
-        ),
+        "--embedbench-indexes",
+        "comma-separated index specs that replace every test's index axis (each embedding "
+        "model runs once per index), e.g. 'exact,faiss:hnsw(M=32,efSearch=64)'",
+        ini_help="comma-separated index specs that replace every test's index axis",
+        parse=parse_indexes_option,
+        metavar="SPECS",
     )
-    config: Path | None = option(
-        None,
-        OptionSpec(
-            "--embedbench-config",
-            "path of embedbench.yaml",
-            ini="embedbench_config",
-            ini_help="path of embedbench.yaml (default: the nearest one)",
-            kind="path",
-            metavar="PATH",
-            must_exist=True,
-        ),
+    config: Path | None = path_option(
+        "--embedbench-config",
+        "path of embedbench.yaml",
+        ini_help="path of embedbench.yaml (default: the nearest one)",
+        must_exist=True,
     )
-    json_path: Path | None = option(
-        None,
-        OptionSpec(
-            "--embedbench-json",
-            "write the JSON report here",
-            ini="embedbench_json",
-            ini_help="write the JSON report to this path",
-            kind="path",
-            metavar="PATH",
-            report="json",
-        ),
+    json_path: Path | None = path_option(
+        "--embedbench-json",
+        "write the JSON report here",
+        ini_help="write the JSON report to this path",
+        report="json",
     )
-    html_path: Path | None = option(
-        None,
-        OptionSpec(
-            "--embedbench-html",
-            "write the self-contained HTML report here",
-            ini="embedbench_html",
-            ini_help="write the HTML report to this path",
-            kind="path",
-            metavar="PATH",
-            report="html",
-        ),
+    html_path: Path | None = path_option(
+        "--embedbench-html",
+        "write the self-contained HTML report here",
+        ini_help="write the HTML report to this path",
+        report="html",
     )
-    csv_dir: Path | None = option(
-        None,
-        OptionSpec(
-            "--embedbench-csv",
-            "write results.csv, queries.csv, stress.csv, cutoffs.csv, cutoff_scores.csv, "
-            "gates.csv and, when a test has an index axis, indexes.csv into this folder",
-            ini="embedbench_csv",
-            ini_help="folder of the CSV files (results, queries, stress, cutoffs, scores, gates, "
-            "indexes)",
-            kind="path",
-            metavar="DIR",
-            report="csv",
-        ),
+    csv_dir: Path | None = path_option(
+        "--embedbench-csv",
+        "write results.csv, queries.csv, stress.csv, cutoffs.csv, cutoff_scores.csv, "
+        "gates.csv and, when a test has an index axis, indexes.csv into this folder",
+        ini_help="folder of the CSV files (results, queries, stress, cutoffs, scores, gates, "
+        "indexes)",
+        metavar="DIR",
+        report="csv",
     )
-    md_path: Path | None = option(
-        None,
-        OptionSpec(
-            "--embedbench-md",
-            "write the tables as Markdown here (a PR comment, $GITHUB_STEP_SUMMARY)",
-            ini="embedbench_md",
-            ini_help="write the Markdown tables to this path",
-            kind="path",
-            metavar="PATH",
-            report="md",
-        ),
+    md_path: Path | None = path_option(
+        "--embedbench-md",
+        "write the tables as Markdown here (a PR comment, $GITHUB_STEP_SUMMARY)",
+        ini_help="write the Markdown tables to this path",
+        report="md",
     )
-    github_summary: Path | None = option(
-        None,
-        OptionSpec(
-            "--embedbench-github-summary",
-            "append the Markdown job summary to this file (default: $GITHUB_STEP_SUMMARY, "
-            "which GitHub Actions sets in every step)",
-            ini="embedbench_github_summary",
-            ini_help="append the Markdown job summary to this path (default: $GITHUB_STEP_SUMMARY)",
-            kind="path",
-            metavar="PATH",
-            report="github_summary",
-        ),
+    github_summary: Path | None = path_option(
+        "--embedbench-github-summary",
+        "append the Markdown job summary to this file (default: $GITHUB_STEP_SUMMARY, "
+        "which GitHub Actions sets in every step)",
+        ini_help="append the Markdown job summary to this path (default: $GITHUB_STEP_SUMMARY)",
     )
-    no_github_summary: bool = option(
-        False,
-        OptionSpec(
-            "--embedbench-no-github-summary",
-            "write no GitHub job summary: not to $GITHUB_STEP_SUMMARY in GitHub Actions, nor "
-            "to an ini embedbench_github_summary path",
-            ini="embedbench_no_github_summary",
-            ini_help="write no GitHub job summary, not even in GitHub Actions",
-            kind="flag",
-        ),
+    no_github_summary: bool = flag_option(
+        "--embedbench-no-github-summary",
+        "write no GitHub job summary: not to $GITHUB_STEP_SUMMARY in GitHub Actions, nor "
+        "to an ini embedbench_github_summary path",
+        ini_help="write no GitHub job summary, not even in GitHub Actions",
     )
-    pr_comment: Path | None = option(
-        None,
-        OptionSpec(
-            "--embedbench-pr-comment",
-            "write a pull-request comment in Markdown here (under 65,000 characters: whole "
-            "sections left out with a note when the run has more)",
-            ini="embedbench_pr_comment",
-            ini_help="write the pull-request comment (Markdown) to this path",
-            kind="path",
-            metavar="PATH",
-            report="pr_comment",
-        ),
+    pr_comment: Path | None = path_option(
+        "--embedbench-pr-comment",
+        "write a pull-request comment in Markdown here (under 65,000 characters: whole "
+        "sections left out with a note when the run has more)",
+        ini_help="write the pull-request comment (Markdown) to this path",
     )
     columns: tuple[str, ...] | None = option(
         None,
-        OptionSpec(
-            "--embedbench-columns",
-            "the terminal table's columns, comma-separated (metrics such as ndcg@10, or "
-            "p50_ms, p95_ms, documents_per_s, added_rss_mb, dimension, index_mb, cache_mb, "
-            "model_load_s, tokens_per_s, vram_peak_mb, cost_usd ...)",
-            ini="embedbench_columns",
-            ini_help="comma-separated columns of the terminal table",
-            parse=parse_columns,
-            metavar="NAMES",
-        ),
+        "--embedbench-columns",
+        "the terminal table's columns, comma-separated (metrics such as ndcg@10, or "
+        "p50_ms, p95_ms, documents_per_s, added_rss_mb, dimension, index_mb, cache_mb, "
+        "model_load_s, tokens_per_s, vram_peak_mb, cost_usd ...)",
+        ini_help="comma-separated columns of the terminal table",
+        parse=parse_columns,
+        metavar="NAMES",
     )
-    cache_dir: Path | None = option(
-        None,
-        OptionSpec(
-            "--embedbench-cache-dir",
-            "embedding cache folder",
-            ini="embedbench_cache_dir",
-            ini_help="folder of the embedding cache",
-            kind="path",
-            metavar="DIR",
-        ),
+    cache_dir: Path | None = path_option(
+        "--embedbench-cache-dir",
+        "embedding cache folder",
+        ini_help="folder of the embedding cache",
+        metavar="DIR",
     )
-    no_cache: bool = option(
-        False,
-        OptionSpec(
-            "--embedbench-no-cache",
-            "neither read nor write the embedding cache",
-            ini="embedbench_no_cache",
-            ini_help="do not read or write the embedding cache",
-            kind="flag",
-        ),
+    no_cache: bool = flag_option(
+        "--embedbench-no-cache",
+        "neither read nor write the embedding cache",
+        ini_help="do not read or write the embedding cache",
     )
-    exit_gc: bool = option(
-        False,
-        OptionSpec(
-            "--embedbench-exit-gc",
-            "let Python collect every live object at exit, as without the plugin (skipped by "
-            "default: 1.5-2 s once torch is loaded; see docs/caching-and-timings.md)",
-            ini="embedbench_exit_gc",
-            ini_help="run Python's final garbage collection at exit (skipped by default)",
-            kind="flag",
-        ),
+    exit_gc: bool = flag_option(
+        "--embedbench-exit-gc",
+        "let Python collect every live object at exit, as without the plugin (skipped by "
+        "default: 1.5-2 s once torch is loaded; see docs/caching-and-timings.md)",
+        ini_help="run Python's final garbage collection at exit (skipped by default)",
     )
     ray: str | None = option(
         None,
-        OptionSpec(
-            "--embedbench-ray",
-            "embed each model's uncached documents on Ray before its index is built: 'auto', "
-            "'ray://HOST:PORT' or 'local' (hf: and other local models; needs the ray extra)",
-            ini="embedbench_ray",
-            ini_help="Ray address for document embedding: auto, ray://HOST:PORT or local",
-            metavar="ADDRESS",
-        ),
+        "--embedbench-ray",
+        "embed each model's uncached documents on Ray before its index is built: 'auto', "
+        "'ray://HOST:PORT' or 'local' (hf: and other local models; needs the ray extra)",
+        ini_help="Ray address for document embedding: auto, ray://HOST:PORT or local",
+        metavar="ADDRESS",
     )
     ray_workers: int = option(  # distributed.RaySettings.workers
         2,
-        OptionSpec(
-            "--embedbench-ray-workers",
-            "with --embedbench-ray: Ray actors embedding documents, each with its own copy of "
-            "the model (default 2)",
-            ini="embedbench_ray_workers",
-            ini_help="Ray actors embedding documents (default 2)",
-            parse=parse_positive_int,
-            metavar="N",
-        ),
+        "--embedbench-ray-workers",
+        "with --embedbench-ray: Ray actors embedding documents, each with its own copy of "
+        "the model (default 2)",
+        ini_help="Ray actors embedding documents (default 2)",
+        parse=parse_positive_int,
+        metavar="N",
     )
     ray_cpus_per_worker: float = option(
         1.0,
-        OptionSpec(
-            "--embedbench-ray-cpus-per-worker",
-            "with --embedbench-ray: CPUs each Ray worker reserves (default 1)",
-            ini="embedbench_ray_cpus_per_worker",
-            ini_help="CPUs each Ray worker reserves (default 1)",
-            parse=parse_non_negative_float,
-            metavar="N",
-        ),
+        "--embedbench-ray-cpus-per-worker",
+        "with --embedbench-ray: CPUs each Ray worker reserves (default 1)",
+        ini_help="CPUs each Ray worker reserves (default 1)",
+        parse=parse_non_negative_float,
+        metavar="N",
     )
     ray_gpus_per_worker: float = option(
         0.0,
-        OptionSpec(
-            "--embedbench-ray-gpus-per-worker",
-            "with --embedbench-ray: GPUs each Ray worker reserves, e.g. 1 or 0.5 (default 0)",
-            ini="embedbench_ray_gpus_per_worker",
-            ini_help="GPUs each Ray worker reserves (default 0)",
-            parse=parse_non_negative_float,
-            metavar="N",
-        ),
+        "--embedbench-ray-gpus-per-worker",
+        "with --embedbench-ray: GPUs each Ray worker reserves, e.g. 1 or 0.5 (default 0)",
+        ini_help="GPUs each Ray worker reserves (default 0)",
+        parse=parse_non_negative_float,
+        metavar="N",
     )
     ray_batch_size: int | None = option(
         None,
-        OptionSpec(
-            "--embedbench-ray-batch-size",
-            "with --embedbench-ray: texts per batch sent to a Ray worker (default: the "
-            "model's batch_size)",
-            ini="embedbench_ray_batch_size",
-            ini_help="texts per batch sent to a Ray worker (default: the model's)",
-            parse=parse_positive_int,
-            metavar="N",
-        ),
+        "--embedbench-ray-batch-size",
+        "with --embedbench-ray: texts per batch sent to a Ray worker (default: the "
+        "model's batch_size)",
+        ini_help="texts per batch sent to a Ray worker (default: the model's)",
+        parse=parse_positive_int,
+        metavar="N",
     )
     seed: int = option(
         0,
-        OptionSpec(
-            "--embedbench-seed",
-            "seed (default 0)",
-            ini="embedbench_seed",
-            ini_help="seed of every random choice (bootstrap)",
-            parse=parse_int,
-            metavar="N",
-        ),
+        "--embedbench-seed",
+        "seed (default 0)",
+        ini_help="seed of every random choice (bootstrap)",
+        parse=parse_int,
+        metavar="N",
     )
     bootstrap: int = option(
         10_000,
-        OptionSpec(
-            "--embedbench-bootstrap",
-            "bootstrap resamples per interval (default 10000)",
-            ini="embedbench_bootstrap",
-            parse=parse_positive_int,
-            metavar="N",
-        ),
+        "--embedbench-bootstrap",
+        "bootstrap resamples per interval (default 10000)",
+        parse=parse_positive_int,
+        metavar="N",
     )
-    thresholds: Path | None = option(
-        None,
-        OptionSpec(
-            "--embedbench-thresholds",
-            "YAML file of thresholds",
-            ini="embedbench_thresholds",
-            ini_help="YAML file of metric thresholds",
-            kind="path",
-            metavar="PATH",
-            must_exist=True,
-        ),
+    thresholds: Path | None = path_option(
+        "--embedbench-thresholds",
+        "YAML file of thresholds",
+        ini_help="YAML file of metric thresholds",
+        must_exist=True,
     )
     verbosity: int = 0  # pytest's -v/-q, not an option of ours
-    baseline: Path | None = option(
-        None,
-        OptionSpec(
-            "--embedbench-baseline",
-            "baseline file (default: .embedbench/baseline.json in the rootdir given by "
-            "--rootdir or the ini file, else in the folder of embedbench.yaml, else the rootdir)",
-            ini="embedbench_baseline",
-            ini_help="baseline file, relative to the ini file's folder",
-            kind="path",
-            metavar="PATH",
-        ),
+    baseline: Path | None = path_option(
+        "--embedbench-baseline",
+        "baseline file (default: .embedbench/baseline.json in the rootdir given by "
+        "--rootdir or the ini file, else in the folder of embedbench.yaml, else the rootdir)",
+        ini_help="baseline file, relative to the ini file's folder",
     )
     update_baseline: str | None = option(  # None, "all" or "new"
         None,
-        OptionSpec(
-            "--embedbench-update-baseline",
-            "record the baseline of the tests that ran; '=new' only adds missing entries",
-            parse=parse_update_mode,
-            kind="optional",
-            const="all",
-            metavar="new",
-        ),
+        "--embedbench-update-baseline",
+        "record the baseline of the tests that ran; '=new' only adds missing entries",
+        parse=parse_update_mode,
+        kind="optional",
+        const="all",
+        metavar="new",
+        ini=None,
     )
     priority: str = option(
         "balanced",
-        OptionSpec(
-            "--embedbench-priority",
-            f"recommendation to select: {', '.join(PRIORITIES)} (default balanced)",
-            ini="embedbench_priority",
-            ini_help=f"recommendation priority: {', '.join(PRIORITIES)}",
-            parse=parse_priority,
-            metavar="NAME",
-        ),
+        "--embedbench-priority",
+        f"recommendation to select: {', '.join(PRIORITIES)} (default balanced)",
+        ini_help=f"recommendation priority: {', '.join(PRIORITIES)}",
+        parse=parse_priority,
+        metavar="NAME",
     )
     reference: str | None = option(
         None,
-        OptionSpec(
-            "--embedbench-reference",
-            "model short name that every other model is compared with (paired Δ)",
-            ini="embedbench_reference",
-            ini_help="model the table compares every other model with",
-            metavar="MODEL",
-        ),
+        "--embedbench-reference",
+        "model short name that every other model is compared with (paired Δ)",
+        ini_help="model the table compares every other model with",
+        metavar="MODEL",
     )
     latency_passes: int = option(  # measure.DEFAULT_LATENCY_PASSES
         3,
-        OptionSpec(
-            "--embedbench-latency-passes",
-            "timed passes over the sampled queries (--embedbench-latency-sample); a query's "
-            "latency is its median (default 3); 0 measures no latency",
-            ini="embedbench_latency_passes",
-            ini_help="timed passes over the sampled queries (default 3; 0: no latency)",
-            parse=parse_non_negative_int,
-            metavar="N",
-        ),
+        "--embedbench-latency-passes",
+        "timed passes over the sampled queries (--embedbench-latency-sample); a query's "
+        "latency is its median (default 3); 0 measures no latency",
+        ini_help="timed passes over the sampled queries (default 3; 0: no latency)",
+        parse=parse_non_negative_int,
+        metavar="N",
     )
     memory_budget: int | None = option(  # evaluate.Evaluator(memory_budget=)
         None,
-        OptionSpec(
-            "--embedbench-memory-budget",
-            "bytes of corpus vectors an embedding model's exact search may hold, e.g. 2GB; "
-            "beyond it the vectors are streamed from the cache in shards (same rankings)",
-            ini="embedbench_memory_budget",
-            ini_help="bytes of corpus vectors exact search may hold (e.g. 2GB; default: all)",
-            parse=parse_bytes,
-            metavar="SIZE",
-        ),
+        "--embedbench-memory-budget",
+        "bytes of corpus vectors an embedding model's exact search may hold, e.g. 2GB; "
+        "beyond it the vectors are streamed from the cache in shards (same rankings)",
+        ini_help="bytes of corpus vectors exact search may hold (e.g. 2GB; default: all)",
+        parse=parse_bytes,
+        metavar="SIZE",
     )
     latency_sample: int = option(  # measure.DEFAULT_LATENCY_SAMPLE
         50,
-        OptionSpec(
-            "--embedbench-latency-sample",
-            "queries timed for latency, a seeded sample in query order (default 50); 0 times "
-            "every query; the scored rankings come from one batched pass over every query",
-            ini="embedbench_latency_sample",
-            ini_help="queries timed for latency (default 50, a seeded sample; 0: every query)",
-            parse=parse_non_negative_int,
-            metavar="N",
-        ),
+        "--embedbench-latency-sample",
+        "queries timed for latency, a seeded sample in query order (default 50); 0 times "
+        "every query; the scored rankings come from one batched pass over every query",
+        ini_help="queries timed for latency (default 50, a seeded sample; 0: every query)",
+        parse=parse_non_negative_int,
+        metavar="N",
     )
 
     @classmethod

@@ -13,8 +13,10 @@ from typing import Any
 __all__ = [
     "PRIORITIES",
     "OptionSpec",
+    "flag_option",
     "option",
     "parse_bytes",
+    "path_option",
     "parse_int",
     "parse_models_option",
     "parse_non_negative_float",
@@ -142,6 +144,20 @@ class OptionSpec:
         return kwargs
 
 
-def option(default: Any, spec: OptionSpec) -> Any:
-    """A field of :class:`Options` that is an option of the table."""
-    return field(default=default, metadata={"option": spec})
+def option(default: Any, flag: str, help: str, *, ini: str | None = "", **spec: Any) -> Any:
+    """A field of :class:`Options` that is an option of the table: ``flag``, its ``help`` and
+    the rest of its :class:`OptionSpec`. Its ini key is the flag's name
+    (``--embedbench-cache-dir``: ``embedbench_cache_dir``) unless ``ini`` names another one,
+    or is None for an option of the command line only."""
+    key = flag.lstrip("-").replace("-", "_") if ini == "" else ini
+    return field(default=default, metadata={"option": OptionSpec(flag, help, ini=key, **spec)})
+
+
+def path_option(flag: str, help: str, *, metavar: str = "PATH", **spec: Any) -> Any:
+    """An :func:`option` that names a file or folder (``kind="path"``), None when not given."""
+    return option(None, flag, help, kind="path", metavar=metavar, **spec)
+
+
+def flag_option(flag: str, help: str, **spec: Any) -> Any:
+    """An :func:`option` that is a switch (``kind="flag"``), off when not given."""
+    return option(False, flag, help, kind="flag", **spec)

@@ -245,3 +245,15 @@ def test_the_storage_columns_take_their_threshold_names() -> None:
     assert resolve_column("bytes_per_doc") == resolve_column("bytes_per_document")
     assert resolve_column("docs_per_s") == resolve_column("documents_per_s")
     assert resolve_column("cache_mb").header == "cache MB"
+
+
+def test_each_ini_key_is_named_after_its_flag() -> None:
+    """The table names an option's ini key after its flag (``--embedbench-cache-dir``:
+    ``embedbench_cache_dir``); --embedbench-update-baseline alone has none."""
+    specs = option_specs()
+    assert {name for name, spec in specs.items() if spec.ini is None} == {"update_baseline"}
+    for spec in specs.values():
+        assert spec.ini in (None, spec.flag.removeprefix("--").replace("-", "_")), spec.flag
+    kinds = {name: spec.kind for name, spec in specs.items()}
+    assert kinds["json_path"] == kinds["cache_dir"] == "path" and kinds["no_cache"] == "flag"
+    assert specs["cache_dir"].metavar == "DIR" and specs["json_path"].metavar == "PATH"

@@ -350,13 +350,9 @@ class Options:
 
         if not self.ray:
             raise ConfigError("no Ray address: --embedbench-ray is not set")
-        return RaySettings(
-            address=self.ray,
-            workers=self.ray_workers,
-            cpus_per_worker=self.ray_cpus_per_worker,
-            gpus_per_worker=self.ray_gpus_per_worker,
-            batch_size=self.ray_batch_size,
-        )
+        # each --embedbench-ray-* option is the RaySettings field of its name
+        width = {name.removeprefix("ray_"): getattr(self, name) for name in _RAY_SETTINGS}
+        return RaySettings(address=self.ray, **width)
 
     @staticmethod
     def spec(name: str) -> OptionSpec:

@@ -234,3 +234,31 @@ def test_searcher_over_a_built_index() -> None:
     assert searcher.name == "lexical"
     assert hits[0][0] == "d2" and all(isinstance(score, float) for _, score in hits)
     assert np.isfinite([score for _, score in hits]).all()
+
+
+@pytest.mark.parametrize(
+    ("spec", "module", "extra"),
+    [
+        ("openai:text-embedding-3-small", "openai", "openai"),
+        ("cohere:embed-english-v3.0", "cohere", "cohere"),
+        ("ollama:nomic-embed-text", "ollama", "ollama"),
+        ("voyage:voyage-3.5", "voyageai", "voyage"),
+        ("bedrock:amazon.titan-embed-text-v2:0", "boto3", "bedrock"),
+        ("hf:sentence-transformers/all-MiniLM-L6-v2", "sentence_transformers", "st"),
+    ],
+)
+def test_a_missing_sdk_names_the_provider_and_the_pip_command(
+    monkeypatch: pytest.MonkeyPatch, spec: str, module: str, extra: str
+) -> None:
+    """Each provider loads its SDK through Provider.sdk (its sdk_module and extra)."""
+    import sys
+
+    from pytest_embedbench.core.exceptions import MissingExtraError
+
+    monkeypatch.setitem(sys.modules, module, None)  # its import fails, as when not installed
+    provider = create_provider(spec)
+    with pytest.raises(MissingExtraError) as caught:
+        provider.load()
+    name = spec.split(":")[0]
+    assert str(caught.value).startswith(f"provider {name!r} needs the {module} package (")
+    assert str(caught.value).endswith(f"): pip install 'pytest-embedbench[{extra}]'")

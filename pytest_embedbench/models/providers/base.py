@@ -94,6 +94,13 @@ class Provider(ABC):
     #: chunking in tokens without a named tokenizer is checked at collection)
     has_tokenizer: ClassVar[bool] = False
 
+    def sdk(self) -> Any:
+        """The SDK module this provider needs (:attr:`sdk_module`), or a MissingExtraError that
+        names the pip command of its :attr:`extra`."""
+        if self.sdk_module is None or self.extra is None:
+            raise TypeError(f"provider {self.name!r} names no sdk_module and extra")
+        return require_extra(self.sdk_module, self.name, self.extra)
+
     def __init__(self, model: str = "", **options: Any) -> None:
         allowed = self.all_option_names()
         unknown = sorted(set(options) - allowed)

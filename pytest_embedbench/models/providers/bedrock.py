@@ -21,7 +21,7 @@ import os
 from typing import Any, ClassVar
 
 from ...core.exceptions import ConfigError, MissingKeyError
-from .base import EmbeddingProvider, Kind, require_extra
+from .base import EmbeddingProvider, Kind
 from .registry import register_provider
 from .retry import RetryDecision
 
@@ -69,7 +69,7 @@ class BedrockProvider(EmbeddingProvider):
             raise ConfigError(f"bedrock Titan dimensions={dims!r}: use 256, 512 or 1024")
 
     def load(self) -> None:
-        boto3 = require_extra("boto3", "bedrock", "bedrock")
+        boto3 = self.sdk()
         from botocore.config import Config
 
         region = (

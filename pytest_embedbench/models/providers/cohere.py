@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from ...core.exceptions import ConfigError
-from .base import EmbeddingProvider, Kind, require_extra
+from .base import EmbeddingProvider, Kind
 from .registry import register_provider
 
 INPUT_TYPES = {"query": "search_query", "document": "search_document"}
@@ -40,7 +40,7 @@ class CohereProvider(EmbeddingProvider):
         self.truncate = truncate
 
     def load(self) -> None:
-        cohere = require_extra("cohere", "cohere", "cohere")
+        cohere = self.sdk()
         kwargs: dict[str, Any] = {"api_key": self.api_key(), "timeout": self.timeout}
         if self.options.get("base_url"):
             kwargs["base_url"] = self.options["base_url"]

@@ -33,7 +33,7 @@ import numpy as np
 from ...core.exceptions import ConfigError, ProviderError
 from ...core.netprobe import tcp_unreachable
 from ...core.weights import packaged_folder
-from .base import EmbeddingProvider, Kind, require_extra
+from .base import EmbeddingProvider, Kind
 from .registry import register_provider
 
 logger = logging.getLogger("pytest_embedbench")
@@ -128,9 +128,9 @@ class SentenceTransformersProvider(EmbeddingProvider):
 
     def load(self) -> None:
         if not _installed("sentence_transformers"):
-            require_extra("sentence_transformers", "hf", "st")  # names the pip command
+            self.sdk()  # names the pip command
         target, source, revision = self.resolve_weights()  # before the slow torch import
-        st = require_extra("sentence_transformers", "hf", "st")
+        st = self.sdk()
         device = self.options.get("device", "auto")
         if device == "auto":
             device = _auto_device()

@@ -14,7 +14,7 @@ import os
 from typing import Any, ClassVar
 
 from ...core.exceptions import ProviderError
-from .base import EmbeddingProvider, Kind, require_extra
+from .base import EmbeddingProvider, Kind
 from .registry import register_provider
 from .retry import RetryDecision
 
@@ -40,7 +40,7 @@ class OllamaProvider(EmbeddingProvider):
             self.host = f"http://{self.host}"
 
     def load(self) -> None:
-        ollama = require_extra("ollama", "ollama", "ollama")
+        ollama = self.sdk()
         self._ollama = ollama
         self._client = ollama.Client(host=self.host, timeout=self.timeout)
         try:

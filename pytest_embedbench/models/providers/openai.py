@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from ...core.exceptions import MissingKeyError
-from .base import EmbeddingProvider, Kind, require_extra
+from .base import EmbeddingProvider, Kind
 from .registry import register_provider
 
 
@@ -34,7 +34,7 @@ class OpenAIProvider(EmbeddingProvider):
     )
 
     def load(self) -> None:
-        openai = require_extra("openai", "openai", "openai")
+        openai = self.sdk()
         base_url = self.options.get("base_url") or os.environ.get("OPENAI_BASE_URL")
         try:
             key = self.api_key()

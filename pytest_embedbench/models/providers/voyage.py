@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from .base import EmbeddingProvider, Kind, require_extra
+from .base import EmbeddingProvider, Kind
 from .registry import register_provider
 
 
@@ -29,7 +29,7 @@ class VoyageProvider(EmbeddingProvider):
     )
 
     def load(self) -> None:
-        voyageai = require_extra("voyageai", "voyage", "voyage")
+        voyageai = self.sdk()
         self._client = voyageai.Client(
             api_key=self.api_key(),
             max_retries=0,

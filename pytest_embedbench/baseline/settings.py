@@ -9,6 +9,7 @@ from typing import Any
 
 from ..core.exceptions import ConfigError, unknown_hint
 from ..evaluation.metrics import parse_metric
+from ..records.figures import INDEX_FIGURES, NOISY, STORAGE, figure, gate_keys
 from .store import KEPT_METRICS
 
 __all__ = [
@@ -48,11 +49,21 @@ DEFAULT_FIGURES: tuple[tuple[str, Any], ...] = (
     ("index.delta.ndcg@10", 0.01),
 )
 #: the gated figures that are timings or rates: compared only on the baseline's machine
-NOISY_FIGURES = frozenset(
-    {"docs_per_s", "index.qps", "index.p50_ms", "index.p95_ms", "index.build_s"}
-)
-_STORAGE = ("bytes_per_doc", "index_mb", "cache_mb", "docs_per_s")
-_INDEX_PLAIN = ("bytes", "build_s", "qps", "p50_ms", "p95_ms")
+#: (the registry's noisy figures)
+NOISY_FIGURES = NOISY
+#: the index axis's plain figures, by their name after ``index.``
+_INDEX_PLAIN = tuple(f.key.removeprefix("index.") for f in INDEX_FIGURES)
+
+
+def checked_index_key(key: str, where: str) -> str | None:
+    """:func:`index_key`, a bad metric after ``index.delta.`` a :class:`ConfigError` that
+    starts with ``where`` (the file and key)."""
+    from ..core.exceptions import MetricError
+
+    try:
+        return index_key(key)
+    except MetricError as exc:
+        raise ConfigError(f"{where}: {exc}") from None
 
 
 def index_key(key: str) -> str | None:
@@ -72,31 +83,27 @@ def index_key(key: str) -> str | None:
 
 def figure_direction(key: str) -> bool:
     """Whether a higher value of gate figure ``key`` is better (rates, neighbour recall, the
-    delta against exact) or worse (sizes, times)."""
-    return key in ("docs_per_s", "index.qps") or key.startswith(
-        ("index.neighbour_recall@", "index.delta.")
-    )
+    delta against exact) or worse (sizes, times), as the figure registry says."""
+    found = figure(key)
+    return bool(found is not None and found.higher_is_better)
 
 
 def _figure_key(key: Any, origin: str) -> str:
     """A gate figure key checked: a storage figure, ``index.<bytes|build_s|qps|p50_ms|
     p95_ms>``, ``index.neighbour_recall@K`` or ``index.delta.<metric>``."""
-    from ..core.exceptions import MetricError, did_you_mean
+    from ..core.exceptions import did_you_mean
 
     text = str(key)
-    if text in _STORAGE:
+    if text in STORAGE:
         return text
     if text.startswith("index."):
-        try:
-            found = index_key(text)
-        except MetricError as exc:
-            raise ConfigError(f"{origin}.figures.{text}: {exc}") from None
+        found = checked_index_key(text, f"{origin}.figures.{text}")
         if found is not None:
             return found
-    known = [*_STORAGE, *(f"index.{n}" for n in _INDEX_PLAIN), "index.neighbour_recall@10"]
+    known = [*gate_keys(), "index.neighbour_recall@10"]
     raise ConfigError(
         f"{origin}.figures: unknown figure {text!r}{did_you_mean(text, known) or '.'} Gate "
-        f"figures: {list(_STORAGE)}, {[f'index.{n}' for n in _INDEX_PLAIN]}, "
+        f"figures: {list(STORAGE)}, {[f.key for f in INDEX_FIGURES]}, "
         "index.neighbour_recall@K and index.delta.<metric> (e.g. index.delta.ndcg@10)"
     )
 

@@ -18,7 +18,9 @@ More specific entries replace less specific ones for the same key (defaults < mo
 tests.models). Keys are metric names (``ndcg@10``), ``latency.<p50_ms|p90_ms|p95_ms|p99_ms|
 mean_ms|max_ms|qps>``, ``peak_rss_mb``, ``documents_per_s``, ``cache.hit_rate``,
 ``timings.<stage>_s`` and the storage and indexing figures ``bytes_per_doc``, ``index_mb``,
-``cache_mb`` and ``docs_per_s`` (MB: MiB, 2**20 bytes; see :data:`STORAGE`); with an index
+``cache_mb`` and ``docs_per_s`` (MB: MiB, 2**20 bytes; the figure registry's
+:data:`~pytest_embedbench.records.figures.STORAGE`, each a
+:class:`~pytest_embedbench.result.RetrievalResult` attribute of that name); with an index
 axis (docs/indexes.md), ``index.neighbour_recall@K``, ``index.delta.<metric>`` (the paired
 delta against exact search) and ``index.<qps|p50_ms|p95_ms|build_s|bytes>``.
 """
@@ -38,7 +40,8 @@ from ..core.exceptions import ConfigError, MetricError, did_you_mean, unknown_hi
 from ..core.io import read_yaml
 from ..evaluation.metrics import METRICS, parse_metric
 from ..models.providers.registry import has_vectors
-from .settings import index_key
+from ..records.figures import INDEX_FIGURES, STORAGE
+from .settings import checked_index_key
 
 if TYPE_CHECKING:
     from ..evaluation.evaluate import RetrievalResult
@@ -71,9 +74,6 @@ _TIMINGS = {
     "encode_s",
     "total_s",
 }
-#: the storage and indexing figures, each a :class:`~pytest_embedbench.result.RetrievalResult`
-#: attribute of that name (``retrieval.bytes_per_doc``) and a threshold and gate key
-STORAGE = ("bytes_per_doc", "index_mb", "cache_mb", "docs_per_s")
 #: what a storage figure that is NaN lacks (``docs_per_s`` NaN passes: every document came
 #: from the cache, nothing was embedded to time)
 _NOT_MEASURED = {
@@ -83,10 +83,12 @@ _NOT_MEASURED = {
     "unavailable)",
 }
 _PLAIN = {"peak_rss_mb", "documents_per_s", "cache.hit_rate", *STORAGE}
-#: the index axis's figures (``index.<name>``); ``index.neighbour_recall@K`` and
-#: ``index.delta.<metric>`` (the paired delta against exact) take a cut-off
-_INDEX = {"qps", "p50_ms", "p95_ms", "build_s", "bytes"}
+#: the index axis's figures (``index.<name>``, the registry's); ``index.neighbour_recall@K``
+#: and ``index.delta.<metric>`` (the paired delta against exact) take a cut-off
+_INDEX = {f.key.removeprefix("index.") for f in INDEX_FIGURES}
 _SECTIONS = {"defaults", "models", "tests"}
+#: the keys under a prefix: ``latency.<name>`` and ``timings.<stage>_s``
+_GROUPS = {"latency.": ("latency", _LATENCY), "timings.": ("timing", _TIMINGS)}
 
 
 @dataclass(frozen=True)
@@ -108,20 +110,14 @@ class Threshold:
 
 
 def _check_key(key: str, origin: str) -> str:
-    if key.startswith("latency."):
-        if key.split(".", 1)[1] not in _LATENCY:
-            raise ConfigError(
-                f"{origin}: unknown latency key {key!r}{did_you_mean(key, _key_names(key)) or '.'} "
-                f"Use {sorted(_LATENCY)}"
-            )
-        return key
-    if key.startswith("timings."):
-        if key.split(".", 1)[1] not in _TIMINGS:
-            raise ConfigError(
-                f"{origin}: unknown timing key {key!r}{did_you_mean(key, _key_names(key)) or '.'} "
-                f"Use {sorted(_TIMINGS)}"
-            )
-        return key
+    for prefix, (what, names) in _GROUPS.items():
+        if key.startswith(prefix):
+            if key.split(".", 1)[1] not in names:
+                raise ConfigError(
+                    f"{origin}: unknown {what} key {key!r}"
+                    f"{did_you_mean(key, _key_names(key)) or '.'} Use {sorted(names)}"
+                )
+            return key
     if key.startswith("index."):
         return _check_index_key(key, origin)
     if key in _PLAIN:
@@ -137,10 +133,7 @@ def _check_key(key: str, origin: str) -> str:
 
 def _check_index_key(key: str, origin: str) -> str:
     """``index.qps`` and the like, ``index.neighbour_recall@K``, ``index.delta.<metric>``."""
-    try:
-        found = index_key(key)
-    except MetricError as exc:
-        raise ConfigError(f"{origin}: threshold key {key!r}: {exc}") from None
+    found = checked_index_key(key, f"{origin}: threshold key {key!r}")
     if found is not None:
         return found
     raise ConfigError(

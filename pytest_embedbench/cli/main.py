@@ -146,7 +146,8 @@ def _write_files(args: argparse.Namespace, summary: Any, report: dict[str, Any])
     run would have written from this JSON."""
     from ..report.artifacts import write_ci_reports, write_failure
     from ..report.writers.html import render_html
-    from ..report.writers.tabular import render_markdown, write_csv
+    from ..report.writers.markdown import render_markdown
+    from ..report.writers.tabular import write_csv
 
     clash = _clashing_output(args)
     if clash is not None:

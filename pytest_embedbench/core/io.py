@@ -30,9 +30,11 @@ __all__ = [
 
 
 def finite(value: Any) -> Any:
-    """NaN and infinities become null: the file stays strict JSON."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
+    """NaN and infinities become null, in mappings, lists and tuples too: the file stays
+    strict JSON. The one rule for it: the JSON writes here, the records' serial form
+    (:func:`~pytest_embedbench.records.serial.to_data`) and the cut-offs' JSON use it."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
     if isinstance(value, Mapping):
         return {k: finite(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):

@@ -107,36 +107,36 @@ def write_reports(
     lines."""
     from .summary.run import Summary
     from .writers.html import render_html
-    from .writers.tabular import render_markdown, write_csv
+    from .writers.markdown import render_markdown
+    from .writers.tabular import write_csv
+
+    summary = Summary.from_json(report)
+
+    def page(path: Path) -> list[tuple[str, Path]]:
+        atomic_write_text(path, render_html(summary, context=report))
+        return [("HTML report", path)]
+
+    def tables(folder: Path) -> list[tuple[str, Path]]:
+        return [("CSV", found) for found in write_csv(folder, summary)]
+
+    def markdown(path: Path) -> list[tuple[str, Path]]:
+        atomic_write_text(path, render_markdown(summary, context=report))
+        return [("Markdown", path)]
 
     written: list[tuple[str, Path]] = []
     failures: list[str] = []
-    summary = Summary.from_json(report)
-    if html is not None:
+    jobs = (
+        (html, page, "HTML report", "choose another path with --embedbench-html"),
+        (csv, tables, "CSV folder", "choose another folder with --embedbench-csv"),
+        (md, markdown, "Markdown file", "choose another path with --embedbench-md"),
+    )
+    for target, write, what, fix in jobs:
+        if target is None:
+            continue
         try:
-            atomic_write_text(html, render_html(summary, context=report))
-            written.append(("HTML report", html))
+            written.extend(write(target))
         except OSError as exc:
-            failures.append(
-                write_failure(
-                    "HTML report", html, exc, "choose another path with --embedbench-html"
-                )
-            )
-    if csv is not None:
-        try:
-            written.extend(("CSV", path) for path in write_csv(csv, summary))
-        except OSError as exc:
-            failures.append(
-                write_failure("CSV folder", csv, exc, "choose another folder with --embedbench-csv")
-            )
-    if md is not None:
-        try:
-            atomic_write_text(md, render_markdown(summary, context=report))
-            written.append(("Markdown", md))
-        except OSError as exc:
-            failures.append(
-                write_failure("Markdown file", md, exc, "choose another path with --embedbench-md")
-            )
+            failures.append(write_failure(what, target, exc, fix))
     return written, failures
 
 

@@ -13,7 +13,7 @@ import pytest
 from pytest_embedbench.config.options import Options
 from pytest_embedbench.core.exceptions import ConfigError
 from pytest_embedbench.report.artifacts import nothing_ran, write_ci_reports
-from pytest_embedbench.report.summary.run import (
+from pytest_embedbench.report.summary import (
     DatasetSummary,
     Gate,
     GateMetric,

@@ -14,7 +14,8 @@ import pytest
 
 from pytest_embedbench.config.options import parse_columns
 from pytest_embedbench.report.writers.html import CSP, render_html
-from pytest_embedbench.report.writers.tabular import query_rows, render_markdown, write_csv
+from pytest_embedbench.report.writers.markdown import render_markdown
+from pytest_embedbench.report.writers.tabular import query_rows, write_csv
 from pytest_embedbench.report.writers.terminal import render_tables
 
 SECRET_ENV = "sk-env-secret-0123456789"

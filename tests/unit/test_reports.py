@@ -289,7 +289,7 @@ def _versus(p_holm: float, **extra: Any) -> dict[str, Any]:
 def _verdicts(fixed: Summary) -> tuple[bool, bool, bool]:
     """Whether the terminal, the HTML and the Markdown each call dense better than bm25."""
     from pytest_embedbench.report.writers.html import render_html
-    from pytest_embedbench.report.writers.tabular import render_markdown
+    from pytest_embedbench.report.writers.markdown import render_markdown
 
     row = next(line for line in render_summary(fixed) if line.startswith("dense "))
     page = render_html(fixed)
@@ -443,7 +443,7 @@ def test_the_summary_keeps_reference_and_baseline_diffs_and_reads_them_back() ->
 def test_the_storage_figures_reach_every_writer(tmp_path: Path) -> None:
     """``bytes_per_doc``, ``index_mb`` and ``cache_mb`` (issue 33): computed once from the
     result's resources, formatted by the terminal (a chosen column), the CSV, the Markdown."""
-    from pytest_embedbench.report.writers.tabular import render_markdown
+    from pytest_embedbench.report.writers.markdown import render_markdown
 
     stored = result(0.8, 20.0)
     stored["resources"] = {

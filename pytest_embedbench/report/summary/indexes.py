@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 
 from ...evaluation.record import TestRecord
 from ...records.resultdata import MetricData
-from .values import Delta, Value, finite, verdict
+from .values import Delta, Value, bootstrap_delta, finite
 
 __all__ = ["IndexRow", "IndexSection", "function_id", "index_sections"]
 
@@ -72,21 +72,10 @@ def _value(entry: MetricData | None) -> Value | None:
 
 
 def _delta(entry: MetricData | None, metric: str) -> Delta | None:
-    if entry is None or finite(entry.value) is None:
+    if entry is None:
         return None
-    low, high = finite(entry.low), finite(entry.high)
-    significant = low is not None and high is not None and (low > 0 or high < 0)
-    difference = finite(entry.value)
-    return Delta(
-        difference,
-        low,
-        high,
-        n=entry.n,
-        significant=significant,
-        verdict=verdict(difference, significant),
-        test="bootstrap",
-        against="exact",
-        metric=metric,
+    return bootstrap_delta(
+        entry.value, entry.low, entry.high, n=entry.n, against="exact", metric=metric
     )
 
 

@@ -44,20 +44,28 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ...records.resultdata import GateDelta, LatencyData, ResultData, as_result
+from ...records.serial import to_data
+from .values import finite
 
 __all__ = [
     "ACCURACY_ALPHA",
     "FREE_PROVIDERS",
     "WEIGHTS",
     "ModelRow",
+    "Pick",
+    "Recommendation",
+    "Scores",
     "accuracy_tiers",
     "as_row",
     "p95_interval",
     "recommend",
+    "recommendation_entry",
+    "recommendation_of",
+    "recommendations",
     "speed_tiers",
 ]
 
@@ -71,6 +79,46 @@ WEIGHTS: dict[str, tuple[float, float, float]] = {
 ACCURACY_ALPHA = 0.05
 #: providers that run locally and cost nothing per token
 FREE_PROVIDERS = frozenset({"hf", "bm25", "hybrid", "ollama"})
+
+
+@dataclass(frozen=True)
+class Scores:
+    """A recommendation's three parts (component scores, or a priority's weights)."""
+
+    accuracy: float
+    speed: float
+    cost: float
+
+
+@dataclass(frozen=True)
+class Pick:
+    """The model a priority picks, with its score = weights . components."""
+
+    priority: str
+    model: str
+    score: float
+    weights: Scores
+    components: Scores
+    #: models whose score equals the pick's: these figures do not decide between them
+    tied_with: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Recommendation:
+    """The picks of one dataset (accuracy-, speed-first, balanced, cost-first), every model's
+    component scores and the speed tiers (models with overlapping p95 intervals)."""
+
+    picks: tuple[Pick, ...]
+    components: dict[str, Scores] = field(default_factory=dict)
+    speed_tiers: tuple[tuple[str, ...], ...] = ()
+    #: models whose nDCG@10 their queries cannot tell apart, best tier first
+    accuracy_tiers: tuple[tuple[str, ...], ...] = ()
+
+    def pick(self, priority: str) -> Pick | None:
+        """The pick of ``priority``, else the first pick (None when there is none)."""
+        return next((p for p in self.picks if p.priority == priority), None) or next(
+            iter(self.picks), None
+        )
 
 
 @dataclass
@@ -285,3 +333,70 @@ def recommend(
         "speed_tiers": tiers,
         "accuracy_tiers": levels,
     }
+
+
+def recommendations(
+    rows: Mapping[str, Sequence[ModelRow]], *, seed: int = 0, n_resamples: int | None = None
+) -> dict[str, Any]:
+    """Per dataset, the picks of :func:`recommend` (datasets where a model ran);
+    ``seed`` and ``n_resamples`` drive its paired tests of accuracy ties."""
+    out = {}
+    for dataset, found in rows.items():
+        rec = recommend(found, seed=seed, n_resamples=n_resamples)
+        if rec is not None:
+            out[dataset] = rec
+    return out
+
+
+def _scores(data: Mapping[str, Any] | None) -> Scores:
+    data = data or {}
+    return Scores(
+        accuracy=finite(data.get("accuracy")) or 0.0,
+        speed=finite(data.get("speed")) or 0.0,
+        cost=finite(data.get("cost")) or 0.0,
+    )
+
+
+def recommendation_of(rec: Mapping[str, Any] | None) -> Recommendation | None:
+    """The typed :class:`Recommendation` of :func:`recommend`'s picks (or a saved report's
+    ``recommendations`` entry); None when there is none."""
+    if not rec:
+        return None
+    picks = tuple(
+        Pick(
+            priority=name,
+            model=str(pick.get("model")),
+            score=float(finite(pick.get("score")) or 0.0),
+            weights=_scores(pick.get("weights")),
+            components=_scores(pick.get("components")),
+            tied_with=tuple(pick.get("tied_with") or ()),
+        )
+        for name, pick in (rec.get("picks") or {}).items()
+    )
+    return Recommendation(
+        picks=picks,
+        components={m: _scores(c) for m, c in (rec.get("components") or {}).items()},
+        speed_tiers=tuple(tuple(t) for t in rec.get("speed_tiers") or []),
+        accuracy_tiers=tuple(tuple(t) for t in rec.get("accuracy_tiers") or []),
+    )
+
+
+def recommendation_entry(rec: Recommendation) -> dict[str, Any]:
+    """A recommendation as the JSON report's ``recommendations`` keep it."""
+    out: dict[str, Any] = {
+        "picks": {
+            p.priority: {
+                "model": p.model,
+                "score": p.score,
+                **({"tied_with": list(p.tied_with)} if p.tied_with else {}),
+                "weights": to_data(p.weights),
+                "components": to_data(p.components),
+            }
+            for p in rec.picks
+        },
+        "components": {m: to_data(c) for m, c in rec.components.items()},
+        "speed_tiers": [list(t) for t in rec.speed_tiers],
+    }
+    if rec.accuracy_tiers:
+        out["accuracy_tiers"] = [list(t) for t in rec.accuracy_tiers]
+    return out

@@ -4,8 +4,10 @@ verdict), and the one rule for each decision they carry.
 
 Decided here and nowhere else: a difference is *significant* when its p-value (Holm-adjusted
 when set) is below :data:`ALPHA` (:meth:`~pytest_embedbench.stats.Comparison.significant`), or,
-for a bootstrap difference without a p-value, when its 95% interval excludes 0; its *verdict*
-(:func:`verdict`) is ``regressed`` when a gate failed on it, else ``worse``/``better`` when it
+for a bootstrap difference without a p-value, when its 95% interval excludes 0
+(:func:`excludes_zero`); its *verdict*
+(:func:`verdict`, which :func:`decided` applies to every Delta it builds) is ``regressed``
+when a gate failed on it, else ``worse``/``better`` when it
 is significant, else ``inconclusive`` when a gate could not tell, else empty. The best value of
 a column (:func:`best_marks`) needs two models with a finite value to compare.
 """
@@ -23,6 +25,9 @@ __all__ = [
     "Delta",
     "Value",
     "best_marks",
+    "bootstrap_delta",
+    "decided",
+    "excludes_zero",
     "finite",
     "interval_delta",
     "p_significant",
@@ -100,6 +105,31 @@ def verdict(
     return ""
 
 
+def decided(
+    difference: Any,
+    low: Any,
+    high: Any,
+    *,
+    significant: bool,
+    regressed: bool = False,
+    inconclusive: bool = False,
+    **fields: Any,
+) -> Delta:
+    """A :class:`Delta` whose significance was decided (``significant``; a gate's
+    ``regressed`` and ``inconclusive`` too): its figures read with :func:`finite`, its verdict
+    by :func:`verdict`, the other ``fields`` (``n``, ``p_value``, ``test``, ``against`` ...) as
+    given. Every Delta of the summary is made here."""
+    difference = finite(difference)
+    return Delta(
+        difference,
+        finite(low),
+        finite(high),
+        significant=significant,
+        verdict=verdict(difference, significant, regressed=regressed, inconclusive=inconclusive),
+        **fields,
+    )
+
+
 def p_significant(p_value: float | None, p_holm: float | None) -> bool:
     """Whether a comparison with these p-values is significant, by
     :meth:`Comparison.significant <pytest_embedbench.stats.Comparison.significant>` itself
@@ -116,23 +146,55 @@ def p_significant(p_value: float | None, p_holm: float | None) -> bool:
     return comparison.significant(ALPHA)
 
 
-def interval_delta(entry: Mapping[str, Any] | None, *, against: str, metric: str) -> Delta | None:
-    """A bootstrap difference ``{"value", "low", "high", "n"}`` (no p-value): significant when
-    its interval excludes 0."""
-    if not isinstance(entry, Mapping) or finite(entry.get("value")) is None:
+def excludes_zero(low: float | None, high: float | None) -> bool:
+    """The one rule for a difference without a p-value (a paired bootstrap's): significant when
+    its 95% interval ``[low, high]`` lies wholly above or below 0 (False without an interval)."""
+    return low is not None and high is not None and (high < 0 or low > 0)
+
+
+def bootstrap_delta(
+    difference: Any,
+    low: Any,
+    high: Any,
+    *,
+    n: int | None = None,
+    against: str,
+    metric: str,
+    significant: bool | None = None,
+    regressed: bool = False,
+    inconclusive: bool = False,
+) -> Delta | None:
+    """A paired bootstrap difference (it has no p-value) as a :class:`Delta`, its figures read
+    with :func:`finite`: significant when its interval excludes 0 (:func:`excludes_zero`),
+    unless the gate decided it (``significant``, with its ``regressed`` and ``inconclusive``);
+    None without a value."""
+    difference, low, high = finite(difference), finite(low), finite(high)
+    if difference is None:
         return None
-    value, low, high = finite(entry["value"]), finite(entry.get("low")), finite(entry.get("high"))
-    significant = low is not None and high is not None and (high < 0 or low > 0)
-    return Delta(
-        difference=value,
-        low=low,
-        high=high,
-        n=entry.get("n"),
-        significant=significant,
-        verdict=verdict(value, significant),
+    if significant is None:
+        significant = excludes_zero(low, high)
+    return decided(
+        difference,
+        low,
+        high,
+        significant=bool(significant),
+        regressed=regressed,
+        inconclusive=inconclusive,
+        n=n,
         test="bootstrap",
         against=against,
         metric=metric,
+    )
+
+
+def interval_delta(entry: Mapping[str, Any] | None, *, against: str, metric: str) -> Delta | None:
+    """A bootstrap difference ``{"value", "low", "high", "n"}`` of a saved report as a
+    :class:`Delta` (:func:`bootstrap_delta`)."""
+    if not isinstance(entry, Mapping):
+        return None
+    low, high = entry.get("low"), entry.get("high")
+    return bootstrap_delta(
+        entry.get("value"), low, high, n=entry.get("n"), against=against, metric=metric
     )
 
 

@@ -1,2 +1,2 @@
-"""The writers: each formats a Summary and decides nothing (terminal, tabular: CSV and
-Markdown, html/, ci: job summary and PR comment, json_report, stress and index tables, text)."""
+"""The writers: each formats a Summary and decides nothing (terminal, tabular: the CSV files,
+markdown, html/, ci: job summary and PR comment, json_report, stress and index tables, text)."""

@@ -34,8 +34,8 @@ from typing import Any
 from ...core.redaction import _secret_env_values, redact
 from ...evaluation.record import TestRecord, as_record
 from ...records.resultdata import ResultData
+from ..summary import DatasetSummary, Gate, ModelSummary, Summary
 from ..summary.columns import resolve_column
-from ..summary.run import DatasetSummary, Gate, ModelSummary, Summary
 from ..summary.values import Value, finite
 from .stress import TextTable, cutoff_tables, stress_tables
 from .text import delta_text

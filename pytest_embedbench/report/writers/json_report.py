@@ -39,7 +39,7 @@ from ...evaluation.measure import machine_info
 from ..summary.stress import stress_points
 
 if TYPE_CHECKING:
-    from ..summary.run import Summary
+    from ..summary import Summary
 
 __all__ = [
     "SCHEMA_VERSION",

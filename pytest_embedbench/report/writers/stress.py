@@ -17,15 +17,11 @@ from typing import Any
 
 from tabulate import tabulate
 
+from ..summary.cutoffs import CutoffModel, CutoffRow, CutoffSection, cutoff_rows, cutoff_sections
 from ..summary.stress import (
     HEADLINE,
-    CutoffModel,
-    CutoffRow,
-    CutoffSection,
     NeedleGrid,
     StressSection,
-    cutoff_rows,
-    cutoff_sections,
     point_row,
     stress_points,
     stress_sections,

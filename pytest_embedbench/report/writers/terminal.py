@@ -20,8 +20,7 @@ import pytest
 from tabulate import tabulate
 
 from ...evaluation.record import TestRecord
-from ..summary.columns import Column, column_names, default_columns, latency_keys, resolve_column
-from ..summary.run import (
+from ..summary import (
     DatasetSummary,
     ModelSummary,
     Recommendation,
@@ -30,6 +29,7 @@ from ..summary.run import (
     model_rows,
     summarize,
 )
+from ..summary.columns import Column, column_names, default_columns, latency_keys, resolve_column
 from ..summary.values import Delta
 from .index_tables import render_indexes
 from .stress import render_cutoffs, render_stress

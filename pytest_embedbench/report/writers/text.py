@@ -4,7 +4,7 @@ recommendation. Formats only: every decision (best, significant, verdict) is the
 
 from __future__ import annotations
 
-from ..summary.run import Recommendation
+from ..summary import Recommendation
 from ..summary.values import Delta, Value
 
 __all__ = ["delta_text", "number", "pct", "rate_text", "tier_lines"]

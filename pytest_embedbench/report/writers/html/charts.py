@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 
-from ...summary.run import DatasetSummary
+from ...summary import DatasetSummary
 from ...summary.values import Value
 from .page import _c, _f, _num, _Page, _short
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import math
 
+from ...summary import Summary
 from ...summary.indexes import IndexSection
-from ...summary.run import Summary
 from ..index_tables import INDEX_LEGEND, metric_label, size_text
 from .assets import _PALETTE
 from .page import _anchor, _c, _f, _Page

@@ -7,8 +7,8 @@ from typing import Any
 
 from ....evaluation.record import TestRecord
 from ....records.resultdata import ChunkHit, ResultData
+from ...summary import Summary
 from ...summary.columns import metric_names
-from ...summary.run import Summary
 from .page import _f, _num, _Page
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ...summary.run import Summary, summary_of
+from ...summary import Summary, summary_of
 from .assets import _CSS, CSP
 from .indexes import _indexes
 from .page import _anchor, _Page

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ....core.redaction import redact
-from ...summary.run import DatasetSummary, Recommendation, Summary
+from ...summary import DatasetSummary, Recommendation, Summary
 from ..text import tier_lines
 from .assets import _PALETTE
 from .charts import _cost_bars, _latency_bars, _legend, _metric_bars, _scatter

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from ...summary.run import Summary
-from ...summary.stress import ChunkPoint, CutoffSection, NoisePoint, StressSection
+from ...summary import Summary
+from ...summary.cutoffs import CutoffSection
+from ...summary.stress import ChunkPoint, NoisePoint, StressSection
 from ...summary.values import Value
 from ..stress import aim_text, cutoff_notes, needle_title
 from .assets import _PALETTE

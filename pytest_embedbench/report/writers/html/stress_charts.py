@@ -14,7 +14,8 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 
-from ...summary.stress import ChunkPoint, CutoffModel, NeedleGrid, NoisePoint, ScoreDistribution
+from ...summary.cutoffs import CutoffModel, ScoreDistribution
+from ...summary.stress import ChunkPoint, NeedleGrid, NoisePoint
 from .charts import CHAR_W, _nice_max, _svg_open, _text
 from .page import _c, _f, _Page, _short
 
@@ -323,9 +324,7 @@ def cutoff_chart(page: _Page, model: CutoffModel) -> str | None:
         placed.append((x, k, text, row.level))
     top = 10 + 15 * max(len(rows_of), 1)
     bottom = top + plot_h
-    rel_n, rnd_n = max(dist.relevant_pairs, 1), max(dist.random_pairs, 1)
-    shares = [c / rel_n for c in dist.relevant] + [c / rnd_n for c in dist.random]
-    ymax = _nice_max(max(shares, default=0.0))
+    ymax = _nice_max(max((*dist.relevant_shares, *dist.random_shares), default=0.0))
 
     def sy(v: float) -> float:
         return bottom - min(v, ymax) / ymax * plot_h
@@ -340,15 +339,14 @@ def cutoff_chart(page: _Page, model: CutoffModel) -> str | None:
             f'stroke="{"#888" if i == 0 else "#eee"}"/>'
         )
         parts.append(_text(left - 4, sy(v) + 4, f"{100 * v:.0f}%", "end"))
-    for kind, counts, total, color in (
-        ("random", dist.random, rnd_n, _RANDOM),
-        ("relevant", dist.relevant, rel_n, _RELEVANT),
+    for kind, counts, shares, color in (
+        ("random", dist.random, dist.random_shares, _RANDOM),
+        ("relevant", dist.relevant, dist.relevant_shares, _RELEVANT),
     ):
-        for i, count in enumerate(counts):
+        for i, (count, share) in enumerate(zip(counts, shares, strict=True)):
             if not count:
                 continue
             x0, x1 = sx(dist.edges[i]), sx(dist.edges[i + 1])
-            share = count / total
             parts.append(
                 f'<rect class="{kind}" x="{_c(x0)}" y="{_c(sy(share))}" '
                 f'width="{_c(max(x1 - x0 - 0.5, 0.5))}" height="{_c(bottom - sy(share))}" '

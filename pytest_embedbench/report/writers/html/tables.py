@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ...summary.columns import FIGURES, Figure
-from ...summary.run import DatasetSummary, ModelSummary
+from ....records.figures import FIGURES, Figure
+from ...summary import DatasetSummary, ModelSummary
 from ...summary.values import Delta, Value
 from .assets import _BEST
 from .page import _f, _Page

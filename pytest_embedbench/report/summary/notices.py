@@ -1,0 +1,115 @@
+"""The lines a run prints under its tables: what the user should know about the baseline,
+ending with what to do next (:func:`baseline_notices`, with the entries whose test is gone:
+:func:`orphaned_entries`), and a warning when the machine was busy while queries were timed
+(:func:`busy_notes`)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from ...evaluation.record import TestRecord, as_record
+from ...records.resultdata import ResultData
+from .indexes import function_id
+from .rows import timed
+from .state import RunState
+
+__all__ = ["baseline_notices", "busy_notes", "orphaned_entries"]
+
+
+def baseline_notices(
+    session: RunState, records: Sequence[TestRecord], orphans: Sequence[str]
+) -> list[str]:
+    """What the user should know about the baseline, ending with what to do next."""
+    # a test the gate did not see (no baseline outcome) has nothing to say here
+    outcomes = [
+        (r.nodeid, r.baseline) for r in records if r.result is not None and r.baseline is not None
+    ]
+    lines: list[str] = []
+    for nodeid, outcome in outcomes:  # changed inputs are always worth a line
+        if outcome.changes and outcome.status != "missing":
+            if outcome.failures:  # its failure says what changed: once is enough
+                lines.append(
+                    f"{nodeid}: gated against a baseline of other inputs; what changed is in "
+                    "its failure above"
+                )
+                continue
+            lines.append(
+                f"{nodeid}: compared with a baseline of other inputs: " + "; ".join(outcome.changes)
+            )
+    for nodeid, outcome in outcomes:
+        lines.extend(f"{nodeid}: {w} (a warning: the test passed)" for w in outcome.warnings)
+    missing = [o for _, o in outcomes if o.status == "missing"]
+    if session.options.update_baseline is None and missing:
+        lines.append(_missing_line(len(missing), session.baseline.path))
+    lines.extend(sorted({n for _, o in outcomes for n in o.notes}))
+    if orphans:
+        lines.append(
+            f"{len(orphans)} baseline entr{'y belongs' if len(orphans) == 1 else 'ies belong'}"
+            " to tests that no longer exist: "
+            + ", ".join(orphans[:10])
+            + (" ..." if len(orphans) > 10 else "")
+        )
+    return lines
+
+
+def _missing_line(count: int, path: Any) -> str:
+    them = "them" if count != 1 else "it"
+    looked = (
+        f"no entry for {them} in {path}"
+        if path.is_file()
+        else f"looked for {path}, which does not exist"
+    )
+    return (
+        f"{count} test{'s have' if count != 1 else ' has'} no baseline ({looked}); re-run with "
+        f"--embedbench-update-baseline to record {them}"
+    )
+
+
+def orphaned_entries(session: RunState) -> list[str]:
+    """Baseline entries whose test function is gone: its file is missing, or the file was
+    collected without that function.
+
+    Parametrisation is ignored: an entry of a model left out by ``--embedbench-models``
+    (or of a test deselected by ``-k``/``-m``) still has its function, so it is no orphan.
+    """
+    collected = {function_id(session.baseline_key(nodeid)) for nodeid in session.collected}
+    files = {key.split("::", 1)[0] for key in collected}
+    orphans = []
+    for key in sorted(session.baseline.entries):
+        path = key.split("::", 1)[0]
+        if not (session.project_dir / path).exists():
+            orphans.append(key)
+        elif path in files and function_id(key) not in collected:
+            orphans.append(key)
+    return orphans
+
+
+def busy_notes(records: Iterable[TestRecord | Mapping[str, Any]]) -> list[str]:
+    """A warning when other processes kept the CPUs busy while queries were timed; none for a
+    result that timed no query (``--embedbench-latency-passes 0``: it has no latency to doubt,
+    its load covers the scored pass only)."""
+    busy: dict[str, Mapping[str, Any]] = {}
+    for record in sorted((as_record(r) for r in records), key=lambda r: r.nodeid):
+        result = record.result or ResultData()
+        if timed(result.latency) is None:
+            continue  # nothing was timed
+        load = result.environment.get("load") or {}
+        if load.get("busy"):
+            busy.setdefault(record.model, load)
+    if not busy:
+        return []
+    worst = max(busy.values(), key=lambda load: load.get("others_cpus") or 0.0)
+    detail = []
+    if worst.get("others_cpus") is not None:
+        detail.append(
+            f"other processes kept {worst['others_cpus']:.1f} of {worst['cpus']} CPUs busy"
+        )
+    if worst.get("loadavg_before"):
+        detail.append(f"load average {worst['loadavg_before'][0]:.1f}")
+    return [
+        f"embedbench: the machine was busy while the queries of {', '.join(sorted(busy))} were "
+        f"timed ({'; '.join(detail)}): their latencies are unreliable. For stable timings run "
+        "on an idle machine with OMP_NUM_THREADS set and one pytest worker (docs/caching-and-"
+        "timings.md, 'Stable timings')."
+    ]

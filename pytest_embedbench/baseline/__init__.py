@@ -6,18 +6,20 @@ so a later run can be compared query by query with a paired bootstrap (the gate)
 The thresholds file format is documented in :mod:`.thresholds`.
 
 The package keeps one module per job: :mod:`.thresholds` (fixed rules), :mod:`.store` (the
-baseline file and its entries), :mod:`.settings` (gate settings) and :mod:`.compare` (the gate).
+baseline file and its typed entries), :mod:`.settings` (gate settings) and :mod:`.compare` (the
+gate).
 """
 
 from __future__ import annotations
 
-from .compare import GateOutcome, gate
+from .compare import GateOutcome, GateStatus, gate
 from .settings import GATE_ALPHA, INCONCLUSIVE, GateConfig, GateSettings
 from .store import (
     BASELINE_SCHEMA,
     DEFAULT_BASELINE,
     KEPT_METRICS,
     LOCK_TIMEOUT,
+    BaselineEntry,
     BaselineFile,
     BaselineUpdate,
     entry_from_record,
@@ -33,11 +35,13 @@ from .thresholds import (
 )
 
 __all__ = [
+    "BaselineEntry",
     "BaselineFile",
     "BaselineUpdate",
     "GateConfig",
     "GateOutcome",
     "GateSettings",
+    "GateStatus",
     "Threshold",
     "ThresholdSet",
     "check_thresholds",

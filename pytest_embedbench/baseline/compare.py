@@ -10,7 +10,7 @@ from typing import Any
 
 from ..evaluation.record import TestRecord, as_record
 from ..records.querydiff import QueryDiff, failure_lines, query_diff, query_label
-from ..records.resultdata import GateDelta, GateOutcome, ResultData
+from ..records.resultdata import GateDelta, GateOutcome, GateStatus, ResultData
 from .settings import (
     DEFAULT_FIGURES,
     GATE_ALPHA,
@@ -19,9 +19,9 @@ from .settings import (
     GateSettings,
     figure_direction,
 )
-from .store import _PRECISION, index_figures
+from .store import _PRECISION, BaselineEntry, as_entry, index_figures
 
-__all__ = ["GateOutcome", "gate"]
+__all__ = ["GateOutcome", "GateStatus", "gate"]
 
 
 def _flatten(value: Any, prefix: str = "") -> dict[str, Any]:
@@ -87,23 +87,23 @@ def _settings_changed(
     return [f"{name} {v[2]!r} -> {v[3]!r}" for name, v in sorted(found.items())]
 
 
-def _changes(record: TestRecord, entry: Mapping[str, Any]) -> list[str]:
+def _changes(record: TestRecord, entry: BaselineEntry) -> list[str]:
     """What differs between the baseline's inputs and this run's, naming each change."""
     result = record.result or ResultData()
     changes = []
-    if entry.get("dataset_fingerprint") != result.dataset_fingerprint:
-        old_parts, new_parts = entry.get("dataset_parts"), record.dataset_parts
+    if entry.dataset_fingerprint != result.dataset_fingerprint:
+        old_parts, new_parts = entry.dataset_parts, record.dataset_parts
         detail = _what_changed(old_parts, new_parts) if old_parts and new_parts else []
         changes.append(
             "the dataset changed: " + "; ".join(detail)
             if detail
             else "the dataset changed (fingerprint "
-            f"{str(entry.get('dataset_fingerprint'))[:12]} -> "
+            f"{str(entry.dataset_fingerprint)[:12]} -> "
             f"{result.dataset_fingerprint[:12]}); re-record to see which part"
         )
-    spec_changed = entry.get("spec") != record.spec
-    if entry.get("settings_fingerprint") != record.settings_fingerprint:
-        old_settings, new_settings = entry.get("settings"), record.settings
+    spec_changed = entry.spec != record.spec
+    if entry.settings_fingerprint != record.settings_fingerprint:
+        old_settings, new_settings = entry.settings, record.settings
         detail = (
             _settings_changed(old_settings, new_settings, spec_changed=spec_changed)
             if old_settings and new_settings
@@ -113,19 +113,17 @@ def _changes(record: TestRecord, entry: Mapping[str, Any]) -> list[str]:
             changes.append("the settings changed: " + "; ".join(detail))
         elif not (spec_changed and old_settings and new_settings):
             changes.append(
-                f"the settings changed (fingerprint {entry.get('settings_fingerprint')} -> "
+                f"the settings changed (fingerprint {entry.settings_fingerprint} -> "
                 f"{record.settings_fingerprint}); re-record to see which"
             )
     revision = result.model_info.get("revision")
-    if entry.get("model_revision") != revision:
-        changes.append(
-            f"the model revision changed ({entry.get('model_revision')!r} -> {revision!r})"
-        )
+    if entry.model_revision != revision:
+        changes.append(f"the model revision changed ({entry.model_revision!r} -> {revision!r})")
     if spec_changed:
-        changes.append(f"the model spec changed ({entry.get('spec')!r} -> {record.spec!r})")
-    base_index = entry.get("index") or {}
-    if result.index is not None and base_index and base_index.get("spec") != result.index.spec:
-        changes.append(f"the index changed ({base_index.get('spec')!r} -> {result.index.spec!r})")
+        changes.append(f"the model spec changed ({entry.spec!r} -> {record.spec!r})")
+    base_index = entry.index
+    if result.index is not None and base_index is not None and base_index.spec != result.index.spec:
+        changes.append(f"the index changed ({base_index.spec!r} -> {result.index.spec!r})")
     return changes
 
 
@@ -136,7 +134,7 @@ def _query_label(query_id: str, texts: Mapping[str, str] | None, width: int = 50
 
 def gate(
     record: TestRecord | Mapping[str, Any],
-    entry: Mapping[str, Any] | None,
+    entry: BaselineEntry | Mapping[str, Any] | None,
     settings: GateSettings,
     *,
     seed: int = 0,
@@ -150,16 +148,16 @@ def gate(
     significant is *inconclusive*: the eval set is too small or too noisy to tell, and the
     outcome names the smallest drop it could detect (:func:`~.stats.minimum_detectable_effect`)
     and either warns or fails (``settings.inconclusive``). ``query_texts`` (id -> text) puts
-    each named query's text beside its id.
+    each named query's text beside its id. ``entry`` may be given as the file's mapping.
     """
     if entry is None:
-        return GateOutcome("missing")
-    record = as_record(record)
-    outcome = GateOutcome("passed")
+        return GateOutcome(GateStatus.MISSING)
+    record, entry = as_record(record), as_entry(entry)
+    outcome = GateOutcome(GateStatus.PASSED)
     outcome.changes.extend(_changes(record, entry))
     result = record.result or ResultData()
     current_pq = result.per_query or {}
-    base_pq = entry.get("per_query", {})
+    base_pq = entry.per_query
     changed = f"; {'; '.join(outcome.changes)}" if outcome.changes else ""
     for metric in settings.metrics:
         base = base_pq.get(metric)
@@ -169,7 +167,7 @@ def gate(
             continue
         shared = sorted(set(base) & set(current))
         if len(shared) < settings.min_shared * len(base):
-            outcome.status = "stale"
+            outcome.status = GateStatus.STALE
             outcome.failures.append(
                 f"the baseline of {record.nodeid} is stale: only {len(shared)} of its "
                 f"{len(base)} queries remain{changed}. Re-record it with "
@@ -196,7 +194,7 @@ def gate(
             _report_drop(pairs, settings, outcome, query_texts, diff)
     if settings.latency_p95_pct is not None:
         _latency_gate(record, entry, settings, outcome)
-    if "figures" not in entry and any("." not in rule.key for rule in settings.figures):
+    if entry.figures is None and any("." not in rule.key for rule in settings.figures):
         outcome.notes.append(
             "storage gate: the baseline entry has no storage figures (recorded by an older "
             "version); re-record it with --embedbench-update-baseline to gate them"
@@ -299,7 +297,7 @@ def _report_drop(
         f"{n} shared queries; tolerance {settings.describe_tolerance()})"
     )
     if d.regressed:
-        outcome.status = "regressed"
+        outcome.status = GateStatus.REGRESSED
         outcome.failures.append(f"{metric} regressed: {figures}{block or lost}")
         return
     line = (
@@ -309,8 +307,8 @@ def _report_drop(
         "to the eval set, or re-record the baseline with --embedbench-update-baseline if the "
         "change is intended"
     )
-    if outcome.status == "passed":
-        outcome.status = "inconclusive"
+    if outcome.status is GateStatus.PASSED:
+        outcome.status = GateStatus.INCONCLUSIVE
     if settings.inconclusive == "fail":
         outcome.failures.append(line + " (gate: inconclusive: fail)" + block)
     else:
@@ -318,24 +316,23 @@ def _report_drop(
 
 
 def _figure_values(
-    key: str, result: ResultData, entry: Mapping[str, Any]
+    key: str, result: ResultData, entry: BaselineEntry
 ) -> tuple[Any, Any, str | None]:
     """A gate figure's baseline and current values, or why it is not compared."""
     if not key.startswith("index."):
-        if "figures" not in entry:
+        if entry.figures is None:
             return None, None, ""  # said once for the test
-        return entry["figures"].get(key), result.storage.get(key), None
+        return entry.figures.get(key), result.storage.get(key), None
     if result.index is None:
         return None, None, ""  # no index axis: nothing to say
-    base = entry.get("index")
-    if not isinstance(base, Mapping):
+    if entry.index is None:
         return None, None, "the baseline entry has no index figures"
     name = key.removeprefix("index.")
-    return (base.get("figures") or {}).get(name), index_figures(result).get(name), None
+    return entry.index.figures.get(name), index_figures(result).get(name), None
 
 
 def _figure_gate(
-    rule: FigureRule, record: TestRecord, entry: Mapping[str, Any], outcome: GateOutcome
+    rule: FigureRule, record: TestRecord, entry: BaselineEntry, outcome: GateOutcome
 ) -> None:
     """One storage, indexing or index-axis figure against the baseline's value: worse by more
     than the rule's tolerance is a regression (sizes and times may not grow, rates, neighbour
@@ -355,7 +352,7 @@ def _figure_gate(
     if why is None and (_missing_value(base) or _missing_value(current)):
         why = "not measured in " + ("the baseline" if _missing_value(base) else "this run")
     if why is None and key in NOISY_FIGURES:
-        if entry.get("machine_fingerprint") != record.machine_fingerprint:
+        if entry.machine_fingerprint != record.machine_fingerprint:
             why = "this machine differs from the baseline's"
     if why is not None:
         outcome.notes.append(f"{key} gate skipped: {why}")
@@ -367,7 +364,7 @@ def _figure_gate(
     outcome.deltas[key] = GateDelta(baseline=base, current=current, regressed=regressed)
     if not regressed:
         return
-    outcome.status = "regressed"
+    outcome.status = GateStatus.REGRESSED
     change = current - base
     pct = f", {change / abs(base):+.1%}" if base else ""
     way = "fell" if higher else "grew"
@@ -394,7 +391,7 @@ def _not_timed(p95: Any) -> bool:
 
 def _latency_gate(
     record: TestRecord,
-    entry: Mapping[str, Any],
+    entry: BaselineEntry,
     settings: GateSettings,
     outcome: GateOutcome,
 ) -> None:
@@ -406,21 +403,21 @@ def _latency_gate(
     :data:`GATE_ALPHA`: it compares the distributions, not two noisy percentiles. An entry
     recorded without per-query latencies falls back to the p95 rule with the floor, and says so.
     """
-    base_lat = entry.get("latency", {}) or {}
+    base_lat = entry.latency
     cur_lat = (record.result or ResultData()).latency
-    base_p95, cur_p95 = base_lat.get("p95_ms"), cur_lat.p95_ms
+    base_p95, cur_p95 = base_lat.p95_ms, cur_lat.p95_ms
     if base_p95 is None or cur_p95 is None or _not_timed(base_p95) or _not_timed(cur_p95):
         outcome.notes.append(
             "latency gate: no p95 to compare (a run with latency_passes=0 times no query)"
         )
         return
-    if entry.get("machine_fingerprint") != record.machine_fingerprint:
+    if entry.machine_fingerprint != record.machine_fingerprint:
         outcome.notes.append("latency gate skipped: this machine differs from the baseline's")
         return
     pct, floor = settings.latency_p95_pct or 0.0, settings.latency_floor_ms
     rise = cur_p95 - base_p95
     material = cur_p95 > base_p95 * (1 + pct / 100.0) and rise > floor
-    base_ms = _latency_values(base_lat.get("per_query_ms"))
+    base_ms = _latency_values(base_lat.per_query_ms)
     cur_ms = _latency_values(cur_lat.per_query_ms)
     p_value: float | None = None
     if base_ms and cur_ms:
@@ -447,7 +444,7 @@ def _latency_gate(
         regressed=bool(material and significant),
     )
     if material and significant:
-        outcome.status = "regressed"
+        outcome.status = GateStatus.REGRESSED
         outcome.failures.append(
             f"latency.p95_ms regressed: baseline {base_p95:.2f} ms, current {cur_p95:.2f} ms, "
             f"more than {pct:g}% and {floor:g} ms slower ({test})"

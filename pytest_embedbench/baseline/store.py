@@ -1,5 +1,14 @@
-"""The baseline file: its entries (built from records), reading, checking and locked,
-atomic updates."""
+"""The baseline file: its typed entries (built from records), reading, checking and locked,
+atomic updates.
+
+A :class:`BaselineEntry` is what the file keeps of one test: written and read by
+:mod:`~pytest_embedbench.records.serial` from its fields, floats rounded to
+:data:`_PRECISION` decimals. Usage::
+
+    entry = entry_from_record(record)             # a BaselineEntry
+    entry.per_query["ndcg@10"], entry.latency.p95_ms, entry.figures
+    assert BaselineEntry.from_dict(json.loads(json.dumps(entry.to_dict()))) == entry
+"""
 
 from __future__ import annotations
 
@@ -13,14 +22,19 @@ from typing import Any
 
 from ..core.exceptions import BaselineError
 from ..evaluation.record import TestRecord, as_record
-from ..records.resultdata import ResultData
+from ..records.resultdata import MetricData, ResultData
+from ..records.serial import OMIT_NONE, from_data, to_data
 
 __all__ = [
     "BASELINE_SCHEMA",
     "DEFAULT_BASELINE",
     "KEPT_METRICS",
+    "BaselineEntry",
     "BaselineFile",
     "BaselineUpdate",
+    "EntryIndex",
+    "EntryLatency",
+    "as_entry",
     "entry_from_record",
     "entry_problem",
     "index_figures",
@@ -43,51 +57,116 @@ def _round(value: Any) -> Any:
     return value
 
 
-def entry_from_record(record: TestRecord | Mapping[str, Any]) -> dict[str, Any]:
-    """The baseline entry of one retrieval test's record (see ``session.record``)."""
+@dataclass(frozen=True)
+class EntryLatency:
+    """The latency figures an entry keeps: the percentiles and the timed queries' latencies by
+    query id (absent: not recorded; a list in query order: recorded by an older version)."""
+
+    p50_ms: float | None = None
+    p95_ms: float | None = None
+    p99_ms: float | None = None
+    per_query_ms: dict[str, float] | list[float] | None = field(default=None, metadata=OMIT_NONE)
+
+
+@dataclass(frozen=True)
+class EntryIndex:
+    """The index axis an entry was recorded with: its spec and :func:`index_figures`."""
+
+    spec: str | None = None
+    figures: dict[str, float | None] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class BaselineEntry:
+    """One test's baseline: what it ran on (model, spec, dataset, the fingerprints), its
+    summary metrics, latency and storage figures, and the per-query scores of
+    :data:`KEPT_METRICS` that the gate pairs with a later run's.
+
+    A field None is not known: an entry of an older version, or a part the test did not have
+    (``figures``: recorded before the storage gate; ``index``: no index axis; ``retrieved``,
+    ``settings``, ``dataset_parts``: what a change is named from). The optional parts are
+    absent from the file rather than null."""
+
+    model: str | None = None
+    spec: str | None = None
+    dataset: str | None = None
+    dataset_fingerprint: str | None = None
+    settings_fingerprint: str | None = None
+    model_revision: str | None = None
+    machine_fingerprint: str | None = None
+    queries: int | None = None
+    metrics: dict[str, MetricData] = field(default_factory=dict)
+    latency: EntryLatency = field(default_factory=EntryLatency)
+    per_query: dict[str, dict[str, float]] = field(default_factory=dict)
+    #: the storage figures by gate key (``bytes_per_doc``, ``index_mb`` ...)
+    figures: dict[str, float | None] | None = field(default=None, metadata=OMIT_NONE)
+    index: EntryIndex | None = field(default=None, metadata=OMIT_NONE)
+    #: each query's top of the ranking, so a later run can name the documents a degraded
+    #: query lost and gained
+    retrieved: dict[str, tuple[str, ...]] | None = field(default=None, metadata=OMIT_NONE)
+    #: what the settings and dataset fingerprints summarise, so a change can be named
+    settings: dict[str, Any] | None = field(default=None, metadata=OMIT_NONE)
+    dataset_parts: dict[str, Any] | None = field(default=None, metadata=OMIT_NONE)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The entry as the baseline file keeps it (non-finite numbers as null)."""
+        data: dict[str, Any] = to_data(self)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> BaselineEntry:
+        """The entry of :meth:`to_dict`'s data, or of a file of an older version (a missing
+        key is not known, an unknown one is ignored); check it with :func:`entry_problem`."""
+        return from_data(cls, data)
+
+
+def as_entry(entry: BaselineEntry | Mapping[str, Any]) -> BaselineEntry:
+    """``entry`` as a :class:`BaselineEntry` (a mapping is read with ``from_dict``)."""
+    return entry if isinstance(entry, BaselineEntry) else BaselineEntry.from_dict(entry)
+
+
+def entry_from_record(record: TestRecord | Mapping[str, Any]) -> BaselineEntry:
+    """The baseline entry of one retrieval test's record (see ``session.record``), its floats
+    rounded to :data:`_PRECISION` decimals as the file keeps them."""
     record = as_record(record)
     result = record.result
     if result is None:
         raise ValueError(f"{record.nodeid}: a record without a result has no baseline entry")
     per_query = result.per_query or {}
     latency = result.latency
-    entry: dict[str, Any] = _round(
-        {
-            "model": record.model,
-            "spec": record.spec,
-            "dataset": record.dataset,
-            "dataset_fingerprint": result.dataset_fingerprint,
-            "settings_fingerprint": record.settings_fingerprint,
-            "model_revision": result.model_info.get("revision"),
-            "machine_fingerprint": record.machine_fingerprint,
-            "queries": result.queries,
-            "metrics": {
-                name: {"value": est.value, "low": est.low, "high": est.high, "n": est.n}
-                for name, est in sorted(result.metrics.items())
-            },
-            "latency": {
-                "p50_ms": latency.p50_ms,
-                "p95_ms": latency.p95_ms,
-                "p99_ms": latency.p99_ms,
-                **({} if latency.per_query_ms is None else {"per_query_ms": latency.per_query_ms}),
-            },
-            "per_query": {m: per_query[m] for m in KEPT_METRICS if m in per_query},
-            "figures": result.storage,
-        }
+    entry = BaselineEntry(
+        model=record.model,
+        spec=record.spec,
+        dataset=record.dataset,
+        dataset_fingerprint=result.dataset_fingerprint,
+        settings_fingerprint=record.settings_fingerprint,
+        model_revision=result.model_info.get("revision"),
+        machine_fingerprint=record.machine_fingerprint,
+        queries=result.queries,
+        metrics=dict(sorted(result.metrics.items())),
+        latency=EntryLatency(
+            p50_ms=latency.p50_ms,
+            p95_ms=latency.p95_ms,
+            p99_ms=latency.p99_ms,
+            per_query_ms=latency.per_query_ms,
+        ),
+        per_query={m: per_query[m] for m in KEPT_METRICS if m in per_query},
+        figures=result.storage,
+        index=(
+            EntryIndex(spec=result.index.spec, figures=index_figures(result))
+            if result.index is not None
+            else None
+        ),
+        # the record keeps RETRIEVED_KEPT ids a query (absent from older records: not known)
+        retrieved=(
+            {str(q): tuple(str(d) for d in ids) for q, ids in sorted(result.retrieved.items())}
+            if result.retrieved is not None
+            else None
+        ),
+        settings=record.settings,
+        dataset_parts=record.dataset_parts,
     )
-    if result.index is not None:
-        entry["index"] = {"spec": result.index.spec, "figures": _round(index_figures(result))}
-    # each query's top of the ranking (the record keeps RETRIEVED_KEPT ids), so a later run can
-    # name the documents a degraded query lost and gained (absent from older entries: not known)
-    if result.retrieved is not None:
-        entry["retrieved"] = {
-            str(q): [str(d) for d in ids] for q, ids in sorted(result.retrieved.items())
-        }
-    # what the fingerprints summarise, so a later run can name what changed (absent: not known)
-    for key in ("settings", "dataset_parts"):
-        if getattr(record, key) is not None:
-            entry[key] = _round(getattr(record, key))
-    return entry
+    return BaselineEntry.from_dict(_round(entry.to_dict()))
 
 
 def index_figures(result: ResultData) -> dict[str, float | None]:
@@ -120,13 +199,23 @@ def _is_number(value: Any) -> bool:
 def entry_problem(entry: Any) -> str | None:
     """What is wrong with a baseline entry's structure (None when the gate can read it).
 
-    Only the parts the gate reads are checked; fields it does not know are left alone.
+    Only the parts a :class:`BaselineEntry` reads are checked; fields it does not know are
+    left alone.
     """
     if not isinstance(entry, Mapping):
         return f"it is a {type(entry).__name__}, not a mapping"
     for key in ("metrics", "latency", "per_query", "figures", "index"):
         if key in entry and not isinstance(entry[key], Mapping):
             return f"{key!r} is a {type(entry[key]).__name__}, not a mapping"
+    for key in ("retrieved", "settings", "dataset_parts"):  # optional: null is not known
+        if entry.get(key) is not None and not isinstance(entry[key], Mapping):
+            return f"{key!r} is a {type(entry[key]).__name__}, not a mapping"
+    for name, found in (entry.get("metrics") or {}).items():
+        if not isinstance(found, Mapping):
+            return f"metrics[{name!r}] is a {type(found).__name__}, not a mapping"
+    for query, ids in (entry.get("retrieved") or {}).items():
+        if not isinstance(ids, list):
+            return f"retrieved[{query!r}] is {ids!r:.80}, not a list of document ids"
     index_figures = (entry.get("index") or {}).get("figures")
     if index_figures is not None and not isinstance(index_figures, Mapping):
         return f"index['figures'] is a {type(index_figures).__name__}, not a mapping"
@@ -172,11 +261,22 @@ class BaselineFile:
     (each gated test fails with it), a damaged entry is in ``damaged`` (only its test fails),
     and ``--embedbench-update-baseline`` repairs both through :meth:`update`, unless the file
     was written by a newer pytest-embedbench or cannot be read (``replaceable`` is False).
+    An entry read from the file is written back as it was read (keys this version does not
+    know included) until an update replaces it.
     """
 
-    def __init__(self, path: Path, entries: Mapping[str, Mapping[str, Any]] | None = None) -> None:
+    def __init__(
+        self,
+        path: Path,
+        entries: Mapping[str, BaselineEntry | Mapping[str, Any]] | None = None,
+    ) -> None:
         self.path = path
-        self.entries: dict[str, dict[str, Any]] = {k: dict(v) for k, v in (entries or {}).items()}
+        self.entries: dict[str, BaselineEntry] = {
+            k: as_entry(v) for k, v in (entries or {}).items()
+        }
+        #: node id -> the entry read from the file and its data there, written back as they
+        #: were while the entry is not replaced
+        self._as_read: dict[str, tuple[BaselineEntry, Any]] = {}
         #: node id -> what is wrong with its entry; the raw entry is kept in ``_raw_damaged``
         self.damaged: dict[str, str] = {}
         self._raw_damaged: dict[str, Any] = {}
@@ -250,7 +350,9 @@ class BaselineFile:
         for nodeid, entry in entries.items():
             wrong = entry_problem(entry)
             if wrong is None:
-                self.entries[str(nodeid)] = dict(entry)
+                typed = BaselineEntry.from_dict(entry)
+                self.entries[str(nodeid)] = typed
+                self._as_read[str(nodeid)] = (typed, entry)
             else:
                 self.damaged[str(nodeid)] = (
                     f"{self.path}: the baseline entry {nodeid!r} is damaged: {wrong}; re-record "
@@ -263,7 +365,10 @@ class BaselineFile:
         were not replaced are kept as they were)."""
         from ..core.io import atomic_write_json
 
-        entries: dict[str, Any] = {**self._raw_damaged, **self.entries}
+        entries: dict[str, Any] = {**self._raw_damaged}
+        for nodeid, entry in self.entries.items():
+            read = self._as_read.get(nodeid)
+            entries[nodeid] = read[1] if read is not None and read[0] is entry else entry.to_dict()
         atomic_write_json(
             self.path,
             {"schema_version": BASELINE_SCHEMA, "entries": dict(sorted(entries.items()))},
@@ -271,7 +376,7 @@ class BaselineFile:
 
     def update(
         self,
-        entries: Mapping[str, Mapping[str, Any]],
+        entries: Mapping[str, BaselineEntry | Mapping[str, Any]],
         *,
         replace: bool = True,
         timeout: float = LOCK_TIMEOUT,
@@ -307,9 +412,12 @@ class BaselineFile:
             lock.release()
         self.entries, self.damaged = current.entries, current.damaged
         self._raw_damaged, self.problem = current._raw_damaged, None
+        self._as_read = current._as_read
         return done
 
-    def _merge(self, entries: Mapping[str, Mapping[str, Any]], *, replace: bool) -> BaselineUpdate:
+    def _merge(
+        self, entries: Mapping[str, BaselineEntry | Mapping[str, Any]], *, replace: bool
+    ) -> BaselineUpdate:
         """Put ``entries`` over this (freshly read) file's and write it when anything changed."""
         done = BaselineUpdate()
         kept = len(self.entries)
@@ -325,7 +433,7 @@ class BaselineFile:
                 done.replaced += 1
             else:
                 done.added += 1
-            self.entries[nodeid] = dict(entry)
+            self.entries[nodeid] = as_entry(entry)
         if not (done.added or done.replaced or self.problem):
             return done
         if self.problem or repaired:

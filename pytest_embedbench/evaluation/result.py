@@ -12,8 +12,8 @@ Usage::
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 
 import numpy as np
 
@@ -49,6 +49,29 @@ __all__ = ["RETRIEVED_KEPT", "RetrievalResult"]
 
 #: the top documents of each query kept in the report (``retrieved``): enough to read a miss
 RETRIEVED_KEPT = 10
+
+T = TypeVar("T")
+
+
+class _Reads(Generic[T]):
+    """A read-only attribute that reads one named figure through a method of the result
+    (``ndcg10 = _Reads(metric, "ndcg@10")`` reads ``result.metric("ndcg@10")``): the
+    shortcuts a test asserts on, each one line. The method is looked up on the instance, so
+    a subclass's override (a stressed result's means) is the one read."""
+
+    def __init__(self, method: Callable[[Any, str], T], name: str, doc: str = "") -> None:
+        self.method, self.name = method.__name__, name
+        self.__doc__ = doc or f"``{method.__name__}({name!r})``"
+
+    @overload
+    def __get__(self, obj: None, owner: type) -> _Reads[T]: ...
+    @overload
+    def __get__(self, obj: object, owner: type) -> T: ...
+    def __get__(self, obj: object, owner: type) -> T | _Reads[T]:
+        if obj is None:
+            return self
+        read: Callable[[str], T] = getattr(obj, self.method)
+        return read(self.name)
 
 
 class RetrievalResult:
@@ -123,12 +146,12 @@ class RetrievalResult:
         self._set_chunks(dataset, chunked)
         #: the provider and texts whose tokens :attr:`tokens` counts (on first use)
         self._token_source = (provider, dataset, self._embedded) if provider is not None else None
-        self._tokens: dict[str, Any] | None = None
+        self._tokens: TokensData | None = None
         self._per_query: dict[str, np.ndarray] = {}
         self._estimates: dict[str, Estimate] = {}
         #: builds this run's retriever again (set by the Evaluator), for :attr:`cutoffs`
         self.retriever_factory: Any = None
-        self._cutoffs: Cutoffs | None = None
+        self._cutoffs: Cutoffs | None = None  # see measured_cutoffs
         #: what the index axis measured (None: the test has no ``indexes=``), see
         #: :meth:`attach_index`
         self.index: IndexRun | None = None
@@ -216,13 +239,7 @@ class RetrievalResult:
         """The mean of ``name`` over queries with its bootstrap interval (seeded)."""
         key = str(parse_metric(name))
         if key not in self._estimates:
-            est = bootstrap(
-                self.per_query(key),
-                n_resamples=self.n_resamples,
-                level=self.level,
-                seed=self.seed,
-                name=key,
-            )
+            est = self._bootstrap(self.per_query(key), key)
             est.query_ids = self.query_ids
             est.context = f"{self.name} on {self.dataset_name}"
             est.query_texts = self.query_texts
@@ -232,6 +249,12 @@ class RetrievalResult:
     def metrics(self, families: Iterable[str] = tuple(METRICS)) -> dict[str, Estimate]:
         """Every ``family@k`` for the evaluated cut-offs."""
         return {f"{f}@{k}": self.metric(f"{f}@{k}") for f in families for k in self.k}
+
+    def _bootstrap(self, values: Sequence[float] | np.ndarray, name: str) -> Estimate:
+        """The mean of ``values`` with this result's bootstrap interval (seeded)."""
+        return bootstrap(
+            values, n_resamples=self.n_resamples, level=self.level, seed=self.seed, name=name
+        )
 
     def ndcg(self, k: int) -> Estimate:
         return self.metric(f"ndcg@{k}")
@@ -251,21 +274,10 @@ class RetrievalResult:
     def map(self, k: int) -> Estimate:
         return self.metric(f"map@{k}")
 
-    @property
-    def ndcg10(self) -> Estimate:
-        return self.metric("ndcg@10")
-
-    @property
-    def mrr10(self) -> Estimate:
-        return self.metric("mrr@10")
-
-    @property
-    def recall10(self) -> Estimate:
-        return self.metric("recall@10")
-
-    @property
-    def recall100(self) -> Estimate:
-        return self.metric("recall@100")
+    ndcg10 = _Reads(metric, "ndcg@10")
+    mrr10 = _Reads(metric, "mrr@10")
+    recall10 = _Reads(metric, "recall@10")
+    recall100 = _Reads(metric, "recall@100")
 
     def worst_queries(self, name: str = "ndcg@10", n: int = 3) -> list[tuple[str, float]]:
         """The ``n`` queries scoring lowest on ``name`` (ties by query id), for messages."""
@@ -287,14 +299,14 @@ class RetrievalResult:
 
     def compare(self, other: RetrievalResult, name: str = "ndcg@10") -> Estimate:
         """Paired difference ``self - other`` on the queries both share, with its interval."""
+        return self._paired(other, name, f"{name} {self.name} - {other.name}")
+
+    def _paired(self, other: RetrievalResult, name: str, label: str) -> Estimate:
+        """``name``'s paired difference ``self - other`` on their shared queries, with this
+        result's bootstrap interval (seeded), named ``label``."""
         mine, theirs = self.paired_scores(other, name)
         return paired_bootstrap(
-            mine,
-            theirs,
-            n_resamples=self.n_resamples,
-            level=self.level,
-            seed=self.seed,
-            name=f"{name} {self.name} - {other.name}",
+            mine, theirs, n_resamples=self.n_resamples, level=self.level, seed=self.seed, name=label
         )
 
     # -- the index axis --------------------------------------------------------------------
@@ -339,13 +351,7 @@ class RetrievalResult:
                 f"neighbour_recall({k}): this run measured k={sorted(run.neighbours)}; add {k} "
                 "to the cut-offs"
             )
-        est = bootstrap(
-            run.neighbours[k],
-            n_resamples=self.n_resamples,
-            level=self.level,
-            seed=self.seed,
-            name=f"neighbour_recall@{k}",
-        )
+        est = self._bootstrap(run.neighbours[k], f"neighbour_recall@{k}")
         est.context = f"{self.name} {run.spec} on {self.dataset_name}"
         return est
 
@@ -354,15 +360,7 @@ class RetrievalResult:
         interval (below 0: the index costs that much)."""
         run = self._index_run()
         assert self.exact is not None
-        mine, theirs = self.paired_scores(self.exact, name)
-        return paired_bootstrap(
-            mine,
-            theirs,
-            n_resamples=self.n_resamples,
-            level=self.level,
-            seed=self.seed,
-            name=f"{name} {run.spec} - exact",
-        )
+        return self._paired(self.exact, name, f"{name} {run.spec} - exact")
 
     def _index_data(self) -> IndexData | None:
         run = self.index
@@ -390,11 +388,12 @@ class RetrievalResult:
         )
 
     @property
-    def tokens(self) -> dict[str, Any]:
+    def tokens(self) -> TokensData:
         """Tokens of the documents and queries as sent, and whether they are estimated
-        (counted on first use: exact with the model's tokenizer where the provider has one)."""
+        (counted on first use: exact with the model's tokenizer where the provider has one).
+        A typed record, read by key too: ``tokens.documents == tokens["documents"]``."""
         if self._tokens is None:
-            self._tokens = {"documents": None, "queries": None, "estimated": None}
+            self._tokens = TokensData()
             if self._token_source is not None:
                 provider, ds, embedded = self._token_source
                 texts = embedded if embedded is not None else [d.embed_text for d in ds.documents]
@@ -402,25 +401,25 @@ class RetrievalResult:
                 queries = [provider.prepare(q.text, "query") for q in ds.queries]
                 doc_count, query_count = provider.count_tokens(docs), provider.count_tokens(queries)
                 if doc_count is not None and query_count is not None:  # None: a ranker
-                    self._tokens = {
-                        "documents": doc_count[0],
-                        "queries": query_count[0],
-                        "estimated": doc_count[1] or query_count[1],
-                    }
+                    self._tokens = TokensData(
+                        documents=doc_count[0],
+                        queries=query_count[0],
+                        estimated=doc_count[1] or query_count[1],
+                    )
         return self._tokens
 
     @property
-    def cost(self) -> dict[str, Any]:
+    def cost(self) -> CostData:
         """Estimated USD to embed the corpus and the queries once, at the list price (None
-        when the price is unknown; 0 for local models)."""
+        when the price is unknown; 0 for local models); read by key too: ``cost["usd"]``."""
         price = self.model_info.get("price_per_1m_tokens")
         tokens = self.tokens
         usd = None
-        if price is not None and tokens["documents"] is not None:
-            usd = (tokens["documents"] + tokens["queries"]) * float(price) / 1_000_000
-        if price is None and tokens["documents"] is None and self.model_info.get("free"):
+        if price is not None and tokens.documents is not None:
+            usd = (tokens.documents + (tokens.queries or 0)) * float(price) / 1_000_000
+        if price is None and tokens.documents is None and self.model_info.get("free"):
             usd = 0.0
-        return {"price_per_1m_tokens": price, "usd": usd}
+        return CostData(price_per_1m_tokens=price, usd=usd)
 
     @property
     def cutoffs(self) -> Cutoffs:
@@ -441,9 +440,16 @@ class RetrievalResult:
         return self._cutoffs
 
     @property
-    def resources(self) -> dict[str, Any]:
+    def measured_cutoffs(self) -> Cutoffs | None:
+        """The cut-offs if :attr:`cutoffs` measured them (the test read them), else None:
+        what the report keeps, read without measuring anything."""
+        return self._cutoffs
+
+    @property
+    def resources(self) -> ResourcesData:
         """Index size, vector dimension, model load time, cold and warm document batch times,
-        tokens per second and the GPU memory peak (``vram_peak_mb`` None: not on a GPU).
+        tokens per second and the GPU memory peak (``vram_peak_mb`` None: not on a GPU); a
+        typed record, read by key too (``resources["dimension"]``).
 
         The cold batch is the first document batch after the model loaded (None when the model
         was loaded earlier, or every document came from the cache); warm figures are the
@@ -454,59 +460,59 @@ class RetrievalResult:
         cold = batches[0] if batches and m.get("cold_model") else None
         warm = batches[1:] if cold is not None else batches
         index_bytes = m.get("index_bytes")
-        tokens = self.tokens.get("documents")
+        tokens = self.tokens.documents
         embedded = self.cache.misses
         seconds = self.timings.document_embedding_s
         tokens_per_s = None
         if tokens is not None and embedded and seconds > 0 and self.n_documents:
             tokens_per_s = tokens * (embedded / self.n_documents) / seconds
-        return {
-            "dimension": m.get("dimension"),
-            "index_bytes": index_bytes,
-            "bytes_per_document": (
+        return ResourcesData(
+            dimension=m.get("dimension"),
+            index_bytes=index_bytes,
+            bytes_per_document=(
                 index_bytes / self.n_documents
                 if index_bytes is not None and self.n_documents
                 else None
             ),
-            "cache_bytes": _cache_bytes(m.get("cache_vectors"), m.get("dimension")),
-            "model_load_s": self.timings.model_load_s,
-            "document_batches": len(batches),
-            "cold_batch_ms": cold * 1000.0 if cold is not None else None,
-            "warm_batch_p50_ms": float(np.percentile(warm, 50)) * 1000.0 if warm else None,
-            "warm_batch_p95_ms": float(np.percentile(warm, 95)) * 1000.0 if warm else None,
-            "tokens_per_s": tokens_per_s,
-            "vram_peak_mb": m.get("vram_peak_mb"),
-            "vram_source": m.get("vram_source"),
-            "device": m.get("device"),
-        }
+            cache_bytes=_cache_bytes(m.get("cache_vectors"), m.get("dimension")),
+            model_load_s=self.timings.model_load_s,
+            document_batches=len(batches),
+            cold_batch_ms=cold * 1000.0 if cold is not None else None,
+            warm_batch_p50_ms=float(np.percentile(warm, 50)) * 1000.0 if warm else None,
+            warm_batch_p95_ms=float(np.percentile(warm, 95)) * 1000.0 if warm else None,
+            tokens_per_s=tokens_per_s,
+            vram_peak_mb=m.get("vram_peak_mb"),
+            vram_source=m.get("vram_source"),
+            device=m.get("device"),
+        )
 
     # -- storage and indexing figures (docs/baselines.md "Storage and indexing gates") -------
 
-    @property
-    def bytes_per_doc(self) -> float:
-        """Bytes the search index holds per document (NaN: the model does not tell)."""
-        return self._storage("bytes_per_doc")
-
-    @property
-    def index_mb(self) -> float:
-        """The search index's bytes in MiB (2**20 bytes; NaN: the model does not tell)."""
-        return self._storage("index_mb")
-
-    @property
-    def cache_mb(self) -> float:
-        """The float32 bytes of this run's document (or chunk) vectors that the embedding
-        cache holds, in MiB (NaN: no cache, or a model without vectors)."""
-        return self._storage("cache_mb")
-
-    @property
-    def docs_per_s(self) -> float:
-        """Documents embedded per second (:attr:`documents_per_s`; NaN: all were cached)."""
-        return self._storage("docs_per_s")
-
     def _storage(self, name: str) -> float:
-        found = storage_figures(from_data(ResourcesData, self.resources), self.documents_per_s)
-        value = found[name]
+        value = storage_figures(self.resources, self.documents_per_s)[name]
         return math.nan if value is None else float(value)
+
+    bytes_per_doc = _Reads(
+        _storage,
+        "bytes_per_doc",
+        "Bytes the search index holds per document (NaN: the model does not tell).",
+    )
+    index_mb = _Reads(
+        _storage,
+        "index_mb",
+        "The search index's bytes in MiB (2**20 bytes; NaN: the model does not tell).",
+    )
+    cache_mb = _Reads(
+        _storage,
+        "cache_mb",
+        "The float32 bytes of this run's document (or chunk) vectors that the embedding cache "
+        "holds, in MiB (NaN: no cache, or a model without vectors).",
+    )
+    docs_per_s = _Reads(
+        _storage,
+        "docs_per_s",
+        "Documents embedded per second (:attr:`documents_per_s`; NaN: all were cached).",
+    )
 
     @property
     def run(self) -> dict[str, dict[str, float]]:
@@ -553,10 +559,10 @@ class RetrievalResult:
             environment=dict(self.environment),
             cache=from_data(CacheData, self.cache.to_dict()),
             query_cache=from_data(CacheData, self.query_cache.to_dict()),
-            tokens=from_data(TokensData, self.tokens),
-            cost=from_data(CostData, self.cost),
+            tokens=self.tokens,
+            cost=self.cost,
             model_info={k: v for k, v in self.model_info.items() if _jsonable(v)},
-            resources=from_data(ResourcesData, self.resources),
+            resources=self.resources,
             seed=self.seed,
             chunking=self._chunking_summary(self.chunking) if self.chunking is not None else None,
             cutoffs=self._cutoffs.to_dict() if self._cutoffs is not None else None,

@@ -83,7 +83,7 @@ class Gatekeeper:
         failures = check_thresholds(result, case.thresholds.for_test(test, case.model.short_name))
         if record is None or record.result is None:
             return failures
-        measured = getattr(result, "_cutoffs", None)
+        measured = result.measured_cutoffs
         if measured is not None:  # the test read retrieval.cutoffs: the report keeps them
             record.result = replace(record.result, cutoffs=measured.to_dict())
         if self.options.update_baseline == "all":

@@ -17,11 +17,13 @@ stage, the chunking settings, the cut-offs' own JSON) stay mappings.
 
 from __future__ import annotations
 
+import enum
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .keyed import ByKey
 from .querydiff import QueryDiff
 from .serial import OMIT_NONE, from_data, to_data
 
@@ -32,6 +34,7 @@ __all__ = [
     "CostData",
     "GateDelta",
     "GateOutcome",
+    "GateStatus",
     "IndexData",
     "LatencyData",
     "MetricData",
@@ -106,8 +109,9 @@ class CacheData:
 
 
 @dataclass(frozen=True)
-class TokensData:
-    """Tokens of the documents and queries as sent (``estimated``: not the model's tokenizer)."""
+class TokensData(ByKey):
+    """Tokens of the documents and queries as sent (``estimated``: not the model's tokenizer);
+    ``RetrievalResult.tokens`` (read by key too: ``tokens["documents"]``)."""
 
     documents: int | None = None
     queries: int | None = None
@@ -115,16 +119,18 @@ class TokensData:
 
 
 @dataclass(frozen=True)
-class CostData:
-    """Estimated USD to embed the corpus and queries once at the list price."""
+class CostData(ByKey):
+    """Estimated USD to embed the corpus and queries once at the list price;
+    ``RetrievalResult.cost`` (read by key too: ``cost["usd"]``)."""
 
     price_per_1m_tokens: float | None = None
     usd: float | None = None
 
 
 @dataclass(frozen=True)
-class ResourcesData:
-    """Index size, vector dimension, load and batch times, tokens/s and the GPU memory peak."""
+class ResourcesData(ByKey):
+    """Index size, vector dimension, load and batch times, tokens/s and the GPU memory peak;
+    ``RetrievalResult.resources`` (read by key too: ``resources["dimension"]``)."""
 
     dimension: int | None = None
     index_bytes: int | None = None
@@ -316,6 +322,21 @@ class GateDelta:
     p_value: float | None = field(default=None, metadata=OMIT_NONE)
 
 
+class GateStatus(str, enum.Enum):
+    """What the baseline gate decided for one test (a ``str``: the JSON keeps the plain name,
+    and ``status == "passed"`` still holds)."""
+
+    MISSING = "missing"  # no baseline entry: nothing to gate against
+    PASSED = "passed"
+    INCONCLUSIVE = "inconclusive"  # a material drop the queries cannot tell from noise
+    REGRESSED = "regressed"
+    STALE = "stale"  # too few of the baseline's queries remain
+    UNKNOWN = ""  # not said: an outcome read from data without its status (built by hand)
+
+    def __str__(self) -> str:
+        return self.value
+
+
 @dataclass
 class GateOutcome:
     """What the baseline gate found for one test: its status, the failure lines and Δ figures.
@@ -323,9 +344,10 @@ class GateOutcome:
     ``warnings`` are lines the terminal prints although the test passes (an inconclusive drop
     under ``inconclusive: warn``); ``changes`` name what differs from the baseline's inputs;
     ``queries`` is the per-query diff on the first gated metric, which the summary reads.
+    A status given as its name (``GateOutcome("passed")``) is read into :class:`GateStatus`.
     """
 
-    status: str  # "missing", "passed", "inconclusive", "regressed", "stale"
+    status: GateStatus
     failures: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     changes: list[str] = field(default_factory=list)
@@ -333,13 +355,16 @@ class GateOutcome:
     notes: list[str] = field(default_factory=list)
     queries: QueryDiff | None = field(default=None, metadata=OMIT_NONE)
 
+    def __post_init__(self) -> None:
+        self.status = GateStatus(self.status)
+
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = to_data(self)
         return data
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> GateOutcome:
-        outcome = from_data(cls, {"status": "", **data})
+        outcome = from_data(cls, {"status": GateStatus.UNKNOWN.value, **data})
         # lists stay lists (the gate appends to them)
         outcome.failures, outcome.warnings = list(outcome.failures), list(outcome.warnings)
         outcome.changes, outcome.notes = list(outcome.changes), list(outcome.notes)

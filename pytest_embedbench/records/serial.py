@@ -16,6 +16,7 @@ optional part, such as a result's per-query detail, is absent rather than null).
 from __future__ import annotations
 
 import dataclasses
+import enum
 import math
 import types
 import typing
@@ -40,6 +41,8 @@ def to_data(value: Any) -> Any:
             for f in dataclasses.fields(value)
             if not (f.metadata.get("omit_none") and getattr(value, f.name) is None)
         }
+    if isinstance(value, enum.Enum):  # a status: its plain value
+        return value.value
     if isinstance(value, Mapping):
         return {str(k): to_data(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
@@ -77,6 +80,8 @@ def _read(hint: Any, value: Any) -> Any:
         return None
     if dataclasses.is_dataclass(hint):
         return from_data(hint, value)  # type: ignore[arg-type]
+    if isinstance(hint, type) and issubclass(hint, enum.Enum):
+        return hint(value)
     if origin is tuple:
         item = args[0] if args else Any
         return tuple(_read(item, v) for v in value)

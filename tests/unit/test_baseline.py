@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -10,6 +11,7 @@ import pytest
 
 from pytest_embedbench import BaselineError, ConfigError
 from pytest_embedbench.baseline import (
+    BaselineEntry,
     BaselineFile,
     GateConfig,
     GateSettings,
@@ -66,9 +68,9 @@ def scores(n: int, seed: int, shift: float = 0.0) -> dict[str, float]:
 
 def test_entry_is_rounded_and_keeps_per_query_scores() -> None:
     entry = entry_from_record(record({"q1": 0.123456789, "q2": 1.0}))
-    assert entry["per_query"]["ndcg@10"] == {"q1": 0.123457, "q2": 1.0}
-    assert entry["dataset_fingerprint"] == "fp" and entry["settings_fingerprint"] == "s1"
-    assert entry["latency"] == {"p50_ms": 5.0, "p95_ms": 10.0, "p99_ms": 10.0}
+    assert entry.per_query["ndcg@10"] == {"q1": 0.123457, "q2": 1.0}
+    assert entry.dataset_fingerprint == "fp" and entry.settings_fingerprint == "s1"
+    assert entry.to_dict()["latency"] == {"p50_ms": 5.0, "p95_ms": 10.0, "p99_ms": 10.0}
 
 
 def test_missing_entry() -> None:
@@ -192,7 +194,7 @@ def test_gate_settings_resolve_and_reject_typos() -> None:
 def test_baseline_file_round_trip_and_errors(tmp_path: Path) -> None:
     path = tmp_path / "b" / "baseline.json"
     assert BaselineFile.load(path).entries == {}
-    file = BaselineFile(path, {"z::t[b]": {"x": 1.0}, "a::t[a]": {"x": 2.0}})
+    file = BaselineFile(path, {"z::t[b]": BaselineEntry(queries=1), "a::t[a]": {"queries": 2}})
     file.write()
     text = path.read_text()
     assert text.index('"a::t[a]"') < text.index('"z::t[b]"')  # sorted keys
@@ -222,7 +224,8 @@ def test_schema_versions_are_named_newer_or_unknown(tmp_path: Path, version: obj
     else:
         assert "is not a schema this pytest-embedbench reads" in found.problem
         assert "--embedbench-update-baseline" in found.problem and found.replaceable
-        assert found.entries == {"t.py::a": {}}  # valid entries are kept for the rewrite
+        # valid entries are kept for the rewrite
+        assert found.entries == {"t.py::a": BaselineEntry()}
 
 
 @pytest.mark.parametrize(
@@ -248,12 +251,13 @@ def test_a_damaged_entry_is_named_and_kept_apart(tmp_path: Path, entry: object, 
         json.dumps({"schema_version": 1, "entries": {"t.py::bad": entry, "t.py::good": good}})
     )
     found = BaselineFile.load(path)
-    assert found.problem is None and found.entries == {"t.py::good": good}
+    assert found.problem is None and found.entries == {"t.py::good": BaselineEntry.from_dict(good)}
     assert said in found.damaged["t.py::bad"]
     assert str(path) in found.damaged["t.py::bad"] and "'t.py::bad'" in found.damaged["t.py::bad"]
     # an update that does not touch the damaged entry keeps it as it was, byte for byte
     BaselineFile(path).update({"t.py::new": good})
     assert json.loads(path.read_text())["entries"]["t.py::bad"] == entry
+    assert json.loads(path.read_text())["entries"]["t.py::good"] == good  # its extra_field too
     # an update that records it replaces it (and keeps a copy of the old file)
     done = BaselineFile(path).update({"t.py::bad": good}, replace=False)
     assert (done.added, done.replaced) == (0, 1)
@@ -381,7 +385,7 @@ def test_changed_settings_and_dataset_parts_are_named() -> None:
     parts = {"documents": {"count": 60, "fingerprint": "aaa"}, "queries": {"count": 60}}
     base = record(scores(40, 8), settings_detail=settings, dataset_parts=parts)
     entry = entry_from_record(base)
-    assert entry["settings"] == settings and entry["dataset_parts"] == parts
+    assert entry.settings == settings and entry.dataset_parts == parts
     new_settings = {"spec": "bm25", "options": {"k1": 1.2, "b": 0.7}, "k": [10, 100]}
     new_parts = {"documents": {"count": 60, "fingerprint": "bbb"}, "queries": {"count": 60}}
     current = record(
@@ -397,7 +401,7 @@ def test_changed_settings_and_dataset_parts_are_named() -> None:
         "the settings changed: b 'unset' -> 0.7; k1 1.5 -> 1.2",
     ]
     # an entry recorded before settings were kept: only the fingerprints can be shown
-    old = {k: v for k, v in entry.items() if k not in ("settings", "dataset_parts")}
+    old = dataclasses.replace(entry, settings=None, dataset_parts=None)
     outcome = gate(current, old, GateSettings())
     assert outcome.changes == [
         "the dataset changed (fingerprint fp -> fp2); re-record to see which part",
@@ -489,9 +493,8 @@ def test_latency_gate_ignores_jitter_below_the_floor() -> None:
     )
     assert outcome.status == "passed", outcome.failures
     assert outcome.deltas["latency.p95_ms"].p_value < 0.05
-    assert entry_from_record(record(scores(3, 6), latencies=[1.0, 2.0, 3.0]))["latency"][
-        "per_query_ms"
-    ] == [1.0, 2.0, 3.0]
+    listed = entry_from_record(record(scores(3, 6), latencies=[1.0, 2.0, 3.0]))
+    assert listed.latency.per_query_ms == [1.0, 2.0, 3.0]
 
 
 def test_latency_gate_compares_distributions_not_percentiles() -> None:
@@ -527,9 +530,9 @@ def test_latency_gate_reads_latencies_by_query_id_and_old_lists() -> None:
     settings = GateSettings(latency_p95_pct=20)
     old = entry_from_record(record(scores(60, 6), latencies=base))
     new = entry_from_record(record(scores(60, 6), latencies=by_id(base)))
-    assert old["latency"]["per_query_ms"] == base
-    assert new["latency"]["per_query_ms"] == by_id(base)
-    assert entry_problem(old) is None and entry_problem(new) is None
+    assert old.latency.per_query_ms == base
+    assert new.latency.per_query_ms == by_id(base)
+    assert entry_problem(old.to_dict()) is None and entry_problem(new.to_dict()) is None
     for entry in (old, new):
         same = gate(record(scores(60, 6), latencies=by_id(base)), entry, settings)
         assert same.status == "passed", same.failures
@@ -677,18 +680,19 @@ def sized(rec: dict, index_bytes: int, documents: int = 10, **index) -> dict:
 
 def test_an_entry_keeps_the_storage_and_index_figures() -> None:
     entry = entry_from_record(sized(record(scores(20, 1)), 2560, recall=0.95))
-    assert entry["figures"] == {
+    assert entry.figures == {
         "bytes_per_doc": 256.0,
         "index_mb": round(2560 / 2**20, 6),
         "cache_mb": round(2560 / 2**20, 6),
         "docs_per_s": 100.0,
     }
-    assert entry["index"]["spec"] == "faiss:hnsw(M=4,efSearch=64)"
-    assert entry["index"]["figures"]["neighbour_recall@10"] == 0.95
-    assert entry["index"]["figures"]["delta.ndcg@10"] == 0.0
-    assert entry_problem(entry) is None
-    assert "not a number" in entry_problem({**entry, "figures": {"bytes_per_doc": "big"}})
-    assert "not a mapping" in entry_problem({**entry, "index": {"figures": [1]}})
+    assert entry.index is not None and entry.index.spec == "faiss:hnsw(M=4,efSearch=64)"
+    assert entry.index.figures["neighbour_recall@10"] == 0.95
+    assert entry.index.figures["delta.ndcg@10"] == 0.0
+    data = entry.to_dict()
+    assert entry_problem(data) is None
+    assert "not a number" in (entry_problem({**data, "figures": {"bytes_per_doc": "big"}}) or "")
+    assert "not a mapping" in (entry_problem({**data, "index": {"figures": [1]}}) or "")
 
 
 def test_a_grown_index_fails_and_a_small_growth_passes() -> None:
@@ -752,7 +756,7 @@ def test_neighbour_recall_falling_fails_with_the_index_change_named() -> None:
         "('faiss:hnsw(M=4,efSearch=64)' -> 'faiss:hnsw(M=4,efSearch=1)')"
     )
     # an entry without figures (an older version) says so once and gates the rest
-    old = {k: v for k, v in base.items() if k not in ("figures", "index")}
+    old = dataclasses.replace(base, figures=None, index=None)
     outcome = gate(weak, old, GateSettings())
     assert outcome.status == "passed"
     assert sum("no storage figures" in n for n in outcome.notes) == 1

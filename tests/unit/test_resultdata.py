@@ -130,3 +130,49 @@ def test_the_storage_figures_are_computed_once(beir_folder: Path, tmp_path: Path
     older = data.to_dict()
     del older["resources"]["cache_bytes"]
     assert ResultData.from_dict(older).storage["cache_mb"] is None
+
+
+def test_tokens_cost_and_resources_are_typed_records_read_by_key_too(beir_folder: Path) -> None:
+    """Built as records by the result and kept as they are in its data (issue 41); the dict
+    access tests and docs use keeps working."""
+    from pytest_embedbench.records.resultdata import CostData, ResourcesData, TokensData
+    from pytest_embedbench.records.serial import to_data
+
+    result = evaluate("hashing:h", beir_folder, k=(1, 10), cache=False)
+    tokens, cost, resources = result.tokens, result.cost, result.resources
+    assert isinstance(tokens, TokensData) and isinstance(cost, CostData)
+    assert isinstance(resources, ResourcesData)
+    assert tokens["documents"] == tokens.documents and tokens.documents > 0
+    assert resources["dimension"] == resources.get("dimension") == 64
+    assert cost["usd"] == cost.usd and "usd" in cost and "nope" not in cost
+    assert resources.get("nope") is None
+    with pytest.raises(KeyError, match="nope"):
+        tokens["nope"]
+    assert list(cost) == ["price_per_1m_tokens", "usd"] and len(tokens) == 3
+    assert dict(resources) == to_data(resources)  # the mapping view is the JSON's keys
+    data = result.data()
+    assert (data.tokens, data.cost, data.resources) == (tokens, cost, resources)
+    assert data.to_dict()["tokens"] == dict(tokens)
+
+
+def test_the_gate_status_is_an_enum_whose_json_is_its_name() -> None:
+    from pytest_embedbench.records.resultdata import GateStatus
+
+    outcome = GateOutcome("regressed")
+    assert outcome.status is GateStatus.REGRESSED and outcome.status == "regressed"
+    assert f"{outcome.status}" == str(outcome.status) == "regressed"
+    written = outcome.to_dict()
+    assert type(written["status"]) is str and json.dumps(written["status"]) == '"regressed"'
+    assert GateOutcome.from_dict(written).status is GateStatus.REGRESSED
+    assert GateOutcome.from_dict({}).status is GateStatus.UNKNOWN  # a hand-built record's
+    with pytest.raises(ValueError, match="'bogus'"):
+        GateOutcome("bogus")  # type: ignore[arg-type]
+
+
+def test_a_results_cut_offs_are_public_once_measured(beir_folder: Path) -> None:
+    result = evaluate("bm25", beir_folder, k=(1, 10))
+    assert result.measured_cutoffs is None  # reading it measures nothing
+    assert result.data().cutoffs is None
+    cut = result.cutoffs
+    assert result.measured_cutoffs is cut
+    assert result.data().cutoffs == cut.to_dict()

@@ -40,23 +40,15 @@ def _result(scores: dict[str, float]) -> dict[str, Any]:
     }
 
 
-def _record(model: str, scores: dict[str, float]) -> TestRecord:
-    return TestRecord(
-        nodeid=f"t.py::test_x[{model}]",
-        test="test_x",
-        model=model,
-        spec=model,
-        dataset="d",
-        k=[10],
-        status=Status.PASSED,
-        result=_result(scores),
-    )
+def _record(model: str, result: Any) -> TestRecord:
+    name = dict(nodeid=f"t.py::test_x[{model}]", test="test_x", model=model, spec=model)
+    return TestRecord(**name, dataset="d", k=[10], status=Status.PASSED, result=result)
 
 
 RECORDS = [
-    _record("a", {"q1": 1.0, "q2": 0.9, "q3": 1.0, "q4": 0.8, "q5": 1.0, "q6": 0.9}),
-    _record("b", {"q1": 0.2, "q2": 0.1, "q3": 0.3, "q4": 0.2, "q5": 0.1, "q6": 0.0}),
-    _record("c", {"q1": 0.9, "q2": 1.0, "q3": 0.9, "q4": 0.9, "q5": 1.0, "q6": 0.8}),
+    _record("a", _result({"q1": 1.0, "q2": 0.9, "q3": 1.0, "q4": 0.8, "q5": 1.0, "q6": 0.9})),
+    _record("b", _result({"q1": 0.2, "q2": 0.1, "q3": 0.3, "q4": 0.2, "q5": 0.1, "q6": 0.0})),
+    _record("c", _result({"q1": 0.9, "q2": 1.0, "q3": 0.9, "q4": 0.9, "q5": 1.0, "q6": 0.8})),
 ]
 
 
@@ -100,16 +92,8 @@ def test_one_rule_decides_a_bootstrap_difference(
     stress = interval_delta({"value": 0.05, "low": low, "high": high}, against="clean", metric="m")
     gate = baseline_delta(GateDelta(difference=0.05, low=low, high=high), "m")
     index = IndexData(spec="x", engine="faiss", delta={"m": MetricData(0.05, low, high, 4)})
-    record = TestRecord(
-        nodeid="t.py::test_i[x]",
-        test="test_i",
-        model="m1",
-        spec="m1",
-        dataset="d",
-        k=[10],
-        result=ResultData(index=index, metrics={"m": MetricData(0.5, 0.4, 0.6, 4)}),
-    )
-    (section,) = index_sections([record])
+    result = ResultData(index=index, metrics={"m": MetricData(0.5, 0.4, 0.6, 4)})
+    (section,) = index_sections([_record("m1", result)])
     deltas = [stress, gate, section.rows[0].delta]
     assert all(d is not None and d.significant is significant for d in deltas)
     assert {d.verdict for d in deltas if d is not None} == {"better" if significant else ""}

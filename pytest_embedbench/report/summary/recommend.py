@@ -38,6 +38,10 @@ When another model's score equals the pick's (a tie in every tier and in cost), 
 in ``tied_with``: the reports say the choice between them is not decided by these figures.
 Ties break on nDCG@10, then (accuracy-first only) Recall@100, MRR@10 and lower tier p95, then the
 model name. Scores are relative to the models in the run, not absolute quality.
+
+:func:`recommend` gives one dataset's picks as the JSON report's entry (:func:`recommendations`
+every dataset's); :func:`recommendation_of` reads such an entry into the typed
+:class:`Recommendation` the summary keeps, and :func:`recommendation_entry` writes it back.
 """
 
 from __future__ import annotations

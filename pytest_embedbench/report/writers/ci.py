@@ -588,6 +588,7 @@ def junit_properties(record: TestRecord | Mapping[str, Any]) -> list[tuple[str, 
         for suffix, bound in zip((".low", ".high"), interval or (), strict=False):
             if finite(bound) is not None:
                 out.append((PREFIX + key + suffix, finite(bound)))
-    gate = record.baseline.status if record.baseline is not None else None
+    # the plain name (xdist sends user_properties to the controller: plain values only)
+    gate = str(record.baseline.status) if record.baseline is not None else ""
     out.append((PREFIX + "gate", gate or "none"))
     return out

@@ -7,14 +7,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..summary.indexes import IndexSection
+from ...records.figures import INDEX_FIGURES, Figure, figure
+from ..summary.indexes import IndexRow, IndexSection
 from ..summary.values import Delta, Value
 from .stress import TextTable, text_lines
 
 __all__ = [
     "INDEX_LEGEND",
+    "SIZE",
+    "TIMED",
     "index_columns",
     "index_csv_rows",
+    "index_figure",
     "index_tables",
     "metric_label",
     "render_indexes",
@@ -44,6 +48,22 @@ def _signed(delta: Delta | None) -> str:
     if delta.low is not None and delta.high is not None:
         text += f" [{delta.low:+.3f}, {delta.high:+.3f}]"
     return text + (" *" if delta.significant else "")
+
+
+#: the index's own figures the tables show beside its metric, read from the figure registry
+#: (their headers and formats), in table order; its size (``index.bytes``) comes after them
+TIMED: tuple[Figure, ...] = tuple(
+    found
+    for key in ("index.p50_ms", "index.p95_ms", "index.qps", "index.build_s")
+    if (found := figure(key)) is not None
+)
+SIZE: Figure = next(f for f in INDEX_FIGURES if f.key == "index.bytes")
+
+
+def index_figure(row: IndexRow, found: Figure) -> float | None:
+    """The value of index figure ``found`` (``index.p50_ms`` ...) in ``row``."""
+    value: float | None = getattr(row, found.key.removeprefix("index."))
+    return value
 
 
 def _num(value: float | None, fmt: str) -> str:
@@ -82,10 +102,7 @@ def index_tables(sections: Sequence[IndexSection]) -> list[TextTable]:
                 _interval(r.metric),
                 _signed(r.delta),
                 _interval(r.neighbour_recall),
-                _num(r.p50_ms, "{:.3f}"),
-                _num(r.p95_ms, "{:.3f}"),
-                _num(r.qps, "{:,.0f}"),
-                _num(r.build_s, "{:.3f}"),
+                *(_num(index_figure(r, f), f.fmt) for f in TIMED),
                 size_text(r.bytes),
                 r.status,
             )
@@ -107,11 +124,8 @@ def index_tables(sections: Sequence[IndexSection]) -> list[TextTable]:
                     label,
                     f"Δ {label} vs exact",
                     f"nR@{section.k}",
-                    "p50 ms",
-                    "p95 ms",
-                    "QPS",
-                    "build s",
-                    "size",
+                    *(f.header for f in TIMED),
+                    SIZE.header,
                     "status",
                 ),
                 rows,

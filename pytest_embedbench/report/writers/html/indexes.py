@@ -8,7 +8,7 @@ import math
 
 from ...summary import Summary
 from ...summary.indexes import IndexSection
-from ..index_tables import INDEX_LEGEND, metric_label, size_text
+from ..index_tables import INDEX_LEGEND, SIZE, TIMED, index_figure, metric_label, size_text
 from .assets import _PALETTE
 from .page import _anchor, _c, _f, _Page
 from .stress import _value
@@ -96,9 +96,9 @@ def _table(page: _Page, section: IndexSection) -> None:
     page.add(
         '<div class="wide"><table class="stress"><tr><th class="t">test</th><th>model</th>'
         '<th class="t">index</th>'
-        f"<th>{label}</th><th>Δ {label} vs exact</th><th>nR@{section.k}</th><th>p50 ms</th>"
-        "<th>p95 ms</th><th>QPS</th><th>build s</th><th>size</th>"
-        '<th class="t">status</th></tr>\n'
+        f"<th>{label}</th><th>Δ {label} vs exact</th><th>nR@{section.k}</th>"
+        + "".join(f"<th>{f.header}</th>" for f in (*TIMED, SIZE))
+        + '<th class="t">status</th></tr>\n'
     )
     for r in section.rows:
         det = "" if r.deterministic else f'<br><span class="iv">{page.esc(r.note)}</span>'
@@ -107,9 +107,9 @@ def _table(page: _Page, section: IndexSection) -> None:
             f'</td><td>{page.esc(r.model)}</td><td class="t"><code>{page.esc(r.index)}</code>'
             f'<br><span class="iv">{page.esc(r.description)}</span>{det}</td>'
             f"<td>{_value(r.metric)}</td><td>{_delta(page, r.delta)}</td>"
-            f"<td>{_value(r.neighbour_recall)}</td><td>{_f(r.p50_ms, '{:.3f}')}</td>"
-            f"<td>{_f(r.p95_ms, '{:.3f}')}</td><td>{_f(r.qps, '{:,.0f}')}</td>"
-            f"<td>{_f(r.build_s, '{:.3f}')}</td><td>{page.esc(size_text(r.bytes))}</td>"
+            f"<td>{_value(r.neighbour_recall)}</td>"
+            + "".join(f"<td>{_f(index_figure(r, f), f.fmt)}</td>" for f in TIMED)
+            + f"<td>{page.esc(size_text(r.bytes))}</td>"
             f'<td class="t {page.esc(r.status)}">{page.esc(r.status)}</td></tr>\n'
         )
     page.add("</table></div>\n")

@@ -30,7 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
-from pytest_embedbench.cache.store import FILENAME, EmbeddingCache, text_key
+from pytest_embedbench.cache import FILENAME, EmbeddingCache, text_key
 
 NAMESPACE = "sentence-transformers:sentence-transformers/all-MiniLM-L6-v2:0123456789abcdef"
 

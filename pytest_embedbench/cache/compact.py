@@ -75,14 +75,8 @@ def compact_file(conn: sqlite3.Connection, folder: Path, name: str) -> bool:
         return False
     writer = segments.Writer(folder)
     try:
-        conn.execute("BEGIN IMMEDIATE")
-        try:
+        with index.writing(conn):
             moved = _move_live(conn, writer, name, fd)
-            conn.execute("COMMIT")
-        except BaseException:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            raise
         if moved:
             _drop(conn, folder / name)
         return moved

@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import hashlib
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
@@ -57,21 +58,28 @@ def prepare(conn: sqlite3.Connection) -> tuple[str, str | None]:
     (other processes creating it at the same time wait, then find it made)."""
     found = meta(conn)
     if found[0] is None:
-        conn.execute("BEGIN IMMEDIATE")
-        try:
+        with writing(conn):
             for statement in (*TABLES, FILE_INDEX):
                 conn.execute(statement)
             conn.executemany(
                 "INSERT OR IGNORE INTO meta VALUES (?, ?)",
                 [("schema_version", str(SCHEMA_VERSION)), ("layout", LAYOUT)],
             )
-            conn.execute("COMMIT")
-        except BaseException:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            raise
         found = meta(conn)
     return str(found[0]), found[1]
+
+
+@contextmanager
+def writing(conn: sqlite3.Connection) -> Iterator[None]:
+    """One write transaction (taking the write lock at once): committed, or rolled back."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
 
 
 def meta(conn: sqlite3.Connection) -> tuple[str | None, str | None]:

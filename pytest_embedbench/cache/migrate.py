@@ -21,6 +21,7 @@ import sqlite3
 from pathlib import Path
 
 from . import index
+from .index import writing
 from .segments import Writer
 
 #: older schemas that are migrated in place rather than moved aside
@@ -35,41 +36,14 @@ def needed(version: str, layout: str | None) -> bool:
 
 def run(conn: sqlite3.Connection, folder: Path) -> str:
     """Migrate the file of ``conn`` (see the module); returns its schema version now."""
-    conn.execute("BEGIN IMMEDIATE")
     writer = Writer(folder)
     try:
-        version, layout = index.meta(conn)  # as another process may have left it
-        moved = False
-        if version is not None and needed(version, layout):
-            for statement in index.TABLES:
-                conn.execute(statement)
-            columns = {row[1] for row in conn.execute("PRAGMA table_info(batches)")}
-            for column in ("file TEXT", "offset INTEGER"):
-                if column.split()[0] not in columns:
-                    conn.execute(f"ALTER TABLE batches ADD COLUMN {column}")
-            if (
-                version == "1"
-                and conn.execute(
-                    "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'vectors'"
-                ).fetchone()
-            ):
-                for (name,) in conn.execute("SELECT DISTINCT ns FROM vectors").fetchall():
-                    _regroup(conn, writer, name)
-                conn.execute("DROP TABLE vectors")
-                moved = True
-            moved |= _move_blobs(conn, writer)
-            writer.sync()  # the vectors reach the disk before the index points to them
-            conn.execute(index.FILE_INDEX)
-            conn.executemany(
-                "INSERT OR REPLACE INTO meta VALUES (?, ?)",
-                [("schema_version", str(index.SCHEMA_VERSION)), ("layout", index.LAYOUT)],
-            )
-            version = str(index.SCHEMA_VERSION)
-        conn.execute("COMMIT")
-    except BaseException:
-        if conn.in_transaction:
-            conn.execute("ROLLBACK")
-        raise
+        with writing(conn):
+            version, layout = index.meta(conn)  # as another process may have left it
+            moved = False
+            if version is not None and needed(version, layout):
+                moved = _migrate(conn, writer, version)
+                version = str(index.SCHEMA_VERSION)
     finally:
         writer.close()
     if moved:
@@ -78,6 +52,35 @@ def run(conn: sqlite3.Connection, folder: Path) -> str:
         except sqlite3.Error:
             pass  # the space comes back at a later VACUUM; the file is migrated either way
     return str(version)
+
+
+def _migrate(conn: sqlite3.Connection, writer: Writer, version: str) -> bool:
+    """Today's tables and layout, inside the caller's transaction; whether vectors moved."""
+    for statement in index.TABLES:
+        conn.execute(statement)
+    columns = {row[1] for row in conn.execute("PRAGMA table_info(batches)")}
+    for column in ("file TEXT", "offset INTEGER"):
+        if column.split()[0] not in columns:
+            conn.execute(f"ALTER TABLE batches ADD COLUMN {column}")
+    moved = False
+    if (
+        version == "1"
+        and conn.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'vectors'"
+        ).fetchone()
+    ):
+        for (name,) in conn.execute("SELECT DISTINCT ns FROM vectors").fetchall():
+            _regroup(conn, writer, name)
+        conn.execute("DROP TABLE vectors")
+        moved = True
+    moved |= _move_blobs(conn, writer)
+    writer.sync()  # the vectors reach the disk before the index points to them
+    conn.execute(index.FILE_INDEX)
+    conn.executemany(
+        "INSERT OR REPLACE INTO meta VALUES (?, ?)",
+        [("schema_version", str(index.SCHEMA_VERSION)), ("layout", index.LAYOUT)],
+    )
+    return moved
 
 
 def _regroup(conn: sqlite3.Connection, writer: Writer, name: str) -> None:

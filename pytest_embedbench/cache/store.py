@@ -1,110 +1,37 @@
-"""The embedding cache: :class:`EmbeddingCache`, and how it tells the faults of its files apart.
-
-Faults are told apart, because only one of them justifies touching the file:
-
-* corruption (SQLite reports a malformed image that ``PRAGMA quick_check`` confirms, or "file
-  is not a database"): the file and its segment files are moved aside for inspection and the
-  cache rebuilt, with a warning;
-* locked or busy (several processes creating one cache at once): retried for up to
-  ``BUSY_WAIT_S`` seconds, then this run goes on without the cache;
-* a full disk or another I/O error (of the index or a segment file): the files are left as
-  they are, and the run goes on without writing (or, when it cannot even be opened, without
-  the cache), with one warning naming the file and the reason.
+"""The embedding cache: :class:`EmbeddingCache`, its reads and writes.
 
 A stored vector is checked as strictly as a provider's response, with the same checks
 (:mod:`pytest_embedbench.core.vectors`: finite, the expected dimension, unit norm when the
 namespace normalises); a damaged row, or a batch whose segment file is cut short, gone or named
 outside the folder (never opened), is reported missing, so the caller embeds it again and
-overwrites it.
+overwrites it. A fault of the files is told apart as :mod:`.faults` says.
 """
 
 from __future__ import annotations
 
 import errno
 import os
-import random
-import shutil
 import sqlite3
 import threading
 import time
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
 
 import numpy as np
 
 from ..core.exceptions import CacheError, EmbedBenchWarning
 from ..core.vectors import finite_rows, unit_rows
-from . import compact, index, migrate, segments
-from .index import FILENAME, SCHEMA_VERSION, text_key
+from . import compact, faults, index, migrate, segments
+from .faults import Busy, corrupt, reason, retry_busy
+from .index import FILENAME, SCHEMA_VERSION
+from .index import text_key as text_key  # importers of cache.store keep finding it here
 
-__all__ = [
-    "FILENAME",
-    "SCHEMA_VERSION",
-    "CacheStats",
-    "EmbeddingCache",
-    "default_cache_dir",
-    "text_key",
-]
-
-T = TypeVar("T")
+__all__ = ["CacheStats", "EmbeddingCache", "default_cache_dir"]
 
 #: bytes of the file SQLite reads through a memory map (the rest through read()); 0: none
 MMAP_BYTES = 0
-#: how long opening, reading or writing keeps retrying "database is locked" before giving up
-BUSY_WAIT_S = 30.0
-
-# SQLite's primary result codes (the low byte of an extended code)
-_SQLITE_BUSY, _SQLITE_LOCKED, _SQLITE_CORRUPT, _SQLITE_FULL, _SQLITE_NOTADB = 5, 6, 11, 13, 26
-
-
-def _fault(exc: sqlite3.Error) -> str:
-    """What a SQLite error means here: "corrupt", "busy", "full" or "io" (anything else)."""
-    code = getattr(exc, "sqlite_errorcode", None)
-    primary = code & 0xFF if isinstance(code, int) else None
-    text = str(exc).lower()
-    if primary in (_SQLITE_CORRUPT, _SQLITE_NOTADB) or (
-        primary is None and ("malformed" in text or "not a database" in text)
-    ):
-        return "corrupt"
-    if primary in (_SQLITE_BUSY, _SQLITE_LOCKED) or (
-        primary is None and ("locked" in text or "busy" in text)
-    ):
-        return "busy"
-    if primary == _SQLITE_FULL or (primary is None and "full" in text):
-        return "full"
-    return "io"
-
-
-class _Busy(Exception):
-    """Retrying "database is locked" ran out of time."""
-
-    def __init__(self, exc: sqlite3.Error) -> None:
-        super().__init__(str(exc))
-        self.exc = exc
-
-
-def _retry_busy(action: Callable[[], T]) -> T:
-    """``action()``, retried with jittered backoff while SQLite answers busy or locked.
-
-    The busy timeout covers ordinary waits; this covers the cases where SQLite returns
-    SQLITE_BUSY at once (switching a fresh file to WAL while another process does the same, a
-    stale read snapshot), for at most :data:`BUSY_WAIT_S` seconds.
-    """
-    deadline = time.monotonic() + BUSY_WAIT_S
-    delay = 0.01
-    while True:
-        try:
-            return action()
-        except sqlite3.Error as exc:
-            if _fault(exc) != "busy":
-                raise
-            if time.monotonic() >= deadline:
-                raise _Busy(exc) from None
-        time.sleep(delay * (0.5 + random.random()))
-        delay = min(delay * 2, 0.5)
 
 
 def default_cache_dir() -> Path:
@@ -212,43 +139,21 @@ class EmbeddingCache:
         moved = False
         while True:
             try:
-                conn = _retry_busy(self._open)
-            except _Busy as busy:
-                self._turn_off(self._reason(busy.exc, "opening it"))
+                conn = retry_busy(self._open)
+            except Busy as busy:
+                self._turn_off(reason(busy.exc, "opening it", self.folder))
                 return None
             except sqlite3.Error as exc:
-                if _fault(exc) == "corrupt" and not moved:
+                if faults.kind(exc) == "corrupt" and not moved:
                     self._move_aside(str(exc))
                     moved = True
                     continue
-                self._turn_off(self._reason(exc, "opening it"))
+                self._turn_off(reason(exc, "opening it", self.folder))
                 return None
             self._local.conn = conn
             self._local.pid = os.getpid()
             self._local.keys = {}  # read on another connection: not to be trusted
             return conn
-
-    def _reason(self, exc: sqlite3.Error | OSError, doing: str) -> str:
-        """``exc`` told as what it is: locked, a full disk, corruption or an I/O error."""
-        if isinstance(exc, OSError):
-            name = errno.errorcode.get(exc.errno or 0, type(exc).__name__)
-            detail, fault = f"{exc.strerror or exc} ({name}) while {doing}", "io"
-            if exc.errno == errno.ENOSPC:
-                fault = "full"
-        else:
-            name = getattr(exc, "sqlite_errorname", None) or type(exc).__name__
-            detail, fault = f"{exc} ({name}) while {doing}", _fault(exc)
-        if fault == "busy":
-            return f"{detail}; other processes held it locked for over {BUSY_WAIT_S:.0f} s"
-        if fault == "corrupt":
-            return f"{detail}; the file is damaged"
-        try:
-            free = shutil.disk_usage(self.folder).free
-        except OSError:
-            free = None
-        if fault == "full" or free == 0:
-            return f"{detail}; the disk is full ({free or 0} bytes free)"
-        return detail
 
     def _warn(self, message: str) -> None:
         warnings.warn(message, EmbedBenchWarning, stacklevel=5)
@@ -300,30 +205,17 @@ class EmbeddingCache:
             stacklevel=5,
         )
 
-    def _corrupt(self, conn: sqlite3.Connection, exc: sqlite3.Error) -> bool:
-        """Whether ``exc`` is real corruption: "not a database", or a malformed image that
-        ``PRAGMA quick_check`` confirms."""
-        if _fault(exc) != "corrupt":
-            return False
-        if getattr(exc, "sqlite_errorcode", 0) & 0xFF == _SQLITE_NOTADB:
-            return True
-        try:
-            rows = conn.execute("PRAGMA quick_check").fetchall()
-        except sqlite3.Error as check:
-            return _fault(check) == "corrupt"
-        return rows != [("ok",)]
-
     def _failed(self, conn: sqlite3.Connection, exc: sqlite3.Error, doing: str) -> None:
         """A read or a write failed: corruption sets the file aside and starts a fresh cache;
         anything else stops what failed for the rest of the run."""
-        if self._corrupt(conn, exc):
+        if corrupt(conn, exc):
             self.close()
             self._move_aside(str(exc))
             self._connect()
         elif doing == "reading it":
-            self._turn_off(self._reason(exc, doing))
+            self._turn_off(reason(exc, doing, self.folder))
         else:
-            self._stop_writing(self._reason(exc, doing))
+            self._stop_writing(reason(exc, doing, self.folder))
 
     def _writer(self) -> segments.Writer:
         """This thread's segment writer."""
@@ -388,11 +280,11 @@ class EmbeddingCache:
         located = None
         if conn is not None and len(keys):
             try:
-                located = _retry_busy(lambda: self._locate(conn, namespace, keys))
-            except _Busy as busy:
+                located = retry_busy(lambda: self._locate(conn, namespace, keys))
+            except Busy as busy:
                 self._warn(
                     f"embedding cache {str(self.path)!r} could not be read: "
-                    f"{self._reason(busy.exc, 'reading it')}; its vectors are embedded again"
+                    f"{reason(busy.exc, 'reading it', self.folder)}; its vectors are embedded again"
                 )
             except sqlite3.Error as exc:
                 self._failed(conn, exc, "reading it")
@@ -527,28 +419,22 @@ class EmbeddingCache:
         try:  # the vectors reach the disk before the index points to them
             segment, offset = self._writer().append(arr.data.cast("B"))
         except OSError as exc:
-            self._stop_writing(self._reason(exc, "writing a segment file"))
+            self._stop_writing(reason(exc, "writing a segment file", self.folder))
             return
         touched: set[str | None] = set()
 
         def write() -> None:
-            conn.execute("BEGIN IMMEDIATE")
-            try:
+            with index.writing(conn):
                 nsid = index.namespace_id(conn, namespace, create=True)
                 assert nsid is not None  # created when missing
                 touched.update(index.insert_batch(conn, nsid, keys, arr.shape[1], segment, offset))
-                conn.execute("COMMIT")
-            except BaseException:
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
-                raise
 
         try:
-            _retry_busy(write)
-        except _Busy as busy:
+            retry_busy(write)
+        except Busy as busy:
             self._warn(
                 f"embedding cache {str(self.path)!r}: {len(keys)} vector(s) not stored: "
-                f"{self._reason(busy.exc, 'writing to it')}; results are unaffected"
+                f"{reason(busy.exc, 'writing to it', self.folder)}; results are unaffected"
             )
         except sqlite3.Error as exc:
             self._failed(conn, exc, "writing to it")
@@ -580,22 +466,18 @@ class EmbeddingCache:
         """Drop every vector (of one namespace, or all)."""
         conn = self._require()
         self._writes += 1
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            nsid = None if namespace is None else index.namespace_id(conn, namespace, create=False)
-            where, args = ("", ()) if namespace is None else (" WHERE ns = ?", (nsid,))
-            touched = {
-                f for (f,) in conn.execute(f"SELECT DISTINCT file FROM batches{where}", args)
-            }
-            if namespace is None or nsid is not None:
+        touched: set[str | None] = set()
+        with index.writing(conn):
+            if namespace is None:
+                touched.update(f for (f,) in conn.execute("SELECT DISTINCT file FROM batches"))
+                for table in ("entries", "batches", "namespaces"):
+                    conn.execute(f"DELETE FROM {table}")
+            elif (nsid := index.namespace_id(conn, namespace, create=False)) is not None:
+                files = conn.execute("SELECT DISTINCT file FROM batches WHERE ns = ?", (nsid,))
+                touched.update(f for (f,) in files)
                 for table in ("entries", "batches"):
-                    conn.execute(f"DELETE FROM {table}{where}", args)
-                conn.execute(f"DELETE FROM namespaces{where.replace('ns', 'id')}", args)
-            conn.execute("COMMIT")
-        except BaseException:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            raise
+                    conn.execute(f"DELETE FROM {table} WHERE ns = ?", (nsid,))
+                conn.execute("DELETE FROM namespaces WHERE id = ?", (nsid,))
         self._writer().close()  # this writer's own segment may hold nothing live now
         compact.reclaim(conn, self.folder, touched)
 

@@ -14,25 +14,26 @@ import sys
 import time
 from dataclasses import fields
 from pathlib import Path
-from typing import Any
 
 from ..core.exceptions import EmbedBenchError, ProviderError
 from ..core.progress import StderrProgress
 from ..distributed.engine import embed_dataset
 from ..distributed.settings import RaySettings
 
-__all__ = ["add_parser", "run"]
+__all__ = ["add_arguments", "run"]
+
+#: the command, its line in embedbench --help, and its description
+NAME = "embed"
+HELP = "fill the embedding cache with a model's document vectors, through Ray"
+DESCRIPTION = (
+    "Embed a dataset's uncached documents with one model on a Ray cluster (one model copy per "
+    "worker) and store them in the embedding cache, so the test run that follows is a cache "
+    "hit. Hosted providers are refused: Ray gains little for them."
+)
 
 
-def add_parser(sub: Any) -> None:
-    """Register ``embed`` on the ``embedbench`` command's subparsers."""
-    embed = sub.add_parser(
-        "embed",
-        help="fill the embedding cache with a model's document vectors, through Ray",
-        description="Embed a dataset's uncached documents with one model on a Ray cluster "
-        "(one model copy per worker) and store them in the embedding cache, so the test run "
-        "that follows is a cache hit. Hosted providers are refused: Ray gains little for them.",
-    )
+def add_arguments(embed: argparse.ArgumentParser) -> None:
+    """The options of ``embedbench embed``."""
     # the Ray options are RaySettings' fields by name (--ray is its address)
     embed.add_argument(
         "--ray",
@@ -53,7 +54,6 @@ def add_parser(sub: Any) -> None:
     embed.add_argument("--local-cpus", type=int, help="CPUs of a 'local' Ray (default: all)")
     embed.add_argument("--cache", metavar="DIR", help="cache folder (default: the usual one)")
     embed.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
-    embed.set_defaults(func=run)
 
 
 class _Bar(StderrProgress):

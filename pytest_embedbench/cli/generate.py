@@ -21,21 +21,23 @@ from ..generate.evalset import evalset_fingerprint, sidecar_path, write_evalset,
 from ..generate.run import ensure_generated_evalset, generate_evalset
 from ..generate.settings import GenerationSettings, dataset_generation
 
-__all__ = ["add_parser"]
+__all__ = ["add_arguments", "run"]
+
+#: the command, its line in embedbench --help, and its description
+NAME = "generate-evalset"
+HELP = "questions from your documents, written by a chat model (Ollama), filtered"
+DESCRIPTION = (
+    "Ask a chat model (Ollama, or an OpenAI-compatible server with --model openai:NAME --host "
+    "BASE_URL) for questions about a seeded sample of the documents' chunks, filter them (no "
+    "'?', too short or long, 'this passage', generic, no content words, with --embedding-model "
+    "answerability, round trip and margin, near-duplicates across the set), keep "
+    "--questions-per-chunk of what passed, and write an eval set. The filters are heuristics: "
+    "review the questions before you trust them."
+)
 
 
-def add_parser(sub: Any) -> None:
-    """Register ``generate-evalset`` on the ``embedbench`` command's subparsers."""
-    gen = sub.add_parser(
-        "generate-evalset",
-        help="questions from your documents, written by a chat model (Ollama), filtered",
-        description="Ask a chat model (Ollama, or an OpenAI-compatible server with "
-        "--model openai:NAME --host BASE_URL) for questions about a seeded sample of the "
-        "documents' chunks, filter them (no '?', too short or long, 'this passage', generic, "
-        "no content words, with --embedding-model answerability, round trip and margin, "
-        "near-duplicates across the set), keep --questions-per-chunk of what passed, and write "
-        "an eval set. The filters are heuristics: review the questions before you trust them.",
-    )
+def add_arguments(gen: argparse.ArgumentParser) -> None:
+    """The options of ``embedbench generate-evalset``."""
     gen.add_argument("--docs", "-d", help="the documents folder (.txt .md .pdf .docx .html)")
     gen.add_argument("--output", "-o", help="the eval set to write (.jsonl)")
     _add_generation_flags(gen)
@@ -60,7 +62,6 @@ def add_parser(sub: Any) -> None:
         default=True,
         help="progress on stderr (default on)",
     )
-    gen.set_defaults(func=_generate)
 
 
 def _add_generation_flags(gen: argparse.ArgumentParser) -> None:
@@ -149,7 +150,7 @@ def _margin(text: str) -> float | str:
         ) from None
 
 
-def _generate(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     """``embedbench generate-evalset``: exit 0 with the set written, 1 when the server, the
     model or the documents stop it (one line saying how to fix it), 2 for bad options, and
     :data:`~pytest_embedbench.report.artifacts.EXIT_ARTIFACT_FAILED` (6) when the set cannot be

@@ -26,6 +26,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from importlib import metadata
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from tabulate import tabulate
@@ -255,6 +256,15 @@ def _version() -> str:
         return "unknown (not installed)"
 
 
+def add_command(sub: Any, command: ModuleType) -> argparse.ArgumentParser:
+    """Register the command a module of this folder defines (its ``NAME``, ``HELP``,
+    ``DESCRIPTION``, ``add_arguments`` and ``run``) on the ``embedbench`` subparsers."""
+    parser = sub.add_parser(command.NAME, help=command.HELP, description=command.DESCRIPTION)
+    command.add_arguments(parser)
+    parser.set_defaults(func=command.run)
+    return parser
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="embedbench",
@@ -312,15 +322,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--columns", type=_columns, metavar="NAMES", help="the table's columns, comma-separated"
     )
     report.set_defaults(func=_report)
-    from .generate import add_parser as add_generate
+    from . import embed, generate, stress
 
-    add_generate(sub)  # embedbench generate-evalset
-    from .stress import add_parser as add_stress
-
-    add_stress(sub)  # embedbench stress needle|noise
-    from .embed import add_parser as add_embed
-
-    add_embed(sub)  # embedbench embed --ray ADDRESS: fill the cache through Ray
+    # generate-evalset; stress needle|noise|chunk-size; embed --ray ADDRESS (the cache on Ray)
+    for command in (generate, stress, embed):
+        add_command(sub, command)
     args = parser.parse_args(argv)
     result: int = args.func(args)
     return result

@@ -20,17 +20,19 @@ from typing import Any
 
 from ..core.exceptions import EmbedBenchError
 
-__all__ = ["add_parser", "run"]
+__all__ = ["add_arguments", "run"]
+
+#: the command, its line in embedbench --help, and its description
+NAME = "stress"
+HELP = "run a stress workload (needle, noise) and write JSON and Markdown"
+DESCRIPTION = (
+    "Needle-in-a-haystack or query-noise workloads for several models; writes <workload>.json "
+    "and <workload>.md."
+)
 
 
-def add_parser(sub: Any) -> None:
-    """Register ``stress`` on the ``embedbench`` command's subparsers."""
-    stress = sub.add_parser(
-        "stress",
-        help="run a stress workload (needle, noise) and write JSON and Markdown",
-        description="Needle-in-a-haystack or query-noise workloads for several models; "
-        "writes <workload>.json and <workload>.md.",
-    )
+def add_arguments(stress: argparse.ArgumentParser) -> None:
+    """The workloads of ``embedbench stress``, each with its options."""
     kinds = stress.add_subparsers(dest="workload", required=True, metavar="WORKLOAD")
     for name, text in (
         ("needle", "a needle fact at depths of long synthetic haystacks"),
@@ -55,7 +57,6 @@ def add_parser(sub: Any) -> None:
         elif name == "noise":
             p.add_argument("--noise", default="typo,case,truncate:0.5,shuffle", help="noise kinds")
             p.add_argument("--seeds", type=int, default=1, help="seeds per noise kind")
-    stress.set_defaults(func=run)
 
 
 def _specs(args: argparse.Namespace) -> list[str]:

@@ -253,10 +253,12 @@ def test_an_ollama_server_that_accepts_and_never_answers_names_the_timeout_flag(
 def test_min_margin_flag_takes_a_number_or_off() -> None:
     import argparse
 
-    from pytest_embedbench.cli.generate import _settings_from_flags, add_parser
+    from pytest_embedbench.cli import generate
+    from pytest_embedbench.cli.generate import _settings_from_flags
+    from pytest_embedbench.cli.main import add_command
 
     parser = argparse.ArgumentParser()
-    add_parser(parser.add_subparsers())
+    add_command(parser.add_subparsers(), generate)
 
     def margin(*flags: str) -> float | None:
         args = parser.parse_args(["generate-evalset", "--embedding-model", "bm25", *flags])

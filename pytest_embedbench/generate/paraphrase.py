@@ -235,9 +235,7 @@ class ChatParaphraser:
         if self._generator is None:
             backend = _backend(s)
             self._generator = _Generator(s, backend, backend.secrets)
-            self.report = GenerationReport(
-                model=s.model_name, provider=s.provider, host=backend.host, seed=s.seed
-            )
+            self.report = GenerationReport.starting(s, backend.host)
             self._generator.check()
         assert self.report is not None
         messages = [

@@ -7,7 +7,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from .settings import PROMPT_VERSION
+from .settings import PROMPT_VERSION, GenerationSettings
 
 #: why a returned question is not kept, in the order the checks of :mod:`.filters` run: the
 #: filters (its words, the judge, near-duplicates across the set), then the per-chunk cap
@@ -74,6 +74,12 @@ class GenerationReport:
     structured_output: str | None = None
     #: what the server said of each structured-output form it refused, in order
     format_refusals: list[str] = field(default_factory=list)
+
+    @classmethod
+    def starting(cls, settings: GenerationSettings, host: str, **counts: Any) -> GenerationReport:
+        """The report of a generation with ``settings`` against ``host`` (redacted), before it
+        ran; ``counts`` are the figures known already (documents, chunks ...)."""
+        return cls(settings.model_name, settings.provider, host, settings.seed, **counts)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data, keys in a fixed order (for the sidecar file and ``--json``)."""

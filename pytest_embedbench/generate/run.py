@@ -52,11 +52,9 @@ def generate_evalset(
     sample = sample_chunks(chunks, settings)
     backend = _backend(settings)
     secrets = backend.secrets
-    report = GenerationReport(
-        model=settings.model_name,
-        provider=settings.provider,
-        host=backend.host,
-        seed=settings.seed,
+    report = GenerationReport.starting(
+        settings,
+        backend.host,
         judge=settings.embedding_model,
         documents=len(documents),
         chunks=len(chunks),

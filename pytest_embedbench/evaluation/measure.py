@@ -110,6 +110,21 @@ def quantile_interval(values: Any, percentile: float, level: float = 0.95) -> tu
     return float(xs[min(max(lower, 1), n) - 1]), float(xs[min(max(upper, 1), n) - 1])
 
 
+#: the figures of :class:`LatencyStats` the report keeps, in its order
+_REPORTED = (
+    "n",
+    "queries",
+    "passes",
+    "mean_ms",
+    "p50_ms",
+    "p90_ms",
+    "p95_ms",
+    "p99_ms",
+    "max_ms",
+    "qps",
+)
+
+
 @dataclass(frozen=True)
 class LatencyStats:
     """Per-query latency (query embedding + search) in milliseconds, with percentiles.
@@ -192,20 +207,12 @@ class LatencyStats:
         return dict(zip(ids, values, strict=True))
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "n": self.n,
-            "queries": self.queries,
-            "passes": self.passes,
-            "mean_ms": self.mean_ms,
-            "p50_ms": self.p50_ms,
-            "p90_ms": self.p90_ms,
-            "p95_ms": self.p95_ms,
-            "p99_ms": self.p99_ms,
-            "max_ms": self.max_ms,
-            "qps": self.qps,
-            "p50_interval_ms": list(self.interval(50)),
-            "p95_interval_ms": list(self.interval(95)),
-        }
+        """The report's latency block: :data:`_REPORTED` in that order, then the intervals of
+        the median and the 95th percentile."""
+        out: dict[str, Any] = {name: getattr(self, name) for name in _REPORTED}
+        out["p50_interval_ms"] = list(self.interval(50))
+        out["p95_interval_ms"] = list(self.interval(95))
+        return out
 
 
 @dataclass

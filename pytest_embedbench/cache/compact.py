@@ -73,31 +73,39 @@ def compact_file(conn: sqlite3.Connection, folder: Path, name: str) -> bool:
     fd = segments.unheld(folder / name)
     if fd is None:
         return False
-    writer = segments.Writer(folder)
     try:
-        with index.writing(conn):
-            moved = _move_live(conn, writer, name, fd)
+        if not _mostly_dead(conn, name, fd):  # asked first without the write lock
+            return False
+        writer = segments.Writer(folder)
+        try:
+            with index.writing(conn):
+                moved = _mostly_dead(conn, name, fd) and _move_live(conn, writer, name, fd)
+        finally:
+            writer.close()
         if moved:
             _drop(conn, folder / name)
         return moved
     finally:
-        try:
-            writer.close()
-        finally:
-            os.close(fd)
+        os.close(fd)
+
+
+def _mostly_dead(conn: sqlite3.Connection, name: str, fd: int) -> bool:
+    """Whether batches point to the file and their live vectors fill at most
+    :data:`LIVE_SHARE` of it (the index on the files answers without reading the batches)."""
+    live, batches = conn.execute(
+        "SELECT COALESCE(SUM(4 * dim * live), 0), COUNT(*) FROM batches WHERE file = ?", (name,)
+    ).fetchone()
+    return bool(batches) and live <= LIVE_SHARE * os.fstat(fd).st_size
 
 
 def _move_live(conn: sqlite3.Connection, writer: segments.Writer, name: str, fd: int) -> bool:
-    """Steps 1 and 2, inside the caller's write transaction; False when the file is not mostly
-    dead or lacks bytes."""
+    """Steps 1 and 2, inside the caller's write transaction; False when the file lacks bytes."""
     batches = conn.execute(
-        "SELECT id, ns, dim, count, offset, keys, live FROM batches WHERE file = ? ORDER BY id",
+        "SELECT id, ns, dim, count, offset, keys FROM batches WHERE file = ? ORDER BY id",
         (name,),
     ).fetchall()
     size = os.fstat(fd).st_size
-    if not batches or sum(4 * b[2] * b[6] for b in batches) > LIVE_SHARE * size:
-        return False
-    for _, _, dim, count, offset, keys, _ in batches:
+    for _, _, dim, count, offset, keys in batches:
         if (
             offset is None
             or offset + 4 * dim * count > size
@@ -105,12 +113,13 @@ def _move_live(conn: sqlite3.Connection, writer: segments.Writer, name: str, fd:
         ):
             return False  # damaged: reads report it
     pending: dict[tuple[int, int], tuple[list[bytes], list[bytes]]] = {}
-    for bid, nsid, dim, count, offset, keys, _ in batches:
+    for bid, nsid, dim, count, offset, keys in batches:
         data = os.pread(fd, 4 * dim * count, offset)
-        mine = [keys[i : i + index.KEY_BYTES] for i in range(0, len(keys), index.KEY_BYTES)]
+        step = index.KEY_BYTES
+        mine = [keys[i : i + step] for i in range(0, len(keys), step)]
         keep, parts = pending.setdefault((nsid, dim), ([], []))
         for key, (batch, slot) in index.entries(conn, nsid, mine).items():
-            if batch == bid:
+            if batch == bid:  # live here (not written again since)
                 keep.append(key)
                 parts.append(data[4 * dim * slot : 4 * dim * (slot + 1)])
         if 4 * dim * len(keep) >= BATCH_BYTES:

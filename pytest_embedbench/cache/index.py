@@ -21,7 +21,7 @@ import hashlib
 import sqlite3
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -86,8 +86,8 @@ def meta(conn: sqlite3.Connection) -> tuple[str | None, str | None]:
     """The schema version and layout the file records (None, None: a fresh file)."""
     if not conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'meta'").fetchone():
         return None, None
-    meta = dict(conn.execute("SELECT key, value FROM meta"))
-    return meta.get("schema_version"), meta.get("layout")
+    values = dict(conn.execute("SELECT key, value FROM meta"))
+    return values.get("schema_version"), values.get("layout")
 
 
 def namespace_id(conn: sqlite3.Connection, name: str, *, create: bool) -> int | None:
@@ -240,11 +240,11 @@ class Known:
     version: tuple[int, int]
     main: KeyIndex
     newer: KeyIndex | None = None
+    batches: Batches = field(init=False)  # the main level's, then the newer level's
 
     def __post_init__(self) -> None:
-        self.batches = self.main.batches
-        if self.newer is not None:
-            self.batches = self.batches + self.newer.batches
+        newer = self.newer
+        self.batches = self.main.batches if newer is None else self.main.batches + newer.batches
 
 
 def refresh(

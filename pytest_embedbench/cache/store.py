@@ -282,9 +282,10 @@ class EmbeddingCache:
             try:
                 located = retry_busy(lambda: self._locate(conn, namespace, keys))
             except Busy as busy:
+                why = reason(busy.exc, "reading it", self.folder)
                 self._warn(
-                    f"embedding cache {str(self.path)!r} could not be read: "
-                    f"{reason(busy.exc, 'reading it', self.folder)}; its vectors are embedded again"
+                    f"embedding cache {str(self.path)!r} could not be read: {why}; its vectors "
+                    "are embedded again"
                 )
             except sqlite3.Error as exc:
                 self._failed(conn, exc, "reading it")
@@ -424,6 +425,7 @@ class EmbeddingCache:
         touched: set[str | None] = set()
 
         def write() -> None:
+            touched.clear()  # of an attempt that did not commit
             with index.writing(conn):
                 nsid = index.namespace_id(conn, namespace, create=True)
                 assert nsid is not None  # created when missing

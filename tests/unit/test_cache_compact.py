@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import warnings
 from pathlib import Path
@@ -15,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pytest_embedbench import CacheError, EmbeddingCache
+from pytest_embedbench import CacheError, EmbedBenchWarning, EmbeddingCache
 from pytest_embedbench.cache import FILENAME, compact, segments, text_key
 
 
@@ -186,3 +187,15 @@ def test_a_key_that_is_not_a_text_key_is_refused(tmp_path: Path) -> None:
         cache.put_many("ns", [b"short"], np.ones((1, 4), dtype=np.float32))
     with pytest.raises(CacheError, match="text_key"):
         cache.get_matrix("ns", [text_key("a"), b"short"])
+
+
+def test_a_file_cut_short_is_not_compacted_and_reads_report_it(tmp_path: Path) -> None:
+    """A file whose bytes are not all there is left as it is: the reads report its rows
+    damaged (embedded again), and compacting it would make them look sound."""
+    keys, now = _fill(tmp_path, written_again=224)
+    (first,) = [name for name, size in _segments(tmp_path).items() if size == 320 * ROW]
+    os.truncate(tmp_path / first, 319 * ROW)  # the last row of "other" cut off
+    assert EmbeddingCache(tmp_path).compact() == 0 and first in _segments(tmp_path)
+    with pytest.warns(EmbedBenchWarning, match=r"32 damaged vector.*byte length"):
+        _, missing = EmbeddingCache(tmp_path).get_matrix("other", keys["other"], dim=16)
+    assert missing == list(range(32, 64))  # the last batch of "other", which lost its row

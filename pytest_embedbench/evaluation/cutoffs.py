@@ -109,6 +109,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..core.exceptions import ConfigError
+from ..core.io import finite as finite_data
 
 if TYPE_CHECKING:
     from ..cache.store import EmbeddingCache
@@ -221,18 +222,8 @@ class Cutoffs:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready (infinite or NaN figures as None)."""
-        out = asdict(self)
-        return _finite(out)
-
-
-def _finite(value: Any) -> Any:
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_finite(v) for v in value]
-    return value
+        out: dict[str, Any] = finite_data(asdict(self))
+        return out
 
 
 def _rng(seed: int, query_id: str) -> np.random.Generator:

@@ -23,6 +23,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .figures import MIB, STORAGE, figure
 from .keyed import ByKey
 from .querydiff import QueryDiff
 from .serial import OMIT_NONE, from_data, to_data
@@ -46,9 +47,6 @@ __all__ = [
     "storage_figures",
 ]
 
-#: bytes in the MB of the storage figures (``index_mb``, ``cache_mb``): a MiB, as in
-#: ``peak_rss_mb``
-MIB = 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -270,20 +268,18 @@ class ResultData:
 def storage_figures(
     resources: ResourcesData, documents_per_s: float | None
 ) -> dict[str, float | None]:
-    """The storage and indexing figures by name (None: not measured), computed here only:
-    ``bytes_per_doc`` (the search index's bytes over the documents), ``index_mb`` (those bytes
-    in MiB), ``cache_mb`` (the float32 bytes of the run's document vectors the embedding cache
-    holds, in MiB) and ``docs_per_s`` (documents embedded per second)."""
-
-    def mib(value: float | None) -> float | None:
-        return None if value is None else value / MIB
-
-    return {
-        "bytes_per_doc": resources.bytes_per_document,
-        "index_mb": mib(resources.index_bytes),
-        "cache_mb": mib(resources.cache_bytes),
-        "docs_per_s": None if _missing(documents_per_s) else documents_per_s,
-    }
+    """The storage and indexing figures by their gate name (:data:`~.figures.STORAGE`; None:
+    not measured), each read as the registry says: ``bytes_per_doc`` (the search index's
+    bytes over the documents), ``index_mb`` (those bytes in MiB), ``cache_mb`` (the float32
+    bytes of the run's document vectors the embedding cache holds, in MiB) and ``docs_per_s``
+    (documents embedded per second)."""
+    result = ResultData(resources=resources, documents_per_s=documents_per_s)
+    out: dict[str, float | None] = {}
+    for name in STORAGE:
+        found = figure(name)
+        value = found.get(result) if found is not None else None
+        out[name] = None if _missing(value) else value
+    return out
 
 
 def _upgraded(data: Mapping[str, Any]) -> Mapping[str, Any]:

@@ -17,12 +17,13 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-import math
 import types
 import typing
 from collections.abc import Mapping
 from functools import cache
 from typing import Any, TypeVar, Union
+
+from ..core.io import finite
 
 __all__ = ["OMIT_NONE", "from_data", "to_data"]
 
@@ -47,9 +48,7 @@ def to_data(value: Any) -> Any:
         return {str(k): to_data(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [to_data(v) for v in value]
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
+    return finite(value)  # the one rule: NaN and infinities as null
 
 
 @cache

@@ -48,7 +48,6 @@ __all__ = [
 ]
 
 
-
 @dataclass(frozen=True)
 class MetricData:
     """A metric's mean over the judged queries with its bootstrap interval (``Estimate``)."""

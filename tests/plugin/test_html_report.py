@@ -383,6 +383,12 @@ def test_the_full_report_holds_its_layout_in_chromium(
                 shutil.copy(shot, Path(keep) / f"layout-{width}.png")
 
 
+_CARD_LINES_RUN_ON = """() => [...document.querySelectorAll('.card span + span')]
+  .filter(s => s.getBoundingClientRect().top < s.previousElementSibling
+    .getBoundingClientRect().bottom - 1)
+  .map(s => s.textContent)"""
+
+
 def _check_layout(page: Any, width: int, diffs: list[dict[str, Any]]) -> None:
     """The done-when's checks of the page at one width."""
     scroll, inner = page.evaluate("[document.documentElement.scrollWidth, window.innerWidth]")
@@ -412,3 +418,27 @@ def _check_layout(page: Any, width: int, diffs: list[dict[str, Any]]) -> None:
         for d in diffs
     ]
     assert page.locator(".qdiff .chunk").count() >= 1  # the winning chunks' text
+
+
+def test_a_tied_pick_says_so_on_a_line_of_its_own(tmp_path: Path) -> None:
+    """The recommendation card of a pick tied with another model: the score and the "tied
+    with" note are two lines in Chromium, not one run-on line (seen in the examples' report)."""
+    from pytest_embedbench.report.summary.recommend import Pick, Recommendation, Scores
+    from pytest_embedbench.report.writers.html.assets import _CSS, CSP
+    from pytest_embedbench.report.writers.html.page import _Page
+    from pytest_embedbench.report.writers.html.sections import _recommendation
+
+    if not CHROMIUM.exists() and not os.environ.get("EMBEDBENCH_REQUIRE_BROWSER"):
+        pytest.skip(f"no Chromium at {CHROMIUM} (apt-get install chromium)")
+    tie = Pick("balanced", "minilm", 0.7, Scores(0.55, 0.3, 0.15), Scores(1, 0, 1), ("hybrid",))
+    page = _Page()
+    _recommendation(page, Recommendation(picks=(tie,)), "balanced")
+    html = tmp_path / "card.html"
+    html.write_text(
+        f'<!doctype html><meta http-equiv="Content-Security-Policy" content="{CSP}">'
+        f"<style>{_CSS}</style><body>{''.join(page.parts)}</body>",
+        encoding="utf-8",
+    )
+    with offline_page(html, 1280, BROWSER_ARGS) as browser_page:
+        assert browser_page.locator(".card span", has_text="tied with hybrid").count() == 1
+        assert browser_page.evaluate(_CARD_LINES_RUN_ON) == []

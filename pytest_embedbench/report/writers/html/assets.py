@@ -17,7 +17,8 @@ var(--line);padding-bottom:4px}h3{font-size:16px;margin:20px 0 8px}
 .muted{color:var(--muted)}.cards{display:flex;flex-wrap:wrap;gap:12px;margin:16px 0}
 .card{background:var(--card);border:1px solid var(--line);border-radius:8px;padding:10px 14px;
 min-width:150px;flex:1}.card b{display:block;font-size:20px}.card span{color:var(--muted);
-font-size:12px}.card.pick{border-color:#3ca951}
+font-size:12px}.card span+span{display:block;margin-top:4px}
+.card.pick{border-color:#3ca951}
 table{border-collapse:collapse;margin:8px 0 16px;font-size:13px;width:100%}
 th,td{border-bottom:1px solid var(--line);padding:4px 8px;text-align:right;vertical-align:top}
 th{background:var(--card);font-weight:600}th:first-child,td:first-child,td.t,th.t{text-align:left}

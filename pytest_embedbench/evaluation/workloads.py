@@ -39,7 +39,7 @@ from ..records.resultdata import MetricData, ResultData, StressData
 from ..records.serial import from_data
 from .metrics import parse_metric
 from .result import RetrievalResult
-from .stats import Estimate, paired_bootstrap
+from .stats import Estimate
 
 if TYPE_CHECKING:
     from ..models.providers import ModelSpec, Provider
@@ -225,15 +225,7 @@ class StressedResult(RetrievalResult):
             )
         name = str(parse_metric(name))
         if name not in self._deltas:
-            mine, theirs = self.paired_scores(self.clean, name)
-            est = paired_bootstrap(
-                mine,
-                theirs,
-                n_resamples=self.n_resamples,
-                level=self.level,
-                seed=self.seed,
-                name=f"{name} {self.workload.id} - clean",
-            )
+            est = self._paired(self.clean, name, f"{name} {self.workload.id} - clean")
             est.query_ids = self.query_ids
             est.context = f"{self.name} on {self.dataset_name}"
             self._deltas[name] = est

@@ -413,6 +413,9 @@ class _Generator:
                 self.count_failure(exc, report)
                 return None
             parsed, bad = parse_questions(content)
+            if parsed == []:
+                report.failed_chunks["no_questions"] += 1  # an answer, not retried: counted
+                return None
             if parsed is not None:
                 return parsed, seed
             reason = bad or "invalid_json"

@@ -17,12 +17,15 @@ if TYPE_CHECKING:
 # bumped whenever the words of the prompts below change
 DEFAULT_OLLAMA_HOST = "http://127.0.0.1:11434"
 
-#: the JSON schema the model is held to (Ollama ``format``, OpenAI ``response_format``)
+#: the JSON schema the model is held to (Ollama ``format``, OpenAI ``response_format``); at
+#: least one question, since a grammar-constrained small model otherwise takes the shortest
+#: valid answer, ``{"questions": []}`` (SmolLM2-135M under llama.cpp did for 6 chunks of 8)
 QUESTIONS_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
         "questions": {
             "type": "array",
+            "minItems": 1,
             "items": {
                 "type": "object",
                 "properties": {

@@ -36,6 +36,7 @@ FILTER_REASONS: tuple[str, ...] = tuple(r for r in REJECT_REASONS if r != "extra
 CHUNK_FAILURES: dict[str, str] = {
     "invalid_json": "the answer was not JSON, every attempt",
     "schema_mismatch": 'the JSON was not {"questions": [{"question", "answer"}]}, every attempt',
+    "no_questions": "the model answered with an empty list of questions",
     "request_failed": "timeouts or server errors outlasted the retries",
     "request_refused": "the server called the request invalid (a 4xx, or a 5xx validation "
     "error): not retried",

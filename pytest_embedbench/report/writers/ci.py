@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...core.redaction import _secret_env_values, redact
+from ...core.text import inert
 from ...evaluation.record import TestRecord, as_record
 from ...records.resultdata import ResultData
 from ..summary import DatasetSummary, Gate, ModelSummary, Summary
@@ -87,9 +88,10 @@ def cell(value: Any, secrets: list[str] | None = None) -> str:
     """``value`` as one line of Markdown text that renders as itself: secrets redacted first
     (a secret is found before escaping changes it), whitespace folded, Markdown punctuation
     backslash-escaped, HTML neutralised and ``@`` followed by a zero-width space (no mention
-    of a person, as Dependabot quotes release notes)."""
+    of a person, as Dependabot quotes release notes); a control character (ESC, BEL, C1) is
+    shown as ``\\xNN`` (:func:`~pytest_embedbench.core.text.inert`), its backslash escaped."""
     text = redact(str(value), secrets)
-    text = " ".join(text.split())
+    text = inert(" ".join(text.split()), keep="")
     text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     text = _ESCAPE.sub(r"\\\1", text)
     return _MENTION.sub("@\u200b", text)
@@ -194,8 +196,9 @@ def _is_metric(key: str) -> bool:
 
 
 def _code(text: str, secrets: list[str]) -> str:
-    """Text for a code span: redacted, one line, no backtick to end the span early."""
-    return " ".join(redact(str(text), secrets).replace("`", "'").split())
+    """Text for a code span: redacted, one line, no backtick to end the span early, control
+    characters shown (:func:`~pytest_embedbench.core.text.inert`)."""
+    return inert(" ".join(redact(str(text), secrets).replace("`", "'").split()), keep="")
 
 
 def _gate_section(gates: Sequence[Gate], secrets: list[str]) -> Section | None:

@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from ...core.redaction import _secret_env_values, redact
+from ...core.text import inert
 from ...records.figures import FIGURES, Figure
 from ...records.querydiff import QueryChange, QueryDiff, excerpt
 from ..summary import DatasetSummary, Summary, summary_of
@@ -103,8 +104,9 @@ DISTRIBUTION_HEADERS = (
 
 
 def _md(text: Any) -> str:
-    """A Markdown table cell: pipes and newlines escaped, HTML neutralised."""
-    value = str(text).replace("\\", "\\\\").replace("|", "\\|")
+    """A Markdown table cell: pipes and newlines escaped, HTML neutralised, control
+    characters shown (:func:`~pytest_embedbench.core.text.inert`), their backslash escaped."""
+    value = inert(str(text)).replace("\\", "\\\\").replace("|", "\\|")
     value = value.replace("<", "&lt;").replace(">", "&gt;")
     return " ".join(value.split())
 

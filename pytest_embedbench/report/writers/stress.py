@@ -17,6 +17,7 @@ from typing import Any
 
 from tabulate import tabulate
 
+from ...core.text import inert
 from ..summary.cutoffs import CutoffModel, CutoffRow, CutoffSection, cutoff_rows, cutoff_sections
 from ..summary.stress import (
     HEADLINE,
@@ -215,16 +216,18 @@ def text_lines(tables: Iterable[TextTable], tablefmt: str = "simple") -> list[st
     then a blank line."""
     lines: list[str] = []
     for table in tables:
-        lines.append(table.title)
+        lines.append(inert(table.title))
         if table.rows:
+            # each cell one line, its controls shown (a name from the user's data), before
+            # tabulate measures the widths
             text = tabulate(
-                [list(r) for r in table.rows],
-                headers=list(table.headers),
+                [[inert(str(c), keep="") for c in r] for r in table.rows],
+                headers=[inert(str(h), keep="") for h in table.headers],
                 tablefmt=tablefmt,
                 disable_numparse=True,
             )
             lines.extend(text.splitlines())
-        lines.extend(table.after)
+        lines.extend(inert(line) for line in table.after)
         lines.append("")
     return lines
 

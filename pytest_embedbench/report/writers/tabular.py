@@ -23,6 +23,7 @@ from typing import Any
 
 from ...core.io import atomic_write_text
 from ...core.redaction import _secret_env_values, redact
+from ...core.text import inert
 from ...evaluation.record import TestRecord
 from ...records.figures import FIGURES
 from ..summary import Summary, summary_of
@@ -162,11 +163,14 @@ def csv_cell(value: Any, secrets: list[str] | None = None) -> str:
     (they read back bit for bit), ints as digits, secrets redacted (``secrets``: the values to
     mask, default the environment's), and a text cell beginning with ``=``, ``+``, ``-``,
     ``@``, tab or CR prefixed with ``'`` (OWASP's rule against formula injection: a spreadsheet
-    shows it as text and runs nothing). Numbers stay numbers, negative ones unprefixed."""
+    shows it as text and runs nothing). Numbers stay numbers, negative ones unprefixed. A
+    control character other than tab, newline and CR (ESC, BEL, C1) is shown as ``\\xNN``
+    (:func:`~pytest_embedbench.core.text.inert`: ``cat`` of the file runs nothing)."""
     if value is None:
         return ""
     number = isinstance(value, (int, float)) and not isinstance(value, bool)
     text = redact(repr(value) if isinstance(value, float) else str(value), secrets)
+    text = inert(text, keep="\t\n\r")  # CSV quotes these: a reader takes them back whole
     if not number and text.startswith(_FORMULA_START):
         return "'" + text
     return text

@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 from tabulate import tabulate
 
+from ...core.text import inert
 from ...evaluation.record import TestRecord
 from ..summary import (
     DatasetSummary,
@@ -74,7 +75,7 @@ def _status(model: ModelSummary, width: int) -> str:
     status = model.status
     if model.error and status in ("error", "failed"):
         first = str(model.error).strip().splitlines()[0] if str(model.error).strip() else ""
-        text = f"{status}: {first}"
+        text = inert(f"{status}: {first}", keep="")  # shown, then cut to the width
         return text if len(text) <= width else text[: width - 3] + "..."
     return status
 
@@ -87,7 +88,7 @@ def render_summary(
     columns to show (``--embedbench-columns``; default: the standard table)."""
     lines = _render(summary, verbosity=verbosity, columns=columns)
     return (
-        lines
+        lines  # the index, stress and cut-off tables show the controls in their texts too
         + render_indexes(summary.indexes)
         + render_stress(summary.stress)
         + render_cutoffs(summary.cutoffs)
@@ -144,7 +145,9 @@ def _render(summary: Summary, *, verbosity: int, columns: Sequence[str] | None) 
         lines.append("")
     if lines:
         lines.append(legend.line())
-    return lines
+    # every name in these lines (models, datasets, errors) with its control characters shown,
+    # not run by the terminal
+    return [inert(line) for line in lines]
 
 
 def _table(
@@ -174,7 +177,13 @@ def _table(
         if dataset.queries is not None
         else ""
     )
-    text = tabulate(table, headers=headers, tablefmt="simple", disable_numparse=True)
+    # each cell one line, its controls shown, before tabulate measures the widths
+    text = tabulate(
+        [[inert(c, keep="") for c in row] for row in table],
+        headers=[inert(h, keep="") for h in headers],
+        tablefmt="simple",
+        disable_numparse=True,
+    )
     return [f"dataset {dataset.name!r}{size}", *text.splitlines()]
 
 

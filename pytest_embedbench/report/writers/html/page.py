@@ -7,6 +7,7 @@ import math
 from typing import Any
 
 from ....core.redaction import _secret_env_values, redact
+from ....core.text import inert
 
 
 def _f(value: Any, fmt: str = "{:.4f}", missing: str = "-") -> str:
@@ -25,14 +26,15 @@ def _c(x: float) -> str:
 
 
 class _Page:
-    """Collects the page's parts; ``esc`` escapes text and masks secret values."""
+    """Collects the page's parts; ``esc`` masks secret values, shows control characters
+    (:func:`~pytest_embedbench.core.text.inert`) and escapes the text."""
 
     def __init__(self) -> None:
         self.parts: list[str] = []
         self.secrets = _secret_env_values()
 
     def esc(self, value: Any) -> str:
-        return html.escape(redact(str(value), self.secrets), quote=True)
+        return html.escape(inert(redact(str(value), self.secrets)), quote=True)
 
     def add(self, *parts: str) -> None:
         self.parts.extend(parts)

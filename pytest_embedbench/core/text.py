@@ -42,4 +42,6 @@ def _table(keep: str) -> dict[int, str]:
 def inert(text: str, *, keep: str = FREE_TEXT) -> str:
     """``text`` with every C0 control (but those in ``keep``: tab and newline unless told),
     DEL and C1 control replaced by its visible escape ``\\xNN``."""
+    if text.isprintable():  # no control character at all: most names, at once
+        return text
     return text.translate(_table(keep))

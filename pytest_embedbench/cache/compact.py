@@ -139,8 +139,13 @@ def _write(
 ) -> None:
     keys, parts = group
     if keys:
-        file, offset = writer.append(memoryview(b"".join(parts)), sync=False)
-        index.insert_batch(conn, nsid, keys, dim, file, offset)
+        index.insert_batch(
+            conn,
+            nsid,
+            keys,
+            dim,
+            writer.append(memoryview(b"".join(parts)), row=4 * dim, sync=False),
+        )
 
 
 def _drop(conn: sqlite3.Connection, path: Path) -> None:

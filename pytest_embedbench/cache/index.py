@@ -1,11 +1,13 @@
 """The cache's SQLite index: its schema, the rows a write adds, and the one way keys are found.
 
 Table ``batches`` holds one row per write: namespace, dimension, vector count, live slots (the
-vectors no newer write replaced), its keys end to end, and the segment file and offset of its
-vectors; table ``entries`` maps (namespace, key) to its batch and slot (WITHOUT ROWID: the
-write path's B-tree). A batch's keys, dimension and place never change once committed: a newer
-write, or a compaction, adds a batch with a higher id and points the entries there, and a batch
-left without a live slot is deleted.
+vectors no newer write replaced), its keys end to end, the segment file and offset of its
+vectors, and their checksums (``hash``: xxh3-64 of the bytes; ``row_hashes``: each row's, 32
+bits; NULL for a batch written before checksums, whose bytes are read unchecked); table
+``entries`` maps (namespace, key) to its batch and slot (WITHOUT ROWID: the write path's
+B-tree). A batch's keys, dimension and place never change once committed: a newer write, or a
+compaction, adds a batch with a higher id and points the entries there, and a batch left
+without a live slot is deleted.
 
 Reads match the asked keys in numpy against a key index of the namespace: its batches' key
 lists, sorted on the keys' first 8 bytes, kept by the connection. After a write (anyone's) it
@@ -25,6 +27,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .segments import Place
+
 FILENAME = "embeddings.sqlite3"
 SCHEMA_VERSION = 3
 #: meta ``layout``: every batch's vectors are in a segment file, none held in the index file
@@ -39,7 +43,7 @@ TABLES = (
     "CREATE TABLE IF NOT EXISTS batches (id INTEGER PRIMARY KEY,"
     " ns INTEGER NOT NULL, dim INTEGER NOT NULL, count INTEGER NOT NULL,"
     " live INTEGER NOT NULL, keys BLOB NOT NULL, data BLOB NOT NULL,"
-    " file TEXT, offset INTEGER)",
+    " file TEXT, offset INTEGER, hash INTEGER, row_hashes BLOB)",
     "CREATE INDEX IF NOT EXISTS batches_ns ON batches (ns)",
     "CREATE TABLE IF NOT EXISTS entries (ns INTEGER NOT NULL, key BLOB NOT NULL,"
     " batch INTEGER NOT NULL, slot INTEGER NOT NULL, PRIMARY KEY (ns, key)) WITHOUT ROWID",
@@ -115,18 +119,18 @@ def entries(conn: sqlite3.Connection, nsid: int, keys: Sequence[bytes]) -> dict:
 
 
 def insert_batch(
-    conn: sqlite3.Connection, nsid: int, keys: Sequence[bytes], dim: int, file: str, offset: int
+    conn: sqlite3.Connection, nsid: int, keys: Sequence[bytes], dim: int, place: Place
 ) -> set[str | None]:
-    """Record one batch (``len(keys)`` vectors of ``dim`` float32 values at ``offset`` of
-    segment ``file``) and point its keys' entries at it, inside the caller's transaction; a key
+    """Record one batch (``len(keys)`` vectors of ``dim`` float32 values where ``place`` says,
+    with their checksum) and point its keys' entries at it, inside the caller's transaction; a key
     given twice keeps its last vector. Returns the files of the older batches that lost live
     slots (those left with none are deleted)."""
     slots = {bytes(key): i for i, key in enumerate(keys)}
     old = entries(conn, nsid, list(slots))
     batch = conn.execute(
-        "INSERT INTO batches (ns, dim, count, live, keys, data, file, offset)"
-        " VALUES (?, ?, ?, ?, ?, X'', ?, ?)",
-        (nsid, dim, len(keys), len(slots), b"".join(bytes(k) for k in keys), file, offset),
+        "INSERT INTO batches (ns, dim, count, live, keys, data, file, offset, hash, row_hashes)"
+        " VALUES (?, ?, ?, ?, ?, X'', ?, ?, ?, ?)",
+        (nsid, dim, len(keys), len(slots), b"".join(bytes(k) for k in keys), *place),
     ).lastrowid
     conn.executemany(
         "INSERT OR REPLACE INTO entries VALUES (?, ?, ?, ?)",
@@ -154,14 +158,19 @@ def insert_batch(
 
 @dataclass
 class Batches:
-    """Batches as a read needs them: per batch its dimension, vector count, offset (-1: none)
-    and file (its place in ``files``)."""
+    """Batches as a read needs them: per batch its dimension, vector count, offset (-1: none),
+    file (its place in ``files``) and checksums (``checked`` False: none recorded; its rows'
+    start at ``row_at`` in ``row_hashes``)."""
 
     dims: np.ndarray
     counts: np.ndarray
     offsets: np.ndarray
     code: np.ndarray
     files: list[str | None]
+    hashes: np.ndarray
+    checked: np.ndarray
+    row_hashes: np.ndarray
+    row_at: np.ndarray
 
     def __add__(self, other: Batches) -> Batches:
         files = list(dict.fromkeys(self.files + other.files))
@@ -172,6 +181,10 @@ class Batches:
             np.concatenate([self.offsets, other.offsets]),
             np.concatenate([self.code, place[other.code]]),
             files,
+            np.concatenate([self.hashes, other.hashes]),
+            np.concatenate([self.checked, other.checked]),
+            np.concatenate([self.row_hashes, other.row_hashes]),
+            np.concatenate([self.row_at, other.row_at + len(self.row_hashes)]),
         )
 
 
@@ -193,7 +206,8 @@ class KeyIndex:
 def key_index(conn: sqlite3.Connection, nsid: int, since: int = 0) -> KeyIndex:
     """:class:`KeyIndex` of namespace ``nsid``'s batches above ``since``, in one pass."""
     rows = conn.execute(
-        "SELECT id, dim, count, file, offset, live, keys FROM batches WHERE ns = ? AND id > ?"
+        "SELECT id, dim, count, file, offset, live, keys, hash, row_hashes FROM batches"
+        " WHERE ns = ? AND id > ?"
         " ORDER BY id",
         (nsid, since),
     ).fetchall()
@@ -208,6 +222,9 @@ def key_index(conn: sqlite3.Connection, nsid: int, since: int = 0) -> KeyIndex:
     # shared prefix, about 1 in 2**64, at worst reports a key missing: embedded again); where
     # a key may have older copies a stable sort keeps them in batch order, so the last is the
     # newest (else the faster unstable sort)
+    checked = np.array(
+        [row[7] is not None and len(row[8] or b"") == 4 * row[2] for row in rows], dtype=bool
+    )
     prefix = np.frombuffer(raw, dtype=">u8")[:: KEY_BYTES // 8]
     order = np.argsort(prefix, kind=None if every_slot_live else "stable")
     small = np.int32 if len(prefix) < 2**31 else np.int64
@@ -217,6 +234,12 @@ def key_index(conn: sqlite3.Connection, nsid: int, since: int = 0) -> KeyIndex:
         np.array([-1 if row[4] is None else row[4] for row in rows], dtype=np.int64),
         np.array([files[row[3]] for row in rows], dtype=np.int64),
         list(files),
+        np.array([row[7] or 0 for row in rows], dtype=np.int64),
+        checked,
+        np.frombuffer(
+            b"".join(row[8] for row, ok in zip(rows, checked, strict=True) if ok), dtype="<u4"
+        ),
+        np.cumsum(counts * checked) - counts * checked,
     )
     return KeyIndex(
         top,

@@ -8,7 +8,12 @@ path (:func:`needed` is asked once per connection).
   batch to a segment file;
 * both, and schema-3 files that older code migrated from them (their blobs kept in the index
   file): every blob moves to a segment file (one whose length does not match its dimension and
-  count stays, and reads as damaged), then VACUUM gives the index file's space back.
+  count stays, and reads as damaged), with its checksum, then VACUUM gives the index file's
+  space back;
+* schema-3 files written before checksums: table ``batches`` gains columns ``hash`` and
+  ``row_hashes``; their batches keep none (NULL) and are read unchecked, as before, until they
+  are written again (hashing them now would vouch for whatever bytes the files hold today).
+  Older code can go on sharing such a file: the batches it writes are unchecked too.
 
 One transaction, the moved vectors flushed before it commits: another process opening the file
 meanwhile waits, then finds it migrated; a crash before the commit leaves the file as it was
@@ -30,8 +35,13 @@ OLDER = ("1", "2")
 BATCH = 1024
 
 
-def needed(version: str, layout: str | None) -> bool:
-    return version in OLDER or (version == str(index.SCHEMA_VERSION) and layout != index.LAYOUT)
+def needed(conn: sqlite3.Connection, version: str, layout: str | None) -> bool:
+    if version in OLDER:
+        return True
+    if version != str(index.SCHEMA_VERSION):
+        return False
+    columns = {row[1] for row in conn.execute("PRAGMA table_info(batches)")}
+    return layout != index.LAYOUT or "row_hashes" not in columns
 
 
 def run(conn: sqlite3.Connection, folder: Path) -> str:
@@ -41,7 +51,7 @@ def run(conn: sqlite3.Connection, folder: Path) -> str:
         with writing(conn):
             version, layout = index.meta(conn)  # as another process may have left it
             moved = False
-            if version is not None and needed(version, layout):
+            if version is not None and needed(conn, version, layout):
                 moved = _migrate(conn, writer, version)
                 version = str(index.SCHEMA_VERSION)
     finally:
@@ -59,7 +69,7 @@ def _migrate(conn: sqlite3.Connection, writer: Writer, version: str) -> bool:
     for statement in index.TABLES:
         conn.execute(statement)
     columns = {row[1] for row in conn.execute("PRAGMA table_info(batches)")}
-    for column in ("file TEXT", "offset INTEGER"):
+    for column in ("file TEXT", "offset INTEGER", "hash INTEGER", "row_hashes BLOB"):
         if column.split()[0] not in columns:
             conn.execute(f"ALTER TABLE batches ADD COLUMN {column}")
     moved = False
@@ -96,8 +106,9 @@ def _regroup(conn: sqlite3.Connection, writer: Writer, name: str) -> None:
     for dim, items in by_dim.items():
         for start in range(0, len(items), BATCH):
             part = items[start : start + BATCH]
-            file, offset = writer.append(memoryview(b"".join(v for _, v in part)), sync=False)
-            index.insert_batch(conn, nsid, [k for k, _ in part], dim, file, offset)
+            data = memoryview(b"".join(v for _, v in part))
+            place = writer.append(data, row=4 * dim, sync=False)
+            index.insert_batch(conn, nsid, [k for k, _ in part], dim, place)
 
 
 def _move_blobs(conn: sqlite3.Connection, writer: Writer) -> bool:
@@ -108,9 +119,9 @@ def _move_blobs(conn: sqlite3.Connection, writer: Writer) -> bool:
             "SELECT dim, count, data FROM batches WHERE id = ?", (bid,)
         ).fetchone()
         if dim > 0 and len(data) == 4 * dim * count:
-            file, offset = writer.append(memoryview(data), sync=False)
             conn.execute(
-                "UPDATE batches SET file = ?, offset = ?, data = X'' WHERE id = ?",
-                (file, offset, bid),
+                "UPDATE batches SET file = ?, offset = ?, hash = ?, row_hashes = ?, data = X''"
+                " WHERE id = ?",
+                (*writer.append(memoryview(data), row=4 * dim, sync=False), bid),
             )
     return bool(held)

@@ -13,7 +13,7 @@ import pytest
 
 from pytest_embedbench.cli import main
 
-from .conftest import CORPUS, QUERIES, set_ini, write_beir, write_tiny
+from .conftest import CORPUS, MODES, QUERIES, set_ini, write_beir, write_tiny
 
 #: an OSC that retitles the terminal (ended by BEL), a CSI that clears it, a C1 CSI
 EVIL = "\x1b]0;pwned\x07\x1b[2J\x9b"
@@ -63,12 +63,14 @@ def evil_project(pytester: pytest.Pytester) -> pytest.Pytester:
     return pytester
 
 
+@pytest.mark.parametrize("mode", MODES)
 def test_no_report_and_no_terminal_line_holds_a_raw_control(
-    evil_project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+    evil_project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, mode: list[str]
 ) -> None:
     step = evil_project.path / "step.md"
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(step))
     result = evil_project.runpytest(
+        *mode,
         "-rA",
         f"--embedbench-reference=good{EVIL}",
         "--embedbench-json=out/r.json",

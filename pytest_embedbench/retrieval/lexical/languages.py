@@ -78,7 +78,7 @@ WORD_LANGUAGES: dict[str, tuple[str, str]] = {
 }
 
 #: a piece of text that counts as a word: it holds a letter or a digit
-_HAS_WORD = re.compile(r"\w").search
+_HAS_WORD = re.compile(r"[^\W_]").search
 _KANA = re.compile(r"[\u3040-\u30ff\u31f0-\u31ff\uff66-\uff9f]")
 _HANGUL = re.compile(r"[\u1100-\u11ff\u3130-\u318f\ua960-\ua97f\uac00-\ud7af\ud7b0-\ud7ff]")
 _THAI = re.compile(r"[\u0e00-\u0e7f]")
@@ -108,9 +108,22 @@ def _require(module: str, *, language: str, package: str) -> Any:
         ) from None
 
 
+#: what ends a word inside a segmenter's piece: white space and ASCII punctuation but the
+#: underscore (a word character to bm25s's words too)
+_BREAK = re.compile(r"[\s!-/:-@\[-^`{-~]+")
+
+
 def _words(pieces: Sequence[str]) -> list[str]:
-    """The pieces that hold a letter or a digit, lower-cased."""
-    return [piece.lower() for piece in pieces if _HAS_WORD(piece)]
+    """The segmenter's pieces as words: each cut at white space and ASCII punctuation (a
+    segmenter keeps ``%(name)s`` or ``e-mail`` whole), lower-cased, the parts without a letter
+    or digit left out."""
+    out: list[str] = []
+    for piece in pieces:
+        if _BREAK.search(piece):
+            out.extend(part.lower() for part in _BREAK.split(piece) if _HAS_WORD(part))
+        elif _HAS_WORD(piece):
+            out.append(piece.lower())
+    return out
 
 
 class _SegmentingTokenizer(Tokenizer):
@@ -283,6 +296,8 @@ class KoreanTokenizer(_SegmentingTokenizer):
                 f"bm25 language='ko' needs kiwipiepy's model kiwipiepy_model ({exc}): "
                 "pip install 'pytest-embedbench[ko]'"
             ) from None
+        # Kiwi reads its model on the first analysis (seconds): at load, not in the first index
+        self._kiwi.tokenize("한국어")
 
     @classmethod
     def identity(cls, *, fold: bool = True) -> str:
@@ -294,8 +309,11 @@ class KoreanTokenizer(_SegmentingTokenizer):
     def split(self, texts: Sequence[str]) -> list[list[str]]:
         if not texts:
             return []
-        # a list of texts: Kiwi analyses them on its threads, results in the texts' order
-        analysed = self._kiwi.tokenize(list(texts))
+        # a list of texts: Kiwi analyses them on its threads, results in the texts' order; one
+        # text (a query) as a string, without the threads' hand-over
+        analysed = (
+            [self._kiwi.tokenize(texts[0])] if len(texts) == 1 else self._kiwi.tokenize(list(texts))
+        )
         return [
             _words([t.form for t in tokens if not t.tag.startswith(KO_DROPPED_PREFIXES)])
             for tokens in analysed

@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..core.exceptions import ConfigError, MetricError, did_you_mean, unknown_hint
-from ..core.io import read_yaml
+from ..core.yamlfile import read_yaml
 from ..evaluation.metrics import METRICS, parse_metric
 from ..models.providers.registry import has_vectors
 from ..records.figures import INDEX_FIGURES, STORAGE

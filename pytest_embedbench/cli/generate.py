@@ -363,7 +363,7 @@ def _as_flags(message: str) -> str:
 
 def _generate_for_dataset(args: argparse.Namespace, progress: _GenerationProgress) -> int:
     from ..core.exceptions import ConfigError, EmbedBenchError
-    from ..core.io import read_yaml
+    from ..core.yamlfile import read_yaml
 
     config = Path(args.config)
     raw = read_yaml(config, "config file", ConfigError)

@@ -58,7 +58,7 @@ from ..core.exceptions import (
     did_you_mean,
     unknown_hint,
 )
-from ..core.io import read_yaml
+from ..core.yamlfile import read_yaml
 from ..data.chunking import ChunkingSettings
 from ..data.datasets import DOCUMENT_SUFFIXES
 from ..evaluation.metrics import parse_cutoffs, parse_metric
@@ -93,6 +93,13 @@ _TOP_KEYS = {
 }
 _DATASET_KEYS = {"path", "split", "docs", "subset", "name", "evalset", "chunking", "extensions"}
 _SUBSET_KEYS = {"n_queries", "n_distractors", "seed"}
+#: the least value of each subset key (numpy's generators take no negative seed)
+_SUBSET_LEAST = {"n_queries": 1, "n_distractors": 0, "seed": 0}
+_SUBSET_MEANING = {
+    "n_queries": "the judged queries kept",
+    "n_distractors": "the unjudged documents kept beside them",
+    "seed": "the draw's seed",
+}
 
 
 @dataclass(frozen=True)
@@ -198,7 +205,12 @@ def load_config(path: Path) -> ProjectConfig:
         raise _fail(path, "thresholds", "expected a mapping (see the thresholds file format)")
     gate = raw.get("gate") or {}
     if not isinstance(gate, Mapping):
-        raise _fail(path, "gate", "expected a mapping: metrics, tolerance, latency_p95_pct, ...")
+        raise _fail(
+            path,
+            "gate",
+            f"{gate!r} is not a mapping; write e.g. gate: {{metrics: [ndcg@10, recall@100], "
+            "tolerance: 0.01}} (keys: metrics, tolerance, latency_p95_pct, models, tests)",
+        )
     _check_gate_metric_names(path, gate)
     reference = raw.get("reference")
     if reference is not None and not isinstance(reference, str):
@@ -357,8 +369,15 @@ def _check_subset(path: Path, where: str, subset: Any) -> None:
     if bad:
         hint = unknown_hint(sorted(bad), _SUBSET_KEYS)
         raise _fail(path, where, f"{subset!r}{hint}: allowed keys {sorted(_SUBSET_KEYS)}")
-    if not all(isinstance(v, int) and not isinstance(v, bool) for v in subset.values()):
-        raise _fail(path, where, f"{subset!r}: values must be integers")
+    for key, value in subset.items():
+        least = _SUBSET_LEAST[key]
+        if not isinstance(value, int) or isinstance(value, bool) or value < least:
+            raise _fail(
+                path,
+                f"{where}.{key}",
+                f"{value!r} must be an integer >= {least} ({_SUBSET_MEANING[key]}), e.g. "
+                "subset: {n_queries: 50, n_distractors: 1000, seed: 0}",
+            )
 
 
 def parse_chunking(
@@ -445,6 +464,11 @@ def check_gate_metric_names(raw: Any, where: str) -> None:
     key) and the closest gated metric. The list's shape is left to the gate's own parser."""
     from ..baseline import KEPT_METRICS
 
+    if isinstance(raw, str) and len(split := raw.replace(",", " ").split()) > 1:
+        raise ConfigError(
+            f"{where}: {raw!r} is one string, not a list of metrics; write a list: "
+            f"metrics: [{', '.join(split)}]"
+        )
     names = [raw] if isinstance(raw, str) else raw
     if not isinstance(names, list):
         return

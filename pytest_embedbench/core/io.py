@@ -1,8 +1,9 @@
-"""Ground-floor file helpers: atomic writes, stale-temporary cleanup, YAML reading.
+"""Ground-floor file helpers: atomic writes, stale-temporary cleanup (YAML files are read by
+:mod:`.yamlfile`).
 
 Imports nothing of the package, so every floor can use it: the baseline store, the generated
 eval sets, the reports and the xdist groups file all write through :func:`atomic_write_text`
-(never half a file), and every YAML file the user keeps is read by :func:`read_yaml`.
+(never half a file).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import platform
 import re
 import tempfile
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +25,6 @@ __all__ = [
     "atomic_write_json",
     "atomic_write_text",
     "finite",
-    "read_yaml",
     "remove_stale_temps",
 ]
 
@@ -125,24 +125,3 @@ def atomic_write_text(path: Path, text: str) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-
-
-def read_yaml(path: Path, what: str, error: Callable[[str], Exception]) -> Any:
-    """A YAML file's content; a missing file or bad YAML raises ``error(message)`` naming the
-    file (and line). ``error`` is the caller's exception type (``ConfigError``), so this module
-    stays free of package imports. The loader refuses duplicate keys, alias bombs and tabs
-    (:mod:`.yamlfile`)."""
-    import yaml
-
-    from .yamlfile import YamlProblem, load_yaml
-
-    try:
-        return load_yaml(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise error(f"{path}: {what} not found") from None
-    except YamlProblem as exc:
-        raise error(f"{path} line {exc.line}: {exc.message}") from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = f" line {mark.line + 1}" if mark is not None else ""
-        raise error(f"{path}{line}: not valid YAML ({exc})") from None

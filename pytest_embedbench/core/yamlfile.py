@@ -12,10 +12,10 @@ PyYAML's ``SafeLoader`` builds only plain data, but on its own it lets three fau
 
 :class:`StrictLoader` refuses the first two while composing the document, and :func:`load_yaml`
 turns the third into a sentence naming the line. Each is a :class:`YamlProblem` carrying the
-1-based line and a message, which :func:`~pytest_embedbench.core.io.read_yaml` prefixes with the
-file. Anchors, aliases and merge keys (``<<: *defaults``) of ordinary size keep working.
+1-based line and a message, which :func:`read_yaml` prefixes with the file. Anchors, aliases
+and merge keys (``<<: *defaults``) of ordinary size keep working.
 
-Imports nothing of the package (the ground floor's :mod:`.io` calls it)::
+Imports nothing of the package, so every floor reads its YAML through :func:`read_yaml`::
 
     load_yaml("models: [bm25]\\nmodels: [hf:x]\\n")
     # YamlProblem: line 2: key 'models' given twice (first at line 1); keep one of them
@@ -23,11 +23,13 @@ Imports nothing of the package (the ground floor's :mod:`.io` calls it)::
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import yaml
 
-__all__ = ["MAX_EXPANDED_NODES", "StrictLoader", "YamlProblem", "load_yaml"]
+__all__ = ["MAX_EXPANDED_NODES", "StrictLoader", "YamlProblem", "load_yaml", "read_yaml"]
 
 #: the most values (scalars, lists and mappings, aliases counted as what they expand to) one
 #: file may hold; a configuration holds hundreds, a billion-laughs file passes this within its
@@ -142,3 +144,20 @@ def load_yaml(text: str) -> Any:
                 "(replace the tab with a space)"
             )
         raise YamlProblem(mark.line + 1, message) from None
+
+
+def read_yaml(path: Path, what: str, error: Callable[[str], Exception]) -> Any:
+    """A YAML file's content, read by :func:`load_yaml`; a missing file or bad YAML raises
+    ``error(message)`` naming the file and line (``embedbench.yaml line 7: key 'models' given
+    twice (first at line 3)``). ``error`` is the caller's exception type (``ConfigError``), so
+    this module stays free of package imports."""
+    try:
+        return load_yaml(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise error(f"{path}: {what} not found") from None
+    except YamlProblem as exc:
+        raise error(f"{path} line {exc.line}: {exc.message}") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = f" line {mark.line + 1}" if mark is not None else ""
+        raise error(f"{path}{line}: not valid YAML ({exc})") from None

@@ -41,7 +41,7 @@ from ..core.exceptions import (
     did_you_mean,
     unknown_hint,
 )
-from ..core.io import read_yaml
+from ..core.yamlfile import read_yaml
 from ..data.datasets import RetrievalDataset, load_dataset
 from ..evaluation.metrics import parse_cutoffs, parse_metric
 from ..evaluation.workloads import Workload, parse_workloads
@@ -220,6 +220,49 @@ def check_provider_options(spec: ModelSpec, cfg: ProjectConfig, where: str) -> N
                 f"{origin}: provider {spec.provider!r} takes no option(s) {unknown}"
                 f"{unknown_hint(unknown, allowed)}; it accepts {sorted(allowed)}"
             )
+        for key, value in options.items():
+            _check_option_value(spec, key, value, f"{origin}.{key}")
+
+
+#: what a failed conversion in a provider's reading of an option asked for
+_WANTED = {"int()": "an integer", "float": "a number"}
+
+
+def _check_option_value(spec: ModelSpec, key: str, value: Any, where: str) -> None:
+    """The provider reads option ``key`` = ``value`` without error (built and its namespace
+    read, not loaded: weights and clients load later), else a ConfigError naming ``where``
+    (file and key) at collection instead of a bare ``ValueError: invalid literal for int()``
+    when the test runs. Where the provider cannot be built here even without the option (an
+    SDK, an API key missing), nothing is checked: the test reports that."""
+    from ..core.exceptions import EmbedBenchError
+    from ..models.providers import provider_class
+
+    cls = provider_class(spec.provider)
+    try:
+        cls(spec.model).namespace()
+    except Exception:  # noqa: BLE001 - not buildable here: the option cannot be told apart
+        return
+    try:
+        cls(spec.model, **{key: value}).namespace()
+    except ConfigError as exc:
+        raise ConfigError(f"{where}: {exc}") from None
+    except EmbedBenchError:
+        return
+    except (ValueError, TypeError) as exc:
+        wanted = next((kind for word, kind in _WANTED.items() if word in str(exc)), None)
+        fix = f"give {key} {wanted}" if wanted else f"give {key} a value of the type it takes"
+        raise ConfigError(
+            f"{where}: {value!r} is not a {key} provider {spec.provider!r} can use "
+            f"({type(exc).__name__}: {exc}); {fix}, e.g. {key}: {_example(key)}"
+        ) from None
+    except Exception:  # noqa: BLE001 - what else building raises is the test's to report
+        return
+
+
+def _example(key: str) -> str:
+    """A typical value of a provider option, for the fix of a bad one."""
+    examples = {"batch_size": "64", "timeout": "30.0", "max_retries": "3", "k1": "1.2"}
+    return examples.get(key, "...")
 
 
 @dataclass(frozen=True)
@@ -539,22 +582,28 @@ class CaseBuilder:
             raw: Iterable[Any] = self.options.models
         elif models is not None:
             raw = [models] if isinstance(models, (str, ModelSpec)) else models
+            if not isinstance(raw, (list, tuple)):  # a set or a generator has no fixed order
+                raise ConfigError(
+                    f"{test_path.name}: {MARKER}(models={models!r}): give a spec string such "
+                    "as 'bm25', a ModelSpec, or a list of them, e.g. models=['bm25', "
+                    "'hf:sentence-transformers/all-MiniLM-L6-v2']"
+                )
         else:
             raw = cfg.models
+        where = (
+            "--embedbench-models"
+            if self.options.models
+            else f"{test_path.name}: {MARKER} models"
+            if models is not None
+            else f"{cfg.path}: models"
+        )
         specs = []
         for item in raw:
             if not isinstance(item, (str, ModelSpec)):
                 raise ConfigError(
-                    f"model {item!r}: give a spec string such as 'bm25' or a ModelSpec"
+                    f"{where}: {item!r}: give a spec string such as 'bm25' or a ModelSpec"
                 )
             spec = ModelSpec.coerce(item)
-            where = (
-                "--embedbench-models"
-                if self.options.models
-                else f"{test_path.name}: @pytest.mark.embedbench models"
-                if models is not None
-                else f"{cfg.path}: models"
-            )
             check_provider_names(spec, where)
             check_provider_options(spec, cfg, where)
             specs.append(cfg.apply_provider_options(spec))

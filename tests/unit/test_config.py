@@ -106,7 +106,7 @@ def test_find_config_walks_up_to_the_rootdir(tmp_path: Path) -> None:
         ("datasets: {s: {path: s, subset: {n: 1}}}\n", "datasets.s.subset: {'n': 1}: allowed"),
         (
             "datasets: {s: {path: s, subset: {seed: x}}}\n",
-            "datasets.s.subset: {'seed': 'x'}: values must be integers",
+            "datasets.s.subset.seed: 'x' must be an integer >= 0",
         ),
         ("models: 3\n", "models: expected a list of model specs, got 3"),
         ("models: [3]\n", "models[0]: 3: give a spec string or {spec: ..., name: ...}"),
@@ -118,7 +118,7 @@ def test_find_config_walks_up_to_the_rootdir(tmp_path: Path) -> None:
         ("k: ten\n", "k: 'ten': cut-offs must be integers >= 1"),
         ("k: [true]\n", "k: [True]: cut-offs must be integers >= 1"),
         ("thresholds: [a]\n", "thresholds: expected a mapping"),
-        ("gate: [ndcg@10]\n", "gate: expected a mapping"),
+        ("gate: [ndcg@10]\n", "gate: ['ndcg@10'] is not a mapping; write e.g. gate: {metrics:"),
         ("gate: {metrics: [ndgc@10]}\n", "gate.metrics: 'ndgc@10' is not a metric"),
         (
             "gate: {models: {bm25: {metrics: [recal@100]}}}\n",

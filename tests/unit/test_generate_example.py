@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from pytest_embedbench.core.exceptions import ConfigError
-from pytest_embedbench.core.io import read_yaml
+from pytest_embedbench.core.yamlfile import read_yaml
 from pytest_embedbench.data.datasets import load_dataset
 from pytest_embedbench.data.ingest import load_documents
 from pytest_embedbench.generate import (

@@ -141,7 +141,20 @@ class OptionSpec:
             kwargs.update(nargs="?", const=self.const)
         if self.parse is not str and self.kind != "path":
             kwargs["type"] = self.parse
+        if self.kind == "path":
+            kwargs["type"] = self.path_text
         return kwargs
+
+    def path_text(self, value: str) -> str:
+        """A path option's text as given on the command line; an empty one
+        (``--embedbench-json=``, often an unset shell variable) is refused rather than taken
+        for "not given", which would silently write no report."""
+        if not value.strip():
+            raise argparse.ArgumentTypeError(
+                f"{self.flag} {value!r}: an empty path; give a file or folder, e.g. "
+                f"{self.flag}={self.metavar or 'PATH'}, or leave the option out"
+            )
+        return value
 
 
 def option(default: Any, flag: str, help: str, *, ini: str | None = "", **spec: Any) -> Any:

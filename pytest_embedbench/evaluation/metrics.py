@@ -36,6 +36,7 @@ from ..core.exceptions import ConfigError, MetricError
 
 __all__ = [
     "DEFAULT_K",
+    "MAX_CUTOFF",
     "METRICS",
     "Judged",
     "MetricName",
@@ -51,6 +52,10 @@ __all__ = [
 
 #: the cut-offs a run computes when neither the marker, embedbench.yaml nor evaluate() names any
 DEFAULT_K: tuple[int, ...] = (1, 5, 10, 100)
+#: the deepest cut-off a run takes: each query's ranking is held to the deepest k (a search
+#: allocates queries x k), and BEIR and MTEB stop at 1,000; a k past the corpus is fine (it
+#: scores the whole ranking), 10**12 would ask for terabytes
+MAX_CUTOFF = 10_000
 
 #: comparisons per chunk when ranking the relevant documents of a run (memory: ~17 bytes each)
 COMPARE_CHUNK = 4 * 1024 * 1024
@@ -229,9 +234,9 @@ def parse_cutoffs(value: object, where: str = "k") -> tuple[int, ...]:
     """The cut-offs ``k`` of a run, sorted and without repeats: the one check behind the
     marker's ``k=``, ``k:`` in ``embedbench.yaml`` and ``evaluate(k=...)``.
 
-    ``value`` is an integer or a list of integers >= 1; ``None`` means :data:`DEFAULT_K`. The run
-    computes exactly these (``k=5`` computes ``@5`` only); a bad value is a ConfigError that
-    starts with ``where`` (the file and key, or the marker)::
+    ``value`` is an integer or a list of integers from 1 to :data:`MAX_CUTOFF`; ``None`` means
+    :data:`DEFAULT_K`. The run computes exactly these (``k=5`` computes ``@5`` only); a bad
+    value is a ConfigError that starts with ``where`` (the file and key, or the marker)::
 
         parse_cutoffs(10)          # (10,)
         parse_cutoffs([10, 1, 10]) # (1, 10)
@@ -253,6 +258,12 @@ def parse_cutoffs(value: object, where: str = "k") -> tuple[int, ...]:
         raise ConfigError(
             f"{where}: [] computes nothing: list the cut-offs, e.g. [1, 5, 10], or leave it out "
             f"for the default {list(DEFAULT_K)}"
+        )
+    if max(values) > MAX_CUTOFF:
+        raise ConfigError(
+            f"{where}: {max(values)!r} is deeper than the {MAX_CUTOFF:,} a run retrieves per "
+            f"query (each query's ranking is held to the deepest k); a k beyond the corpus "
+            f"scores the whole ranking, so use at most {MAX_CUTOFF}, e.g. [1, 10, 100, 1000]"
         )
     return tuple(sorted(set(values)))
 

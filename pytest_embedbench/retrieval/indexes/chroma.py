@@ -47,6 +47,7 @@ class ChromaIndex(VectorIndex):
     name = "chroma"
     kinds = {"": frozenset(), "hnsw": _CHROMA_HNSW}
     renamed = {"M": "max_neighbors", "construction_ef": "ef_construction", "search_ef": "ef_search"}
+    real_params = frozenset({"resize_factor"})
     deterministic = False
 
     def build(self, vectors: np.ndarray, ids: Sequence[str]) -> None:

@@ -106,6 +106,19 @@ class IndexRun:
         total = float(np.sum(self.latency_ms))
         return len(self.latency_ms) / (total / 1000.0) if total > 0 else math.nan
 
+    def __str__(self) -> str:
+        """The spec, as the test id and the report's tables show it:
+        ``faiss:ivf(nlist=64,nprobe=1)``; the figures are the fields."""
+        return self.spec.spec
+
+    def __repr__(self) -> str:
+        # the dataclass's own repr printed every array (latencies, neighbour recall per query)
+        return (
+            f"IndexRun({self.spec.spec!r}, description={self.description!r}, "
+            f"build_s={self.build_s:.3f}, nbytes={self.nbytes}, queries={len(self.query_ids)}, "
+            f"p50_ms={self.p50_ms:.3f}, k={sorted(self.neighbours)})"
+        )
+
 
 def measure_index(
     retriever: Measured,

@@ -78,6 +78,8 @@ class VectorIndex(ABC):
     deterministic: ClassVar[bool] = True
     #: an older name of a parameter -> its name in ``kinds`` (the error names the new one)
     renamed: ClassVar[dict[str, str]] = {}
+    #: the parameters that take a real number > 0; every other one is an integer >= 1
+    real_params: ClassVar[frozenset[str]] = frozenset()
 
     def __init__(self, spec: EngineSpec, *, seed: int = 0) -> None:
         self.spec = spec

@@ -20,6 +20,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -115,19 +116,34 @@ class IndexSpec:
                 )
             if name in dict(params):
                 raise ConfigError(f"{where}: index {raw!r}: {name} is given twice")
-            params.append((name, _value(value.strip(), raw, where)))
+            real = name in cls_.real_params
+            params.append((name, _value(name, value.strip(), real=real, raw=raw, where=where)))
         return cls(engine, kind, tuple(params))
 
 
-def _value(text: str, raw: str, where: str) -> Any:
-    for convert in (int, float):
-        try:
-            return convert(text)
-        except ValueError:
-            pass
+def _value(name: str, text: str, *, real: bool, raw: str, where: str) -> int | float:
+    """A parameter's value: an integer >= 1 (sizes, counts, list and neighbour numbers: every
+    engine parameter), or for the engine's ``real_params`` a number > 0 (Chroma's
+    ``resize_factor``); anything else is a ConfigError naming the parameter's type and the
+    fix, before an engine's ``int()`` fails when the test runs."""
     if not text:
-        raise ConfigError(f"{where}: index {raw!r}: a parameter has no value")
-    return text
+        raise ConfigError(
+            f"{where}: index {raw!r}: a parameter has no value ({name}=); give {name}=NUMBER"
+        )
+    number: int | float | None
+    try:
+        number = int(text)
+    except ValueError:
+        try:
+            number = float(text) if real else None
+        except ValueError:
+            number = None
+    if real and number is not None and number > 0 and math.isfinite(number):
+        return number
+    if not real and number is not None and number >= 1:
+        return number
+    wanted = "a number > 0, e.g. 1.2" if real else "a whole number >= 1, e.g. 32"
+    raise ConfigError(f"{where}: index {raw!r}: {name}={text!r} must be {wanted}")
 
 
 def _items(raw: Any, where: str) -> list[Any]:

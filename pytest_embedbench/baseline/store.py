@@ -287,7 +287,16 @@ class BaselineFile:
 
     @property
     def lock_path(self) -> Path:
-        return self.path.parent / f".{self.path.name}.lock"
+        """``.<name>.lock`` beside the file written: a symlinked baseline is written through
+        to its target (:func:`~pytest_embedbench.core.io.write_target`), so runs reaching one
+        file through different links share one lock."""
+        from ..core.io import write_target
+
+        try:
+            target = write_target(self.path)
+        except OSError:  # not a file path; update() refuses it before locking
+            target = self.path
+        return target.parent / f".{target.name}.lock"
 
     @classmethod
     def load(cls, path: Path) -> BaselineFile:
@@ -296,6 +305,13 @@ class BaselineFile:
         found = cls(path)
         fix = "re-run with --embedbench-update-baseline to replace it"
         try:
+            if path.is_dir():  # not "does not exist": the tests gated against it fail
+                found.problem = (
+                    f"{path}: is a folder, not a baseline file; give a file path with "
+                    "--embedbench-baseline=PATH (or remove the folder)"
+                )
+                found.replaceable = False
+                return found
             if not path.is_file():
                 return found
             text = path.read_text(encoding="utf-8")
@@ -392,9 +408,14 @@ class BaselineFile:
         """
         from filelock import FileLock, Timeout
 
+        from ..core.io import write_target
+
         if not entries and not self.path.exists():
             return BaselineUpdate()  # nothing to record and nothing to repair: no folder, no lock
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        # a path no file can be written to (a folder, a link loop) is refused before the lock,
+        # which would otherwise be left beside a baseline that is never written
+        target = write_target(self.path)
+        target.parent.mkdir(parents=True, exist_ok=True)
         lock = FileLock(str(self.lock_path), timeout=timeout)
         try:
             lock.acquire()

@@ -14,6 +14,7 @@ options from :func:`option_specs` and builds :class:`Options` with :meth:`Option
 from __future__ import annotations
 
 import argparse
+import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
@@ -382,7 +383,7 @@ def shared_output_file(
     for label, path in outputs:
         if path is None:
             continue
-        file = path.resolve()
+        file = Path(os.path.realpath(path))  # a symlink loop is the writer's to name
         first = seen.setdefault(file, label)
         if first != label:
             return first, label, file
@@ -444,7 +445,8 @@ def _pick(spec: OptionSpec, cli: _Lookup, ini: _Lookup, cwd: Path, ini_base: Pat
     if spec.kind != "path":
         return value
     path = Path(value).expanduser()
-    path = path if path.is_absolute() else (base / path).resolve()
+    # realpath: a symlink loop is left for the writer to name (resolve() raises on one)
+    path = path if path.is_absolute() else Path(os.path.realpath(base / path))
     if spec.must_exist and not path.is_file():
         raise ConfigError(f"{spec.flag} {str(path)!r}: no such file")
     return path

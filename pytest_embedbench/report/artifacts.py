@@ -13,7 +13,7 @@ import errno
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..core.io import atomic_write_json, atomic_write_text
+from ..core.io import append_text, atomic_write_json, atomic_write_text, write_target
 
 if TYPE_CHECKING:
     from .summary.run import Summary
@@ -42,7 +42,7 @@ def write_failure(what: str, path: Path, exc: BaseException, fix: str) -> str:
         if exc.errno in (errno.ENOSPC, errno.EDQUOT):
             fix = f"free space on that disk, or {fix}"
         elif exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
-            fix = f"make {path.parent} writable, or {fix}"
+            fix = f"make {_folder_written(path)} writable, or {fix}"
     else:
         reason = str(exc)
     return f"embedbench: the {what} {path} was NOT written: {reason}. Fix: {fix}"
@@ -164,12 +164,10 @@ def write_ci_reports(
     if github_summary is not None:
         text = render_github_summary(summary, artifacts=shown, run_url=run_url, **titled)
         try:
-            # one write in append mode: GitHub collects the file after the step, and other
-            # tools of the step may have appended their own summaries before this one
-            github_summary.parent.mkdir(parents=True, exist_ok=True)
-            with open(github_summary, "a", encoding="utf-8", newline="") as out:
-                # after what is there, on a line of its own (a blank line ends any table)
-                out.write(("\n" if out.tell() else "") + text)
+            # appended, the whole block or nothing: GitHub collects the file after the step,
+            # and other tools of the step may have appended their own summaries before this
+            # one; after what is there, on a line of its own (a blank line ends any table)
+            append_text(github_summary, text, separator="\n")
             written.append(("GitHub job summary", github_summary))
         except OSError as exc:
             failures.append(
@@ -205,3 +203,12 @@ def _shown(path: Path, base: Path | None) -> str:
         except ValueError:
             pass
     return str(path)
+
+
+def _folder_written(path: Path) -> Path:
+    """The folder a write of ``path`` writes in: the link target's when ``path`` is a symlink
+    (the writers write through it)."""
+    try:
+        return write_target(path).parent
+    except OSError:
+        return path.parent

@@ -12,7 +12,8 @@ most :data:`LIVE_SHARE` of it is compacted, in three steps:
 A crash after step 1 leaves the index pointing to the old file (the new bytes are never read;
 their file, which no batch points to, goes at the next :func:`collect`); after step 2, the old
 file is one no batch points to, deleted by the next :func:`collect`. Nothing live is lost at
-any step, and a file whose bytes are not all there is left for reads to report.
+any step, and a file whose bytes are not all there, or do not match their checksums, is left
+for reads to report.
 """
 
 from __future__ import annotations
@@ -101,19 +102,24 @@ def _mostly_dead(conn: sqlite3.Connection, name: str, fd: int) -> bool:
 def _move_live(conn: sqlite3.Connection, writer: segments.Writer, name: str, fd: int) -> bool:
     """Steps 1 and 2, inside the caller's write transaction; False when the file lacks bytes."""
     batches = conn.execute(
-        "SELECT id, ns, dim, count, offset, keys FROM batches WHERE file = ? ORDER BY id",
+        "SELECT id, ns, dim, count, offset, keys, hash FROM batches WHERE file = ? ORDER BY id",
         (name,),
     ).fetchall()
     size = os.fstat(fd).st_size
-    for _, _, dim, count, offset, keys in batches:
+    for _, _, dim, count, offset, keys, want in batches:
         if (
             offset is None
             or offset + 4 * dim * count > size
             or len(keys) != index.KEY_BYTES * count
+            # moved, damaged bytes would be hashed anew and pass for sound
+            or (
+                want is not None
+                and segments.checksum(os.pread(fd, 4 * dim * count, offset)) != want
+            )
         ):
             return False  # damaged: reads report it
     pending: dict[tuple[int, int], tuple[list[bytes], list[bytes]]] = {}
-    for bid, nsid, dim, count, offset, keys in batches:
+    for bid, nsid, dim, count, offset, keys, _ in batches:
         data = os.pread(fd, 4 * dim * count, offset)
         step = index.KEY_BYTES
         mine = [keys[i : i + step] for i in range(0, len(keys), step)]

@@ -75,6 +75,8 @@ class EmbeddingCache:
         self.unavailable: str | None = None
         #: why this run no longer writes to the cache (reads go on)
         self.read_only: str | None = None
+        #: segment files removed as links (their rows read as missing, warned about once)
+        self._refused: set[str] = set()
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -136,6 +138,7 @@ class EmbeddingCache:
         return conn
 
     def _connect(self) -> sqlite3.Connection | None:
+        self._refuse_links()
         moved = False
         while True:
             try:
@@ -154,6 +157,41 @@ class EmbeddingCache:
             self._local.pid = os.getpid()
             self._local.keys = {}  # read on another connection: not to be trusted
             return conn
+
+    def _refuse_links(self) -> None:
+        """The cache's own files are never reached through a symbolic link (SQLite, and a
+        read, would follow one into another file, or create the file it names): a link in
+        place of the index sets it aside with its segment files, as corruption does; a link in
+        place of its WAL or shared-memory file, or of a segment file, is removed (what it
+        points to is left as it is). Each with a warning naming the link."""
+        if self.path.is_symlink():
+            self._move_aside(
+                f"it is a symbolic link to {os.readlink(self.path)!r}, and the cache never "
+                "follows a link",
+                "link",
+            )
+        for path in [Path(f"{self.path}{s}") for s in ("-wal", "-shm")] + [
+            self.folder / name for name in segments.names(self.folder)
+        ]:
+            if not path.is_symlink():
+                continue
+            target = os.readlink(path)
+            try:
+                path.unlink()
+                self._refused.add(path.name)
+            except OSError as exc:
+                self._turn_off(f"{str(path)!r} is a symbolic link that cannot be removed: {exc}")
+                return
+            what = (
+                "its vectors are embedded again"
+                if path.suffix == ".f32"
+                else "SQLite makes it anew"
+            )
+            self._warn(
+                f"embedding cache {str(self.path)!r}: {str(path)!r} was a symbolic link to "
+                f"{target!r}; the cache never follows a link, so it removed the link (its "
+                f"target is left as it is) and {what}"
+            )
 
     def _warn(self, message: str) -> None:
         warnings.warn(message, EmbedBenchWarning, stacklevel=5)
@@ -179,13 +217,14 @@ class EmbeddingCache:
                 "to it, so new vectors will be embedded again next time"
             )
 
-    def _move_aside(self, why: str) -> None:
-        """Keep a corrupt file for inspection and start a fresh one."""
+    def _move_aside(self, why: str, tag: str = "corrupt") -> None:
+        """Keep a corrupt file (or a link in its place: moved, never followed) for inspection
+        and start a fresh one."""
         stamp = time.strftime("%Y%m%d-%H%M%S")
-        target = self.path.with_name(f"{FILENAME}.corrupt-{stamp}-{os.getpid()}")
+        target = self.path.with_name(f"{FILENAME}.{tag}-{stamp}-{os.getpid()}")
         for suffix in ("", "-wal", "-shm"):
             src = Path(f"{self.path}{suffix}")
-            if src.exists():
+            if src.exists() or src.is_symlink():
                 try:
                     os.replace(src, Path(f"{target}{suffix}"))
                 except OSError:
@@ -193,9 +232,7 @@ class EmbeddingCache:
         self._writer().close()
         for name in segments.names(self.folder):  # the vectors that file indexed go with it
             try:
-                os.replace(
-                    self.folder / name, self.folder / f"{name}.corrupt-{stamp}-{os.getpid()}"
-                )
+                os.replace(self.folder / name, self.folder / f"{name}.{tag}-{stamp}-{os.getpid()}")
             except OSError:
                 pass
         warnings.warn(
@@ -379,6 +416,11 @@ class EmbeddingCache:
             )
             ok &= ~garbled
             broken |= garbled
+        if self._refused:  # told when the link was removed
+            refused = np.array([f in self._refused for f in bt.files], dtype=bool)
+            told = stored & ~fits & refused[bt.code[b]]
+            if not (broken & ~told).any():
+                faults.pop("a byte length that does not match its dimension", None)
         other = fits & (bt.dims[b] != dim)
         if other.any():
             faults[f"a dimension other than {dim}"] = _distinct(other, which, slot)

@@ -1,0 +1,211 @@
+"""Issue 42, items 1 and 6: damaged segment bytes found by their checksums, and links in place
+of the cache's own files refused, as the fourth probe made them.
+
+Each damage is done to the real segment file of a real run (the hashing provider, a real
+cache): finite, unit-norm garbage passes every other check, so before checksums the next run
+reported only hits, no warning, and scored with the damaged vectors.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from pytest_embedbench import EmbedBenchWarning, EmbeddingCache, Evaluator, RetrievalDataset
+from pytest_embedbench.cache import FILENAME, text_key
+from pytest_embedbench.cache.segments import names
+
+DIM = 64
+ROW = 4 * DIM
+WORDS = (
+    "password invoice export billing card login csv report refund account email team "
+    "token search index model cache disk vector query latency batch worker shard replica"
+).split()
+
+
+def _dataset(n_docs: int = 160, n_queries: int = 16) -> RetrievalDataset:
+    rng = np.random.default_rng(7)
+    corpus = {f"d{i:03d}": " ".join(rng.choice(WORDS, 4, replace=False)) for i in range(n_docs)}
+    ids = sorted(corpus)
+    queries = {f"q{j:02d}": " ".join(corpus[ids[3 * j]].split()[:3]) for j in range(n_queries)}
+    qrels = {f"q{j:02d}": {ids[3 * j]: 1} for j in range(n_queries)}
+    return RetrievalDataset.from_dicts(corpus, queries, qrels, name="checksums")
+
+
+def _run(folder: Path, ds: RetrievalDataset):  # noqa: ANN202
+    """One evaluation on the cache in ``folder``; its result and the warnings it gave."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        ev = Evaluator(cache=folder)
+        result = ev.evaluate("hashing:h", ds)
+        ev.cache.close()  # type: ignore[union-attr]
+    return result, [str(w.message) for w in caught if issubclass(w.category, EmbedBenchWarning)]
+
+
+def _rows(data: bytearray, first: int, n: int) -> np.ndarray:
+    return np.frombuffer(data, dtype=np.float32)[first * DIM : (first + n) * DIM].reshape(n, DIM)
+
+
+def _random_bytes(data: bytearray) -> None:
+    middle = len(data) // 2
+    data[middle : middle + 1000] = np.random.default_rng(1).bytes(1000)
+
+
+def _zeros(data: bytearray) -> None:
+    middle = len(data) // 2
+    data[middle : middle + 1000] = bytes(1000)
+
+
+def _first_100_randomised(data: bytearray) -> None:
+    garbage = np.random.default_rng(2).standard_normal((100, DIM)).astype(np.float32)
+    garbage /= np.linalg.norm(garbage, axis=1, keepdims=True)  # finite, unit norm
+    data[: 100 * ROW] = garbage.tobytes()
+
+
+def _sign_flipped(data: bytearray) -> None:
+    data[40 * ROW : 41 * ROW] = (-_rows(data, 40, 1)).tobytes()
+
+
+def _two_swapped(data: bytearray) -> None:
+    a, b = _rows(data, 3, 1).tobytes(), _rows(data, 70, 1).tobytes()
+    data[3 * ROW : 4 * ROW], data[70 * ROW : 71 * ROW] = b, a
+
+
+def _cut_short(data: bytearray) -> None:
+    del data[-1:]
+
+
+DAMAGE: dict[str, Callable[[bytearray], None]] = {
+    "random bytes in the middle": _random_bytes,
+    "zeros in the middle": _zeros,
+    "the first 100 rows randomised": _first_100_randomised,
+    "one row's sign flipped": _sign_flipped,
+    "two rows swapped": _two_swapped,
+    "cut short by one byte": _cut_short,
+}
+
+
+@pytest.mark.parametrize("damage", list(DAMAGE))
+def test_damaged_segment_bytes_are_found_reported_once_and_embedded_again(
+    tmp_path: Path, damage: str
+) -> None:
+    ds = _dataset()
+    clean = Evaluator(cache=False).evaluate("hashing:h", ds)
+    first, messages = _run(tmp_path, ds)
+    assert messages == [] and first.run == clean.run
+    (segment,) = names(tmp_path)  # the documents' batches first, then the queries'
+    path = tmp_path / segment
+    data = bytearray(path.read_bytes())
+    DAMAGE[damage](data)
+    path.write_bytes(bytes(data))
+
+    damaged, messages = _run(tmp_path, ds)
+    assert len(messages) == 1, messages
+    assert str(path) in messages[0]
+    assert "checksum" in messages[0] or "byte length" in messages[0], messages[0]
+    misses = damaged.cache.misses + damaged.query_cache.misses
+    assert misses > 0  # embedded again
+    assert damaged.run == clean.run and float(damaged.ndcg10) == float(clean.ndcg10)
+
+    again, messages = _run(tmp_path, ds)
+    assert messages == []  # rewritten: the next run is clean
+    assert (again.cache.misses, again.query_cache.misses) == (0, 0)
+    assert again.run == clean.run
+
+
+def test_a_shard_of_damaged_batches_is_checked_row_by_row(tmp_path: Path) -> None:
+    """A read of a few rows of each batch checks those rows, not the batches around them."""
+    cache = EmbeddingCache(tmp_path)
+    keys = [text_key(f"k{i}") for i in range(256)]
+    vectors = np.random.default_rng(3).standard_normal((256, DIM)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    cache.put_many("ns", keys, vectors)
+    cache.close()
+    (segment,) = names(tmp_path)
+    data = bytearray((tmp_path / segment).read_bytes())
+    a, b = _rows(data, 3, 1).tobytes(), _rows(data, 69, 1).tobytes()
+    data[3 * ROW : 4 * ROW], data[69 * ROW : 70 * ROW] = b, a  # rows 3 and 69 swapped
+    (tmp_path / segment).write_bytes(bytes(data))
+    cache = EmbeddingCache(tmp_path)
+    with pytest.warns(EmbedBenchWarning, match=r"2 damaged vector.*checksum"):
+        matrix, missing = cache.get_matrix("ns", keys[::3], dim=DIM, unit_norm=True)
+    assert missing == [1, 23]  # keys 3 and 69
+    sound = [i for i in range(len(keys[::3])) if i not in missing]
+    assert np.array_equal(matrix[sound], vectors[::3][sound])
+    cache.close()
+
+
+def test_a_cache_written_before_checksums_is_read_unchecked(tmp_path: Path) -> None:
+    """A schema-3 file without the checksum columns (as written until issue 42) opens and reads
+    as before; its batches are unchecked, the ones written from then on checked."""
+    cache = EmbeddingCache(tmp_path)
+    keys = [text_key(f"k{i}") for i in range(40)]
+    vectors = np.eye(40, DIM, dtype=np.float32)
+    cache.put_many("ns", keys[:20], vectors[:20])
+    cache.close()
+    conn = sqlite3.connect(tmp_path / FILENAME)
+    conn.execute("ALTER TABLE batches DROP COLUMN hash")
+    conn.execute("ALTER TABLE batches DROP COLUMN row_hashes")
+    conn.commit()
+    conn.close()
+    cache = EmbeddingCache(tmp_path)
+    found, missing = cache.get_matrix("ns", keys[:20], dim=DIM, unit_norm=True)
+    assert missing == [] and np.array_equal(found, vectors[:20])
+    cache.put_many("ns", keys[20:], vectors[20:])
+    cache.close()
+    conn = sqlite3.connect(tmp_path / FILENAME)
+    sums = conn.execute("SELECT hash IS NOT NULL FROM batches ORDER BY id").fetchall()
+    conn.close()
+    assert sums == [(0,), (1,)]
+
+
+# -- links in place of the cache's own files -----------------------------------------------
+
+
+def _link_target(tmp_path: Path, kind: str) -> Path:
+    if kind == "/dev/null":
+        return Path(os.devnull)
+    other = tmp_path / "elsewhere" / "a-file-of-the-user.txt"
+    other.parent.mkdir()
+    if kind == "another file":
+        other.write_bytes(b"the user's own bytes\n")
+    return other  # "nothing": a link to a path that does not exist
+
+
+@pytest.mark.parametrize("kind", ["/dev/null", "another file", "nothing"])
+@pytest.mark.parametrize("name", [FILENAME, f"{FILENAME}-wal", f"{FILENAME}-shm", "segment"])
+def test_a_link_in_place_of_a_cache_file_is_refused_and_the_cache_rebuilt(
+    tmp_path: Path, name: str, kind: str
+) -> None:
+    folder = tmp_path / "cache"
+    ds = _dataset(n_docs=60)
+    clean = Evaluator(cache=False).evaluate("hashing:h", ds)
+    _, messages = _run(folder, ds)
+    assert messages == []
+    if name == "segment":
+        (name,) = names(folder)
+    link = folder / name
+    target = _link_target(tmp_path, kind)
+    before = target.read_bytes() if kind == "another file" else None
+    link.unlink(missing_ok=True)
+    link.symlink_to(target)
+
+    result, messages = _run(folder, ds)
+    assert len(messages) == 1, messages
+    assert str(link) in messages[0] and "symbolic link" in messages[0], messages[0]
+    assert "cannot be used" not in messages[0]
+    assert result.run == clean.run
+    if kind == "another file":
+        assert target.read_bytes() == before  # never written through
+    else:
+        assert kind == "/dev/null" or not target.exists()  # nothing created where it pointed
+    assert not link.is_symlink()
+    again, messages = _run(folder, ds)  # rebuilt in place: the next run is all hits
+    assert messages == []
+    assert (again.cache.misses, again.query_cache.misses) == (0, 0)

@@ -11,7 +11,10 @@ reads it) and in shuffled key order, and with ``get_many`` (a dict of vectors, s
 alternating with ``np.load`` of the same array saved as .npy (the anchor) and with the floor
 any layout pays for the shuffled order (the .npy read into memory, then gathered in key order
 with ``np.take``); all from the page cache after a warm-up round. Prints the medians and the
-ratios (target: within 3x ``np.load``) and the load average.
+ratios (target: within 3x ``np.load``) and the load average. Then the checksums' read cost
+(issue 42; target at most 1.2x): the same reads from a copy of the cache whose batches carry no
+checksum (read unchecked, as every read was before) and from the cache itself, alternating, with
+a 5% subset (a shard: checked row by row), beside one xxh3 and one crc32 pass over the bytes.
 
 Usage::
 
@@ -134,6 +137,7 @@ def main() -> None:
                     times[name].append(time.perf_counter() - t0)
         report(times, f"reading {args.vectors} vectors of dim {read_dim}", args.rounds)
         cache.close()
+        checksum_cost(root / f"now-{read_dim}", keys, order, read_vectors, args.rounds)
         warm_run(root, read_vectors, args.rounds)
 
 
@@ -143,6 +147,55 @@ def report(times: dict[str, list[float]], what: str, rounds: int) -> None:
     for key, value in med.items():
         ratio = value / med["np.load"]
         print(f"  {key:34} {1000 * value:8.1f} ms  {ratio:5.2f}x np.load")
+
+
+def checksum_cost(
+    folder: Path, keys: list[bytes], order: list[bytes], vectors: np.ndarray, rounds: int
+) -> None:
+    """Each read from a copy without checksums ("unchecked") and from ``folder`` ("checked")."""
+    import shutil
+    import zlib
+
+    from pytest_embedbench.cache.segments import checksum
+
+    bare = folder.with_name(folder.name + "-unchecked")
+    shutil.copytree(folder, bare)
+    conn = sqlite3.connect(bare / FILENAME)
+    conn.execute("UPDATE batches SET hash = NULL, row_hashes = NULL")
+    conn.commit()
+    conn.close()
+    dim = vectors.shape[1]
+    shard = keys[::20]
+    caches = {"unchecked": EmbeddingCache(bare), "checked": EmbeddingCache(folder)}
+    reads = {}
+    for name, cache in caches.items():
+        for what, asked in (("stored order", keys), ("shuffled", order), ("5% subset", shard)):
+            reads[f"{what}, {name}"] = lambda c=cache, a=asked: c.get_matrix(
+                NAMESPACE, a, dim=dim, unit_norm=True
+            )
+    raw = memoryview(vectors).cast("B")
+    reads["xxh3 of the bytes"] = lambda: checksum(raw)
+    reads["crc32 of the bytes"] = lambda: zlib.crc32(raw)
+    reads["np.load"] = lambda: np.load(folder.parent / "vectors.npy")
+    times: dict[str, list[float]] = {name: [] for name in reads}
+    for r in range(rounds + 1):
+        for name, read in reads.items():
+            t0 = time.perf_counter()
+            read()
+            if r:
+                times[name].append(time.perf_counter() - t0)
+    med = {k: statistics.median(v) for k, v in times.items()}
+    print(f"checksums' read cost, median of {rounds} (load average {os.getloadavg()[0]:.1f}):")
+    for what in ("stored order", "shuffled", "5% subset"):
+        before, after = med[f"{what}, unchecked"], med[f"{what}, checked"]
+        print(
+            f"  {what:14} unchecked {1000 * before:7.1f} ms  checked {1000 * after:7.1f} ms"
+            f"  {after / before:5.2f}x (target <= 1.2x)"
+        )
+    for what in ("xxh3 of the bytes", "crc32 of the bytes", "np.load"):
+        print(f"  {what:24} {1000 * med[what]:7.1f} ms")
+    for cache in caches.values():
+        cache.close()
 
 
 def warm_run(root: Path, vectors: np.ndarray, rounds: int) -> None:

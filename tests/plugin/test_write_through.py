@@ -14,7 +14,6 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +21,11 @@ import pytest
 
 from pytest_embedbench.report.artifacts import EXIT_ARTIFACT_FAILED
 
+from . import test_faults_plugin
 from .test_plugin import BASIC
+
+#: ``mount(options)``: a fresh tmpfs (skips where mounting is not allowed)
+mount_point = test_faults_plugin.mount_point
 
 #: an earlier step's job summary, kept byte for byte when this run's block cannot be appended
 EARLIER = "## Lint\n\nall clean\n"
@@ -32,30 +35,6 @@ EARLIER = "## Lint\n\nall clean\n"
 def _outside_github(monkeypatch: pytest.MonkeyPatch) -> None:
     """No job summary unless a test asks for one (this suite may itself run in Actions)."""
     monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
-
-
-@pytest.fixture
-def mount_point(tmp_path: Path) -> Iterator[Any]:
-    """``mount(options)``: a fresh tmpfs (skips where mounting is not allowed)."""
-    mounted: list[Path] = []
-
-    def mount(options: str) -> Path:
-        target = tmp_path / f"mnt{len(mounted)}"
-        target.mkdir()
-        done = subprocess.run(
-            ["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(target)],
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        if done.returncode != 0:
-            pytest.skip(f"cannot mount a tmpfs here ({done.stderr.strip()})")
-        mounted.append(target)
-        return target
-
-    yield mount
-    for target in reversed(mounted):
-        subprocess.run(["umount", "-l", str(target)], check=False)
 
 
 # -- symlinks ----------------------------------------------------------------------------------
@@ -203,6 +182,14 @@ def test_a_baseline_path_that_is_a_folder_is_named_and_leaves_no_lock(
 # -- the job summary on a full disk ------------------------------------------------------------
 
 
+def an_earlier_summary(path: Path, page: int) -> bytes:
+    """Write an earlier step's summary to ``path`` that ends 100 bytes short of ``page``
+    bytes, so the first bytes of this run's block fit and the rest does not; its bytes."""
+    before = (EARLIER + "x" * (page - 100 - len(EARLIER) - 1) + "\n").encode()
+    path.write_bytes(before)
+    return before
+
+
 def fill(folder: Path) -> None:
     """Grow a filler file in ``folder`` (a small tmpfs) until the kernel says ENOSPC."""
     fd = os.open(folder / "filler", os.O_WRONLY | os.O_CREAT)
@@ -223,8 +210,7 @@ def test_a_full_disk_leaves_the_job_summary_as_it_was_and_exits_6(
     project.makepyfile(test_basic=BASIC)
     folder = mount_point("size=64k")
     summary = folder / "step-summary.md"
-    before = (EARLIER + "x" * (4096 - 100 - len(EARLIER) - 1) + "\n").encode()
-    summary.write_bytes(before)
+    before = an_earlier_summary(summary, 4096)  # a tmpfs page
     fill(folder)
 
     result = project.runpytest(f"--embedbench-github-summary={summary}")
@@ -270,8 +256,7 @@ def test_a_size_limit_leaves_the_job_summary_as_it_was_where_no_tmpfs_can_be_mou
     project.makepyfile(test_basic=BASIC)
     limit = 8192
     summary = project.path / "step-summary.md"
-    before = (EARLIER + "x" * (limit - 100 - len(EARLIER) - 1) + "\n").encode()
-    summary.write_bytes(before)
+    before = an_earlier_summary(summary, limit)
 
     def limited() -> None:
         resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))

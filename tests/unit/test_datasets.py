@@ -756,3 +756,75 @@ def test_an_unreadable_file_is_a_dataset_error_naming_it() -> None:
         "DatasetError: ROOT/docs/locked.md: [Errno 13] Permission denied: 'ROOT/docs/locked.md' "
         "(or load with on_error='skip')"
     )
+
+
+# -- qrels: the header known by its words, grades in range (issue 42 items 2 and 7) ----------
+
+
+@pytest.mark.parametrize("raw", ["1x", "high", "score1", "-", "1,0"])
+def test_a_bad_grade_on_the_first_line_is_an_error_not_a_header(
+    beir_folder: Path, raw: str
+) -> None:
+    qrels = beir_folder / "qrels" / "test.tsv"
+    qrels.write_text(f"q1\td1\t{raw}\nq2\td3\t1\n")
+    with pytest.raises(DatasetError) as info:
+        load_dataset(beir_folder)
+    assert str(info.value).startswith(
+        f"{qrels} line 1: score {raw!r} is not an integer grade; grades must be integers >= 0"
+    )
+    assert "a header line's score column is one of ['grade', 'judgement'" in str(info.value)
+
+
+@pytest.mark.parametrize(
+    "header", ["query-id\tcorpus-id\tscore", "qid\tdocid\trel", "Query_ID Doc_ID Relevance"]
+)
+def test_a_header_is_known_by_its_words(beir_folder: Path, header: str) -> None:
+    qrels = beir_folder / "qrels" / "test.tsv"
+    qrels.write_text(f"{header}\nq1\td1\t2\nq2\td3\t1\n")
+    assert {q: dict(j) for q, j in load_dataset(beir_folder).qrels.items()} == {
+        "q1": {"d1": 2},
+        "q2": {"d3": 1},
+    }
+
+
+@pytest.mark.parametrize(
+    ("raw", "why"),
+    [
+        ("1e20", "out of range"),
+        ("100000000000000000000", "out of range"),
+        ("1001", "out of range"),
+        ("-1", "out of range"),
+        ("1e400", "not a whole number"),
+        ("inf", "not a whole number"),
+    ],
+)
+def test_a_grade_out_of_range_names_file_and_line(beir_folder: Path, raw: str, why: str) -> None:
+    qrels = beir_folder / "qrels" / "test.tsv"
+    qrels.write_text(f"query-id\tcorpus-id\tscore\nq1\td1\t1\nq2\td3\t{raw}\n")
+    with pytest.raises(DatasetError) as info:
+        load_dataset(beir_folder)
+    assert str(info.value).startswith(f"{qrels} line 3: grade {raw!r} is {why}; grades must be")
+    assert "<= 1000" in str(info.value)
+
+
+def test_the_largest_grade_is_kept(beir_folder: Path) -> None:
+    qrels = beir_folder / "qrels" / "test.tsv"
+    qrels.write_text("q1\td1\t1000\nq2\td3\t1e3\n")
+    ds = load_dataset(beir_folder)
+    assert (ds.qrels["q1"]["d1"], ds.qrels["q2"]["d3"]) == (1000, 1000)
+
+
+def test_an_evalset_grade_out_of_range_names_its_line(tmp_path: Path) -> None:
+    docs = make_docs(tmp_path)
+    path = tmp_path / "evalset.jsonl"
+    path.write_text(
+        '{"query_id": "a", "query": "x", "relevance": {"api.md": 1}}\n'
+        '{"query_id": "b", "query": "y", "relevance": {"api.md": 1e20}}\n'
+    )
+    with pytest.raises(DatasetError, match=rf"{path} line 2: grade 100000000000000000000 for "):
+        load_evalset(path, docs)
+
+
+def test_a_python_grade_out_of_range_is_an_error() -> None:
+    with pytest.raises(DatasetError, match=r"grade 1001 for \('q', 'd'\) is out of range"):
+        RetrievalDataset([Document("d", "text")], [Query("q", "text")], {"q": {"d": 1001}})

@@ -3,14 +3,20 @@
 from __future__ import annotations
 
 import math
+import re
 import unicodedata
 from pathlib import Path
 
 from ...core.exceptions import DatasetError
-from .core import Document, Query, RetrievalDataset
+from .core import GRADE_RULE, MAX_GRADE, Document, Query, RetrievalDataset
 from .files import as_id, as_text, read_jsonl, read_lines
 
-__all__ = ["load_beir"]
+__all__ = ["HEADER_WORDS", "load_beir", "parse_grade"]
+
+#: the score column of a qrels header line (casefolded): BEIR writes ``query-id corpus-id
+#: score``; a first line whose score is anything else is a judgement
+HEADER_WORDS = frozenset({"score", "grade", "rel", "relevance", "label", "judgement", "judgment"})
+_INTEGER = re.compile(r"[+-]?[0-9]+")
 
 
 def load_beir(
@@ -89,33 +95,31 @@ def _read_queries(path: Path) -> list[Query]:
 
 
 def _read_qrels(path: Path) -> tuple[dict[str, dict[str, int]], dict[tuple[str, str], str]]:
-    """``qrels/<split>.tsv``: the judgements and the line each came from."""
+    """``qrels/<split>.tsv``: the judgements and the line each came from.
+
+    The first non-empty line is a header when its score column is a header word
+    (:data:`HEADER_WORDS`: ``query-id corpus-id score`` and the like); any other line is a
+    judgement, and a score that is not an integer grade is an error naming the line.
+    """
     qrels: dict[str, dict[str, int]] = {}
     origins: dict[tuple[str, str], str] = {}
     first = True
     for number, line in read_lines(path):
         if not line.strip():
             continue
-        qid, did, raw = _qrels_columns(line, f"{path} line {number}")
-        grade = _parse_grade(raw, f"{path} line {number}")
-        if grade is None:
-            # a header ("query-id corpus-id score") is known by its text: a score that is not
-            # a number, on the first line; a numeric first line is always a judgement
-            if first:
-                first = False
-                continue
-            raise DatasetError(
-                f"{path} line {number}: score {raw!r} is not an integer grade; "
-                "grades must be integers >= 0"
-            )
+        at = f"{path} line {number}"
+        qid, did, raw = _qrels_columns(line, at)
+        if first and raw.casefold() in HEADER_WORDS:
+            first = False
+            continue
+        grade = parse_grade(raw, at, header_hint=first)
         first = False
         if did in qrels.get(qid, {}):
             raise DatasetError(
-                f"{path} line {number}: ({qid!r}, {did!r}) is judged twice "
-                f"(first at {origins[(qid, did)]})"
+                f"{at}: ({qid!r}, {did!r}) is judged twice (first at {origins[(qid, did)]})"
             )
         qrels.setdefault(qid, {})[did] = grade
-        origins[(qid, did)] = f"{path} line {number}"
+        origins[(qid, did)] = at
     if not qrels:
         raise DatasetError(
             f"{path}: no judgements; write one 'query-id<TAB>corpus-id<TAB>score' line per "
@@ -138,22 +142,29 @@ def _qrels_columns(line: str, at: str) -> tuple[str, str, str]:
     return qid, did, raw
 
 
-def _parse_grade(raw: str, at: str) -> int | None:
-    """The integer grade written as ``raw`` (``2``, ``2.0``), or None when it is not a number.
+def parse_grade(raw: str, at: str, *, header_hint: bool = False) -> int:
+    """The integer grade written as ``raw`` (``2``, ``2.0``), 0 to :data:`MAX_GRADE`.
 
-    A number that is not a whole one (``1.5``, ``nan``) is an error: grades are integers >= 0.
+    Anything else (``1x``, ``1.5``, ``nan``, ``1e20``, ``-1``) is an error naming ``at`` and the
+    value; ``header_hint`` (the first line) adds the header words to the message.
     """
-    try:
-        return int(raw)
-    except ValueError:
-        pass
-    try:
-        value = float(raw)
-    except ValueError:
-        return None
-    if not math.isfinite(value) or not value.is_integer():
-        raise DatasetError(
-            f"{at}: grade {raw!r} is not a whole number; grades must be integers >= 0 "
-            "(0 judged non-relevant, 1 relevant, 2 and up more relevant)"
-        )
-    return int(value)
+    if _INTEGER.fullmatch(raw):
+        grade = int(raw) if len(raw) < 20 else MAX_GRADE + 1  # a 20-digit grade is out of range
+    else:
+        try:
+            value = float(raw)
+        except ValueError:
+            header = (
+                f"; a header line's score column is one of {sorted(HEADER_WORDS)!r}"
+                if header_hint
+                else ""
+            )
+            raise DatasetError(
+                f"{at}: score {raw!r} is not an integer grade; {GRADE_RULE}{header}"
+            ) from None
+        if not math.isfinite(value) or not value.is_integer():
+            raise DatasetError(f"{at}: grade {raw!r} is not a whole number; {GRADE_RULE}")
+        grade = int(value)
+    if not 0 <= grade <= MAX_GRADE:
+        raise DatasetError(f"{at}: grade {raw!r} is out of range; {GRADE_RULE}")
+    return grade

@@ -22,6 +22,8 @@ if TYPE_CHECKING:
     from ..chunking.settings import ChunkingSettings
 
 __all__ = [
+    "GRADE_RULE",
+    "MAX_GRADE",
     "Document",
     "EvalSet",
     "Query",
@@ -29,6 +31,16 @@ __all__ = [
     "chunking_identity",
     "format_problems",
 ]
+
+#: The largest relevance grade. Real qrels grade 0-4 (TREC) or 0-100 at most; trec_eval (the
+#: reference the metrics match) walks every grade level up to the largest, so its time grows
+#: with the grade (65,535 costs 0.7 s a query in pytrec_eval; 2**30 crashes it) and a grade such
+#: as 1e20 is a typing slip, not a judgement.
+MAX_GRADE = 1000
+GRADE_RULE = (
+    f"grades must be integers >= 0 and <= {MAX_GRADE} "
+    "(0 judged non-relevant, 1 relevant, 2 and up more relevant)"
+)
 
 #: At most this many problems are listed in one DatasetError; the count of the rest follows.
 _MAX_LISTED = 20
@@ -128,6 +140,11 @@ class RetrievalDataset:
                     problems.append(
                         f"{at}: grade {grade!r} for ({qid!r}, {did!r}) is negative; "
                         "use 0 for judged non-relevant"
+                    )
+                elif grade > MAX_GRADE:
+                    problems.append(
+                        f"{at}: grade {grade!r} for ({qid!r}, {did!r}) is out of range; "
+                        f"{GRADE_RULE}"
                     )
         if problems:
             raise DatasetError(format_problems(self.name, problems))

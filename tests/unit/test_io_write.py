@@ -84,3 +84,16 @@ def test_append_goes_to_a_device_as_it_is_and_fails_whole_on_a_full_one(tmp_path
     with pytest.raises(OSError) as caught:
         append_text(Path("/dev/full"), "x" * 10_000)
     assert caught.value.errno == errno.ENOSPC
+
+
+def test_a_refused_write_through_a_link_names_the_targets_folder_to_make_writable(
+    tmp_path: Path,
+) -> None:
+    from pytest_embedbench.report.artifacts import write_failure
+
+    (tmp_path / "runs").mkdir()
+    link = tmp_path / "latest.json"
+    link.symlink_to(tmp_path / "runs" / "42.json")
+    refused = PermissionError(errno.EACCES, "Permission denied", str(tmp_path / "runs" / "x.tmp"))
+    line = write_failure("JSON report", link, refused, "choose another path")
+    assert f"Fix: make {tmp_path / 'runs'} writable, or choose another path" in line

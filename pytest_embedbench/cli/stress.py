@@ -19,6 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from ..core.exceptions import EmbedBenchError
+from ..core.io import atomic_write_text
+from ..core.text import inert
+from ..report.artifacts import EXIT_ARTIFACT_FAILED, write_failure
 
 __all__ = ["add_arguments", "run"]
 
@@ -111,16 +114,34 @@ def run(args: argparse.Namespace) -> int:
             rows.append(row)
     name = dataset.name if dataset is not None else "synthetic haystacks"
     out = args.output_dir
-    out.mkdir(parents=True, exist_ok=True)
     report = {"workload": args.workload, "seed": args.seed, "k": list(k), "points": rows}
     json_path = out / f"{args.workload}.json"
-    json_path.write_text(json.dumps(report, indent=2, sort_keys=True, default=str) + "\n")
     md = [f"# embedbench stress {args.workload}", ""]
     md += render_stress({name: rows}, tablefmt="github")
-    errors = [f"- {r['model']} {r['id']}: {r['error']}" for r in rows if r.get("error")]
+    errors = [
+        f"- {inert(r['model'])} {inert(r['id'])}: {inert(r['error'])}"
+        for r in rows
+        if r.get("error")
+    ]
     md += ["## Errors", "", *errors, ""] if errors else []
     md_path = out / f"{args.workload}.md"
-    md_path.write_text("\n".join(md) + "\n")
+    # atomic, through a symlink to its target, as every report writer (core.io); a file not
+    # written is one line naming it and exit 6, never a traceback or half a file
+    for what, path, text in (
+        (
+            "stress JSON report",
+            json_path,
+            json.dumps(report, indent=2, sort_keys=True, default=str) + "\n",
+        ),
+        ("stress Markdown report", md_path, "\n".join(md) + "\n"),
+    ):
+        try:
+            out.mkdir(parents=True, exist_ok=True)
+            atomic_write_text(path, text)
+        except OSError as exc:
+            fix = "pass another --output-dir"
+            print(write_failure(what, path, exc, fix), file=sys.stderr)
+            return EXIT_ARTIFACT_FAILED
     print("\n".join(render_stress({name: rows})))
     print(f"wrote {json_path} and {md_path}")
     if errors:  # why, not only in the files

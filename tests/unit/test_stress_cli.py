@@ -89,3 +89,27 @@ def test_chunk_size_sweep(beir_folder: Path, tmp_path: Path) -> None:
     points = json.loads((tmp_path / "chunk-size.json").read_text())["points"]
     assert [p["id"] for p in points] == ["chunk-8", "chunk-16"]
     assert "chunk tokens" in (tmp_path / "chunk-size.md").read_text()
+
+
+def test_a_report_over_a_symlink_updates_its_target_and_a_folder_in_its_way_exits_6(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # the stress reports are written as every other report: through a link to its target,
+    # atomically; a path that cannot take the file is one line naming it, exit 6
+    out = tmp_path / "out"
+    out.mkdir()
+    target = tmp_path / "kept" / "needle.json"
+    target.parent.mkdir()
+    target.write_text("old\n")
+    (out / "needle.json").symlink_to(target)
+    args = ["stress", "needle", "-m", "bm25", "--context-sizes", "512", "--depths", "0"]
+    assert main([*args, "-o", str(out), "--no-cache", "--bootstrap", "100"]) == 0
+    assert (out / "needle.json").is_symlink()
+    assert json.loads(target.read_text())["workload"] == "needle"
+    (out / "needle.md").unlink()
+    (out / "needle.md").mkdir()
+    capsys.readouterr()
+    assert main([*args, "-o", str(out), "--no-cache", "--bootstrap", "100"]) == 6
+    err = capsys.readouterr().err
+    assert f"the stress Markdown report {out / 'needle.md'} was NOT written" in err
+    assert "Traceback" not in err and "--output-dir" in err

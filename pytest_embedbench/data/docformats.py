@@ -103,10 +103,22 @@ def _edge_key(line: str) -> str:
     return "#" if _ROMAN.match(key) else key
 
 
+def _running(line: str, running: set[str], left: int) -> bool:
+    """Whether ``line`` at a page's edge goes: a running line while more than it is left on the
+    page, a bare page number always."""
+    key = _edge_key(line)
+    return key == "#" or (key in running and left > 1)
+
+
 def _strip_running_lines(pages: list[list[str]]) -> list[list[str]]:
     """Remove running headers and footers: a line (numbers masked) among the first or last
     :data:`_EDGE_LINES` lines of more than half of the pages, when there are at least 3 pages.
-    Bare page numbers at a page's edge go the same way."""
+    Bare page numbers at a page's edge go the same way.
+
+    A running line frames a body, so the last line left on a page is its body and stays (a bare
+    page number aside): a report of one line a page ("Finding 7 of the audit is closed", the
+    same notice on every page), read as all headers, came back as an empty document.
+    """
     if len(pages) < 3:
         return pages
     top: Counter[str] = Counter()
@@ -120,12 +132,13 @@ def _strip_running_lines(pages: list[list[str]]) -> list[list[str]]:
     cleaned = []
     for lines in pages:
         lo, hi = 0, len(lines)
-        while lo < hi and lo < _EDGE_LINES and _edge_key(lines[lo]) in heads:
-            lo += 1
-        cut = 0
-        while hi > lo and cut < _EDGE_LINES and _edge_key(lines[hi - 1]) in feet:
-            hi -= 1
-            cut += 1
+        at_top = at_bottom = True
+        # outer lines first, one level a side at a time; the last line of a page stays
+        for _ in range(_EDGE_LINES):
+            at_top = at_top and lo < hi and _running(lines[lo], heads, hi - lo)
+            lo += at_top
+            at_bottom = at_bottom and lo < hi and _running(lines[hi - 1], feet, hi - lo)
+            hi -= at_bottom
         cleaned.append(lines[lo:hi])
     return cleaned
 
@@ -214,10 +227,42 @@ def _docx_blocks(element: Any, paragraph: Callable[[Any], str]) -> Iterator[str]
                 yield from _docx_blocks(content, paragraph)
 
 
+_OFFICE_DOCUMENT = re.compile(
+    r"<Relationship\b[^>]*\bType=\"[^\"]*/officeDocument\"[^>]*>", re.IGNORECASE
+)
+_TARGET = re.compile(r"\bTarget=\"([^\"]*)\"")
+
+
+def _check_docx_parts(file: Path) -> None:
+    """The parts python-docx opens, present: a zip with ``[Content_Types].xml`` and the main
+    document (``word/document.xml``, or where ``_rels/.rels`` points). python-docx reports a
+    missing part as a bare ``KeyError`` of the archive; this names the part instead."""
+    import zipfile
+
+    fix = "open it in Word or LibreOffice and save it as .docx, or remove it"
+    try:
+        with zipfile.ZipFile(file) as archive:
+            names = set(archive.namelist())
+            rels = archive.read("_rels/.rels") if "_rels/.rels" in names else b""
+    except zipfile.BadZipFile:
+        raise Unreadable(
+            f"is not a Word .docx document: not a zip archive (a renamed .doc or .rtf?); {fix}"
+        ) from None
+    main = "word/document.xml"
+    found = _OFFICE_DOCUMENT.search(rels.decode("utf-8", "replace"))
+    target = _TARGET.search(found.group(0)) if found else None
+    if target and target.group(1).strip("/"):
+        main = target.group(1).lstrip("/")
+    for part in ("[Content_Types].xml", main):
+        if part not in names:
+            raise Unreadable(f"is not a Word .docx document: no {part} in the archive; {fix}")
+
+
 def _read_docx(file: Path) -> tuple[str, str, dict[str, Any]]:
     docx = _require("docx", ".docx")
     from docx.text.paragraph import Paragraph
 
+    _check_docx_parts(file)
     try:
         document = docx.Document(str(file))
     except Exception as exc:  # a zip of something else, a renamed .doc, a damaged file

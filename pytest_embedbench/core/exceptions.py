@@ -12,6 +12,8 @@ The tree::
     │   ├── UnknownProviderError    a spec names no registered provider
     │   └── MissingExtraError       the provider's optional dependency is not installed
     ├── CacheError                  the embedding cache cannot be used at all
+    ├── RecordError                 saved data (a JSON report's tests) has the wrong shape
+    │                               (names the key path: tests[3].result.metrics)
     └── StressUnavailableError      a stress workload cannot run here (paraphrase without a
                                     chat model); its tests skip with the reason
 
@@ -67,6 +69,11 @@ class MissingExtraError(ProviderError, ImportError):
 
 class CacheError(EmbedBenchError, OSError):
     """The embedding cache cannot be used at all (not a corrupt file: that is rebuilt)."""
+
+
+class RecordError(EmbedBenchError, ValueError):
+    """Saved records (a JSON report's ``tests``, ``summary``) do not have the shape their types
+    declare; the message names the key path and what was expected there."""
 
 
 class StressUnavailableError(EmbedBenchError):

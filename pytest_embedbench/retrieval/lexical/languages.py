@@ -37,6 +37,7 @@ Usage::
 
 from __future__ import annotations
 
+import functools
 import importlib
 import importlib.metadata
 import logging
@@ -165,6 +166,53 @@ def _opencc_version() -> str:
     )
 
 
+# The analysers' dictionaries and models load once a process (jieba ~1 s, Kiwi ~3-5 s): every
+# bm25 model of a run shares them (they are only read once loaded); a Sudachi tokenizer, which
+# keeps state between calls, is one per tokeniser over the shared dictionary.
+
+
+@functools.cache
+def _jieba(jieba: Any) -> Any:
+    """A jieba tokenizer of its own, not jieba's global one (whose dictionary a user may
+    change), its dictionary loaded with jieba's "Building prefix dict" lines kept quiet."""
+    tokenizer = jieba.Tokenizer()
+    logger = logging.getLogger("jieba")
+    level = logger.level
+    logger.setLevel(logging.WARNING)
+    try:
+        tokenizer.initialize()
+    finally:
+        logger.setLevel(level)
+    return tokenizer
+
+
+@functools.cache
+def _sudachi_dictionary() -> Any:
+    sudachipy = _require("sudachipy", language="ja", package="SudachiPy")
+    try:
+        return sudachipy.Dictionary(dict="core")
+    except Exception as exc:  # sudachidict-core missing, or its file unreadable
+        raise MissingExtraError(
+            f"bm25 language='ja' needs SudachiPy's dictionary sudachidict-core ({exc}): "
+            "pip install 'pytest-embedbench[ja]'"
+        ) from None
+
+
+@functools.cache
+def _kiwi() -> Any:
+    kiwipiepy = _require("kiwipiepy", language="ko", package="kiwipiepy")
+    try:
+        kiwi = kiwipiepy.Kiwi()
+    except Exception as exc:  # kiwipiepy_model (its model files) missing
+        raise MissingExtraError(
+            f"bm25 language='ko' needs kiwipiepy's model kiwipiepy_model ({exc}): "
+            "pip install 'pytest-embedbench[ko]'"
+        ) from None
+    # Kiwi reads its model on the first analysis (seconds): at load, not in the first index
+    kiwi.tokenize("한국어")
+    return kiwi
+
+
 class ChineseTokenizer(_SegmentingTokenizer):
     """jieba's words of each text, folded from traditional to simplified by OpenCC first."""
 
@@ -179,16 +227,7 @@ class ChineseTokenizer(_SegmentingTokenizer):
         jieba = _require("jieba", language="zh", package="jieba")
         self.fold = fold
         self._fold = _open_cc("t2s") if fold else None
-        # a tokeniser of its own, not jieba's global one (whose dictionary a user may change);
-        # its dictionary is loaded now, with jieba's "Building prefix dict" lines kept quiet
-        self._jieba = jieba.Tokenizer()
-        logger = logging.getLogger("jieba")
-        level = logger.level
-        logger.setLevel(logging.WARNING)
-        try:
-            self._jieba.initialize()
-        finally:
-            logger.setLevel(level)
+        self._jieba = _jieba(jieba)
 
     @property
     def fingerprint(self) -> str:
@@ -240,14 +279,7 @@ class JapaneseTokenizer(_SegmentingTokenizer):
     mode = "B"
 
     def __init__(self) -> None:
-        sudachipy = _require("sudachipy", language="ja", package="SudachiPy")
-        try:
-            dictionary = sudachipy.Dictionary(dict="core")
-        except Exception as exc:  # sudachidict-core missing, or its file unreadable
-            raise MissingExtraError(
-                f"bm25 language='ja' needs SudachiPy's dictionary sudachidict-core ({exc}): "
-                "pip install 'pytest-embedbench[ja]'"
-            ) from None
+        dictionary = _sudachi_dictionary()
         # SudachiPy 0.7 names it tokenizer() (create() warns there); 0.6 has create() alone
         make = getattr(dictionary, "tokenizer", None) or dictionary.create
         self._tokenizer = make(mode=self.mode)
@@ -288,16 +320,7 @@ class KoreanTokenizer(_SegmentingTokenizer):
     library = "kiwipiepy"
 
     def __init__(self) -> None:
-        kiwipiepy = _require("kiwipiepy", language="ko", package="kiwipiepy")
-        try:
-            self._kiwi = kiwipiepy.Kiwi()
-        except Exception as exc:  # kiwipiepy_model (its model files) missing
-            raise MissingExtraError(
-                f"bm25 language='ko' needs kiwipiepy's model kiwipiepy_model ({exc}): "
-                "pip install 'pytest-embedbench[ko]'"
-            ) from None
-        # Kiwi reads its model on the first analysis (seconds): at load, not in the first index
-        self._kiwi.tokenize("한국어")
+        self._kiwi = _kiwi()
 
     @classmethod
     def identity(cls, *, fold: bool = True) -> str:

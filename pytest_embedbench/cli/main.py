@@ -109,6 +109,7 @@ def _providers(args: argparse.Namespace) -> int:
 
 
 def _report(args: argparse.Namespace) -> int:
+    from ..core.exceptions import RecordError
     from ..core.text import inert
     from ..report.summary.run import Summary
     from ..report.writers.terminal import render_summary
@@ -132,7 +133,15 @@ def _report(args: argparse.Namespace) -> int:
         )
         return 2
     # the summary the run formatted (or, for an older report, one built from its sections)
-    summary = Summary.from_json(report)
+    try:
+        summary = Summary.from_json(report)
+    except RecordError as exc:
+        print(
+            f"embedbench report: {path}: {inert(str(exc))}; is it an --embedbench-json report? "
+            "(write a fresh one with pytest --embedbench-json)",
+            file=sys.stderr,
+        )
+        return 2
     if args.priority:
         summary = dataclasses.replace(summary, priority=args.priority)
     if args.output or args.csv or args.md or args.github_summary or args.pr_comment:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ..core.redaction import redact
 from ..records.resultdata import GateOutcome, ResultData, as_outcome, as_result
+from ..records.serial import read_fields
 
 if TYPE_CHECKING:
     from ..data.datasets import RetrievalDataset
@@ -133,14 +134,17 @@ class TestRecord:
         return out
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> TestRecord:
+    def from_dict(cls, data: Mapping[str, Any], *, at: str = "record") -> TestRecord:
         """A record from :meth:`to_dict`'s data; unknown keys are ignored, missing optional
-        ones take their defaults (records of a worker of another version still merge)."""
-        values = {name: data[name] for name in FIELDS if name in data}
-        values["status"] = Status(values.get("status") or Status.RUNNING)
+        ones take their defaults (records of a worker of another version still merge). A value
+        of the wrong shape is a RecordError naming its key path below ``at`` (``tests[3]``)."""
+        values = read_fields(cls, data, at=at, skip=("result", "baseline"))
+        values["status"] = values.get("status") or Status.RUNNING
         values["k"] = list(values.get("k") or [])
         for name in ("nodeid", "test", "model", "spec", "dataset"):
             values.setdefault(name, "")
+        values["result"] = as_result(data.get("result"), at=f"{at}.result")
+        values["baseline"] = as_outcome(data.get("baseline"), at=f"{at}.baseline")
         return cls(**values)
 
     @classmethod

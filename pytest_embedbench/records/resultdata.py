@@ -244,10 +244,13 @@ class ResultData:
         return data
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> ResultData:
+    def from_dict(cls, data: Mapping[str, Any], *, at: str = "result") -> ResultData:
         """The result of :meth:`to_dict`'s data (or of an older report: a missing key takes its
-        default, an unknown one is ignored, and the shapes older versions wrote are read)."""
-        return from_data(cls, _upgraded(data))
+        default, an unknown one is ignored, and the shapes older versions wrote are read); a
+        value of the wrong shape is a RecordError naming its key path below ``at``."""
+        if not isinstance(data, Mapping):
+            return from_data(cls, data, at=at)  # the error: expected an object
+        return from_data(cls, _upgraded(data), at=at)
 
     def metric_value(self, name: str) -> float | None:
         """``name``'s mean (None when not measured or not finite)."""
@@ -290,11 +293,13 @@ def _upgraded(data: Mapping[str, Any]) -> Mapping[str, Any]:
     return {**data, "winning_chunks": {q: v for q, v in chunks.items() if isinstance(v, list)}}
 
 
-def as_result(value: ResultData | Mapping[str, Any] | None) -> ResultData | None:
+def as_result(
+    value: ResultData | Mapping[str, Any] | None, *, at: str = "result"
+) -> ResultData | None:
     """``value`` as :class:`ResultData` (a mapping is read with :meth:`ResultData.from_dict`)."""
     if value is None or isinstance(value, ResultData):
         return value
-    return ResultData.from_dict(value)
+    return ResultData.from_dict(value, at=at)
 
 
 @dataclass(frozen=True)
@@ -358,19 +363,23 @@ class GateOutcome:
         return data
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> GateOutcome:
-        outcome = from_data(cls, {"status": GateStatus.UNKNOWN.value, **data})
+    def from_dict(cls, data: Mapping[str, Any], *, at: str = "baseline") -> GateOutcome:
+        if not isinstance(data, Mapping):
+            return from_data(cls, data, at=at)  # the error: expected an object
+        outcome = from_data(cls, {"status": GateStatus.UNKNOWN.value, **data}, at=at)
         # lists stay lists (the gate appends to them)
         outcome.failures, outcome.warnings = list(outcome.failures), list(outcome.warnings)
         outcome.changes, outcome.notes = list(outcome.changes), list(outcome.notes)
         return outcome
 
 
-def as_outcome(value: GateOutcome | Mapping[str, Any] | None) -> GateOutcome | None:
+def as_outcome(
+    value: GateOutcome | Mapping[str, Any] | None, *, at: str = "baseline"
+) -> GateOutcome | None:
     """``value`` as a :class:`GateOutcome` (a mapping is read with ``from_dict``)."""
     if value is None or isinstance(value, GateOutcome):
         return value
-    return GateOutcome.from_dict(value)
+    return GateOutcome.from_dict(value, at=at)
 
 
 def _missing(value: Any) -> bool:

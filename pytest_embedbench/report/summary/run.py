@@ -137,10 +137,11 @@ class Summary:
         """The summary of a JSON report (``--embedbench-json``'s content): its ``summary``
         section, or, for a report written before that section existed, one built from its
         ``tests``, ``comparisons``, ``recommendations`` and ``baseline`` sections."""
-        records = tuple(TestRecord.from_dict(t) for t in report.get("tests") or [])
+        tests = report.get("tests") or []
+        records = tuple(TestRecord.from_dict(t, at=f"tests[{i}]") for i, t in enumerate(tests))
         data = report.get("summary")
         if isinstance(data, Mapping):
-            return dataclasses.replace(from_data(cls, data), records=records)
+            return dataclasses.replace(from_data(cls, data, at="summary"), records=records)
         compared = report.get("comparisons") or {}
         recs = report.get("recommendations") or {}
         block = report.get("baseline") or {}

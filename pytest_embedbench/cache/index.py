@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .segments import Place
+from .segments import Batches, Place
 
 FILENAME = "embeddings.sqlite3"
 SCHEMA_VERSION = 3
@@ -154,38 +154,6 @@ def insert_batch(
         "UPDATE namespaces SET size = size + ? WHERE id = ?", (len(slots) - len(old), nsid)
     )
     return touched
-
-
-@dataclass
-class Batches:
-    """Batches as a read needs them: per batch its dimension, vector count, offset (-1: none),
-    file (its place in ``files``) and checksums (``checked`` False: none recorded; its rows'
-    start at ``row_at`` in ``row_hashes``)."""
-
-    dims: np.ndarray
-    counts: np.ndarray
-    offsets: np.ndarray
-    code: np.ndarray
-    files: list[str | None]
-    hashes: np.ndarray
-    checked: np.ndarray
-    row_hashes: np.ndarray
-    row_at: np.ndarray
-
-    def __add__(self, other: Batches) -> Batches:
-        files = list(dict.fromkeys(self.files + other.files))
-        place = np.array([files.index(f) for f in other.files], dtype=np.int64)
-        return Batches(
-            np.concatenate([self.dims, other.dims]),
-            np.concatenate([self.counts, other.counts]),
-            np.concatenate([self.offsets, other.offsets]),
-            np.concatenate([self.code, place[other.code]]),
-            files,
-            np.concatenate([self.hashes, other.hashes]),
-            np.concatenate([self.checked, other.checked]),
-            np.concatenate([self.row_hashes, other.row_hashes]),
-            np.concatenate([self.row_at, other.row_at + len(self.row_hashes)]),
-        )
 
 
 @dataclass

@@ -6,17 +6,20 @@ deletes or compacts it while it is held) and only then named. Each append reache
 (fdatasync) before the index points to it, so a crash leaves only bytes nothing points to.
 
 Reads never map a file (nothing of it would then count in the process's RSS, and a file cut
-short under a map kills the process with SIGBUS): the asked rows are sorted by file and offset,
-a row asked twice is read once, and rows that follow one another in a file are read by one
-``preadv`` straight into their places in the result, a piece of :data:`PIECE` bytes at a time,
-whose rows' norms are taken right after, while they are in the CPU's cache.
+short under a map kills the process with SIGBUS): :func:`read_rows` is the one way rows come
+back. The asked rows are sorted by file and offset, a row asked twice is read once, and rows
+that follow one another in a file are read by one ``preadv`` of about :data:`PIECE` bytes,
+straight into the result where their places there follow one another too, else into a buffer
+whose rows are then put in place (one contiguous read and a numpy scatter cost less than a
+``preadv`` into one buffer per row).
 
-Each append's bytes are hashed (:func:`checksum`, xxh3-64), and so is each of its rows
-(:func:`row_checksums`); the index keeps both with the batch. A read checks every batch it takes
-rows from: one it read whole against the batch's hash (:func:`mismatched`), one it read a few
-rows of against those rows' hashes, so that a shard still reads only its rows. A batch or row
-that does not match is dropped: finite, unit-norm garbage (bytes overwritten, rows swapped or
-negated) passes every other check. A link under a segment file's name is never opened
+Each append's bytes are hashed (:func:`checksum`, xxh3-64), and so is each of its rows (the
+low 32 bits of each row's xxh3-64); the index keeps both with the batch. Right after each read,
+while its bytes are in the CPU's cache, its rows' norms are taken and the checksums of what it
+read compared: a batch read whole against the batch's hash (a read is never cut inside one),
+each row of a batch read in part against its own, so that a shard still reads only its rows. A
+batch or row that does not match is dropped: finite, unit-norm garbage (bytes overwritten, rows
+swapped or negated) passes every other check. A link under a segment file's name is never opened
 (``O_NOFOLLOW``): its rows read as gone.
 """
 
@@ -24,9 +27,10 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import NamedTuple
+from typing import NamedTuple, cast
 
 import numpy as np
 from xxhash import xxh3_64_intdigest
@@ -43,15 +47,13 @@ except ImportError:  # pragma: no cover - Windows: no advisory locks, so segment
 NAME = re.compile(r"vectors-[0-9a-f]{16}\.f32")
 #: a writer starts a new segment file once its current one holds this many bytes
 SEGMENT_BYTES = 1 << 30
-#: bytes one read fills at most
-PIECE = 1 << 21
-#: buffers one ``preadv`` takes at most (the platform's IOV_MAX; 1024 on Linux)
-try:
-    IOV_MAX = max(1, min(1024, int(os.sysconf("SC_IOV_MAX"))))
-except (AttributeError, ValueError, OSError):  # pragma: no cover - no such limit to ask
-    IOV_MAX = 16
+#: bytes one read fills (more only where one batch read whole is larger): small enough that its
+#: norms and checksums are taken from the CPU's L2 cache (2 MiB pieces made both ~1.5x slower)
+PIECE = 1 << 19
 # never through a link: one under our name could make us read, or write into, another file
 _OPEN = getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0)
+#: xxh3-64 of an array's bytes (an ndarray is a buffer; the stubs do not say so)
+_hash = cast(Callable[[np.ndarray], int], xxh3_64_intdigest)
 _LOW = (1 << 40) - 1  # a read's place: its file's code above these bits, its offset in them
 
 #: an open segment file: its descriptor and its size in bytes, or None (not a segment name:
@@ -80,11 +82,10 @@ def checksum(data: memoryview | bytes) -> int:
 
 def row_checksums(data: memoryview, row: int) -> np.ndarray:
     """Each ``row`` bytes of ``data``: the low 32 bits of its xxh3-64 hash (uint32)."""
-    mask = 0xFFFFFFFF
-    return np.array(
-        [xxh3_64_intdigest(data[i : i + row]) & mask for i in range(0, len(data), row)],
-        dtype="<u4",
+    rows = map(
+        data.__getitem__, map(slice, range(0, len(data), row), range(row, len(data) + row, row))
     )
+    return (np.fromiter(map(xxh3_64_intdigest, rows), np.uint64) & 0xFFFFFFFF).astype("<u4")
 
 
 def names(folder: Path) -> list[str]:
@@ -193,156 +194,213 @@ def close_files(opened: list[Opened]) -> None:
             os.close(entry[0])
 
 
-def mismatched(
-    opened: list[Opened],
-    code: np.ndarray,
-    offsets: np.ndarray,
-    nbytes: np.ndarray,
-    sums: np.ndarray,
-    out: np.ndarray,
-    start: np.ndarray,
-) -> np.ndarray:
-    """Which of the batches (``nbytes[i]`` bytes at ``offsets[i]`` of file ``opened[code[i]]``)
-    do not hash to ``sums[i]``: hashed where a read left them whole and in order (rows
-    ``start[i]`` on of ``out``), else read again (a batch cut short does not match)."""
-    flat = out.reshape(-1).view(np.uint8)
-    row = 4 * out.shape[1]
-    bad = np.zeros(len(code), dtype=bool)
-    for i, (f, at, size, want, lo) in enumerate(
-        zip(
-            code.tolist(),
-            offsets.tolist(),
-            nbytes.tolist(),
-            sums.tolist(),
-            start.tolist(),
-            strict=True,
+@dataclass
+class Batches:
+    """Batches as a read needs them: per batch its dimension, vector count, offset (-1: none),
+    file (its place in ``files``) and checksums (``checked`` False: none recorded; its rows'
+    start at ``row_at`` in ``row_hashes``)."""
+
+    dims: np.ndarray
+    counts: np.ndarray
+    offsets: np.ndarray
+    code: np.ndarray
+    files: list[str | None]
+    hashes: np.ndarray
+    checked: np.ndarray
+    row_hashes: np.ndarray
+    row_at: np.ndarray
+
+    def __add__(self, other: Batches) -> Batches:
+        files = list(dict.fromkeys(self.files + other.files))
+        place = np.array([files.index(f) for f in other.files], dtype=np.int64)
+        return Batches(
+            np.concatenate([self.dims, other.dims]),
+            np.concatenate([self.counts, other.counts]),
+            np.concatenate([self.offsets, other.offsets]),
+            np.concatenate([self.code, place[other.code]]),
+            files,
+            np.concatenate([self.hashes, other.hashes]),
+            np.concatenate([self.checked, other.checked]),
+            np.concatenate([self.row_hashes, other.row_hashes]),
+            np.concatenate([self.row_at, other.row_at + len(self.row_hashes)]),
         )
-    ):
-        data: memoryview | bytes
-        if lo >= 0:
-            data = flat[lo * row : lo * row + size].data
-        else:
-            entry = opened[f]
-            try:
-                data = b"" if entry is None else os.pread(entry[0], size, at)
-            except OSError:
-                data = b""
-            if len(data) != size:
-                bad[i] = True
-                continue
-        bad[i] = checksum(data) != want
-    return bad
 
 
 def read_rows(
-    opened: list[Opened], code: np.ndarray, at: np.ndarray, dest: np.ndarray, out: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """Read the row at byte ``at[i]`` of file ``opened[code[i]]`` into ``out[dest[i]]``, for
-    each ``i``. Returns which ``i`` arrived whole, and each row of ``out``'s squared norm
-    (taken right after its read for a run read into one buffer; after all reads, a block of
-    ``out`` at a time, for rows read one by one)."""
-    row = 4 * out.shape[1]
+    opened: list[Opened],
+    bt: Batches,
+    batch: np.ndarray,
+    slot: np.ndarray,
+    dest: np.ndarray,
+    out: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Read row ``slot[i]`` of batch ``batch[i]`` into ``out[dest[i]]``, for each ``i``, and
+    check it against its checksum. Returns which ``i`` arrived whole, which of those do not
+    match their checksum, and each row of ``out``'s squared norm.
+
+    The rows are sorted by file and offset (a row asked twice is read once); rows that follow
+    one another in a file are read by one ``preadv`` of about :data:`PIECE` bytes, straight
+    into ``out`` where their places there follow one another too, else into a buffer whose
+    rows are then put in place. Right after each read, while its bytes are in the CPU's cache,
+    its rows' norms are taken and its checksums compared: a batch read whole against the
+    batch's hash, each row of a batch read in part against its own (a call is never cut inside
+    a batch read whole). A batch or row not read whole does not match.
+    """
+    n, row = len(dest), 4 * out.shape[1]
     squares = np.zeros(len(out), dtype=np.float32)
-    got = np.zeros(len(dest), dtype=bool)
-    if not len(dest) or not row:
-        return got, squares
-    place = np.asarray(code, dtype=np.int64) << 40 | at  # files stay far below 2**40 bytes
-    order = np.argsort(place) if (np.diff(place) < 0).any() else np.arange(len(place))
-    place, where = place[order], dest[order]
-    again = np.zeros(len(place), dtype=bool)  # the same row as the one before: read once
-    again[1:] = place[1:] == place[:-1]
-    place, into = place[~again], where[~again]
-    calls, pieces = _plan(place, into, row)
-    size = np.diff(np.append(calls, len(place)))
-    bounds = np.append(np.searchsorted(pieces, calls), len(pieces))
-    lows = into[pieces]
-    # each buffer a slice of ``out``, made in C (a Python loop per row costs more than its read)
-    views = list(
-        map(
-            out.__getitem__,
-            map(slice, lows.tolist(), (lows + np.diff(np.append(pieces, len(place)))).tolist()),
-        )
+    if not n or not row:
+        return np.zeros(n, dtype=bool), np.zeros(n, dtype=bool), squares
+    place = bt.code[batch] << 40 | (bt.offsets[batch] + row * slot)  # files stay below 2**40
+    order = np.argsort(place, kind="stable") if (np.diff(place) < 0).any() else np.arange(n)
+    place, batch, slot, into = place[order], batch[order], slot[order], dest[order]
+    again = np.zeros(n, dtype=bool)  # the same row as the one before: read once
+    again[1:] = (place[1:] == place[:-1]) & (batch[1:] == batch[:-1])
+    p, b, d = place[~again], batch[~again], into[~again]
+    plan = _plan(bt, p, b, slot[~again], d, row)
+    done, unsound = _read(opened, plan, p, d, out, squares)
+    copies = np.flatnonzero(again)  # a repeat is a copy of the row before it, arrived as it did
+    if len(copies):
+        source = np.maximum.accumulate(np.where(again, 0, np.arange(n)))[copies]
+        out[into[copies]] = out[into[source]]
+        squares[into[copies]] = squares[into[source]]
+    got, bad = np.zeros(n, dtype=bool), np.zeros(n, dtype=bool)
+    distinct = np.cumsum(~again) - 1
+    got[order], bad[order] = done[distinct], unsound[distinct]
+    return got, bad, squares
+
+
+class _Plan(NamedTuple):
+    calls: np.ndarray  # where each ``preadv`` starts, as positions in the sorted rows
+    direct: np.ndarray  # whether it reads straight into ``out`` (its rows' places follow)
+    units: np.ndarray  # where each checked unit (a batch read whole, or a row) starts
+    ends: np.ndarray  # and ends
+    want: np.ndarray  # its checksum (uint64)
+    mask: np.ndarray  # the bits of its xxh3-64 hash that it keeps
+
+
+def _plan(
+    bt: Batches, p: np.ndarray, b: np.ndarray, s: np.ndarray, d: np.ndarray, row: int
+) -> _Plan:
+    """The calls and checks of the sorted, distinct rows at places ``p`` (of batches ``b``,
+    slots ``s``, into rows ``d`` of the result)."""
+    m = len(p)
+    whole = bt.checked & (np.bincount(b, minlength=len(bt.counts)) == bt.counts)
+    new = np.ones(m, dtype=bool)  # where a unit starts: a batch read whole is one unit
+    new[1:] = (b[1:] != b[:-1]) | ~whole[b[1:]]
+    starts = np.flatnonzero(new)
+    units = starts[bt.checked[b[starts]]]
+    ends = np.append(starts, m)[np.searchsorted(starts, units) + 1]
+    one = whole[b[units]]
+    want = np.where(
+        one, bt.hashes[b[units]].view(np.uint64), bt.row_hashes[bt.row_at[b[units]] + s[units]]
     )
-    arrived = []
-    one = (np.diff(bounds) == 1) & (size > 1)  # a run read into one buffer
-    for f, offset, want, lo, hi, whole in zip(
-        (place[calls] >> 40).tolist(),
-        (place[calls] & _LOW).tolist(),
-        (size * row).tolist(),
-        bounds[:-1].tolist(),
-        bounds[1:].tolist(),
-        one.tolist(),
+    mask = np.where(one, np.uint64(2**64 - 1), np.uint64(0xFFFFFFFF))
+    # runs of rows that follow one another in a file, cut once a piece is full at the next
+    # row that starts a unit
+    runs = np.ones(m, dtype=bool)
+    runs[1:] = p[1:] != p[:-1] + row
+    run_at = np.flatnonzero(runs)
+    step = max(1, PIECE // row)
+    full = (np.diff(np.append(run_at, m)) - 1) // step
+    nth = np.arange(full.sum()) - np.repeat(np.cumsum(full) - full, full) + 1
+    at = np.searchsorted(starts, np.repeat(run_at, full) + step * nth)
+    calls = np.union1d(run_at, starts[at[at < len(starts)]])
+    breaks = np.zeros(m, dtype=np.int64)
+    breaks[1:] = np.cumsum(d[1:] != d[:-1] + 1)
+    direct = breaks[np.append(calls[1:], m) - 1] == breaks[calls]
+    return _Plan(calls, direct, units, ends, want, mask)
+
+
+def _read(
+    opened: list[Opened],
+    plan: _Plan,
+    p: np.ndarray,
+    d: np.ndarray,
+    out: np.ndarray,
+    squares: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The calls of ``plan``, each read, its norms taken and its units checked; which of the
+    rows arrived, and which fail a checksum."""
+    m, row, calls = len(p), 4 * out.shape[1], plan.calls
+    size = np.diff(np.append(calls, m))
+    scratch = np.empty((int(size[~plan.direct].max(initial=0)), out.shape[1]), np.float32)
+    norms = ~plan.direct | (size >= 8)  # rows read one or a few at a time: in blocks after
+    owner = np.searchsorted(calls, plan.units, side="right") - 1  # each unit's call
+    first = np.searchsorted(plan.units, np.append(calls, m)).tolist()
+    starts, ends = (plan.units - calls[owner]).tolist(), (plan.ends - calls[owner]).tolist()
+    at = d[calls].tolist()
+    # each buffer a slice of ``out`` or of the scratch buffer, made in C (a Python loop per
+    # call costs about what its read does)
+    bufs = list(map(out.__getitem__, map(slice, at, (d[calls] + size).tolist())))
+    for c in np.flatnonzero(~plan.direct).tolist():
+        bufs[c] = scratch[: size[c]]
+    arrived: list[int] = []
+    sums: list[int] = []
+    for f, offset, lo, to, k, buf, direct, now, u0, u1 in zip(
+        (p[calls] >> 40).tolist(),
+        (p[calls] & _LOW).tolist(),
+        calls.tolist(),
+        at,
+        size.tolist(),
+        bufs,
+        plan.direct.tolist(),
+        norms.tolist(),
+        first[:-1],
+        first[1:],
         strict=True,
     ):
         entry = opened[f]
-        rows = 0 if entry is None else _preadv(entry[0], views[lo:hi], offset, want) // row
-        if whole:  # its norms now, while it is in the CPU's cache
-            squares[int(lows[lo]) : int(lows[lo]) + rows] = squared_norms(views[lo][:rows])
-        arrived.append(rows)
-    done = np.arange(len(place)) - np.repeat(calls, size) < np.repeat(arrived, size)
+        got = 0 if entry is None else _preadv(entry[0], buf, offset) // row
+        arrived.append(got)
+        if not direct:
+            out[d[lo : lo + got]] = buf[:got]
+        if now:  # while it is in the CPU's cache
+            if direct:
+                squares[to : to + got] = squared_norms(buf[:got])
+            else:
+                squares[d[lo : lo + got]] = squared_norms(buf[:got])
+        if u1 - u0 == 1 and ends[u0] - starts[u0] == k:  # one row, or one batch, read alone
+            sums.append(_hash(buf))
+        elif u1 > u0:
+            sums += map(_hash, map(buf.__getitem__, map(slice, starts[u0:u1], ends[u0:u1])))
+    got_rows = np.array(arrived, dtype=np.int64)
+    done = np.arange(m) - np.repeat(calls, size) < np.repeat(got_rows, size)
+    bad = np.array(sums, dtype=np.uint64) & plan.mask != plan.want
+    bad |= plan.ends - calls[owner] > got_rows[owner]  # not read whole
     late = np.zeros(len(out), dtype=bool)
-    late[into[done & ~np.repeat(one, size)]] = True
+    late[d[done & ~np.repeat(norms, size)]] = True
     step = max(1, PIECE // row)
     for lo in np.flatnonzero(np.add.reduceat(late, range(0, len(out), step))).tolist():
         block, mine = slice(lo * step, (lo + 1) * step), late[lo * step : (lo + 1) * step]
         squares[block][mine] = squared_norms(out[block])[mine]
-    copies = np.flatnonzero(again)  # a repeat is a copy of the row before it, arrived as it did
-    if len(copies):
-        source = np.maximum.accumulate(np.where(again, 0, np.arange(len(again))))[copies]
-        out[where[copies]] = out[where[source]]
-        squares[where[copies]] = squares[where[source]]
-    got[order] = done[np.cumsum(~again) - 1]
-    return got, squares
+    cover = np.zeros(m + 1, dtype=np.int64)
+    np.add.at(cover, plan.units[bad], 1)
+    np.add.at(cover, plan.ends[bad], -1)
+    return done, np.cumsum(cover[:m]) > 0
 
 
-def _plan(place: np.ndarray, into: np.ndarray, row: int) -> tuple[np.ndarray, np.ndarray]:
-    """Where each ``preadv`` starts (rows that follow one another in one file, :data:`PIECE`
-    bytes and :data:`IOV_MAX` buffers at most) and where each of its buffers starts (rows whose
-    places in the result follow one another too), as positions in the sorted rows."""
-    n = len(place)
-    calls = np.ones(n, dtype=bool)
-    calls[1:] = place[1:] != place[:-1] + row
-    runs = np.flatnonzero(calls)
-    calls |= (np.arange(n) - runs[np.cumsum(calls) - 1]) % max(1, PIECE // row) == 0
-    buffers = calls.copy()
-    buffers[1:] |= into[1:] != into[:-1] + 1
-    pieces = np.flatnonzero(buffers)
-    owner = np.cumsum(calls)[pieces]
-    calls[pieces[(np.arange(len(pieces)) - np.searchsorted(owner, owner)) % IOV_MAX == 0]] = True
-    return np.flatnonzero(calls), pieces
-
-
-def _preadv(fd: int, views: list[np.ndarray], offset: int, want: int) -> int:
-    """Read ``want`` bytes from ``offset`` into ``views`` in turn; returns the bytes read
-    (fewer: the file ends there, or it could not be read)."""
+def _preadv(fd: int, buf: np.ndarray, offset: int) -> int:
+    """Read ``buf``'s bytes from ``offset``; returns the bytes read (fewer: the file ends there,
+    or it could not be read)."""
     done = 0
     try:
-        while done < want:
-            step = _read(fd, views, offset + done)
+        done = _read_into(fd, [buf], offset)
+        while 0 < done < buf.nbytes:  # read in part (a signal): the rest from there
+            step = _read_into(fd, [buf.reshape(-1).view(np.uint8)[done:]], offset + done)
             if step <= 0:
                 break
             done += step
-            if done < want:  # read in part (a signal): the rest from there
-                views = _rest(views, step)
     except OSError:
         pass  # an unreadable stretch counts as missing rows
     return done
 
 
-def _rest(views: list[np.ndarray], skip: int) -> list[np.ndarray]:
-    """``views`` without their first ``skip`` bytes."""
-    for i, v in enumerate(views):
-        if skip < v.nbytes:
-            return [v.reshape(-1).view(np.uint8)[skip:], *views[i + 1 :]]
-        skip -= v.nbytes
-    return []
-
-
-def _pread(fd: int, views: list[np.ndarray], offset: int) -> int:  # pragma: no cover
-    """``os.preadv`` where the platform lacks it: into the first buffer."""
-    data = os.pread(fd, views[0].nbytes, offset)
-    views[0].reshape(-1).view(np.uint8)[: len(data)] = np.frombuffer(data, dtype=np.uint8)
+def _pread(fd: int, buffers: list[np.ndarray], offset: int) -> int:  # pragma: no cover
+    """``os.preadv`` where the platform lacks it: into the one buffer."""
+    view = buffers[0].reshape(-1).view(np.uint8)
+    data = os.pread(fd, len(view), offset)
+    view[: len(data)] = np.frombuffer(data, dtype=np.uint8)
     return len(data)
 
 
-_read = getattr(os, "preadv", _pread)
+_read_into = cast(Callable[[int, list[np.ndarray], int], int], getattr(os, "preadv", _pread))

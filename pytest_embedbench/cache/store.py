@@ -393,11 +393,9 @@ class EmbeddingCache:
             # not np.zeros: numpy asks for huge pages only for memory it does not zero, and
             # every row is written (a missing or damaged one with zeros)
             matrix = np.empty((n, dim), dtype=np.float32)
-            at = bt.offsets[b[rows]] + 4 * dim * slot[rows]
-            got, squares = segments.read_rows(opened, bt.code[b[rows]], at, rows, matrix)
-            read = rows[got]
-            unsound = np.zeros(n, dtype=bool)
-            unsound[read] = self._unsound(opened, bt, b[read], slot[read], read, matrix)
+            got, unsound, squares = segments.read_rows(
+                opened, bt, b[rows], slot[rows], rows, matrix
+            )
         finally:
             segments.close_files(opened)
         ok = np.zeros(n, dtype=bool)
@@ -409,7 +407,8 @@ class EmbeddingCache:
             faults["a byte length that does not match its dimension"] = _distinct(
                 broken, which, slot
             )
-        garbled = ok & unsound
+        garbled = np.zeros(n, dtype=bool)
+        garbled[rows[got & unsound]] = True
         if garbled.any():
             faults["bytes that do not match their batch's checksum"] = _distinct(
                 garbled, which, slot
@@ -449,44 +448,6 @@ class EmbeddingCache:
                 "overwritten"
             )
         return matrix, good
-
-    @staticmethod
-    def _unsound(
-        opened: list[segments.Opened],
-        bt: index.Batches,
-        read: np.ndarray,
-        slots: np.ndarray,
-        places: np.ndarray,
-        matrix: np.ndarray,
-    ) -> np.ndarray:
-        """Which read rows (of batch ``read[i]``, slot ``slots[i]``, in row ``places[i]`` of
-        ``matrix``) fail a checksum: a batch read whole is hashed (where its rows lie whole and
-        in order in ``matrix``, there, else read again), a batch read in part row by row."""
-        nb = len(bt.dims)
-        count = np.bincount(read, minlength=nb)
-        start = places - slots  # where the batch begins in ``matrix``, were it in order there
-        first = np.full(nb, -1, dtype=np.int64)
-        first[read] = start
-        astray = np.bincount(read[start != first[read]], minlength=nb)
-        first[(count != bt.counts) | (astray > 0)] = -1
-        whole = np.flatnonzero(bt.checked & (count >= bt.counts))
-        bad = np.zeros(nb, dtype=bool)
-        bad[whole] = segments.mismatched(
-            opened,
-            bt.code[whole],
-            bt.offsets[whole],
-            4 * bt.dims[whole] * bt.counts[whole],
-            bt.hashes[whole],
-            matrix,
-            first[whole],
-        )
-        unsound = bad[read]
-        part = np.flatnonzero(bt.checked[read] & (count[read] < bt.counts[read]))
-        if len(part):
-            row = 4 * matrix.shape[1]
-            got = segments.row_checksums(matrix[places[part]].data.cast("B"), row)
-            unsound[part] = got != bt.row_hashes[bt.row_at[read[part]] + slots[part]]
-        return unsound
 
     # -- writes ----------------------------------------------------------------------------
 

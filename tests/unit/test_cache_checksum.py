@@ -209,3 +209,58 @@ def test_a_link_in_place_of_a_cache_file_is_refused_and_the_cache_rebuilt(
     again, messages = _run(folder, ds)  # rebuilt in place: the next run is all hits
     assert messages == []
     assert (again.cache.misses, again.query_cache.misses) == (0, 0)
+
+
+ORDERS: dict[str, Callable[[int], list[int]]] = {
+    "stored": lambda n: list(range(n)),
+    "reversed": lambda n: list(range(n - 1, -1, -1)),
+    "shuffled, some twice": lambda n: [
+        *np.random.default_rng(5).permutation(n).tolist(),
+        3,
+        69,
+        3,
+    ],
+    "every third (a shard)": lambda n: list(range(0, n, 3)),
+}
+
+
+@pytest.mark.parametrize("piece", [None, 100])
+@pytest.mark.parametrize("order", list(ORDERS))
+def test_two_rows_swapped_are_found_in_any_order_and_any_piece_size(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, order: str, piece: int | None
+) -> None:
+    """Rows 3 and 69 (of the first and second of four batches of 64) swapped in the file: a
+    read of whole batches, straight into place or through the buffer of a shuffled read, in
+    pieces of 512 KiB or of 100 bytes (a batch read whole is never cut, whatever the piece),
+    drops both batches; a shard drops the two rows alone. The rest reads back exactly."""
+    from pytest_embedbench.cache import segments
+
+    if piece is not None:
+        monkeypatch.setattr(segments, "PIECE", piece)
+    keys = [text_key(f"k{i}") for i in range(256)]
+    vectors = np.random.default_rng(4).standard_normal((256, DIM)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    cache = EmbeddingCache(tmp_path)
+    for start in range(0, 256, 64):
+        cache.put_many("ns", keys[start : start + 64], vectors[start : start + 64])
+    cache.close()
+    (segment,) = names(tmp_path)
+    data = bytearray((tmp_path / segment).read_bytes())
+    _two_swapped_at(data, 3, 69)
+    (tmp_path / segment).write_bytes(bytes(data))
+    rows = ORDERS[order](256)
+    shard = order.startswith("every")
+    damaged = {3, 69} if shard else set(range(128))
+    cache = EmbeddingCache(tmp_path)
+    with pytest.warns(EmbedBenchWarning, match=rf"{len(damaged)} damaged vector.*checksum"):
+        matrix, missing = cache.get_matrix("ns", [keys[i] for i in rows], dim=DIM, unit_norm=True)
+    cache.close()
+    assert missing == [j for j, i in enumerate(rows) if i in damaged]
+    sound = [j for j, i in enumerate(rows) if i not in damaged]
+    assert np.array_equal(matrix[sound], vectors[[rows[j] for j in sound]])
+    assert not matrix[missing].any()
+
+
+def _two_swapped_at(data: bytearray, a: int, b: int) -> None:
+    first, second = _rows(data, a, 1).tobytes(), _rows(data, b, 1).tobytes()
+    data[a * ROW : (a + 1) * ROW], data[b * ROW : (b + 1) * ROW] = second, first

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..core.exceptions import BaselineError
+from ..core.exceptions import BaselineError, RecordError
 from ..evaluation.record import TestRecord, as_record
 from ..records.resultdata import MetricData, ResultData
 from ..records.serial import OMIT_NONE, from_data, to_data
@@ -366,7 +366,11 @@ class BaselineFile:
         for nodeid, entry in entries.items():
             wrong = entry_problem(entry)
             if wrong is None:
-                typed = BaselineEntry.from_dict(entry)
+                try:  # a value of the wrong type (a model of 5, a metric of "x")
+                    typed = BaselineEntry.from_dict(entry)
+                except RecordError as exc:
+                    wrong = str(exc)
+            if wrong is None:
                 self.entries[str(nodeid)] = typed
                 self._as_read[str(nodeid)] = (typed, entry)
             else:

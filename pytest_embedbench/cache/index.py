@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import sqlite3
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -106,16 +107,16 @@ def namespace_id(conn: sqlite3.Connection, name: str, *, create: bool) -> int | 
 
 def entries(conn: sqlite3.Connection, nsid: int, keys: Sequence[bytes]) -> dict:
     """``{key: (batch, slot)}`` of the stored ``keys`` (the write path's B-tree search)."""
-    out: dict[bytes, tuple[int, int]] = {}
-    for start in range(0, len(keys), _CHUNK):
-        chunk = keys[start : start + _CHUNK]
-        marks = ",".join("?" * len(chunk))
-        for key, batch, slot in conn.execute(
-            f"SELECT key, batch, slot FROM entries WHERE ns = ? AND key IN ({marks})",
-            (nsid, *chunk),
-        ):
-            out[bytes(key)] = (batch, slot)
-    return out
+    sql = "SELECT key, batch, slot FROM entries WHERE ns = ? AND key IN ({})"
+    return {bytes(k): (b, s) for k, b, s in _select_in(conn, sql, list(keys), nsid)}
+
+
+def _select_in(conn: sqlite3.Connection, sql: str, values: list, *head: object) -> Iterator:
+    """The rows of ``sql`` with its ``IN ({})`` filled by ``values``, :data:`_CHUNK` at a time
+    (after the parameters ``head``)."""
+    for start in range(0, len(values), _CHUNK):
+        chunk = values[start : start + _CHUNK]
+        yield from conn.execute(sql.format(",".join("?" * len(chunk))), (*head, *chunk))
 
 
 def insert_batch(
@@ -136,16 +137,9 @@ def insert_batch(
         "INSERT OR REPLACE INTO entries VALUES (?, ?, ?, ?)",
         [(nsid, key, batch, slot) for key, slot in slots.items()],
     )
-    stale: dict[int, int] = {}
-    for previous, _ in old.values():
-        stale[previous] = stale.get(previous, 0) + 1
-    touched: set[str | None] = set()
-    for start in range(0, len(stale), _CHUNK):
-        chunk = list(stale)[start : start + _CHUNK]
-        marks = ",".join("?" * len(chunk))
-        touched.update(
-            f for (f,) in conn.execute(f"SELECT file FROM batches WHERE id IN ({marks})", chunk)
-        )
+    stale = Counter(previous for previous, _ in old.values())
+    sql = "SELECT file FROM batches WHERE id IN ({})"
+    touched: set[str | None] = {f for (f,) in _select_in(conn, sql, list(stale))}
     conn.executemany(
         "UPDATE batches SET live = live - ? WHERE id = ?", [(n, b) for b, n in stale.items()]
     )

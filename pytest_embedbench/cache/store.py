@@ -399,53 +399,39 @@ class EmbeddingCache:
         finally:
             segments.close_files(opened)
         ok = np.zeros(n, dtype=bool)
-        ok[rows[got]] = True
-        faults: dict[str, int] = {}
-        broken = stored & ~fits
-        broken[rows[~got]] = True  # its file cut short since it was opened, or unreadable
-        if broken.any():
-            faults["a byte length that does not match its dimension"] = _distinct(
-                broken, which, slot
-            )
-        garbled = np.zeros(n, dtype=bool)
-        garbled[rows[got & unsound]] = True
-        if garbled.any():
-            faults["bytes that do not match their batch's checksum"] = _distinct(
-                garbled, which, slot
-            )
-            ok &= ~garbled
-            broken |= garbled
-        if self._refused:  # told when the link was removed
-            refused = np.array([f in self._refused for f in bt.files], dtype=bool)
-            told = stored & ~fits & refused[bt.code[b]]
-            if not (broken & ~told).any():
-                faults.pop("a byte length that does not match its dimension", None)
-        other = fits & (bt.dims[b] != dim)
-        if other.any():
-            faults[f"a dimension other than {dim}"] = _distinct(other, which, slot)
+        ok[rows[got & ~unsound]] = True
         if not ok.all():
             matrix[~ok] = 0.0  # not stored, damaged, or never read
             squares[~ok] = 0.0
-        good = ok & finite_rows(matrix, squares)
-        if not good[ok].all():
-            faults["NaN or infinite values"] = _distinct(ok & ~good, which, slot)
-        if unit_norm:
-            off = good & ~unit_rows(squares)
-            if off.any():
-                faults["a norm other than 1 (the namespace normalises)"] = _distinct(
-                    off, which, slot
-                )
-                good &= ~off
-        if faults:
-            matrix[ok & ~good] = 0.0  # a damaged vector reads as missing: a zero row
-            total = sum(faults.values())
-            detail = ", ".join(f"{k} with {what}" for what, k in sorted(faults.items()))
-            files = sorted({bt.files[c] or "" for c in bt.code[b[broken]].tolist()} - {""})
+        finite = finite_rows(matrix, squares)
+        good = ok & finite & (unit_rows(squares) if unit_norm else True)
+        if np.count_nonzero(good) == np.count_nonzero(stored):
+            return matrix, good
+        matrix[ok & ~good] = 0.0  # a damaged vector reads as missing: a zero row
+        broken = stored & ~fits
+        broken[rows[~got]] = True  # its file cut short since it was opened, or unreadable
+        if self._refused:  # a segment removed as a link: told when it was removed
+            refused = np.array([f in self._refused for f in bt.files], dtype=bool)
+            broken &= ~refused[bt.code[b]]
+        garbled = np.zeros(n, dtype=bool)
+        garbled[rows[got & unsound]] = True
+        faults = {
+            "a byte length that does not match its dimension": broken,
+            "bytes that do not match their batch's checksum": garbled,
+            f"a dimension other than {dim}": fits & (bt.dims[b] != dim),
+            "NaN or infinite values": ok & ~finite,
+            "a norm other than 1 (the namespace normalises)": ok & finite & ~good,
+        }
+        counts = {what: _distinct(mask, which, slot) for what, mask in faults.items() if mask.any()}
+        if counts:
+            detail = ", ".join(f"{k} with {what}" for what, k in sorted(counts.items()))
+            codes = bt.code[b[broken | garbled]].tolist()
+            files = sorted({bt.files[c] or "" for c in codes} - {""})
             where = f" in {', '.join(repr(str(self.folder / f)) for f in files)}" if files else ""
             self._warn(
-                f"embedding cache {str(self.path)!r}: {total} damaged vector(s) in namespace "
-                f"{namespace!r}{where} ({detail}) were dropped; they are embedded again and "
-                "overwritten"
+                f"embedding cache {str(self.path)!r}: {sum(counts.values())} damaged vector(s) "
+                f"in namespace {namespace!r}{where} ({detail}) were dropped; they are embedded "
+                "again and overwritten"
             )
         return matrix, good
 

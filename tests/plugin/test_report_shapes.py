@@ -238,3 +238,56 @@ def test_the_console_command_exits_2_without_a_traceback(
         f"embedbench report: {path}: tests[1].result.metrics: expected an object, got a list; "
         "is it an --embedbench-json report? (write a fresh one with pytest --embedbench-json)\n"
     )
+
+
+#: an older report's own sections, read when it has no summary section
+LEGACY_SECTIONS = ("comparisons", "recommendations", "baseline", "stress")
+
+
+@pytest.mark.parametrize(
+    ("where", "value", "says"),
+    [
+        (("comparisons",), [1], "comparisons: expected an object, got a list"),
+        (("recommendations",), "x", "recommendations: expected an object, got a string"),
+        (("baseline",), [1], "baseline: expected an object, got a list"),
+        (("baseline", "orphaned"), 5, "baseline.orphaned: expected a list, got a number"),
+        (("stress",), [1], "stress: expected an object, got a list"),
+    ],
+)
+def test_an_older_reports_malformed_section_is_named(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    where: tuple[str, ...],
+    value: Any,
+    says: str,
+) -> None:
+    damaged = copy.deepcopy(RECORDED)
+    damaged.setdefault("baseline", {})
+    _set(damaged, where, value)
+    status, err = _run_report(tmp_path, damaged, capsys)
+    assert status == 2 and "Traceback" not in err
+    assert err.startswith(f"embedbench report: {tmp_path / 'damaged.json'}: {says}"), err
+
+
+def test_no_damage_in_an_older_reports_sections_gives_a_traceback(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A seeded sweep over every key path of the recorded report's own sections (the summary
+    is built from them): it reads, or fails with status 2 naming the file."""
+    rng = random.Random(7)
+    targets = [
+        (name, *p)
+        for name in LEGACY_SECTIONS
+        if isinstance(RECORDED.get(name), dict)
+        for p in [()] + list(_paths(RECORDED[name]))
+        if p
+    ] + [(name,) for name in LEGACY_SECTIONS if name in RECORDED]
+    assert len(targets) > 10
+    for where in rng.sample(targets, min(len(targets), 120)):
+        damaged = copy.deepcopy(RECORDED)
+        kind = rng.choice(KINDS)
+        _set(damaged, where, kind if kind is _DROP else copy.deepcopy(kind))
+        status, err = _run_report(tmp_path, damaged, capsys)
+        assert status in (0, 2), (where, status, err)
+        if status == 2:
+            assert err.startswith(f"embedbench report: {tmp_path / 'damaged.json'}: "), err

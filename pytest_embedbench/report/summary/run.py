@@ -32,6 +32,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ...core.exceptions import RecordError
 from ...core.io import finite as finite_data
 from ...evaluation.record import TestRecord, as_record
 from ...records.querydiff import QueryDiff
@@ -142,22 +143,34 @@ class Summary:
         data = report.get("summary")
         if isinstance(data, Mapping):
             return dataclasses.replace(from_data(cls, data, at="summary"), records=records)
-        compared = report.get("comparisons") or {}
-        recs = report.get("recommendations") or {}
-        block = report.get("baseline") or {}
-        return summarize(
-            records,
-            reference=_reference_of(compared),
-            priority=recs.get("priority") or "balanced",
-            comparisons=compared,
-            recommendations=recs.get("datasets") or {},
-            baseline_path=block.get("path"),
-            baseline_update=block.get("update"),
-            orphaned=block.get("orphaned") or (),
-            not_recorded=block.get("not_recorded") or (),
-            busy=busy_notes(records),
-            stress=report.get("stress") or None,
-        )
+        compared = _section(report, "comparisons", depth=3)
+        recs = _section(report, "recommendations")
+        block = _section(report, "baseline")
+        recommended = _section(recs, "datasets", at="recommendations.", depth=2)
+        stress = _section(report, "stress")
+        for key in ("orphaned", "not_recorded"):
+            if not isinstance(block.get(key) or [], list):
+                raise RecordError(f"baseline.{key}: expected a list, got {_kind(block[key])}")
+        try:
+            return summarize(
+                records,
+                reference=_reference_of(compared),
+                priority=recs.get("priority") or "balanced",
+                comparisons=compared,
+                recommendations=recommended,
+                baseline_path=block.get("path"),
+                baseline_update=block.get("update"),
+                orphaned=block.get("orphaned") or (),
+                not_recorded=block.get("not_recorded") or (),
+                busy=busy_notes(records),
+                stress=stress or None,
+            )
+        except (AttributeError, KeyError, TypeError, ValueError) as exc:
+            # a value deeper in an older report's sections than the checks above look
+            raise RecordError(
+                "a section of this report (written before the 'summary' section existed) "
+                f"does not have its shape: {type(exc).__name__}: {exc}"
+            ) from None
 
     def comparisons_section(self) -> dict[str, dict[str, dict[str, Any]]]:
         """The JSON report's ``comparisons``: per dataset and model, the paired nDCG@10
@@ -312,3 +325,32 @@ def totals(records: Sequence[TestRecord], datasets: Sequence[DatasetSummary]) ->
         best_model=best[1] if best else None,
         cache_hit_rate=hits / (hits + misses) if hits + misses else None,
     )
+
+
+def _kind(value: Any) -> str:
+    """``a list``, ``a number`` ...: what a JSON value is, for a shape error."""
+    if isinstance(value, Mapping):
+        return "an object"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, str):
+        return "a string"
+    if value is None or isinstance(value, bool):
+        return json.dumps(value)
+    return "a number"
+
+
+def _section(
+    report: Mapping[str, Any], key: str, *, at: str = "", depth: int = 1
+) -> Mapping[str, Any]:
+    """``report[key]`` (empty when absent), checked to be an object whose values are objects
+    ``depth`` levels down; else a :class:`RecordError` naming the key path."""
+    value = report.get(key) or {}
+    stack: list[tuple[str, Any, int]] = [(f"{at}{key}", value, depth)]
+    while stack:
+        path, item, levels = stack.pop()
+        if not isinstance(item, Mapping):
+            raise RecordError(f"{path}: expected an object, got {_kind(item)}")
+        if levels > 1:
+            stack.extend((f"{path}.{name}", inner, levels - 1) for name, inner in item.items())
+    return value

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from ..core.exceptions import EmbedBenchError, ProviderError
 from ..core.progress import StderrProgress
+from ..core.text import print_inert
 from ..distributed.engine import embed_dataset
 from ..distributed.settings import RaySettings
 
@@ -96,16 +97,16 @@ def run(args: argparse.Namespace) -> int:
         )
     except ProviderError as exc:
         bar.done()
-        print(f"embedbench embed: {type(exc).__name__}: {exc}", file=sys.stderr)
+        print_inert(f"embedbench embed: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1
     except (EmbedBenchError, ValueError) as exc:
         bar.done()
-        print(f"embedbench embed: {exc}", file=sys.stderr)
+        print_inert(f"embedbench embed: {exc}", file=sys.stderr)
         return 2
     finally:
         ray = sys.modules.get("ray")
         if ray is not None and not was_running and ray.is_initialized():
             ray.shutdown()  # a Ray this command connected to or started
     bar.done()
-    print(report.line())
+    print_inert(report.line())
     return 0

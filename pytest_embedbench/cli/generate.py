@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.progress import StderrProgress
+from ..core.text import print_inert
 from ..generate.evalset import evalset_fingerprint, sidecar_path, write_evalset, write_sidecar
 from ..generate.run import ensure_generated_evalset, generate_evalset
 from ..generate.settings import GenerationSettings, dataset_generation
@@ -164,11 +165,11 @@ def run(args: argparse.Namespace) -> int:
         return _generate_from_docs(args, progress)
     except ConfigError as exc:
         progress.done()
-        print(f"{_NAME}: {exc}", file=sys.stderr)
+        print_inert(f"{_NAME}: {exc}", file=sys.stderr)
         return 2
     except EmbedBenchError as exc:
         progress.done()
-        print(f"{_NAME}: {exc}", file=sys.stderr)
+        print_inert(f"{_NAME}: {exc}", file=sys.stderr)
         return 1
 
 
@@ -178,7 +179,7 @@ _NAME = "embedbench generate-evalset"
 def _generate_from_docs(args: argparse.Namespace, progress: _GenerationProgress) -> int:
     """``--docs DIR --output FILE``: the set generated from a folder, written to a file."""
     if not args.docs or not args.output:
-        print(
+        print_inert(
             f"{_NAME}: give --docs DIR and --output FILE (or --config and --dataset)",
             file=sys.stderr,
         )
@@ -186,10 +187,10 @@ def _generate_from_docs(args: argparse.Namespace, progress: _GenerationProgress)
     output = Path(args.output)
     problem = _path_problem(Path(args.docs), output)
     if problem is not None:
-        print(f"{_NAME}: {problem}", file=sys.stderr)
+        print_inert(f"{_NAME}: {problem}", file=sys.stderr)
         return 2
     if output.exists() and not args.regenerate:
-        print(
+        print_inert(
             f"{_NAME}: {args.output} exists (a set you may have reviewed or edited); pass "
             "--regenerate to replace it, or choose another --output",
             file=sys.stderr,
@@ -206,15 +207,15 @@ def _generate_from_docs(args: argparse.Namespace, progress: _GenerationProgress)
     result = generate_evalset(documents, settings, progress=progress)
     progress.done()
     for line in result.report.summary_lines():
-        print(line, file=sys.stderr)
+        print_inert(line, file=sys.stderr)
     if result.report.failed_chunks.get("request_failed"):
-        print(
+        print_inert(
             f"  (a chunk whose requests timed out may need a longer --request-timeout-s than "
             f"{settings.request_timeout_s:g} s)",
             file=sys.stderr,
         )
     if not result.rows:
-        print(
+        print_inert(
             f"{_NAME}: no question was kept, so {args.output} was not written; see "
             "'Generated questions are rejected' in docs/generated-evalsets.md",
             file=sys.stderr,
@@ -227,9 +228,9 @@ def _generate_from_docs(args: argparse.Namespace, progress: _GenerationProgress)
     try:
         write_sidecar(path, evalset_fingerprint(documents, settings), result.report)
     except OSError as exc:
-        print(f"wrote {len(result.rows)} question(s) to {path}", file=sys.stderr)
+        print_inert(f"wrote {len(result.rows)} question(s) to {path}", file=sys.stderr)
         return _not_written("fingerprint file", sidecar_path(path), exc, fix)
-    print(
+    print_inert(
         f"wrote {len(result.rows)} question(s) to {path}: review them before you trust them",
         file=sys.stderr,
     )
@@ -269,7 +270,7 @@ def _not_written(what: str, path: Path, exc: OSError, fix: str) -> int:
 
     if exc.filename is not None and Path(str(exc.filename)).parent == path.parent:
         exc = OSError(exc.errno, exc.strerror)  # a temporary file beside it: name the path
-    print(write_failure(what, path, exc, fix), file=sys.stderr)
+    print_inert(write_failure(what, path, exc, fix), file=sys.stderr)
     return EXIT_ARTIFACT_FAILED
 
 
@@ -401,7 +402,7 @@ def _generate_for_dataset(args: argparse.Namespace, progress: _GenerationProgres
         progress.done()
         return _not_written("eval set", target, exc, fix)
     progress.done()
-    print(f"{path}: up to date; review the questions before you trust them", file=sys.stderr)
+    print_inert(f"{path}: up to date; review the questions before you trust them", file=sys.stderr)
     return 0
 
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import sys
 
+from .text import inert
+
 __all__ = ["StderrProgress"]
 
 
@@ -25,6 +27,7 @@ class StderrProgress:
         """Show ``line``, ``done`` of ``total`` of the way."""
         if not self.enabled:
             return
+        line = inert(line, keep="")  # its words may quote the user's data or a server's
         if self.tty:
             print(f"\r\033[K{line}", end="", file=sys.stderr, flush=True)
             self.shown = True

@@ -24,6 +24,7 @@ Usage::
 from __future__ import annotations
 
 import functools
+from typing import Any
 
 __all__ = ["FREE_TEXT", "inert"]
 
@@ -45,3 +46,9 @@ def inert(text: str, *, keep: str = FREE_TEXT) -> str:
     if text.isprintable():  # no control character at all: most names, at once
         return text
     return text.translate(_table(keep))
+
+
+def print_inert(*values: object, file: Any = None, end: str = "\n", flush: bool = False) -> None:
+    """``print`` with every value made :func:`inert` first: the command-line tools' messages
+    quote paths, model names, server answers and questions that came from outside."""
+    print(*(inert(str(v)) for v in values), file=file, end=end, flush=flush)

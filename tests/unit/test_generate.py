@@ -673,6 +673,23 @@ def test_cli_writes_the_set_with_progress_and_summary(
     assert out.read_bytes() != reviewed and out.read_text().count("\n") == 5
 
 
+def test_cli_messages_show_control_characters_inert(
+    docs: Path, ollama_chat: OllamaChatServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # the command's lines quote paths, names and a server's words: an ESC or BEL in them is
+    # shown as \x1b, never sent raw to the terminal (issue 42 item 3)
+    from pytest_embedbench.cli import main
+
+    out = tmp_path / "evil\x1b]0;pwned\x07\x1b[2J.jsonl"
+    argv = ["generate-evalset", "--docs", str(docs), "--output", str(out), "--host"]
+    argv += [ollama_chat.url, "--questions-per-chunk", "2", "--seed", "7", "--max-chunks", "2"]
+    assert main([*argv, "--request-timeout-s", "5"]) == 0
+    err = capsys.readouterr().err
+    assert "\x1b" not in err and "\x07" not in err
+    assert "evil\\x1b]0;pwned\\x07\\x1b[2J.jsonl" in err
+    assert out.is_file()  # the file keeps the name it was given
+
+
 def test_cli_exit_1_names_the_fix(
     docs: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

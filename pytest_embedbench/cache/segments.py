@@ -334,34 +334,50 @@ def _read(
     bufs = list(map(out.__getitem__, map(slice, at, (d[calls] + size).tolist())))
     for c in np.flatnonzero(~plan.direct).tolist():
         bufs[c] = scratch[: size[c]]
+    one = np.zeros(len(calls), dtype=bool)  # one unit, the whole call: hashed as it is
+    one[owner] = (np.bincount(owner, minlength=len(calls))[owner] == 1) & (
+        plan.units == calls[owner]
+    )
+    one[owner] &= plan.ends == np.append(calls[1:], m)[owner]
+    many = (np.diff(first) > 0) & ~one
+    # what a call does after its read, in bits: scatter, norms, hash one unit, hash several
+    mode = ~plan.direct * 1 | norms * 2 | one * 4 | many * 8
+    fds = [-1 if entry is None else entry[0] for entry in opened]
     arrived: list[int] = []
     sums: list[int] = []
-    for f, offset, lo, to, k, buf, direct, now, u0, u1 in zip(
+    for f, offset, lo, to, k, buf, how, u0, u1 in zip(
         (p[calls] >> 40).tolist(),
         (p[calls] & _LOW).tolist(),
         calls.tolist(),
         at,
-        size.tolist(),
+        (size * row).tolist(),
         bufs,
-        plan.direct.tolist(),
-        norms.tolist(),
+        mode.tolist(),
         first[:-1],
         first[1:],
         strict=True,
     ):
-        entry = opened[f]
-        got = 0 if entry is None else _preadv(entry[0], buf, offset) // row
+        try:
+            got = _read_into(fds[f], [buf], offset)
+            if 0 < got < k:
+                got = _rest(fds[f], buf, offset, got)
+        except OSError:  # an unreadable stretch (or a file never opened): missing rows
+            got = 0
+        got //= row
         arrived.append(got)
-        if not direct:
-            out[d[lo : lo + got]] = buf[:got]
-        if now:  # while it is in the CPU's cache
-            if direct:
-                squares[to : to + got] = squared_norms(buf[:got])
-            else:
-                squares[d[lo : lo + got]] = squared_norms(buf[:got])
-        if u1 - u0 == 1 and ends[u0] - starts[u0] == k:  # one row, or one batch, read alone
+        if how == 4:  # one row (a shard's), or one batch, read straight into place
             sums.append(_hash(buf))
-        elif u1 > u0:
+            continue
+        if how & 1:
+            out[d[lo : lo + got]] = buf[:got]
+        if how & 2:  # while it is in the CPU's cache
+            if how & 1:
+                squares[d[lo : lo + got]] = squared_norms(buf[:got])
+            else:
+                squares[to : to + got] = squared_norms(buf[:got])
+        if how & 4:
+            sums.append(_hash(buf))
+        elif how & 8:
             sums += map(_hash, map(buf.__getitem__, map(slice, starts[u0:u1], ends[u0:u1])))
     got_rows = np.array(arrived, dtype=np.int64)
     done = np.arange(m) - np.repeat(calls, size) < np.repeat(got_rows, size)
@@ -379,19 +395,15 @@ def _read(
     return done, np.cumsum(cover[:m]) > 0
 
 
-def _preadv(fd: int, buf: np.ndarray, offset: int) -> int:
-    """Read ``buf``'s bytes from ``offset``; returns the bytes read (fewer: the file ends there,
-    or it could not be read)."""
-    done = 0
-    try:
-        done = _read_into(fd, [buf], offset)
-        while 0 < done < buf.nbytes:  # read in part (a signal): the rest from there
-            step = _read_into(fd, [buf.reshape(-1).view(np.uint8)[done:]], offset + done)
-            if step <= 0:
-                break
-            done += step
-    except OSError:
-        pass  # an unreadable stretch counts as missing rows
+def _rest(fd: int, buf: np.ndarray, offset: int, done: int) -> int:
+    """``buf`` read in part (a signal, or the end of the file): the rest read from there;
+    returns the bytes read in all."""
+    view = buf.reshape(-1).view(np.uint8)
+    while done < len(view):
+        step = _read_into(fd, [view[done:]], offset + done)
+        if step <= 0:
+            break
+        done += step
     return done
 
 

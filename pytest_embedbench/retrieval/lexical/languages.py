@@ -46,6 +46,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ...core.exceptions import ConfigError, MissingExtraError
+from ...core.scripts import SEGMENTED_SCRIPT, script_language
 from .tokenize import Tokenizer, WordTokenizer
 
 __all__ = [
@@ -80,14 +81,8 @@ WORD_LANGUAGES: dict[str, tuple[str, str]] = {
 
 #: a piece of text that counts as a word: it holds a letter or a digit
 _HAS_WORD = re.compile(r"[^\W_]").search
-_KANA = re.compile(r"[\u3040-\u30ff\u31f0-\u31ff\uff66-\uff9f]")
-_HANGUL = re.compile(r"[\u1100-\u11ff\u3130-\u318f\ua960-\ua97f\uac00-\ud7af\ud7b0-\ud7ff]")
-_THAI = re.compile(r"[\u0e00-\u0e7f]")
-_HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f]")
 #: a character of a script that :class:`AutoTokenizer` segments (not a word-language word)
-_SEGMENTED_SCRIPT = re.compile(
-    "|".join(p.pattern.strip("[]").join("[]") for p in (_KANA, _HANGUL, _THAI, _HAN))
-).search
+_SEGMENTED_SCRIPT = SEGMENTED_SCRIPT.search
 
 
 def _version(distribution: str) -> str:
@@ -375,18 +370,6 @@ SEGMENTED: dict[str, type[_SegmentingTokenizer]] = {
     "th": ThaiTokenizer,
     "zh": ChineseTokenizer,
 }
-
-
-def script_language(text: str) -> str:
-    """The language :class:`AutoTokenizer` gives ``text``, from its script: ``ja`` where it has
-    kana; else the most frequent of Hangul (``ko``), Thai (``th``) and Han (``zh``) characters
-    (a tie in that order); ``en`` where it has none of them."""
-    if _KANA.search(text):
-        return "ja"
-    counts = [(len(p.findall(text)), code) for p, code in ((_HANGUL, "ko"), (_THAI, "th"))]
-    counts.append((len(_HAN.findall(text)), "zh"))
-    best = max(counts, key=lambda c: c[0])  # the first of the largest: the order above
-    return best[1] if best[0] else "en"
 
 
 class AutoTokenizer(Tokenizer):

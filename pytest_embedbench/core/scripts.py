@@ -1,0 +1,93 @@
+"""Scripts of a text: which writing system it uses, and counts that fit a script without spaces.
+
+Chinese and Japanese put no space between words, Thai none between the words of a phrase: a
+count of whitespace words makes a whole sentence one "word". Two things here avoid that, for
+every floor above (chunking, stress transforms, token estimates, bm25's ``auto`` language):
+
+- :func:`script_language`: the language a text's script points to (``ja``, ``ko``, ``th``,
+  ``zh``, else ``en``);
+- :func:`estimate_tokens`: a model-free token count in which each Han, kana, Hangul or Thai
+  character is one token (what a subword tokenizer gives those scripts, within a factor of about
+  1.5: BERT's tokenizers split Han and kana into characters; OpenAI's cl100k and
+  multilingual-e5's SentencePiece give about a token a character for Chinese, Korean and Thai),
+  and each other run of letters and digits, or each punctuation mark, is one token (the word
+  count it always was for English).
+
+Usage::
+
+    script_language("如何重置我的密码")   # 'zh'
+    estimate_tokens("如何重置我的密码？")  # 9: eight characters and the question mark
+    estimate_tokens("reset my password")  # 3
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = [
+    "HAN",
+    "HANGUL",
+    "KANA",
+    "SEGMENTED_SCRIPT",
+    "SPACELESS",
+    "THAI",
+    "estimate_tokens",
+    "has_spaceless",
+    "script_language",
+    "spaceless_chars",
+]
+
+# the blocks of each script (their letters; punctuation apart)
+_KANA_RANGES = "\u3040-\u30ff\u31f0-\u31ff\uff66-\uff9f"
+_HANGUL_RANGES = "\u1100-\u11ff\u3130-\u318f\ua960-\ua97f\uac00-\ud7af\ud7b0-\ud7ff"
+_THAI_RANGES = "\u0e00-\u0e7f"
+_HAN_RANGES = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f"
+
+KANA = re.compile(f"[{_KANA_RANGES}]")
+HANGUL = re.compile(f"[{_HANGUL_RANGES}]")
+THAI = re.compile(f"[{_THAI_RANGES}]")
+HAN = re.compile(f"[{_HAN_RANGES}]")
+#: a character of a script that counts as a token on its own (Han, kana, Hangul, Thai)
+SEGMENTED_SCRIPT = re.compile(f"[{_KANA_RANGES}{_HANGUL_RANGES}{_THAI_RANGES}{_HAN_RANGES}]")
+
+#: the characters of scripts written without spaces between words, one unit each where a text
+#: is cut or edited (Han, kana, and the CJK punctuation, full-width forms and half-width kana
+#: around them); Hangul is written with spaces between words and Thai with spaces between
+#: phrases, so their words stay whole
+SPACELESS = re.compile(f"[\u3001-\u303f{_KANA_RANGES}{_HAN_RANGES}\uff01-\uffef]")
+
+#: a token of :func:`estimate_tokens`: a character of a segmented script, a run of other word
+#: characters, or one punctuation mark
+_TOKEN = re.compile(
+    f"[{_KANA_RANGES}{_HANGUL_RANGES}{_THAI_RANGES}{_HAN_RANGES}]"
+    f"|[^\\W{_KANA_RANGES}{_HANGUL_RANGES}{_THAI_RANGES}{_HAN_RANGES}]+"
+    "|[^\\w\\s]"
+)
+
+
+def script_language(text: str) -> str:
+    """The language of ``text``'s script: ``ja`` where it has kana; else the most frequent of
+    Hangul (``ko``), Thai (``th``) and Han (``zh``) characters (a tie in that order); ``en``
+    where it has none of them."""
+    if KANA.search(text):
+        return "ja"
+    counts = [(len(p.findall(text)), code) for p, code in ((HANGUL, "ko"), (THAI, "th"))]
+    counts.append((len(HAN.findall(text)), "zh"))
+    best = max(counts, key=lambda c: c[0])  # the first of the largest: the order above
+    return best[1] if best[0] else "en"
+
+
+def estimate_tokens(text: str) -> int:
+    """Tokens of ``text`` without a tokenizer: one per Han, kana, Hangul or Thai character, per
+    run of other letters and digits, and per punctuation mark (see the module doc)."""
+    return len(_TOKEN.findall(text))
+
+
+def has_spaceless(text: str) -> bool:
+    """Whether ``text`` has a character of a script written without spaces (:data:`SPACELESS`)."""
+    return SPACELESS.search(text) is not None
+
+
+def spaceless_chars(text: str) -> int:
+    """How many characters of ``text`` are of :data:`SPACELESS`."""
+    return len(SPACELESS.findall(text))

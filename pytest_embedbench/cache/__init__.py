@@ -13,8 +13,8 @@ writer rather than per value.
 Rooms: :mod:`.store` (:class:`EmbeddingCache`: reads, writes and the faults of its files),
 :mod:`.index` (the SQLite schema and the one way keys are found), :mod:`.segments` (the files
 and the one way rows are read: sorted by file and offset, one ``preadv`` per run, their norms
-and checksums taken as each arrives), :mod:`.migrate` (older schemas, on first open) and :mod:`.compact` (space given
-back: files no batch points to, and files mostly dead).
+and checksums taken as each arrives), :mod:`.migrate` (older schemas, on first open) and
+:mod:`.compact` (space given back: files no batch points to, and files mostly dead).
 
 Usage::
 

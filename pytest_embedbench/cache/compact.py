@@ -60,8 +60,7 @@ def collect(conn: sqlite3.Connection, folder: Path) -> None:
         try:
             # held now, so no writer can point a batch to it any more: asked again, as its
             # writer may have committed one and closed it since the first look
-            if not conn.execute("SELECT 1 FROM batches WHERE file = ?", (name,)).fetchone():
-                (folder / name).unlink()
+            _drop(conn, folder / name)
         except (OSError, sqlite3.Error):
             pass
         finally:
@@ -155,6 +154,7 @@ def _write(
 
 
 def _drop(conn: sqlite3.Connection, path: Path) -> None:
-    """Step 3, once no batch points to the file (the caller holds its lock: no writer has it)."""
+    """Delete the file once no batch points to it (the caller holds its lock: no writer has it);
+    step 3 of a compaction."""
     if not conn.execute("SELECT 1 FROM batches WHERE file = ?", (path.name,)).fetchone():
         path.unlink(missing_ok=True)

@@ -49,7 +49,7 @@ from typing import Any
 
 from ...core.types import Chunk, Document
 from .settings import ChunkingSettings, Strategy, Unit, _check_values
-from .spans import _document_spans, _drop_short, _fits
+from .spans import _document_spans, _drop_short, _fits, _length
 from .tokens import _counter, load_tokenizer
 
 __all__ = [
@@ -122,7 +122,7 @@ def chunk_documents(
     for document in documents:
         text = document.text
         spans, units = _document_spans(text, strategy, size, overlap, counter)
-        spans = _drop_short(spans, min_chunk_chars, _fits(text, size, counter))
+        spans = _drop_short(spans, min_chunk_chars, _fits(text, size, counter), _length(text))
         pages = _page_labels(document)
         for n, (a, b) in enumerate(spans):
             page = pages[1][max(bisect.bisect_right(pages[0], a) - 1, 0)] if pages else None

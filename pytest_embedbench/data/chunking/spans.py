@@ -11,11 +11,26 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from ...core.exceptions import ConfigError
+from ...core.scripts import SPACELESS, WIDE, WIDE_WEIGHT
 from .tokens import _Counter
 
 _SPACE_CODES = np.array([c for c in range(0x3001) if chr(c).isspace()], dtype=np.uint32)
+#: the code points of :data:`~...core.scripts.SPACELESS` (Han, kana, CJK punctuation and
+#: full-width forms), as sorted (first, last) ranges: each such character is a word of its own
+_SPACELESS_RANGES = np.array(
+    [
+        [ord(a), ord(b)]
+        for a, b in re.findall(r"(.)-(.)", SPACELESS.pattern.strip("[]"), flags=re.DOTALL)
+    ],
+    dtype=np.uint32,
+)
+#: a combining mark a kana may carry (the voiced sound marks): it stays with its character
+_KANA_MARKS = np.array([0x3099, 0x309A], dtype=np.uint32)
 # each gap pattern ends where the whitespace run ends: at the start of the next word
 _SENTENCE_GAP = re.compile(r"[.!?\u2026\u3002\uff01\uff1f][\"'\u2019\u201d)\]\u00bb]*\s+")
+#: a sentence end of Chinese and Japanese, where no space follows: 。！？ and the closing
+#: brackets and quotes after them (「」『』（）【】)
+_CJK_SENTENCE_GAP = re.compile(r"[\u3002\uff01\uff1f][\u300d\u300f\u3011\uff09\u201d\u2019]*\s*")
 _LINE_GAP = re.compile(r"\n\s*")
 _PARAGRAPH_GAP = re.compile(r"\n[^\S\n]*\n\s*")
 #: whitespace every tokenizer splits at (for the exact-count check of a chunk's ends)
@@ -45,9 +60,17 @@ class _Units:
         return [int(p) for p in self.starts[first + size : last : size] if lo < p < hi]
 
 
+def _spaceless(codes: np.ndarray) -> np.ndarray:
+    """Which code points are of a script written without spaces (:data:`_SPACELESS_RANGES`)."""
+    at = np.searchsorted(_SPACELESS_RANGES[:, 0], codes, side="right") - 1
+    return (at >= 0) & (codes <= _SPACELESS_RANGES[np.maximum(at, 0), 1])
+
+
 def _words(text: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Non-whitespace runs: their starts, their ends and the level of the boundary before each
-    (the first word's is a paragraph's). One regex pass per level, no loop over words."""
+    """Words: non-whitespace runs, and each Han or kana character (or CJK punctuation mark) on
+    its own, since Chinese and Japanese put no space between words; their starts, their ends
+    and the level of the boundary before each (the first word's is a paragraph's). One regex
+    pass per level, no loop over words."""
     # whitespace as re's \s sees it (str.isspace), over the code points at once
     codes = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
     word = np.ones(len(codes) + 2, dtype=bool)
@@ -55,10 +78,14 @@ def _words(text: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     word[0] = word[-1] = False
     edges = np.flatnonzero(word[1:] != word[:-1])
     starts, ends = edges[0::2].astype(np.int64), edges[1::2].astype(np.int64)
+    gaps: tuple[tuple[int, re.Pattern[str]], ...] = ((_SENTENCE, _SENTENCE_GAP),)
+    if SPACELESS.search(text):
+        starts, ends = _split_spaceless(codes, word[1:-1])
+        gaps = ((_SENTENCE, _SENTENCE_GAP), (_SENTENCE, _CJK_SENTENCE_GAP))
     levels = np.full(len(starts), _WORD, dtype=np.int8)
     # weaker first, so a stronger boundary at the same word overwrites it
     for level, pattern in (
-        (_SENTENCE, _SENTENCE_GAP),
+        *gaps,
         (_LINE, _LINE_GAP),
         (_PARAGRAPH, _PARAGRAPH_GAP),
     ):
@@ -71,6 +98,21 @@ def _words(text: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     if len(levels):
         levels[0] = _PARAGRAPH
     return starts, ends, levels
+
+
+def _split_spaceless(codes: np.ndarray, word: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The words' starts and ends when a word also starts at, and ends after, each character
+    of :data:`_SPACELESS_RANGES` (a voiced sound mark stays with its kana)."""
+    mark = np.isin(codes, _KANA_MARKS)
+    solo = _spaceless(codes) & ~mark
+    # a cut between i and i + 1: white space on either side, a solo character after, or one
+    # before that is not followed by its mark
+    cut = ~word[:-1] | ~word[1:] | solo[1:] | (solo[:-1] & ~mark[1:])
+    first = word.copy()
+    first[1:] &= cut
+    last = word.copy()
+    last[:-1] &= cut
+    return np.flatnonzero(first).astype(np.int64), np.flatnonzero(last).astype(np.int64) + 1
 
 
 def _strip(text: str, a: int, b: int) -> tuple[int, int]:
@@ -313,18 +355,36 @@ def _fits(text: str, size: int, counter: _Counter | None) -> Callable[[int, int]
     return lambda a, b: counter.counts([text[a:b]])[0] <= size
 
 
+def _length(text: str) -> Callable[[int, int], int]:
+    """The length of ``text[a:b]`` that ``min_chunk_chars`` measures: characters, a Han, kana
+    or Hangul character counted as :data:`~...core.scripts.WIDE_WEIGHT` (so a chunk of 64
+    Chinese characters is no "short" chunk beside 80 characters of English)."""
+    wide = [m.start() for m in WIDE.finditer(text)]
+    if not wide:
+        return lambda a, b: b - a
+    at = np.asarray(wide, dtype=np.int64)
+
+    def length(a: int, b: int) -> int:
+        inside = int(np.searchsorted(at, b) - np.searchsorted(at, a))
+        return b - a + (WIDE_WEIGHT - 1) * inside
+
+    return length
+
+
 def _drop_short(
     spans: list[tuple[int, int]],
     min_chars: int,
     fits: Callable[[int, int], bool],
+    length: Callable[[int, int], int] = lambda a, b: b - a,
 ) -> list[tuple[int, int]]:
-    """Short chunks merged into a neighbour that has room, else dropped; never all of them."""
-    if not min_chars or all(b - a >= min_chars for a, b in spans):
+    """Short chunks (``length`` under ``min_chars``) merged into a neighbour that has room, else
+    dropped; never all of them."""
+    if not min_chars or all(length(a, b) >= min_chars for a, b in spans):
         return spans
     kept: list[tuple[int, int]] = []
     pending = list(spans)
     for n, (a, b) in enumerate(pending):
-        if b - a >= min_chars:
+        if length(a, b) >= min_chars:
             kept.append((a, b))
         elif kept and fits(kept[-1][0], max(b, kept[-1][1])):
             kept[-1] = (kept[-1][0], max(b, kept[-1][1]))

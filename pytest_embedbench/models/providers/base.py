@@ -29,7 +29,6 @@ prices, request counts), so callers never probe a provider with ``getattr``. Mod
 from __future__ import annotations
 
 import os
-import re
 import threading
 import time
 from abc import ABC, abstractmethod
@@ -40,6 +39,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 
 from ...core.exceptions import ConfigError, MissingExtraError, MissingKeyError, ProviderError
+from ...core.scripts import estimate_tokens
 from ...core.vectors import as_matrix, check_finite, l2_normalised
 from ...retrieval.base import BuildStats, Kind, Retriever
 from ...retrieval.dense import build_dense
@@ -57,8 +57,6 @@ __all__ = [
     "RankingProvider",
     "require_extra",
 ]
-
-_TOKEN = re.compile(r"\w+|[^\w\s]")
 
 
 def require_extra(module: str, provider: str, extra: str) -> Any:
@@ -463,8 +461,10 @@ class EmbeddingProvider(Provider):
 
     def count_tokens(self, texts: Sequence[str]) -> tuple[int, bool]:
         """``(tokens, estimated)`` for ``texts`` as sent. The base class estimates: words plus
-        punctuation marks (``estimated`` is True); providers with a tokenizer count exactly."""
-        return sum(len(_TOKEN.findall(t)) for t in texts), True
+        punctuation marks, each Han, kana, Hangul or Thai character a token of its own
+        (:func:`~...core.scripts.estimate_tokens`; ``estimated`` is True); providers with a
+        tokenizer count exactly."""
+        return sum(estimate_tokens(t) for t in texts), True
 
     def price_per_1m_tokens(self) -> float | None:
         """USD per million tokens: the ``price_per_1m_tokens`` option, else the catalogue's."""

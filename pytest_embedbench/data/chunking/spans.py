@@ -78,14 +78,14 @@ def _words(text: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     word[0] = word[-1] = False
     edges = np.flatnonzero(word[1:] != word[:-1])
     starts, ends = edges[0::2].astype(np.int64), edges[1::2].astype(np.int64)
-    gaps: tuple[tuple[int, re.Pattern[str]], ...] = ((_SENTENCE, _SENTENCE_GAP),)
+    sentence_ends: tuple[tuple[int, re.Pattern[str]], ...] = ((_SENTENCE, _SENTENCE_GAP),)
     if SPACELESS.search(text):
         starts, ends = _split_spaceless(codes, word[1:-1])
-        gaps = ((_SENTENCE, _SENTENCE_GAP), (_SENTENCE, _CJK_SENTENCE_GAP))
+        sentence_ends = ((_SENTENCE, _SENTENCE_GAP), (_SENTENCE, _CJK_SENTENCE_GAP))
     levels = np.full(len(starts), _WORD, dtype=np.int8)
     # weaker first, so a stronger boundary at the same word overwrites it
     for level, pattern in (
-        *gaps,
+        *sentence_ends,
         (_LINE, _LINE_GAP),
         (_PARAGRAPH, _PARAGRAPH_GAP),
     ):

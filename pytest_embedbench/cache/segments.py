@@ -271,9 +271,12 @@ def read_rows(
 
 class _Plan(NamedTuple):
     calls: np.ndarray  # where each ``preadv`` starts, as positions in the sorted rows
+    size: np.ndarray  # the rows it reads
     direct: np.ndarray  # whether it reads straight into ``out`` (its rows' places follow)
+    mode: np.ndarray  # what it does after its read, in bits (see :func:`_plan`)
     units: np.ndarray  # where each checked unit (a batch read whole, or a row) starts
     ends: np.ndarray  # and ends
+    owner: np.ndarray  # the call that reads it
     want: np.ndarray  # its checksum (uint64)
     mask: np.ndarray  # the bits of its xxh3-64 hash that it keeps
 
@@ -308,7 +311,16 @@ def _plan(
     breaks = np.zeros(m, dtype=np.int64)
     breaks[1:] = np.cumsum(d[1:] != d[:-1] + 1)
     direct = breaks[np.append(calls[1:], m) - 1] == breaks[calls]
-    return _Plan(calls, direct, units, ends, want, mask)
+    size = np.diff(np.append(calls, m))
+    owner = np.searchsorted(calls, units, side="right") - 1
+    alone = np.zeros(len(calls), dtype=bool)  # one unit, the whole call: hashed as it is
+    alone[owner] = (np.bincount(owner, minlength=len(calls))[owner] == 1) & (units == calls[owner])
+    alone[owner] &= ends == np.append(calls[1:], m)[owner]
+    several = (np.bincount(owner, minlength=len(calls)) > 0) & ~alone
+    norms = ~direct | (size >= 8)  # rows read one or a few at a time: in blocks after
+    # after its read, in bits: scatter into place, take norms, hash one unit, hash several
+    mode = ~direct * 1 | norms * 2 | alone * 4 | several * 8
+    return _Plan(calls, size, direct, mode, units, ends, owner, want, mask)
 
 
 def _read(
@@ -321,11 +333,8 @@ def _read(
 ) -> tuple[np.ndarray, np.ndarray]:
     """The calls of ``plan``, each read, its norms taken and its units checked; which of the
     rows arrived, and which fail a checksum."""
-    m, row, calls = len(p), 4 * out.shape[1], plan.calls
-    size = np.diff(np.append(calls, m))
+    m, row, calls, size, owner = len(p), 4 * out.shape[1], plan.calls, plan.size, plan.owner
     scratch = np.empty((int(size[~plan.direct].max(initial=0)), out.shape[1]), np.float32)
-    norms = ~plan.direct | (size >= 8)  # rows read one or a few at a time: in blocks after
-    owner = np.searchsorted(calls, plan.units, side="right") - 1  # each unit's call
     first = np.searchsorted(plan.units, np.append(calls, m)).tolist()
     starts, ends = (plan.units - calls[owner]).tolist(), (plan.ends - calls[owner]).tolist()
     at = d[calls].tolist()
@@ -334,14 +343,6 @@ def _read(
     bufs = list(map(out.__getitem__, map(slice, at, (d[calls] + size).tolist())))
     for c in np.flatnonzero(~plan.direct).tolist():
         bufs[c] = scratch[: size[c]]
-    one = np.zeros(len(calls), dtype=bool)  # one unit, the whole call: hashed as it is
-    one[owner] = (np.bincount(owner, minlength=len(calls))[owner] == 1) & (
-        plan.units == calls[owner]
-    )
-    one[owner] &= plan.ends == np.append(calls[1:], m)[owner]
-    many = (np.diff(first) > 0) & ~one
-    # what a call does after its read, in bits: scatter, norms, hash one unit, hash several
-    mode = ~plan.direct * 1 | norms * 2 | one * 4 | many * 8
     fds = [-1 if entry is None else entry[0] for entry in opened]
     arrived: list[int] = []
     sums: list[int] = []
@@ -352,7 +353,7 @@ def _read(
         at,
         (size * row).tolist(),
         bufs,
-        mode.tolist(),
+        plan.mode.tolist(),
         first[:-1],
         first[1:],
         strict=True,
@@ -384,7 +385,7 @@ def _read(
     bad = np.array(sums, dtype=np.uint64) & plan.mask != plan.want
     bad |= plan.ends - calls[owner] > got_rows[owner]  # not read whole
     late = np.zeros(len(out), dtype=bool)
-    late[d[done & ~np.repeat(norms, size)]] = True
+    late[d[done & ~np.repeat(plan.mode & 2 > 0, size)]] = True
     step = max(1, PIECE // row)
     for lo in np.flatnonzero(np.add.reduceat(late, range(0, len(out), step))).tolist():
         block, mine = slice(lo * step, (lo + 1) * step), late[lo * step : (lo + 1) * step]

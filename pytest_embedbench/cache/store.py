@@ -410,9 +410,6 @@ class EmbeddingCache:
         matrix[ok & ~good] = 0.0  # a damaged vector reads as missing: a zero row
         broken = stored & ~fits
         broken[rows[~got]] = True  # its file cut short since it was opened, or unreadable
-        if self._refused:  # a segment removed as a link: told when it was removed
-            refused = np.array([f in self._refused for f in bt.files], dtype=bool)
-            broken &= ~refused[bt.code[b]]
         garbled = np.zeros(n, dtype=bool)
         garbled[rows[got & unsound]] = True
         faults = {
@@ -422,18 +419,33 @@ class EmbeddingCache:
             "NaN or infinite values": ok & ~finite,
             "a norm other than 1 (the namespace normalises)": ok & finite & ~good,
         }
-        counts = {what: _distinct(mask, which, slot) for what, mask in faults.items() if mask.any()}
-        if counts:
-            detail = ", ".join(f"{k} with {what}" for what, k in sorted(counts.items()))
-            codes = bt.code[b[broken | garbled]].tolist()
-            files = sorted({bt.files[c] or "" for c in codes} - {""})
-            where = f" in {', '.join(repr(str(self.folder / f)) for f in files)}" if files else ""
-            self._warn(
-                f"embedding cache {str(self.path)!r}: {sum(counts.values())} damaged vector(s) "
-                f"in namespace {namespace!r}{where} ({detail}) were dropped; they are embedded "
-                "again and overwritten"
-            )
+        message = self._damage(namespace, loc, faults)
+        if message:  # warned here, so that the warning names the caller of the read
+            self._warn(message)
         return matrix, good
+
+    def _damage(self, namespace: str, loc: index.Located, faults: dict[str, np.ndarray]) -> str:
+        """The warning that counts the damaged vectors (each distinct one once) by fault and
+        names the segment files of those whose bytes are damaged. The rows of a segment file
+        removed as a link are not counted: that was told when it was removed."""
+        which, slot, bt = loc.which, loc.slot, loc.batches
+        b = np.where(which >= 0, which, 0)
+        broken = faults["a byte length that does not match its dimension"]
+        if self._refused:
+            refused = np.array([f in self._refused for f in bt.files], dtype=bool)
+            broken &= ~refused[bt.code[b]]
+        counts = {what: _distinct(mask, which, slot) for what, mask in faults.items() if mask.any()}
+        if not counts:
+            return ""
+        detail = ", ".join(f"{k} with {what}" for what, k in sorted(counts.items()))
+        codes = bt.code[b[broken | faults["bytes that do not match their batch's checksum"]]]
+        files = sorted({bt.files[c] or "" for c in codes.tolist()} - {""})
+        where = f" in {', '.join(repr(str(self.folder / f)) for f in files)}" if files else ""
+        return (
+            f"embedding cache {str(self.path)!r}: {sum(counts.values())} damaged vector(s) "
+            f"in namespace {namespace!r}{where} ({detail}) were dropped; they are embedded "
+            "again and overwritten"
+        )
 
     # -- writes ----------------------------------------------------------------------------
 

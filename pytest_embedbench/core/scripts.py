@@ -37,6 +37,7 @@ __all__ = [
     "has_spaceless",
     "script_language",
     "spaceless_chars",
+    "token_spans",
     "weighted_length",
 ]
 
@@ -94,6 +95,11 @@ def estimate_tokens(text: str) -> int:
     """Tokens of ``text`` without a tokenizer: one per Han, kana, Hangul or Thai character, per
     run of other letters and digits, and per punctuation mark (see the module doc)."""
     return len(_TOKEN.findall(text))
+
+
+def token_spans(text: str) -> list[tuple[int, int]]:
+    """The ``(start, end)`` of each token :func:`estimate_tokens` counts, in order."""
+    return [m.span() for m in _TOKEN.finditer(text)]
 
 
 def weighted_length(text: str) -> int:

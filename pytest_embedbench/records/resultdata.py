@@ -155,7 +155,8 @@ class ChunkHit:
     chunk_id: str
     start: int
     end: int
-    page: int | None = field(default=None, metadata=OMIT_NONE)
+    #: the printed label of the PDF page the chunk starts on (Chunk.page: "iv", "12")
+    page: str | None = field(default=None, metadata=OMIT_NONE)
     text: str | None = field(default=None, metadata=OMIT_NONE)
 
 

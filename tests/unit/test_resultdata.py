@@ -176,3 +176,16 @@ def test_a_results_cut_offs_are_public_once_measured(beir_folder: Path) -> None:
     cut = result.cutoffs
     assert result.measured_cutoffs is cut
     assert result.data().cutoffs == cut.to_dict()
+
+
+def test_a_winning_chunks_page_is_its_printed_label() -> None:
+    # Chunk.page is the PDF page's printed label ("iv", "12"): the record reads it back as the
+    # same string (it was declared an int, so the strict reader refused every PDF's hits)
+    from pytest_embedbench.records.resultdata import ChunkHit
+    from pytest_embedbench.records.serial import from_data, to_data
+
+    for label in ("1", "iv", "A-3"):
+        hit = ChunkHit("manual.pdf", 0.5, "manual.pdf#0", 0, 120, page=label)
+        data = json.loads(json.dumps(to_data(hit)))
+        assert data["page"] == label
+        assert from_data(ChunkHit, data) == hit

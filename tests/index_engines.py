@@ -5,14 +5,26 @@ it), where a missing engine fails the test instead of hiding it."""
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import os
 
 import pytest
 
 
-def require_engine(module: str, extra: str) -> None:
+def require_engine(module: str, extra: str, *, imported: bool = True) -> None:
     """Skip without ``module`` (the engine's package), or fail when the environment requires the
-    engines; the message names the extra that installs it."""
+    engines; the message names the extra that installs it. ``imported=False`` only finds the
+    package, without importing it here (a test that imports it in a fresh process: lancedb's
+    Rust core panics when imported after chromadb's has set up the logger in this one)."""
+    if not imported:
+        if importlib.util.find_spec(module) is not None:
+            return
+        reason = f"an optional engine: pip install 'pytest-embedbench[{extra}]'"
+        if os.environ.get("EMBEDBENCH_REQUIRE_INDEX_ENGINES") == "1":
+            pytest.fail(
+                f"EMBEDBENCH_REQUIRE_INDEX_ENGINES=1 but {module} is not installed: {reason}"
+            )
+        pytest.skip(reason)
     if os.environ.get("EMBEDBENCH_REQUIRE_INDEX_ENGINES") == "1":
         try:
             importlib.import_module(module)

@@ -218,7 +218,7 @@ def test_an_engine_module_named_as_its_library_imports_the_library(
     import subprocess
     import sys
 
-    require_engine(library, extra)
+    require_engine(library, extra, imported=False)  # imported in the fresh process only
     done = subprocess.run(
         [sys.executable, "-c", _LIBRARY_CHECK, library, spec],
         capture_output=True,

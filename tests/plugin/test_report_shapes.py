@@ -191,6 +191,26 @@ def _paths(data: Any, at: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]:
 KINDS: list[Any] = [_DROP, None, [], {}, "x", 1.5, -3, True, [{}], {"a": []}]
 
 
+def _damaged_once(
+    tmp_path: Path,
+    source: dict[str, Any],
+    where: tuple[Any, ...],
+    rng: random.Random,
+    capsys: pytest.CaptureFixture[str],
+) -> bool:
+    """``source`` with a random kind put at ``where``, read by ``embedbench report``: it reads
+    (False), or is refused with status 2 naming the file (True); anything else fails."""
+    damaged = copy.deepcopy(source)
+    kind = rng.choice(KINDS)
+    _set(damaged, where, kind if kind is _DROP else copy.deepcopy(kind))
+    status, err = _run_report(tmp_path, damaged, capsys)
+    assert status in (0, 2), (where, status, err)
+    if status == 2:
+        assert err.startswith(f"embedbench report: {tmp_path / 'damaged.json'}: "), err
+        assert "Traceback" not in err
+    return status == 2
+
+
 @pytest.mark.parametrize("which", ["this version's", "recorded"])
 def test_no_damage_anywhere_in_a_test_gives_a_traceback(
     tmp_path: Path, report: dict[str, Any], capsys: pytest.CaptureFixture[str], which: str
@@ -206,17 +226,7 @@ def test_no_damage_anywhere_in_a_test_gives_a_traceback(
             ("summary", "datasets", 0, *p) for p in _paths(source["summary"]["datasets"][0])
         ]
     targets = rng.sample(targets, min(len(targets), 150))
-    refused = 0
-    for where in targets:
-        damaged = copy.deepcopy(source)
-        kind = rng.choice(KINDS)
-        _set(damaged, where, kind if kind is _DROP else copy.deepcopy(kind))
-        status, err = _run_report(tmp_path, damaged, capsys)
-        assert status in (0, 2), (where, status, err)
-        if status == 2:
-            refused += 1
-            assert err.startswith(f"embedbench report: {tmp_path / 'damaged.json'}: "), err
-            assert "Traceback" not in err
+    refused = sum(_damaged_once(tmp_path, source, where, rng, capsys) for where in targets)
     assert refused > len(targets) // 4
 
 
@@ -284,10 +294,4 @@ def test_no_damage_in_an_older_reports_sections_gives_a_traceback(
     ] + [(name,) for name in LEGACY_SECTIONS if name in RECORDED]
     assert len(targets) > 10
     for where in rng.sample(targets, min(len(targets), 120)):
-        damaged = copy.deepcopy(RECORDED)
-        kind = rng.choice(KINDS)
-        _set(damaged, where, kind if kind is _DROP else copy.deepcopy(kind))
-        status, err = _run_report(tmp_path, damaged, capsys)
-        assert status in (0, 2), (where, status, err)
-        if status == 2:
-            assert err.startswith(f"embedbench report: {tmp_path / 'damaged.json'}: "), err
+        _damaged_once(tmp_path, RECORDED, where, rng, capsys)

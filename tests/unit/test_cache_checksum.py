@@ -237,14 +237,7 @@ def test_two_rows_swapped_are_found_in_any_order_and_any_piece_size(
 
     if piece is not None:
         monkeypatch.setattr(segments, "PIECE", piece)
-    keys = [text_key(f"k{i}") for i in range(256)]
-    vectors = np.random.default_rng(4).standard_normal((256, DIM)).astype(np.float32)
-    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-    cache = EmbeddingCache(tmp_path)
-    for start in range(0, 256, 64):
-        cache.put_many("ns", keys[start : start + 64], vectors[start : start + 64])
-    cache.close()
-    (segment,) = names(tmp_path)
+    keys, vectors, segment = _four_batches(tmp_path, seed=4)
     data = bytearray((tmp_path / segment).read_bytes())
     _two_swapped_at(data, 3, 69)
     (tmp_path / segment).write_bytes(bytes(data))
@@ -261,6 +254,20 @@ def test_two_rows_swapped_are_found_in_any_order_and_any_piece_size(
     assert not matrix[missing].any()
 
 
+def _four_batches(folder: Path, *, seed: int) -> tuple[list[bytes], np.ndarray, str]:
+    """A cache in ``folder`` holding 256 unit vectors stored as four batches of 64 in one
+    segment file: their keys, the vectors and the file's name."""
+    keys = [text_key(f"k{i}") for i in range(256)]
+    vectors = np.random.default_rng(seed).standard_normal((256, DIM)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    cache = EmbeddingCache(folder)
+    for start in range(0, 256, 64):
+        cache.put_many("ns", keys[start : start + 64], vectors[start : start + 64])
+    cache.close()
+    (segment,) = names(folder)
+    return keys, vectors, segment
+
+
 def _two_swapped_at(data: bytearray, a: int, b: int) -> None:
     first, second = _rows(data, a, 1).tobytes(), _rows(data, b, 1).tobytes()
     data[a * ROW : (a + 1) * ROW], data[b * ROW : (b + 1) * ROW] = second, first
@@ -275,14 +282,7 @@ def test_a_segment_cut_short_while_it_is_read_drops_what_did_not_arrive_whole(
     two by its checksum (its hash cannot be taken), the two batches before read back exactly."""
     from pytest_embedbench.cache import segments
 
-    keys = [text_key(f"k{i}") for i in range(256)]
-    vectors = np.random.default_rng(8).standard_normal((256, DIM)).astype(np.float32)
-    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-    cache = EmbeddingCache(tmp_path)
-    for start in range(0, 256, 64):
-        cache.put_many("ns", keys[start : start + 64], vectors[start : start + 64])
-    cache.close()
-    (segment,) = names(tmp_path)
+    keys, vectors, segment = _four_batches(tmp_path, seed=8)
     opened = segments.open_files
 
     def open_then_cut(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202

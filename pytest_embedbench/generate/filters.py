@@ -276,28 +276,25 @@ def _analyser(language: str) -> Callable[[str], tuple[list[str], list[bool]]]:
 
         return thai
     if language == "ja":
-        dictionary = languages._sudachi_dictionary()
-        make = getattr(dictionary, "tokenizer", None) or dictionary.create
-        sudachi = make(mode=languages.JapaneseTokenizer.mode)
+        ja = languages.JapaneseTokenizer()
 
         def japanese(text: str) -> tuple[list[str], list[bool]]:
             words, content = [], []
-            for piece in languages._ja_pieces(text):
-                for m in sudachi.tokenize(piece):
-                    pos = m.part_of_speech()
-                    if pos[0] in ("補助記号", "記号", "空白"):
-                        continue
-                    words.append(m.surface().lower())
-                    content.append(
-                        pos[0] in _JA_CONTENT
-                        and pos[1] != "非自立可能"
-                        and m.normalized_form() not in _JA_STOP_WORDS
-                        and not _english_stop(m.surface())
-                    )
+            for m in ja.morphemes(text):
+                pos = m.part_of_speech()
+                if pos[0] in ("補助記号", "記号", "空白"):
+                    continue
+                words.append(m.surface().lower())
+                content.append(
+                    pos[0] in _JA_CONTENT
+                    and pos[1] != "非自立可能"
+                    and m.normalized_form() not in _JA_STOP_WORDS
+                    and not _english_stop(m.surface())
+                )
             return words, content
 
         return japanese
-    kiwi = languages._kiwi()
+    kiwi = languages.KoreanTokenizer().kiwi  # Kiwi itself: the filters read every morpheme
 
     def korean(text: str) -> tuple[list[str], list[bool]]:
         words, content, end = [], [], 0

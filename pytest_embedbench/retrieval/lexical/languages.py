@@ -42,7 +42,7 @@ import importlib
 import importlib.metadata
 import logging
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from ...core.exceptions import ConfigError, MissingExtraError
@@ -286,15 +286,21 @@ class JapaneseTokenizer(_SegmentingTokenizer):
             f"{_version('sudachidict-core')}:mode={cls.mode}:normalized:drop={sorted(JA_DROPPED)}"
         )
 
-    def split(self, texts: Sequence[str]) -> list[list[str]]:
+    def morphemes(self, text: str) -> Iterator[Any]:
+        """Every Sudachi morpheme of ``text``, particles and symbols included, piece by piece
+        (the filters of generated questions count them all)."""
         tokenize = self._tokenizer.tokenize
+        for piece in _ja_pieces(text):
+            yield from tokenize(piece)
+
+    def split(self, texts: Sequence[str]) -> list[list[str]]:
         out = []
         for text in texts:
-            words = []
-            for piece in _ja_pieces(text):
-                for m in tokenize(piece):
-                    if m.part_of_speech()[0] not in JA_DROPPED:
-                        words.append(m.normalized_form())
+            words = [
+                m.normalized_form()
+                for m in self.morphemes(text)
+                if m.part_of_speech()[0] not in JA_DROPPED
+            ]
             out.append(_words(words))
         return out
 
@@ -315,7 +321,7 @@ class KoreanTokenizer(_SegmentingTokenizer):
     library = "kiwipiepy"
 
     def __init__(self) -> None:
-        self._kiwi = _kiwi()
+        self.kiwi = _kiwi()
 
     @classmethod
     def identity(cls, *, fold: bool = True) -> str:
@@ -330,7 +336,7 @@ class KoreanTokenizer(_SegmentingTokenizer):
         # a list of texts: Kiwi analyses them on its threads, results in the texts' order; one
         # text (a query) as a string, without the threads' hand-over
         analysed = (
-            [self._kiwi.tokenize(texts[0])] if len(texts) == 1 else self._kiwi.tokenize(list(texts))
+            [self.kiwi.tokenize(texts[0])] if len(texts) == 1 else self.kiwi.tokenize(list(texts))
         )
         return [
             _words([t.form for t in tokens if not t.tag.startswith(KO_DROPPED_PREFIXES)])

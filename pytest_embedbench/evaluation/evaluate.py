@@ -55,6 +55,7 @@ from .measure import (
 from .metrics import DEFAULT_K, parse_cutoffs
 from .result import RetrievalResult
 from .stats import DEFAULT_RESAMPLES
+from .tuning import fusion_info, hybrid_of, tune_fusion
 
 if TYPE_CHECKING:
     from ..core.types import Chunk
@@ -175,6 +176,8 @@ class Evaluator:
             provider.reset_vram_peak()
             if retriever is None:
                 retriever = self.build_retriever(provider, ds, stats=stats)
+            # a hybrid that tunes its fusion weight does so on queries the run does not score
+            ds, _ = tune_fusion(retriever, ds, seed=self.seed)
             timings.document_embedding_s = stats.document_embedding_s
             timings.index_build_s = stats.index_build_s
             run = self._run_queries(
@@ -215,6 +218,9 @@ class Evaluator:
         provider reports after it (model info, resources, VRAM peak) and, for a model that
         lives in a server, its resident size as the memory figure."""
         info = _model_info(provider)
+        fusion = fusion_info(retriever)
+        if fusion is not None:
+            info["fusion"] = fusion  # its weights: given, or tuned on other queries
         resources = _resources(provider, retriever, info, cold_model, batches_before)
         resources["cache_vectors"] = _cache_vectors(self.cache, stats)
         chunked = None
@@ -247,7 +253,9 @@ class Evaluator:
             chunked=chunked,
         )
         # cut-offs rebuild the retriever (documents or chunks from the cache) on first use
-        result.retriever_factory = lambda: self.build_retriever(provider, ds)
+        result.retriever_factory = lambda: _same_fusion(
+            self.build_retriever(provider, ds), retriever
+        )
         if info.get("resident_mb") is not None:
             # the model lives in a server (Ollama): its resident size is the memory figure
             result.process_peak_rss_mb = result.peak_rss_mb
@@ -415,6 +423,16 @@ class _QueryRun:
     cold_query_ms: float = math.nan
     threads: dict[str, Any] = field(default_factory=dict)
     load: LoadMonitor = field(default_factory=LoadMonitor)
+
+
+def _same_fusion(rebuilt: Retriever, measured: Retriever) -> Retriever:
+    """``rebuilt`` with the fusion weights ``measured`` ran with (a tuned hybrid's cut-offs
+    are those of its tuned weight)."""
+    hybrid, source = hybrid_of(rebuilt), hybrid_of(measured)
+    if hybrid is not None and source is not None:
+        hybrid.weights = list(source.weights)
+        hybrid.tuning = source.tuning
+    return rebuilt
 
 
 def _is_count(value: Any) -> bool:

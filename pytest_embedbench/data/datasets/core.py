@@ -262,6 +262,29 @@ class RetrievalDataset:
             chunking=self.chunking,
         )
 
+    def without_queries(self, query_ids: Iterable[str], *, reason: str) -> RetrievalDataset:
+        """The same documents with the queries ``query_ids`` (and their judgments) left out,
+        e.g. the queries a fusion weight was tuned on (``reason`` says why, in the error when
+        none would be left: nothing would be scored).
+
+        Usage::
+
+            held_out = ds.without_queries(tuned_ids, reason="fusion weight tuned on them")
+        """
+        drop = set(query_ids)
+        kept = [q for q in self.queries if q.id not in drop]
+        if not kept:
+            raise DatasetError(
+                f"dataset {self.name!r}: leaving out {len(drop)} queries ({reason}) leaves none"
+            )
+        if len(kept) == len(self.queries):
+            return self
+        out = copy.copy(self)
+        out.queries = tuple(kept)
+        out.qrels = MappingProxyType({q.id: self.qrels[q.id] for q in kept})
+        out._fingerprint = None
+        return out
+
     @classmethod
     def from_dicts(
         cls,

@@ -7,9 +7,14 @@ code takes its stop words and stemmer, ``auto`` picks per text from its script: 
 ``retrieval/lexical/languages.py``) and ``fold`` (``zh`` and ``auto``: traditional characters
 folded to simplified, default true).
 
-``hybrid:A+B`` options: ``rrf_k`` (60), ``weights`` (``[1.0, 1.0]``), ``depth`` (how many results
-each leg contributes; default ``max(100, k)``), and ``left`` / ``right``: option mappings for the
-two legs, e.g. ``ModelSpec("hybrid:hf:...+bm25", right={"k1": 1.2})``.
+``hybrid:A+B`` options: ``fusion`` (``rrf``, the default, or ``convex``: the weighted sum of
+each leg's normalised scores), ``norm`` (``convex``'s normalisation: ``minmax``, the default,
+or ``zscore``), ``rrf_k`` (60), ``weights`` (``[1.0, 1.0]``), ``tune`` (tune the first leg's
+weight ``w`` of ``[w, 1 - w]`` by grid search on a named split, ``tune: dev``, or a seeded
+share of the queries, ``tune: {share: 0.2}``: the figures are then scored on the other queries;
+see ``evaluation/tuning.py``), ``depth`` (how many results each leg contributes; default
+``max(100, k)``), and ``left`` / ``right``: option mappings for the two legs, e.g.
+``ModelSpec("hybrid:hf:...+bm25", right={"k1": 1.2})``.
 
 The providers only build: the tokeniser, the index and the retriever of ``bm25`` are in
 ``retrieval/lexical/`` (``tokenize``, ``bm25``), the fusing retriever of ``hybrid:`` in
@@ -24,7 +29,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from ...core.exceptions import ConfigError
 from ...retrieval.base import BuildStats, Retriever
-from ...retrieval.fusion import HybridRetriever
+from ...retrieval.fusion import FUSIONS, NORMS, HybridRetriever, TuneSettings
 from ...retrieval.lexical.bm25 import BM25Index, BM25Retriever
 from ...retrieval.lexical.languages import make_tokenizer
 from ...retrieval.lexical.tokenize import Tokenizer, require_bm25s
@@ -113,12 +118,13 @@ class BM25Provider(RankingProvider):
 
 @register_provider
 class HybridProvider(RankingProvider):
-    """Reciprocal rank fusion of two models: ``hybrid:A+B``."""
+    """Fusion of two models: ``hybrid:A+B`` (reciprocal rank fusion, or a convex combination
+    of normalised scores with a given or tuned weight)."""
 
     name = "hybrid"
     needs_model = True
     option_names: ClassVar[frozenset[str]] = frozenset(
-        {"rrf_k", "weights", "depth", "left", "right"}
+        {"rrf_k", "weights", "depth", "left", "right", "fusion", "norm", "tune"}
     )
 
     def __init__(self, model: str = "", **options: Any) -> None:
@@ -128,6 +134,26 @@ class HybridProvider(RankingProvider):
             create_provider(ModelSpec(left, **dict(options.get("left") or {}))),
             create_provider(ModelSpec(right, **dict(options.get("right") or {}))),
         ]
+        self.fusion = str(options.get("fusion", "rrf"))
+        if self.fusion not in FUSIONS:
+            raise ConfigError(
+                f"hybrid fusion={options['fusion']!r}: use rrf (reciprocal rank fusion) or "
+                "convex (a weighted sum of normalised scores)"
+            )
+        self.norm = str(options.get("norm", "minmax"))
+        if self.norm not in NORMS:
+            raise ConfigError(f"hybrid norm={options['norm']!r}: use minmax or zscore")
+        if "norm" in options and self.fusion != "convex":
+            raise ConfigError(
+                "hybrid norm: only the convex fusion normalises scores; add fusion: convex, "
+                "or drop norm (rrf reads only ranks)"
+            )
+        self.tune = TuneSettings.parse(options.get("tune"))
+        if self.tune is not None and "weights" in options:
+            raise ConfigError(
+                "hybrid: give weights or tune, not both (tune searches the first leg's weight "
+                "w of [w, 1 - w] on its own queries)"
+            )
         weights = options.get("weights", (1.0, 1.0))
         if len(weights) != 2 or any(float(w) < 0 for w in weights):
             raise ConfigError(
@@ -192,4 +218,12 @@ class HybridProvider(RankingProvider):
         ]
         stats.documents = len(documents)
         self.info["legs"] = [dict(leg.info) for leg in self.legs]
-        return HybridRetriever(legs, rrf_k=self.rrf_k, weights=self.weights, depth=self.depth)
+        return HybridRetriever(
+            legs,
+            rrf_k=self.rrf_k,
+            weights=self.weights,
+            depth=self.depth,
+            fusion=self.fusion,
+            norm=self.norm,
+            tune=self.tune,
+        )

@@ -1,7 +1,8 @@
 """The lines a run prints under its tables: what the user should know about the baseline,
 ending with what to do next (:func:`baseline_notices`, with the entries whose test is gone:
 :func:`orphaned_entries`), and a warning when the machine was busy while queries were timed
-(:func:`busy_notes`)."""
+(:func:`busy_notes`), and the weight a hybrid tuned with the queries it was tuned on
+(:func:`fusion_notes`)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from .indexes import function_id
 from .rows import timed
 from .state import RunState
 
-__all__ = ["baseline_notices", "busy_notes", "orphaned_entries"]
+__all__ = ["baseline_notices", "busy_notes", "fusion_notes", "orphaned_entries"]
 
 
 def baseline_notices(
@@ -113,3 +114,33 @@ def busy_notes(records: Iterable[TestRecord | Mapping[str, Any]]) -> list[str]:
         "on an idle machine with OMP_NUM_THREADS set and one pytest worker (docs/caching-and-"
         "timings.md, 'Stable timings')."
     ]
+
+
+def fusion_notes(records: Iterable[TestRecord | Mapping[str, Any]]) -> list[str]:
+    """One line per hybrid whose fusion weight was tuned: the weight, where it was tuned, its
+    score there, and that the figures beside it were scored on the other queries only."""
+    lines = []
+    for record in sorted((as_record(r) for r in records), key=lambda r: r.nodeid):
+        result = record.result or ResultData()
+        fusion = result.model_info.get("fusion")
+        tuned = fusion.get("tuned") if isinstance(fusion, Mapping) else None
+        if not isinstance(tuned, Mapping):
+            continue
+        weights = tuned.get("weights") or []
+        how = fusion.get("fusion", "fusion")
+        if how == "convex":
+            how = f"convex fusion ({fusion.get('norm', 'minmax')})"
+        lines.append(
+            f"{record.nodeid}: {how} weights {_weights(weights)} tuned on {tuned.get('on')} "
+            f"({tuned.get('metric')} {_number(tuned.get('score'))} there); its figures are "
+            f"scored on the {tuned.get('held_out_queries')} other queries only"
+        )
+    return lines
+
+
+def _weights(weights: Sequence[Any]) -> str:
+    return "/".join(_number(w) for w in weights) or "?"
+
+
+def _number(value: Any) -> str:
+    return f"{value:.4g}" if isinstance(value, (int, float)) else "?"

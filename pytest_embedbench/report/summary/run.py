@@ -42,7 +42,7 @@ from .cutoffs import CutoffSection, cutoff_rows, cutoff_sections
 from .datasets import DatasetSummary, dataset_summary
 from .gates import Gate, gates
 from .indexes import IndexSection, index_sections
-from .notices import baseline_notices, busy_notes, orphaned_entries
+from .notices import baseline_notices, busy_notes, fusion_notes, orphaned_entries
 from .recommend import recommendation_entry, recommendations
 from .rows import model_rows
 from .state import RunState
@@ -104,6 +104,8 @@ class Summary:
     not_recorded: tuple[str, ...] = ()
     baseline_notices: tuple[str, ...] = ()
     busy_notes: tuple[str, ...] = ()
+    #: the hybrids whose fusion weight was tuned, and on which queries
+    fusion_notes: tuple[str, ...] = ()
     #: what was written and what to do next (baseline updates, lost results)
     notes: tuple[str, ...] = ()
     records: tuple[TestRecord, ...] = ()
@@ -111,7 +113,7 @@ class Summary:
     @property
     def notices(self) -> list[str]:
         """The lines printed under the table, in order."""
-        return [*self.baseline_notices, *self.busy_notes, *self.notes]
+        return [*self.baseline_notices, *self.busy_notes, *self.fusion_notes, *self.notes]
 
     def dataset(self, name: str) -> DatasetSummary | None:
         return next((d for d in self.datasets if d.name == name), None)
@@ -292,6 +294,7 @@ def summarize(
         not_recorded=tuple(not_recorded),
         baseline_notices=tuple(notices),
         busy_notes=tuple(busy),
+        fusion_notes=tuple(fusion_notes(found)),
         notes=tuple(notes),
         records=tuple(found),
     )

@@ -565,8 +565,9 @@ def junit_properties(record: TestRecord | Mapping[str, Any]) -> list[tuple[str, 
     ``tests`` entry): model, dataset, queries, every metric with its interval bounds
     (``embedbench.ndcg@10``, ``.low``, ``.high``), the p50 and p95 latency with theirs, and the
     baseline gate's verdict ``embedbench.gate`` (``none`` when no gate ran: the test failed
-    first, or the run updated the baseline). Values are the record's, so each equals the JSON
-    report's; a missing or non-finite one is left out."""
+    first, or the run updated the baseline); a hybrid that tuned its fusion weight adds
+    ``embedbench.fusion.weight`` and ``.tuning_queries``. Values are the record's, so each
+    equals the JSON report's; a missing or non-finite one is left out."""
     record = as_record(record)
     out: list[tuple[str, Any]] = []
     result = record.result or ResultData()
@@ -591,6 +592,12 @@ def junit_properties(record: TestRecord | Mapping[str, Any]) -> list[tuple[str, 
         for suffix, bound in zip((".low", ".high"), interval or (), strict=False):
             if finite(bound) is not None:
                 out.append((PREFIX + key + suffix, finite(bound)))
+    fusion = result.model_info.get("fusion")
+    tuned = fusion.get("tuned") if isinstance(fusion, Mapping) else None
+    if isinstance(tuned, Mapping) and finite(tuned.get("weight")) is not None:
+        # a tuned hybrid: the weight its figures were scored with, on held-out queries
+        out.append((PREFIX + "fusion.weight", finite(tuned["weight"])))
+        out.append((PREFIX + "fusion.tuning_queries", tuned.get("tuning_queries")))
     # the plain name (xdist sends user_properties to the controller: plain values only)
     gate = str(record.baseline.status) if record.baseline is not None else ""
     out.append((PREFIX + "gate", gate or "none"))

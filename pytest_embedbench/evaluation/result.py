@@ -378,6 +378,7 @@ class RetrievalResult:
             note=run.note,
             build_s=run.build_s,
             bytes=run.nbytes,
+            bytes_per_document=run.bytes_per_document,
             p50_ms=run.p50_ms,
             p95_ms=run.p95_ms,
             qps=run.qps,

@@ -181,6 +181,15 @@ FIGURES: tuple[Figure, ...] = (
 #: the index axis's own figures (``tests[].result.index``), by their threshold and gate key
 INDEX_FIGURES: tuple[Figure, ...] = (
     Figure("index.bytes", "size", ("index", "bytes"), "{:.0f}", False, unit="bytes"),
+    Figure(
+        "index.bytes_per_document",
+        "bytes/doc",
+        ("index", "bytes_per_document"),
+        "{:,.1f}",
+        False,
+        unit="bytes",
+        aliases=("index.bytes_per_doc",),
+    ),
     _timing("index.build_s", "build s", ("index", "build_s"), "{:.3f}", "s"),
     Figure("index.qps", "QPS", ("index", "qps"), "{:,.0f}", True, unit="1/s", noisy=True),
     _timing("index.p50_ms", "p50 ms", ("index", "p50_ms"), "{:.3f}", "ms"),

@@ -189,6 +189,8 @@ class IndexData:
     note: str = ""
     build_s: float | None = None
     bytes: int | None = None
+    #: ``bytes`` over the documents (or chunks) the index holds
+    bytes_per_document: float | None = None
     p50_ms: float | None = None
     p95_ms: float | None = None
     qps: float | None = None

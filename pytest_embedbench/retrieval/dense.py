@@ -26,7 +26,8 @@ import numpy as np
 
 from .base import BuildStats, Kind, Retriever
 from .indexes.exact import ExactVectorIndex
-from .indexes.registry import VectorIndex, create_index
+from .indexes.precision import open_index
+from .indexes.registry import VectorIndex
 from .indexes.spec import EXACT, IndexSpec
 
 if TYPE_CHECKING:
@@ -123,7 +124,7 @@ class DenseRetriever(Retriever):
         if index is None:
             self.index = ExactVectorIndex.over(exact)
             return
-        self.index = create_index(index, seed=seed)
+        self.index = open_index(index, seed=seed)
         t0 = time.perf_counter()
         # a ShardedIndex's vectors are read back shard by shard into one matrix, which the
         # index holds anyway

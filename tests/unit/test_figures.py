@@ -63,6 +63,7 @@ def test_the_gate_reads_directions_and_noise_from_the_registry() -> None:
         "cache_mb",
         "docs_per_s",
         "index.bytes",
+        "index.bytes_per_document",
         "index.build_s",
         "index.qps",
         "index.p50_ms",

@@ -42,6 +42,7 @@ class IndexRow:
     qps: float | None = None
     build_s: float | None = None
     bytes: int | None = None
+    bytes_per_document: float | None = None
     deterministic: bool = True
     note: str = ""
     test: str = ""
@@ -124,6 +125,7 @@ def index_sections(records: Iterable[TestRecord]) -> tuple[IndexSection, ...]:
                 qps=finite(found.qps),
                 build_s=finite(found.build_s),
                 bytes=found.bytes,
+                bytes_per_document=finite(found.bytes_per_document),
                 deterministic=found.deterministic,
                 note=found.note,
                 nodeid=record.nodeid,

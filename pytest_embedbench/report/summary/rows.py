@@ -29,8 +29,8 @@ def model_rows(
         if record.workload is not None:
             continue  # a stress point has its own section (stress_summary), not a table row
         index = record.result.index if record.result is not None else None
-        if index is not None and index.engine != "exact":
-            continue  # an approximate index has its own section (index_summary)
+        if index is not None and index.spec != "exact":
+            continue  # an approximate, truncated or quantised index has its own section
         key = (record.dataset, record.model)
         row = by_key.get(key)
         if row is None:

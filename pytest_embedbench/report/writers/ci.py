@@ -38,6 +38,8 @@ from ...records.resultdata import ResultData
 from ..summary import DatasetSummary, Gate, ModelSummary, Summary
 from ..summary.columns import resolve_column
 from ..summary.values import Value, finite
+from ...records.figures import INDEX_FIGURES
+from .index_tables import index_tables
 from .stress import TextTable, cutoff_tables, stress_tables
 from .text import delta_text
 
@@ -373,6 +375,7 @@ def sections(summary: Summary, secrets: list[str] | None = None) -> list[Section
         *_diff_sections(summary, found),
         _text_tables("Stress", stress_tables(summary.stress), found),
         _text_tables("Cut-offs", cutoff_tables(summary.cutoffs), found),
+        _text_tables("Indexes", index_tables(summary.indexes), found),
         _notes_section(summary, found),
     ]
     return [p for p in parts if p is not None]
@@ -598,6 +601,13 @@ def junit_properties(record: TestRecord | Mapping[str, Any]) -> list[tuple[str, 
         # a tuned hybrid: the weight its figures were scored with, on held-out queries
         out.append((PREFIX + "fusion.weight", finite(tuned["weight"])))
         out.append((PREFIX + "fusion.tuning_queries", tuned.get("tuning_queries")))
+    index = result.index
+    if index is not None:  # the index axis's figures, by their gate keys (index.qps ...)
+        out.append((PREFIX + "index", redact(index.spec)))
+        named = [(f.key, f.get(result)) for f in INDEX_FIGURES]
+        named += [(f"index.{n}", m.value) for n, m in sorted(index.neighbour_recall.items())]
+        named += [(f"index.delta.{n}", m.value) for n, m in sorted(index.delta.items())]
+        out += [(PREFIX + key, finite(v)) for key, v in named if finite(v) is not None]
     # the plain name (xdist sends user_properties to the controller: plain values only)
     gate = str(record.baseline.status) if record.baseline is not None else ""
     out.append((PREFIX + "gate", gate or "none"))

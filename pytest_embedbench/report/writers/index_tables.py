@@ -14,6 +14,7 @@ from .stress import TextTable, text_lines
 
 __all__ = [
     "INDEX_LEGEND",
+    "PER_DOC",
     "SIZE",
     "TIMED",
     "index_columns",
@@ -58,6 +59,8 @@ TIMED: tuple[Figure, ...] = tuple(
     if (found := figure(key)) is not None
 )
 SIZE: Figure = next(f for f in INDEX_FIGURES if f.key == "index.bytes")
+#: the size over the documents: what a width or precision (``+int8``) changes
+PER_DOC: Figure = next(f for f in INDEX_FIGURES if f.key == "index.bytes_per_document")
 
 
 def index_figure(row: IndexRow, found: Figure) -> float | None:
@@ -104,6 +107,7 @@ def index_tables(sections: Sequence[IndexSection]) -> list[TextTable]:
                 _interval(r.neighbour_recall),
                 *(_num(index_figure(r, f), f.fmt) for f in TIMED),
                 size_text(r.bytes),
+                PER_DOC.text(r.bytes_per_document),
                 r.status,
             )
             for r in section.rows
@@ -126,6 +130,7 @@ def index_tables(sections: Sequence[IndexSection]) -> list[TextTable]:
                     f"nR@{section.k}",
                     *(f.header for f in TIMED),
                     SIZE.header,
+                    PER_DOC.header,
                     "status",
                 ),
                 rows,
@@ -146,7 +151,7 @@ def index_columns() -> list[str]:
         *("test", "dataset", "model", "index", "description", "metric", "value", "low", "high"),
         *("delta", "delta_low", "delta_high", "neighbour_k", "neighbour_recall"),
         *("neighbour_recall_low", "neighbour_recall_high", "p50_ms", "p95_ms", "qps"),
-        *("build_s", "bytes", "deterministic", "note", "status"),
+        *("build_s", "bytes", "bytes_per_document", "deterministic", "note", "status"),
     ]
 
 
@@ -189,6 +194,7 @@ def index_csv_rows(sections: Sequence[IndexSection]) -> list[dict[str, Any]]:
                     "qps": r.qps,
                     "build_s": r.build_s,
                     "bytes": r.bytes,
+                    "bytes_per_document": r.bytes_per_document,
                     "deterministic": r.deterministic,
                     "note": r.note,
                     "status": r.status,

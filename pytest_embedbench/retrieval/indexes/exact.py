@@ -2,7 +2,9 @@
 (:class:`~pytest_embedbench.retrieval.exact.ExactIndex`) as a :class:`~.registry.VectorIndex`.
 
 Named in an index axis, it builds an exact index of its own over the vectors; a dense retriever
-given no index searches its own exact index through :meth:`ExactVectorIndex.over` (no copy)::
+given no index searches its own exact index through :meth:`ExactVectorIndex.over` (no copy).
+Given a precision (``exact+int8``), it searches the codes exactly in NumPy
+(:class:`~.precision.QuantizedSearch`)::
 
     index = create_index(IndexSpec.parse("exact", "here"))
     index.build(vectors, ids)
@@ -16,6 +18,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..exact import ExactIndex, ShardedIndex
+from .precision import PRECISIONS, QuantizedSearch
 from .registry import VectorIndex, register_index
 from .spec import EXACT
 
@@ -27,6 +30,7 @@ class ExactVectorIndex(VectorIndex):
     """The project's exact search (:class:`~pytest_embedbench.retrieval.exact.ExactIndex`)."""
 
     name = "exact"
+    precisions = frozenset(PRECISIONS)
 
     @classmethod
     def over(cls, index: ExactIndex | ShardedIndex) -> ExactVectorIndex:
@@ -36,11 +40,15 @@ class ExactVectorIndex(VectorIndex):
         return engine
 
     def build(self, vectors: np.ndarray, ids: Sequence[str]) -> None:
-        self._use(ExactIndex(vectors, ids))
+        if self.codec is not None:
+            self._use(QuantizedSearch(self.codec, vectors, ids))
+        else:
+            self._use(ExactIndex(vectors, ids))
 
-    def _use(self, index: ExactIndex | ShardedIndex) -> None:
+    def _use(self, index: ExactIndex | ShardedIndex | QuantizedSearch) -> None:
         self._index = index
-        self.description = f"exact ({index.backend})"
+        backend = getattr(index, "backend", f"numpy, {self.codec and self.codec.precision} codes")
+        self.description = f"exact ({backend})"
         self.note = "exact search: deterministic"
 
     def search(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:

@@ -89,6 +89,8 @@ class IndexRun:
     #: cut-off -> per-query neighbour recall, in the searched queries' order
     neighbours: dict[int, np.ndarray]
     query_ids: tuple[str, ...]
+    #: the documents (or chunks) the index holds
+    documents: int = 0
     exact_rankings: list[list[str]] = field(default_factory=list, repr=False)
     exact_scores: list[list[float]] = field(default_factory=list, repr=False)
 
@@ -99,6 +101,14 @@ class IndexRun:
     @property
     def p95_ms(self) -> float:
         return float(np.percentile(self.latency_ms, 95)) if len(self.latency_ms) else math.nan
+
+    @property
+    def bytes_per_document(self) -> float | None:
+        """The index's bytes over the documents (or chunks) it holds: a store's cost per
+        vector at its width and precision (``exact+binary`` 1/32 of ``exact``'s)."""
+        if self.nbytes is None or not self.documents:
+            return None
+        return self.nbytes / self.documents
 
     @property
     def qps(self) -> float:
@@ -167,6 +177,7 @@ def measure_index(
         latency_ms=latency,
         neighbours={k: neighbour_recall(found, exact, k) for k in ks},
         query_ids=tuple(query_ids),
+        documents=len(ids),
         exact_rankings=rankings,
         exact_scores=scores,
     )

@@ -80,6 +80,10 @@ class VectorIndex(ABC):
     renamed: ClassVar[dict[str, str]] = {}
     #: the parameters that take a real number > 0; every other one is an integer >= 1
     real_params: ClassVar[frozenset[str]] = frozenset()
+    #: the precisions besides float32 the engine stores itself (``+int8``: see
+    #: :mod:`.precision`); ``build`` and ``search`` are then given codes of that dtype
+    #: (float16, int8, packed bits as uint8), a width (``+dim=N``) works with every engine
+    precisions: ClassVar[frozenset[str]] = frozenset()
 
     def __init__(self, spec: EngineSpec, *, seed: int = 0) -> None:
         self.spec = spec
@@ -88,6 +92,9 @@ class VectorIndex(ABC):
         self.description = spec.spec
         #: how the engine was made deterministic, or why it is not
         self.note = ""
+        #: the :class:`~.precision.Codec` of the codes ``build`` is given, when the spec names
+        #: a precision (set before ``build`` by :class:`~.precision.SizedIndex`)
+        self.codec: Any = None
 
     @abstractmethod
     def build(self, vectors: np.ndarray, ids: Sequence[str]) -> None:

@@ -9,6 +9,8 @@ embedbench.yaml or ``--embedbench-indexes`` gives it (a list, ``name=spec`` item
     faiss:flat                             # "Flat": exact, by FAISS alone
     lancedb:ivf_flat(num_partitions=8)     # LanceDB, embedded (extra "lancedb")
     chroma:hnsw(max_neighbors=32,ef_search=64)  # Chroma, embedded (extra "chroma")
+    exact+int8                             # any of them with a width or precision after '+'
+    faiss:hnsw(M=16)+dim=256+binary(rescore=4)  # (see .precision)
 
 Usage::
 
@@ -27,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...core.exceptions import ConfigError, did_you_mean
+from .precision import Sizing, parse_sizing
 from .registry import index_class
 
 __all__ = [
@@ -49,13 +52,15 @@ class IndexSpec:
     engine: str
     kind: str = ""
     params: tuple[tuple[str, Any], ...] = ()
+    #: the vectors' width and precision (``+dim=256+int8``), the model's float32 by default
+    sizing: Sizing = Sizing()
 
     @property
     def spec(self) -> str:
         head = f"{self.engine}:{self.kind}" if self.kind else self.engine
-        if not self.params:
-            return head
-        return head + "(" + ",".join(f"{k}={v}" for k, v in self.params) + ")"
+        if self.params:
+            head += "(" + ",".join(f"{k}={v}" for k, v in self.params) + ")"
+        return head + self.sizing.text
 
     @property
     def id(self) -> str:
@@ -69,7 +74,7 @@ class IndexSpec:
 
     @property
     def is_exact(self) -> bool:
-        return self.engine == "exact"
+        return self.engine == "exact" and not self.sizing
 
     @classmethod
     def parse(cls, raw: Any, where: str) -> IndexSpec:
@@ -82,7 +87,8 @@ class IndexSpec:
                 f"{where}: index {raw!r}: give a spec string such as 'exact' or "
                 "'faiss:hnsw(M=32,efSearch=64)'"
             )
-        match = _SPEC.match(raw)
+        head, *sized = split_top(raw, "+")
+        match = _SPEC.match(head)
         if match is None:
             raise ConfigError(
                 f"{where}: index {raw!r} is not engine[:kind][(name=value,...)], e.g. "
@@ -118,7 +124,7 @@ class IndexSpec:
                 raise ConfigError(f"{where}: index {raw!r}: {name} is given twice")
             real = name in cls_.real_params
             params.append((name, _value(name, value.strip(), real=real, raw=raw, where=where)))
-        return cls(engine, kind, tuple(params))
+        return cls(engine, kind, tuple(params), parse_sizing(sized, engine, raw, where))
 
 
 def _value(name: str, text: str, *, real: bool, raw: str, where: str) -> int | float:
@@ -199,7 +205,7 @@ def named_indexes(raw: Any, where: str) -> tuple[tuple[str | None, IndexSpec], .
             name, spec = None, item
             if isinstance(item, str):
                 head, *rest = split_top(item, "=")
-                if rest and "(" not in head:
+                if rest and "(" not in head and "+" not in head:
                     name, spec = head.strip(), "=".join(rest).strip()
             pairs.append((name, spec))
     for name, _ in pairs:

@@ -8,7 +8,15 @@ import math
 
 from ...summary import Summary
 from ...summary.indexes import IndexSection
-from ..index_tables import INDEX_LEGEND, SIZE, TIMED, index_figure, metric_label, size_text
+from ..index_tables import (
+    INDEX_LEGEND,
+    PER_DOC,
+    SIZE,
+    TIMED,
+    index_figure,
+    metric_label,
+    size_text,
+)
 from .assets import _PALETTE
 from .page import _anchor, _c, _f, _Page
 from .stress import _value
@@ -97,7 +105,7 @@ def _table(page: _Page, section: IndexSection) -> None:
         '<div class="wide"><table class="stress"><tr><th class="t">test</th><th>model</th>'
         '<th class="t">index</th>'
         f"<th>{label}</th><th>Δ {label} vs exact</th><th>nR@{section.k}</th>"
-        + "".join(f"<th>{f.header}</th>" for f in (*TIMED, SIZE))
+        + "".join(f"<th>{f.header}</th>" for f in (*TIMED, SIZE, PER_DOC))
         + '<th class="t">status</th></tr>\n'
     )
     for r in section.rows:
@@ -110,6 +118,7 @@ def _table(page: _Page, section: IndexSection) -> None:
             f"<td>{_value(r.neighbour_recall)}</td>"
             + "".join(f"<td>{_f(index_figure(r, f), f.fmt)}</td>" for f in TIMED)
             + f"<td>{page.esc(size_text(r.bytes))}</td>"
+            f"<td>{page.esc(PER_DOC.text(r.bytes_per_document))}</td>"
             f'<td class="t {page.esc(r.status)}">{page.esc(r.status)}</td></tr>\n'
         )
     page.add("</table></div>\n")

@@ -101,7 +101,8 @@ def test_width_and_precision_through_pytest(project: pytest.Pytester) -> None:
     again.assert_outcomes(passed=len(INDEXES))
     second = json.loads((project.path / "again.json").read_text())
     for first, then in zip(report["tests"], second["tests"], strict=True):
-        assert first["result"]["index"]["neighbour_recall"] == then["result"]["index"][
-            "neighbour_recall"
-        ]
+        assert (
+            first["result"]["index"]["neighbour_recall"]
+            == then["result"]["index"]["neighbour_recall"]
+        )
         assert first["result"]["retrieved"] == then["result"]["retrieved"]

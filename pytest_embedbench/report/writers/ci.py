@@ -34,11 +34,11 @@ from typing import Any
 from ...core.redaction import _secret_env_values, redact
 from ...core.text import inert
 from ...evaluation.record import TestRecord, as_record
+from ...records.figures import INDEX_FIGURES
 from ...records.resultdata import ResultData
 from ..summary import DatasetSummary, Gate, ModelSummary, Summary
 from ..summary.columns import resolve_column
 from ..summary.values import Value, finite
-from ...records.figures import INDEX_FIGURES
 from .index_tables import index_tables
 from .stress import TextTable, cutoff_tables, stress_tables
 from .text import delta_text

@@ -105,7 +105,8 @@ def parse_sizing(parts: Sequence[str], engine: str, raw: str, where: str) -> Siz
     (with its parameters); a precision the engine does not store is a ConfigError naming the
     engines that do."""
     dim: int | None = None
-    precision, params = "", ()
+    precision = ""
+    params: tuple[tuple[str, int], ...] = ()
     known = ["dim=N", *sorted(PRECISIONS)]
     for part in (p.strip() for p in parts):
         if part.startswith("dim="):
@@ -306,7 +307,7 @@ class SizedIndex(VectorIndex):
         self.codec: Codec | None = None
         self._codes: np.ndarray | None = None
         self._rank: np.ndarray | None = None
-        self.deterministic = inner.deterministic
+        self.deterministic = inner.deterministic  # type: ignore[misc]
         self.documents = 0
         if sizing.precision in ("int8", "binary"):
             _quantize()  # its import (torch) now: the build time is the index's, not an import's
@@ -393,4 +394,3 @@ def open_index(spec: Any, *, seed: int = 0) -> VectorIndex:
     if sizing.precision and sizing.precision not in engine.precisions:  # a spec made in code
         raise ConfigError(f"index {spec.spec!r}: engine {spec.engine!r} stores float32 only")
     return SizedIndex(spec, engine, sizing)
-

@@ -63,7 +63,7 @@ from ..data.chunking import ChunkingSettings
 from ..data.datasets import DOCUMENT_SUFFIXES
 from ..evaluation.metrics import parse_cutoffs, parse_metric
 from ..models.providers.spec import ModelSpec
-from ..retrieval.indexes import IndexSpec, named_indexes
+from ..retrieval.indexes import IndexSpec, check_engine_settings, named_indexes
 from .options import PRIORITIES, Options
 
 __all__ = [
@@ -90,6 +90,7 @@ _TOP_KEYS = {
     "plugins",
     "paraphrase",
     "indexes",
+    "index_engines",
 }
 _DATASET_KEYS = {"path", "split", "docs", "subset", "name", "evalset", "chunking", "extensions"}
 _SUBSET_KEYS = {"n_queries", "n_distractors", "seed"}
@@ -135,6 +136,8 @@ class ProjectConfig:
     indexes: tuple[IndexSpec, ...] = ()
     #: the names ``indexes:`` gives its specs (a mapping, or ``name=spec``), by spec
     index_names: Mapping[str, str] = field(default_factory=dict)
+    #: ``index_engines:``: engine name -> where it runs (pgvector's ``dsn`` or ``dsn_env``)
+    index_engines: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     #: the file's content as written (the JSON report keeps it, secrets redacted)
     raw: Mapping[str, Any] = field(default_factory=dict)
     #: what reading this file generated (``evalset: {generate: ...}``): the file written, the
@@ -216,6 +219,7 @@ def load_config(path: Path) -> ProjectConfig:
     if reference is not None and not isinstance(reference, str):
         raise _fail(path, "reference", f"{reference!r} must be a model short name, e.g. bm25")
     named = named_indexes(raw.get("indexes"), f"{path}: indexes")
+    engines = check_engine_settings(raw.get("index_engines"), f"{path}: index_engines")
     paraphrase = None
     if raw.get("paraphrase") is not None:
         from ..generate.paraphrase import paraphrase_settings
@@ -233,6 +237,7 @@ def load_config(path: Path) -> ProjectConfig:
         reference=reference,
         indexes=tuple(spec for _, spec in named),
         index_names={spec.spec: name for name, spec in named if name is not None},
+        index_engines=engines,
         raw=dict(raw),
         generated=tuple(generated),
     )

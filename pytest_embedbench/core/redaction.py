@@ -19,7 +19,9 @@ from typing import Any
 
 __all__ = ["mask_url_secrets", "redact", "secret_key"]
 
-_SECRET_WORDS = ("key", "token", "secret", "password", "credential")
+#: "dsn": a database connection string may carry its password as ``password=...`` (pgvector's
+#: ``dsn:``, and the variable its ``dsn_env:`` names), which no URL rule would find
+_SECRET_WORDS = ("key", "token", "secret", "password", "credential", "dsn")
 #: parts of key names that contain a secret word but name no secret: chunking's tokenizer,
 #: token counts and prices (``tokens``, ``max_tokens``, ``price_per_1m_tokens``)
 _NOT_SECRET_PARTS = ("tokenizer", "tokens")

@@ -312,6 +312,11 @@ class Case:
         return self.dataset.key
 
 
+def _engines_where(cfg: ProjectConfig, spec: IndexSpec) -> str:
+    """Where an engine's settings come from, for its errors."""
+    return f"{cfg.path}: index_engines.{spec.engine}"
+
+
 def dataset_key(entry: DatasetEntry) -> str:
     """What identifies a loaded dataset: its path, split, documents folder, subset, document
     types and chunking."""
@@ -501,10 +506,19 @@ class CaseBuilder:
         embedbench.yaml's ``indexes:``; each index with its name (None: its spec names it).
         A bad spec is a ConfigError naming where, with a did-you-mean."""
         if self.options.indexes and marker.stress is None:
-            return named_indexes(self.options.indexes, "--embedbench-indexes")
-        if marker.indexes is not None:
-            return named_indexes(marker.indexes, f"{test_path.name}: {MARKER} indexes")
-        return tuple((cfg.index_names.get(spec.spec), spec) for spec in cfg.indexes)
+            found = named_indexes(self.options.indexes, "--embedbench-indexes")
+        elif marker.indexes is not None:
+            found = named_indexes(marker.indexes, f"{test_path.name}: {MARKER} indexes")
+        else:
+            found = tuple((cfg.index_names.get(spec.spec), spec) for spec in cfg.indexes)
+        # where each engine runs (embedbench.yaml index_engines:, a database's DSN)
+        return tuple(
+            (
+                name,
+                spec.with_settings(cfg.index_engines.get(spec.engine), _engines_where(cfg, spec)),
+            )
+            for name, spec in found
+        )
 
     def _workloads(self, stress: Any, test_path: Path) -> list[Workload]:
         """The marker's ``stress=`` points (ConfigError naming the test file when bad)."""

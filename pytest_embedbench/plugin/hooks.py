@@ -26,6 +26,7 @@ from ..models.search import Searcher
 from ..report.artifacts import EXIT_ARTIFACT_FAILED
 from ..report.writers.ci import junit_properties
 from ..report.writers.terminal import ProgressLines, ProgressPrinter
+from ..retrieval.indexes import close_engines
 from . import finish, hookspec
 from .assertrepr import explain_comparison
 from .cases import MarkerArgs
@@ -364,6 +365,12 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         return
     if finish.end_of_run(config, state) and session.exitstatus == pytest.ExitCode.OK:
         session.exitstatus = EXIT_ARTIFACT_FAILED
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    # what the index engines hold for the session (pgvector's server and schema) goes at the
+    # end of every run: passed, failed, errored or interrupted (Ctrl-C reaches here too)
+    close_engines()
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:

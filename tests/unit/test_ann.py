@@ -175,7 +175,13 @@ def test_chroma_batches_within_its_limit() -> None:
 
 @pytest.mark.parametrize(
     ("engine", "module"),
-    [("exact", "exact"), ("faiss", "faiss"), ("lancedb", "lancedb"), ("chroma", "chroma")],
+    [
+        ("exact", "exact"),
+        ("faiss", "faiss"),
+        ("lancedb", "lancedb"),
+        ("chroma", "chroma"),
+        ("pgvector", "pgvector"),
+    ],
 )
 def test_each_engine_is_a_module_of_its_own_and_registered(engine: str, module: str) -> None:
     from pytest_embedbench.retrieval import indexes
@@ -207,7 +213,11 @@ print("library", lib.__file__)
 
 @pytest.mark.parametrize(
     ("library", "extra", "spec"),
-    [("faiss", "faiss", "faiss:flat"), ("lancedb", "lancedb", "lancedb")],
+    [
+        ("faiss", "faiss", "faiss:flat"),
+        ("lancedb", "lancedb", "lancedb"),
+        ("pgvector", "pgvector", "pgvector:exact"),
+    ],
 )
 def test_an_engine_module_named_as_its_library_imports_the_library(
     library: str, extra: str, spec: str

@@ -6,7 +6,8 @@ search on the same query vectors. One module per engine, beside the spec and the
 - :mod:`.registry`: :class:`VectorIndex`, :func:`register_index`, the
   ``pytest_embedbench.indexes`` entry point group (a new engine: one module and its
   registration, see there);
-- the engines: :mod:`.exact`, :mod:`.faiss`, :mod:`.lancedb`, :mod:`.chroma`;
+- the engines: :mod:`.exact`, :mod:`.faiss`, :mod:`.lancedb`, :mod:`.chroma`, :mod:`.pgvector`
+  (a PostgreSQL of its own: :mod:`.postgres`);
 - :mod:`.measure`: neighbour recall, the index's own latency, build time and size
   (:class:`IndexRun`).
 
@@ -23,10 +24,13 @@ from .exact import ExactVectorIndex
 from .faiss import FaissIndex
 from .lancedb import LanceIndex
 from .measure import IndexRun, measure_index, neighbour_recall
+from .pgvector import PgvectorIndex
 from .registry import (
     INDEX_ENTRY_POINT_GROUP,
     INDEXES,
     VectorIndex,
+    check_engine_settings,
+    close_engines,
     create_index,
     index_class,
     register_index,
@@ -43,7 +47,10 @@ __all__ = [
     "IndexRun",
     "IndexSpec",
     "LanceIndex",
+    "PgvectorIndex",
     "VectorIndex",
+    "check_engine_settings",
+    "close_engines",
     "create_index",
     "index_class",
     "measure_index",

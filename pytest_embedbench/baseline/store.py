@@ -43,7 +43,16 @@ __all__ = [
 BASELINE_SCHEMA = 1
 DEFAULT_BASELINE = Path(".embedbench") / "baseline.json"
 #: metrics whose per-query scores a baseline entry keeps (the gated ones must be among them)
-KEPT_METRICS = ("ndcg@10", "recall@10", "recall@100", "mrr@10", "map@100", "hit@1")
+KEPT_METRICS = (
+    "ndcg@10",
+    "recall@10",
+    "recall@100",
+    "mrr@10",
+    "map@100",
+    "hit@1",
+    "judged@10",
+    "condensed_ndcg@10",
+)
 _PRECISION = 6
 
 

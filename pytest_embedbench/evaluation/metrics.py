@@ -28,16 +28,19 @@ import math
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from itertools import chain, compress
+from functools import cached_property
+from itertools import chain
 
 import numpy as np
 
 from ..core.exceptions import ConfigError, MetricError
 
 __all__ = [
+    "CONDENSED",
     "DEFAULT_K",
     "MAX_CUTOFF",
     "METRICS",
+    "REPORTED",
     "Judged",
     "MetricName",
     "QrelArrays",
@@ -103,7 +106,10 @@ class Judged:
     ``depth`` (query row, 0-based rank in trec_eval's order, grade), sorted by query then rank;
     ``ideal_q``, ``ideal_rank``, ``ideal_grade``: each query's ideal ranking (its positive
     grades, largest first, cut at ``depth``) in the same layout; ``num_rel``: each query's
-    count of documents graded >= 1, retrieved or not.
+    count of documents graded >= 1, retrieved or not. ``seen_q``, ``seen_rank``: every judged
+    document (any grade, 0 included) found in the top ``depth``, in the same layout;
+    ``retrieved``: each query's count of retrieved documents within ``depth`` (what judged@k
+    and the condensed lists read; empty arrays when built without them: nothing judged).
     """
 
     n: int
@@ -115,6 +121,37 @@ class Judged:
     ideal_rank: np.ndarray
     ideal_grade: np.ndarray
     num_rel: np.ndarray
+    seen_q: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    seen_rank: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    retrieved: np.ndarray | None = None
+
+    @cached_property
+    def condensed(self) -> Judged:
+        """The same run as a condensed list (Sakai 2007, "Alternatives to Bpref"): every
+        unjudged document removed from each ranking, the judged ones moved up in their order,
+        so each judged document's rank is the number of judged documents above it. The
+        ranking is the run's own, to its ``depth``; trec_eval's ``-J`` (pytrec_eval's
+        ``judged_docs_only_flag``) scores the same lists."""
+        seen_slot = _slots(self.seen_q)
+        # each positive item is one of the seen items: its condensed rank is its slot there
+        width = np.int64(self.depth + 1)
+        keys = self.seen_q * width + self.seen_rank
+        at = np.searchsorted(keys, self.q * width + self.rank)
+        counts = np.bincount(self.seen_q, minlength=self.n).astype(np.int64)
+        return Judged(
+            self.n,
+            self.depth,
+            self.q,
+            seen_slot[at] if len(at) else np.zeros(0, dtype=np.int64),
+            self.grade,
+            self.ideal_q,
+            self.ideal_rank,
+            self.ideal_grade,
+            self.num_rel,
+            self.seen_q,
+            seen_slot,
+            counts,
+        )
 
     def top(self, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """The found items within the top ``k``: query, rank, grade and place in the query."""
@@ -188,8 +225,38 @@ def average_precision(judged: Judged, k: int) -> np.ndarray:
     return out
 
 
-#: Metric families by name; a metric is named ``"<family>@<k>"``, e.g. ``"ndcg@10"``.
-METRICS: dict[str, MetricFn] = {
+def judged_share(judged: Judged, k: int) -> np.ndarray:
+    """Judged@k = |documents in the top k that carry any judgment (grade 0 included)| /
+    min(k, |retrieved|); 0 when nothing was retrieved.
+
+    How much of a top k the qrels cover: every unjudged document counts as not relevant, so a
+    low judged@k says the official metrics may understate a model that finds good documents
+    nobody judged. ir_measures' ``Judged@k`` (OpenNIR's judgment rate), i.e. trec_eval's
+    ``P_k`` with every judged document counted relevant, over the ranks the run filled.
+    """
+    count = np.bincount(judged.seen_q[judged.seen_rank < k], minlength=judged.n)
+    retrieved = judged.retrieved if judged.retrieved is not None else np.zeros(judged.n)
+    shown = np.minimum(retrieved, k).astype(np.float64)
+    out = np.zeros(judged.n)
+    np.divide(count.astype(np.float64), shown, out=out, where=shown > 0)
+    return out
+
+
+def _condensed(fn: MetricFn) -> MetricFn:
+    """``fn`` scored on the condensed lists (:attr:`Judged.condensed`)."""
+
+    def condensed(judged: Judged, k: int) -> np.ndarray:
+        return fn(judged.condensed, k)
+
+    condensed.__name__ = f"condensed_{fn.__name__}"
+    condensed.__doc__ = (
+        f"{fn.__name__} on the condensed lists: unjudged documents removed from each ranking "
+        "before it is scored (trec_eval -J; Sakai 2007).\n\n" + (fn.__doc__ or "")
+    )
+    return condensed
+
+
+_OFFICIAL: dict[str, MetricFn] = {
     "hit": hit,
     "map": average_precision,
     "mrr": mrr,
@@ -197,6 +264,23 @@ METRICS: dict[str, MetricFn] = {
     "precision": precision,
     "recall": recall,
 }
+
+#: the condensed-list variant of every official family, by its name (``condensed_ndcg``)
+CONDENSED: dict[str, str] = {f"condensed_{name}": name for name in _OFFICIAL}
+
+#: Metric families by name; a metric is named ``"<family>@<k>"``, e.g. ``"ndcg@10"``: the
+#: official ones (on the human judgments as they are), ``judged`` (judged@k) and the
+#: condensed-list variants (``condensed_ndcg@10``: scored with the unjudged documents removed)
+METRICS: dict[str, MetricFn] = {
+    **_OFFICIAL,
+    "judged": judged_share,
+    **{name: _condensed(_OFFICIAL[base]) for name, base in CONDENSED.items()},
+}
+
+#: the families every result reports (``result.metrics()``, the reports, the JSON): the
+#: official ones, judged@k and condensed nDCG; the other condensed families on request
+#: (``result.metric("condensed_map@100")``, a threshold key)
+REPORTED: tuple[str, ...] = (*_OFFICIAL, "judged", "condensed_ndcg")
 
 _NAME = re.compile(r"^\s*([a-z_]+)\s*@\s*(\d+)\s*$")
 
@@ -291,11 +375,26 @@ def _judged(
     items: tuple[np.ndarray, np.ndarray, np.ndarray],
     ideal: tuple[np.ndarray, np.ndarray, np.ndarray],
     num_rel: np.ndarray,
+    retrieved: np.ndarray | None = None,
 ) -> Judged:
-    """A :class:`Judged` from found items in any order (sorted here by query, then rank)."""
+    """A :class:`Judged` from found judged items (any grade, 0 included) in any order, sorted
+    here by query, then rank; the positively graded ones are what the metrics score."""
     q, rank, grade = items
     order = np.lexsort((rank, q))
-    return Judged(n, depth, q[order], rank[order], grade[order].astype(np.float64), *ideal, num_rel)
+    q, rank, grade = q[order], rank[order], grade[order]
+    positive = grade > 0
+    return Judged(
+        n,
+        depth,
+        q[positive],
+        rank[positive],
+        grade[positive].astype(np.float64),
+        *ideal,
+        num_rel,
+        q,
+        rank,
+        retrieved,
+    )
 
 
 def _ideal(
@@ -422,12 +521,14 @@ def judge_arrays(
         docs = docs[:, :depth]  # ranks past the deepest cut-off change nothing
         _check_ranked(docs)
     positive = qrels.grade > 0
-    rel_q, rel_doc, rel_grade = qrels.query[positive], qrels.doc[positive], qrels.grade[positive]
-    ideal, num_rel = _ideal(rel_q, rel_grade, n, depth)
+    ideal, num_rel = _ideal(qrels.query[positive], qrels.grade[positive], n, depth)
+    # every judgement is placed (grade 0 too: judged@k and the condensed lists count them)
+    rel_q, rel_doc, rel_grade = qrels.query, qrels.doc, qrels.grade
     width = docs.shape[1]
+    retrieved = np.minimum(np.count_nonzero(docs >= 0, axis=1), depth).astype(np.int64)
     if width == 0 or len(rel_q) == 0:
         empty = np.zeros(0, dtype=np.int64)
-        return _judged(n, depth, (empty, empty, empty), ideal, num_rel)
+        return _judged(n, depth, (empty, empty, empty), ideal, num_rel, retrieved)
     found_q, found_rank, found_grade = [], [], []
     step = max(1, COMPARE_CHUNK // width)
     for start in range(0, len(rel_q), step):
@@ -458,7 +559,7 @@ def judge_arrays(
         found_rank.append(rank[keep])
         found_grade.append(rel_grade[start : start + step][inside][keep])
     items = (np.concatenate(found_q), np.concatenate(found_rank), np.concatenate(found_grade))
-    return _judged(n, depth, items, ideal, num_rel)
+    return _judged(n, depth, items, ideal, num_rel, retrieved)
 
 
 def _check_scores(docs: np.ndarray, scores: np.ndarray) -> np.ndarray:
@@ -567,15 +668,18 @@ def score_run(
     names, depth = _names(metrics, "score_run")
     qids = list(qrels)
     n = len(qids)
-    # only documents with a positive grade can change a metric: place each one by its rank,
-    # counted from the run's scores, instead of sorting every run
-    rel_q, rel_doc, rel_grade = _positive_judgements(qids, qrels)
-    ideal, num_rel = _ideal(rel_q, rel_grade, n, depth)
+    # only judged documents can change a metric (the positively graded ones the official
+    # metrics, every judged one judged@k and the condensed lists): place each one by its
+    # rank, counted from the run's scores, instead of sorting every run
+    rel_q, rel_doc, rel_grade = _judgements(qids, qrels)
+    positive = rel_grade > 0
+    ideal, num_rel = _ideal(rel_q[positive], rel_grade[positive], n, depth)
     rows = [run.get(qid) or {} for qid in qids]
     lengths = np.fromiter(map(len, rows), dtype=np.int64, count=n)
     scores = _run_scores(rows, int(lengths.sum()))
     items = _place_relevant(rows, scores, lengths, rel_q, rel_doc, rel_grade, depth)
-    arrays = compute(names, _judged(n, depth, items, ideal, num_rel))
+    retrieved = np.minimum(lengths, depth)
+    arrays = compute(names, _judged(n, depth, items, ideal, num_rel, retrieved))
     return {name: dict(zip(qids, values.tolist(), strict=True)) for name, values in arrays.items()}
 
 
@@ -611,18 +715,16 @@ def _grades(
     return grades
 
 
-def _positive_judgements(
+def _judgements(
     qids: Sequence[str], qrels: Mapping[str, Mapping[str, int]]
 ) -> tuple[np.ndarray, list[str], np.ndarray]:
-    """The positively graded documents of every query, as flat arrays: query index, document
+    """The judged documents of every query (any grade), as flat arrays: query index, document
     id, grade."""
     judged = [qrels[qid] for qid in qids]
     grades = _grades(qids, qrels, judged)
     sizes = np.fromiter(map(len, judged), dtype=np.int64, count=len(qids))
-    positive = grades > 0
-    rel_q = np.repeat(np.arange(len(qids), dtype=np.int64), sizes)[positive]
-    rel_doc = list(compress(chain.from_iterable(judged), positive.tolist()))
-    return rel_q, rel_doc, grades[positive]
+    rel_q = np.repeat(np.arange(len(qids), dtype=np.int64), sizes)
+    return rel_q, list(chain.from_iterable(judged)), grades
 
 
 def _place_relevant(
@@ -634,7 +736,7 @@ def _place_relevant(
     rel_grade: np.ndarray,
     depth: int,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The positively graded documents found in the top ``depth``: query, rank, grade.
+    """The judged documents found in the top ``depth``: query, rank, grade.
 
     A retrieved document's 0-based rank is the number of its query's documents with a higher
     score, plus those with an equal score and a larger id (trec_eval's order). ``scores`` holds

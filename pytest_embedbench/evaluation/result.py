@@ -36,7 +36,7 @@ from ..records.resultdata import (
 from ..records.serial import from_data
 from .cutoffs import Cutoffs
 from .measure import LatencyStats, Timings
-from .metrics import METRICS, QrelArrays, compute, judge_arrays, parse_metric
+from .metrics import REPORTED, QrelArrays, compute, judge_arrays, parse_metric
 from .stats import Estimate, bootstrap, paired_bootstrap
 
 if TYPE_CHECKING:
@@ -246,8 +246,10 @@ class RetrievalResult:
             self._estimates[key] = est
         return self._estimates[key]
 
-    def metrics(self, families: Iterable[str] = tuple(METRICS)) -> dict[str, Estimate]:
-        """Every ``family@k`` for the evaluated cut-offs."""
+    def metrics(self, families: Iterable[str] = REPORTED) -> dict[str, Estimate]:
+        """Every ``family@k`` for the evaluated cut-offs (by default the reported families:
+        the official metrics, judged@k and condensed nDCG; see
+        :data:`~.metrics.REPORTED`)."""
         return {f"{f}@{k}": self.metric(f"{f}@{k}") for f in families for k in self.k}
 
     def _bootstrap(self, values: Sequence[float] | np.ndarray, name: str) -> Estimate:
@@ -273,6 +275,13 @@ class RetrievalResult:
 
     def map(self, k: int) -> Estimate:
         return self.metric(f"map@{k}")
+
+    def judged(self, k: int = 10) -> Estimate:
+        """judged@k: the share of each query's top ``k`` that carries a judgment in the qrels
+        (any grade), averaged over the queries; on a chunked corpus per document, after
+        max-pooling. Below 0.9 the official metrics may understate a model that finds relevant
+        documents nobody judged (compare ``condensed_ndcg@k``)."""
+        return self.metric(f"judged@{k}")
 
     ndcg10 = _Reads(metric, "ndcg@10")
     mrr10 = _Reads(metric, "mrr@10")

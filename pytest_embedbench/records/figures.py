@@ -28,6 +28,8 @@ from typing import Any
 __all__ = [
     "FIGURES",
     "INDEX_FIGURES",
+    "JUDGED",
+    "JUDGED_FLOOR",
     "MIB",
     "NOISY",
     "STORAGE",
@@ -195,6 +197,17 @@ INDEX_FIGURES: tuple[Figure, ...] = (
     _timing("index.p50_ms", "p50 ms", ("index", "p50_ms"), "{:.3f}", "ms"),
     _timing("index.p95_ms", "p95 ms", ("index", "p95_ms"), "{:.3f}", "ms"),
 )
+
+#: judged@10, the share of each top 10 that the qrels judge: a metric (evaluation/metrics.py
+#: computes it, every writer has it with the other metrics), which the headline tables of the
+#: terminal, HTML, Markdown and job summary add, with a notice, for a dataset where a model's
+#: is below :data:`JUDGED_FLOOR`; a threshold and baseline gate key as any metric
+JUDGED = Figure(
+    "judged@10", "judged@10", ("metrics", "judged@10", "value"), "{:.2f}", True, unit="share"
+)
+#: the judged@10 below which the reports warn that the metrics may understate unjudged but
+#: relevant documents
+JUDGED_FLOOR = 0.9
 
 #: the storage and indexing figures, by the name the thresholds, the baseline gate, a baseline
 #: entry's ``figures`` and :class:`~pytest_embedbench.result.RetrievalResult` use

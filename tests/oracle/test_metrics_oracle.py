@@ -65,6 +65,57 @@ def trec_values(qrels: dict, run: dict) -> dict[str, dict[str, float]]:
         }
         rr = pytrec_eval.RelevanceEvaluator(qrels, {"recip_rank"}).evaluate(cut)
         out[f"mrr@{k}"] = {qid: rr.get(qid, {}).get("recip_rank", 0.0) for qid in qrels}
+    out.update(judged_values(qrels, run))
+    out.update(condensed_values(qrels, run))
+    return out
+
+
+def trec_order(docs: dict, depth: int | None = None) -> dict:
+    """A run's documents in trec_eval's order (score descending, then id descending), cut at
+    ``depth``."""
+    ranked = sorted(docs.items(), key=lambda x: (x[1], x[0]), reverse=True)
+    return dict(ranked[:depth])
+
+
+def judged_values(qrels: dict, run: dict) -> dict[str, dict[str, float]]:
+    """judged@k from trec_eval: ``P_k`` with every judged document relevant (each grade
+    raised by one, relevance level 1), as a count over the ranks the run filled (ir_measures'
+    Judged@k)."""
+    shifted = {qid: {d: int(g) + 1 for d, g in j.items()} for qid, j in qrels.items()}
+    measures = {f"P.{','.join(map(str, CUTOFFS))}"}
+    raw = pytrec_eval.RelevanceEvaluator(shifted, measures).evaluate(run)
+    out: dict[str, dict[str, float]] = {}
+    for k in CUTOFFS:
+        values = {}
+        for qid in qrels:
+            shown = min(k, len(run.get(qid) or {}))
+            count = round(raw.get(qid, {}).get(f"P_{k}", 0.0) * k)
+            values[qid] = count / shown if shown else 0.0
+        out[f"judged@{k}"] = values
+    return out
+
+
+def condensed_values(qrels: dict, run: dict) -> dict[str, dict[str, float]]:
+    """Every condensed family from trec_eval's ``-J`` (pytrec_eval's judged_docs_only_flag:
+    unjudged documents removed before scoring) on the run cut at the deepest cut-off, as our
+    condensed lists are; MRR@k is recip_rank on the condensed list cut at k."""
+    depth = max(CUTOFFS)
+    cut = {qid: trec_order(docs, depth) for qid, docs in run.items()}
+    measures = {f"{name}.{','.join(map(str, CUTOFFS))}" for name in TREC_NAMES.values()}
+    raw = pytrec_eval.RelevanceEvaluator(qrels, measures, judged_docs_only_flag=True).evaluate(cut)
+    out: dict[str, dict[str, float]] = {}
+    for family, trec in TREC_NAMES.items():
+        for k in CUTOFFS:
+            out[f"condensed_{family}@{k}"] = {
+                qid: raw.get(qid, {}).get(f"{trec}_{k}", 0.0) for qid in qrels
+            }
+    for k in CUTOFFS:
+        condensed = {
+            qid: dict(list({d: s for d, s in docs.items() if d in qrels.get(qid, {})}.items())[:k])
+            for qid, docs in cut.items()
+        }
+        rr = pytrec_eval.RelevanceEvaluator(qrels, {"recip_rank"}).evaluate(condensed)
+        out[f"condensed_mrr@{k}"] = {qid: rr.get(qid, {}).get("recip_rank", 0.0) for qid in qrels}
     return out
 
 

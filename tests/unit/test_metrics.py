@@ -41,8 +41,12 @@ def test_judged_query_without_results_scores_zero_and_unjudged_ignored() -> None
 
 def test_metric_names() -> None:
     assert str(parse_metric(" NDCG @ 10 ")) == "ndcg@10"
-    assert sorted(METRICS) == ["hit", "map", "mrr", "ndcg", "precision", "recall"]
-    with pytest.raises(MetricError, match=r"unknown metric 'bleu'.*\['hit', 'map'"):
+    official = ["hit", "map", "mrr", "ndcg", "precision", "recall"]
+    assert sorted(METRICS) == sorted(
+        [*official, "judged", *(f"condensed_{name}" for name in official)]
+    )
+    assert str(parse_metric("Condensed_NDCG@10")) == "condensed_ndcg@10"
+    with pytest.raises(MetricError, match=r"unknown metric 'bleu'.*\['condensed_hit'"):
         parse_metric("bleu@4")
     with pytest.raises(MetricError, match=r"'ndcg' is not of the form"):
         parse_metric("ndcg")
@@ -57,3 +61,33 @@ def test_bad_inputs() -> None:
         score_run({"q": {"a": -1}}, {"q": {"a": 1.0}}, ["ndcg@10"])
     with pytest.raises(MetricError, match="no metric names"):
         score_run({"q": {"a": 1}}, {}, [])
+
+
+def test_judged_counts_every_judged_document_over_the_ranks_filled() -> None:
+    # q1: top 4 is a (judged 1), x (unjudged), b (judged 0), y (unjudged): 2 of 4 judged;
+    # q2 retrieved 2 documents, both judged: judged@4 is 2 of the 2 ranks filled;
+    # q3 retrieved nothing: 0
+    qrels = {"q1": {"a": 1, "b": 0, "c": 2}, "q2": {"d": 0, "e": 1}, "q3": {"f": 1}}
+    run = {"q1": {"a": 0.9, "x": 0.8, "b": 0.7, "y": 0.6, "c": 0.5}, "q2": {"d": 1.0, "e": 0.5}}
+    got = score_run(qrels, run, ["judged@1", "judged@2", "judged@4", "judged@10"])
+    assert got["judged@1"] == {"q1": 1.0, "q2": 1.0, "q3": 0.0}
+    assert got["judged@2"] == {"q1": 0.5, "q2": 1.0, "q3": 0.0}
+    assert got["judged@4"] == {"q1": 0.5, "q2": 1.0, "q3": 0.0}
+    assert got["judged@10"] == {"q1": 3 / 5, "q2": 1.0, "q3": 0.0}
+
+
+def test_condensed_lists_drop_the_unjudged_documents_before_scoring() -> None:
+    # q1's condensed list is a, b, c: c (grade 2) moves from rank 5 to rank 3. The list is
+    # condensed from the ranking the run holds, to its deepest cut-off (10 here, then 3)
+    qrels = {"q1": {"a": 1, "b": 0, "c": 2}}
+    run = {"q1": {"x": 0.95, "a": 0.9, "y": 0.8, "b": 0.7, "c": 0.5}}
+    names = ["condensed_ndcg@3", "condensed_mrr@1", "ndcg@3", "mrr@1", "hit@10"]
+    got = score_run(qrels, run, names)
+    idcg = 2 + 1 / math.log2(3)
+    assert got["condensed_ndcg@3"]["q1"] == pytest.approx((1 + 2 / math.log2(4)) / idcg)
+    assert got["ndcg@3"]["q1"] == pytest.approx((1 / math.log2(3)) / idcg)
+    assert got["condensed_mrr@1"]["q1"] == 1.0
+    assert got["mrr@1"]["q1"] == 0.0
+    # held to the top 3 (x, a, y), the condensed list is a alone
+    shallow = score_run(qrels, run, ["condensed_ndcg@3"])["condensed_ndcg@3"]["q1"]
+    assert shallow == pytest.approx(1 / idcg)

@@ -15,9 +15,10 @@ from typing import Any
 
 from ...core.exceptions import MetricError
 from ...evaluation.metrics import parse_metric
-from ...records.figures import FIGURES, figure, path_value
+from ...records.figures import FIGURES, JUDGED, figure, path_value
 
 __all__ = [
+    "JUDGED_COLUMN",
     "Column",
     "column_names",
     "default_columns",
@@ -28,7 +29,7 @@ __all__ = [
 ]
 
 
-_FAMILY_ORDER = ("ndcg", "recall", "mrr", "precision", "hit", "map")
+_FAMILY_ORDER = ("ndcg", "recall", "mrr", "precision", "hit", "map", "judged")
 
 
 def metric_names(results: Sequence[Any]) -> list[str]:
@@ -55,6 +56,10 @@ class Column:
     fmt: str
     quiet: bool  # shown under -q
 
+
+#: judged@10's column: the default table adds it for a dataset with holes in its judgments
+#: (:attr:`~.datasets.DatasetSummary.holes`)
+JUDGED_COLUMN = Column(JUDGED.key, JUDGED.header, JUDGED.fmt, True)
 
 _COLUMNS: list[Column] = [
     Column("ndcg@10", "nDCG@10", "{:.4f}", True),
@@ -110,6 +115,8 @@ def resolve_column(name: str) -> Column | None:
     figures = _figure_columns()
     if key in figures:
         return figures[key]
+    if key == JUDGED_COLUMN.key:
+        return JUDGED_COLUMN
     try:
         metric = str(parse_metric(key))
     except MetricError:

@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...records.figures import FIGURES
+from ...records.figures import FIGURES, JUDGED, JUDGED_FLOOR
 from .columns import direction, metric_names
 from .comparisons import baseline_delta, versus_delta
 from .recommend import ModelRow, Recommendation, recommendation_of
@@ -59,6 +59,10 @@ class DatasetSummary:
     #: what the latency figures were measured over (None: nothing timed)
     latency_basis: str | None = None
     recommendation: Recommendation | None = None
+    #: the models whose judged@10 is below :data:`~pytest_embedbench.records.figures.
+    #: JUDGED_FLOOR` (sorted): the headline tables add the judged@10 column, and the notices
+    #: say the metrics may understate unjudged but relevant documents
+    holes: tuple[str, ...] = ()
 
     @property
     def with_baseline(self) -> bool:
@@ -112,8 +116,10 @@ def dataset_summary(
         )
         for row, figures in zip(rows, values, strict=True)
     )
+    holes = tuple(sorted(m.model for m in models if _judged_below_floor(m)))
     return DatasetSummary(
         name=name,
+        holes=holes,
         models=models,
         queries=first.queries if first else None,
         documents=first.documents if first else None,
@@ -122,3 +128,9 @@ def dataset_summary(
         latency_basis=latency_basis(rows),
         recommendation=recommendation_of(rec),
     )
+
+
+def _judged_below_floor(model: ModelSummary) -> bool:
+    """Whether ``model``'s judged@10 is below the floor the reports warn at."""
+    value = (model.figures.get(JUDGED.key) or Value(None)).value
+    return value is not None and value < JUDGED_FLOOR

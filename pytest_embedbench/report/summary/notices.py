@@ -1,8 +1,8 @@
 """The lines a run prints under its tables: what the user should know about the baseline,
 ending with what to do next (:func:`baseline_notices`, with the entries whose test is gone:
 :func:`orphaned_entries`), and a warning when the machine was busy while queries were timed
-(:func:`busy_notes`), and the weight a hybrid tuned with the queries it was tuned on
-(:func:`fusion_notes`)."""
+(:func:`busy_notes`), the weight a hybrid tuned with the queries it was tuned on
+(:func:`fusion_notes`), and where the judgments have holes (:func:`judged_notes`)."""
 
 from __future__ import annotations
 
@@ -10,12 +10,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from ...evaluation.record import TestRecord, as_record
+from ...records.figures import JUDGED, JUDGED_FLOOR
 from ...records.resultdata import ResultData
 from .indexes import function_id
 from .rows import timed
 from .state import RunState
 
-__all__ = ["baseline_notices", "busy_notes", "fusion_notes", "orphaned_entries"]
+__all__ = ["baseline_notices", "busy_notes", "fusion_notes", "judged_notes", "orphaned_entries"]
 
 
 def baseline_notices(
@@ -144,3 +145,27 @@ def _weights(weights: Sequence[Any]) -> str:
 
 def _number(value: Any) -> str:
     return f"{value:.4g}" if isinstance(value, (int, float)) else "?"
+
+
+def judged_notes(datasets: Iterable[Any]) -> list[str]:
+    """A line per dataset (a :class:`~.datasets.DatasetSummary`) where a model's judged@10 is
+    below :data:`~pytest_embedbench.records.figures.JUDGED_FLOOR`: its metrics count every
+    unjudged document as not relevant, so they may understate a model that finds relevant
+    documents nobody judged."""
+    lines = []
+    for dataset in datasets:
+        if not dataset.holes:
+            continue
+        shares = []
+        for model in dataset.models:
+            value = model.figures.get(JUDGED.key)
+            if model.model in dataset.holes and value is not None and value.value is not None:
+                shares.append(f"{model.model} {JUDGED.text(value.value)}")
+        lines.append(
+            f"dataset {dataset.name!r}: {JUDGED.key} is below {JUDGED_FLOOR:g} "
+            f"({', '.join(shares)}): the qrels judge too little of the top 10, and every "
+            "unjudged document counts as not relevant, so the metrics may understate "
+            "unjudged but relevant results; condensed_ndcg@10 scores the judged documents "
+            "alone"
+        )
+    return lines

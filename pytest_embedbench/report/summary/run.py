@@ -42,7 +42,7 @@ from .cutoffs import CutoffSection, cutoff_rows, cutoff_sections
 from .datasets import DatasetSummary, dataset_summary
 from .gates import Gate, gates
 from .indexes import IndexSection, index_sections
-from .notices import baseline_notices, busy_notes, fusion_notes, orphaned_entries
+from .notices import baseline_notices, busy_notes, fusion_notes, judged_notes, orphaned_entries
 from .recommend import recommendation_entry, recommendations
 from .rows import model_rows
 from .state import RunState
@@ -106,6 +106,8 @@ class Summary:
     busy_notes: tuple[str, ...] = ()
     #: the hybrids whose fusion weight was tuned, and on which queries
     fusion_notes: tuple[str, ...] = ()
+    #: where a model's judged@10 is low: the metrics may understate unjudged relevant results
+    judged_notes: tuple[str, ...] = ()
     #: what was written and what to do next (baseline updates, lost results)
     notes: tuple[str, ...] = ()
     records: tuple[TestRecord, ...] = ()
@@ -113,7 +115,13 @@ class Summary:
     @property
     def notices(self) -> list[str]:
         """The lines printed under the table, in order."""
-        return [*self.baseline_notices, *self.busy_notes, *self.fusion_notes, *self.notes]
+        return [
+            *self.judged_notes,
+            *self.baseline_notices,
+            *self.busy_notes,
+            *self.fusion_notes,
+            *self.notes,
+        ]
 
     def dataset(self, name: str) -> DatasetSummary | None:
         return next((d for d in self.datasets if d.name == name), None)
@@ -295,6 +303,7 @@ def summarize(
         baseline_notices=tuple(notices),
         busy_notes=tuple(busy),
         fusion_notes=tuple(fusion_notes(found)),
+        judged_notes=tuple(judged_notes(datasets)),
         notes=tuple(notes),
         records=tuple(found),
     )

@@ -34,7 +34,7 @@ from typing import Any
 from ...core.redaction import _secret_env_values, redact
 from ...core.text import inert
 from ...evaluation.record import TestRecord, as_record
-from ...records.figures import INDEX_FIGURES
+from ...records.figures import INDEX_FIGURES, JUDGED
 from ...records.resultdata import ResultData
 from ..summary import DatasetSummary, Gate, ModelSummary, Summary
 from ..summary.columns import resolve_column
@@ -153,6 +153,8 @@ def _dataset_section(dataset: DatasetSummary, priority: str, secrets: list[str])
     if not any(_is_metric(k) for k in keys):  # a run without nDCG@10 and R@10: its first two
         keys = [*dataset.metrics[:2], *keys]
     keys = [k for k in keys if any(k in m.figures for m in dataset.models)] or keys
+    if dataset.holes:  # judged@10 beside the metrics it qualifies
+        keys.insert(sum(map(_is_metric, keys)), JUDGED.key)
     headers = ["model"]
     for key in keys:
         column = resolve_column(key)

@@ -16,7 +16,7 @@ from typing import Any
 
 from ...core.redaction import _secret_env_values, redact
 from ...core.text import inert
-from ...records.figures import FIGURES, Figure
+from ...records.figures import FIGURES, JUDGED, Figure
 from ...records.querydiff import QueryChange, QueryDiff, excerpt
 from ..summary import DatasetSummary, Summary, summary_of
 from ..summary.cutoffs import CutoffSection, score_bins
@@ -167,6 +167,8 @@ def render_markdown(
 
 def _md_dataset(dataset: DatasetSummary, priority: str) -> list[str]:
     metrics = [m for m in MARKDOWN_METRICS if m in dataset.metrics] or list(dataset.metrics[:3])
+    if dataset.holes:  # judged@10 beside the metrics it qualifies
+        metrics.append(JUDGED.key)
     figures = [f for f in FIGURES if f.key in MARKDOWN_FIGURES]
     size = (
         f" ({dataset.queries} queries, {dataset.documents} documents)"

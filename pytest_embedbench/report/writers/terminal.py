@@ -30,7 +30,14 @@ from ..summary import (
     model_rows,
     summarize,
 )
-from ..summary.columns import Column, column_names, default_columns, latency_keys, resolve_column
+from ..summary.columns import (
+    JUDGED_COLUMN,
+    Column,
+    column_names,
+    default_columns,
+    latency_keys,
+    resolve_column,
+)
 from ..summary.values import Delta
 from .index_tables import render_indexes
 from .stress import render_cutoffs, render_stress
@@ -134,7 +141,10 @@ def _render(summary: Summary, *, verbosity: int, columns: Sequence[str] | None) 
     latency = latency_keys()
     lines: list[str] = []
     for dataset in summary.datasets:
-        lines.extend(_table(dataset, shown, quiet, legend))
+        # holes in the judgments: judged@10 beside the metrics it qualifies (not when the user
+        # chose the columns)
+        extra = [JUDGED_COLUMN] if dataset.holes and not chosen else []
+        lines.extend(_table(dataset, [*shown, *extra], quiet, legend))
         if dataset.latency_basis and any(c.key in latency for c in shown):
             lines.append(f"latency (query embedding + search): {dataset.latency_basis}")
         if hidden:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ....records.figures import FIGURES, Figure
+from ....records.figures import FIGURES, JUDGED, Figure
 from ...summary import DatasetSummary, ModelSummary
 from ...summary.values import Delta, Value
 from .assets import _BEST
@@ -30,6 +30,8 @@ KEY_METRICS = ("ndcg@10", "mrr@10", "recall@10", "recall@100")
 def _accuracy(page: _Page, dataset: DatasetSummary) -> None:
     names = list(dataset.metrics)
     key = [m for m in KEY_METRICS if m in names] or names[:4]
+    if dataset.holes:  # judged@10 beside the metrics it qualifies
+        key.append(JUDGED.key)
     page.add("<h3>Accuracy</h3>\n")
     _accuracy_table(page, dataset, key)
     if len(names) > len(key):

@@ -24,8 +24,7 @@ def thinned_dataset(folder: Path, seed: int = 7) -> dict[str, dict[str, int]]:
     returned."""
     rng = np.random.default_rng(seed)
     corpus = [
-        {"_id": f"d{i:02d}", "title": "", "text": " ".join(rng.choice(WORDS, 6))}
-        for i in range(40)
+        {"_id": f"d{i:02d}", "title": "", "text": " ".join(rng.choice(WORDS, 6))} for i in range(40)
     ]
     queries = [{"_id": f"q{i}", "text": " ".join(rng.choice(WORDS, 3))} for i in range(8)]
     qrels: dict[str, dict[str, int]] = {}
@@ -110,7 +109,9 @@ def test_judged_is_a_threshold_and_a_gate_key(
         embedbench="datasets:\n  thin: {path: data/thin}\ngate: {metrics: [judged@10]}\n",
     )
     pytester.runpytest("--embedbench-update-baseline").assert_outcomes(passed=1)
-    entry = next(iter(json.loads(Path(".embedbench/baseline.json").read_text())["entries"].values()))
+    entry = next(
+        iter(json.loads(Path(".embedbench/baseline.json").read_text())["entries"].values())
+    )
     assert set(entry["per_query"]["judged@10"]) == set(thinned)
     result = pytester.runpytest("--embedbench-json=r.json")
     result.assert_outcomes(passed=1)

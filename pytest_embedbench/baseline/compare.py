@@ -175,7 +175,7 @@ def gate(
             )
             return outcome
         # the baseline keeps 6 decimals: compare the current run at the same precision
-        pairs = _Pairs(metric, shared, current, base)
+        pairs = _Pairs(metric, shared, current, base, result.strata(shared))
         _metric_gate(pairs, settings, outcome, seed, n_resamples)
         diff = query_diff(
             result,
@@ -216,6 +216,8 @@ class _Pairs:
     shared: list[str]
     current: list[float]
     old: list[float]
+    #: each shared query's language (None: a dataset in one language)
+    strata: list[str] | None
 
     def __init__(
         self,
@@ -223,9 +225,11 @@ class _Pairs:
         shared: list[str],
         current: Mapping[str, Any],
         base: Mapping[str, Any],
+        strata: list[str] | None = None,
     ) -> None:
         self.metric = metric
         self.shared = shared
+        self.strata = strata
         self.current = [round(float(current[q]), _PRECISION) for q in shared]
         self.old = [float(base[q]) for q in shared]
 
@@ -233,17 +237,39 @@ class _Pairs:
 def _metric_gate(
     pairs: _Pairs, settings: GateSettings, outcome: GateOutcome, seed: int, n_resamples: int
 ) -> None:
-    """The paired bootstrap of one metric: its Δ figures go into ``outcome.deltas``."""
-    from ..evaluation.stats import minimum_detectable_effect, paired_bootstrap
+    """The paired bootstrap of one metric: its Δ figures go into ``outcome.deltas``.
 
-    cur, old = pairs.current, pairs.old
-    diff = paired_bootstrap(cur, old, seed=seed, n_resamples=n_resamples, name=pairs.metric)
-    base_mean = sum(old) / len(old)
+    On a dataset in several languages (``pairs.strata``) the means are macro averages over
+    the languages and the bootstrap resamples within each language (DESIGN: stratified by
+    subset); the smallest detectable drop is read from the differences weighted as the macro
+    average weighs them."""
+    from ..evaluation.stats import (
+        macro_mean,
+        macro_weighted,
+        minimum_detectable_effect,
+        paired_bootstrap,
+    )
+
+    cur, old, strata = pairs.current, pairs.old, pairs.strata
+    diff = paired_bootstrap(
+        cur,
+        old,
+        seed=seed,
+        n_resamples=n_resamples,
+        name=pairs.metric,
+        strata=strata,
+        macro=strata is not None,
+    )
+    if strata is None:
+        base_mean, current_mean, spread = sum(old) / len(old), sum(cur) / len(cur), diff.per_query
+    else:
+        base_mean, current_mean = macro_mean(old, strata), macro_mean(cur, strata)
+        spread = macro_weighted(diff.per_query, strata)
     material = -float(diff) > settings.allowed_drop(base_mean)
     regressed = diff.high < 0 and material
     outcome.deltas[pairs.metric] = GateDelta(
         baseline=base_mean,
-        current=sum(cur) / len(cur),
+        current=current_mean,
         difference=float(diff),
         low=diff.low,
         high=diff.high,
@@ -251,7 +277,7 @@ def _metric_gate(
         significant=bool(diff.high < 0 or diff.low > 0),
         regressed=bool(regressed),
         inconclusive=bool(material and not regressed),
-        minimum_detectable=minimum_detectable_effect(diff.per_query, alpha=GATE_ALPHA),
+        minimum_detectable=minimum_detectable_effect(spread, alpha=GATE_ALPHA),
     )
 
 

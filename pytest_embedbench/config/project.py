@@ -53,6 +53,7 @@ from typing import Any
 
 from ..core.exceptions import (
     ConfigError,
+    DatasetError,
     MetricError,
     UnknownProviderError,
     did_you_mean,
@@ -60,7 +61,7 @@ from ..core.exceptions import (
 )
 from ..core.yamlfile import read_yaml
 from ..data.chunking import ChunkingSettings
-from ..data.datasets import DOCUMENT_SUFFIXES
+from ..data.datasets import DOCUMENT_SUFFIXES, check_language
 from ..evaluation.metrics import parse_cutoffs, parse_metric
 from ..models.providers.spec import ModelSpec
 from ..retrieval.indexes import IndexSpec, check_engine_settings, named_indexes
@@ -92,7 +93,20 @@ _TOP_KEYS = {
     "indexes",
     "index_engines",
 }
-_DATASET_KEYS = {"path", "split", "docs", "subset", "name", "evalset", "chunking", "extensions"}
+_DATASET_KEYS = {
+    "path",
+    "split",
+    "docs",
+    "subset",
+    "name",
+    "evalset",
+    "chunking",
+    "extensions",
+    "languages",
+}
+#: the keys of one language of a dataset's ``languages`` (the whole dataset's subset,
+#: chunking and name apply to the merged dataset)
+_LANGUAGE_KEYS = {"path", "split", "docs", "evalset", "extensions"}
 _SUBSET_KEYS = {"n_queries", "n_distractors", "seed"}
 #: the least value of each subset key (numpy's generators take no negative seed)
 _SUBSET_LEAST = {"n_queries": 1, "n_distractors": 0, "seed": 0}
@@ -118,6 +132,9 @@ class DatasetEntry:
     extensions: tuple[str, ...] | None = None
     #: where it is configured (``embedbench.yaml: datasets.NAME``); None for a marker's path
     origin: str | None = field(default=None, compare=False)
+    #: a dataset in several languages: each language's own dataset (``path`` is then the
+    #: folder of embedbench.yaml); each language's queries search only its own documents
+    languages: Mapping[str, DatasetEntry] | None = None
 
 
 @dataclass(frozen=True)
@@ -311,59 +328,111 @@ def load_plugins(path: Path, plugins: Any) -> None:
 def _parse_datasets(path: Path, base: Path, raw: Any) -> dict[str, DatasetEntry]:
     if not isinstance(raw, Mapping):
         raise _fail(path, "datasets", "expected a mapping of name to {path: ...}")
-    out: dict[str, DatasetEntry] = {}
-    for name, entry in raw.items():
-        where = f"datasets.{name}"
-        if isinstance(entry, str):
-            entry = {"path": entry}
-        if not isinstance(entry, Mapping):
-            raise _fail(path, where, f"expected a path or a mapping, got {entry!r}")
-        unknown = sorted(set(entry) - _DATASET_KEYS)
-        if unknown:
-            hint = unknown_hint(unknown, _DATASET_KEYS)
+    return {
+        str(name): _parse_dataset(path, base, str(name), entry, f"datasets.{name}", _DATASET_KEYS)
+        for name, entry in raw.items()
+    }
+
+
+def _parse_dataset(
+    path: Path, base: Path, name: str, entry: Any, where: str, allowed: set[str]
+) -> DatasetEntry:
+    """One entry of ``datasets`` (or one language of its ``languages``, keys ``allowed``)."""
+    if isinstance(entry, str):
+        entry = {"path": entry}
+    if not isinstance(entry, Mapping):
+        raise _fail(path, where, f"expected a path or a mapping, got {entry!r}")
+    unknown = sorted(set(entry) - allowed)
+    if unknown:
+        hint = unknown_hint(unknown, allowed)
+        raise _fail(path, where, f"unknown key(s) {unknown}{hint}; allowed: {sorted(allowed)}")
+    subset = entry.get("subset")
+    _check_subset(path, f"{where}.subset", subset)
+    chunking = parse_chunking(
+        entry.get("chunking"), f"{path}: {where}.chunking", base=base, key="chunking"
+    )
+    if entry.get("languages") is not None:
+        return _parse_languages(path, base, name, entry, where, subset, chunking)
+    if not isinstance(entry.get("path"), str):
+        raise _fail(
+            path,
+            where,
+            "needs 'path': a BEIR folder, an eval-set folder, or with 'evalset' the "
+            "documents folder"
+            + ("" if allowed is _LANGUAGE_KEYS else "; or 'languages': {en: path, zh: path}"),
+        )
+    docs = entry.get("docs")
+    target = (base / entry["path"]).resolve()
+    evalset = entry.get("evalset")
+    if evalset is not None:  # path is then the documents folder
+        if not isinstance(evalset, str) or not evalset:
             raise _fail(
-                path, where, f"unknown key(s) {unknown}{hint}; allowed: {sorted(_DATASET_KEYS)}"
+                path, f"{where}.evalset", f"{evalset!r}: give the eval-set .jsonl file's path"
             )
-        if not isinstance(entry.get("path"), str):
+        if docs:
             raise _fail(
                 path,
                 where,
-                "needs 'path': a BEIR folder, an eval-set folder, or with 'evalset' the "
-                "documents folder",
+                f"both 'docs' ({docs!r}) and 'evalset' ({evalset!r}): with 'evalset', "
+                "'path' is the documents folder; drop 'docs'",
             )
-        subset = entry.get("subset")
-        _check_subset(path, f"{where}.subset", subset)
-        docs = entry.get("docs")
-        target = (base / entry["path"]).resolve()
-        evalset = entry.get("evalset")
-        if evalset is not None:  # path is then the documents folder
-            if not isinstance(evalset, str) or not evalset:
-                raise _fail(
-                    path, f"{where}.evalset", f"{evalset!r}: give the eval-set .jsonl file's path"
-                )
-            if docs:
-                raise _fail(
-                    path,
-                    where,
-                    f"both 'docs' ({docs!r}) and 'evalset' ({evalset!r}): with 'evalset', "
-                    "'path' is the documents folder; drop 'docs'",
-                )
-            target, docs = (base / evalset).resolve(), entry["path"]
-        chunking = parse_chunking(
-            entry.get("chunking"), f"{path}: {where}.chunking", base=base, key="chunking"
+        target, docs = (base / evalset).resolve(), entry["path"]
+    extensions = parse_extensions(entry.get("extensions"), f"{path}: {where}.extensions")
+    return DatasetEntry(
+        name=str(entry.get("name") or name),
+        path=target,
+        split=str(entry.get("split", "test")),
+        docs=(base / docs).resolve() if docs else None,
+        subset=dict(subset) if subset else None,
+        chunking=chunking,
+        extensions=extensions,
+        origin=f"{path}: {where}",
+    )
+
+
+def _parse_languages(
+    path: Path,
+    base: Path,
+    name: str,
+    entry: Mapping[str, Any],
+    where: str,
+    subset: Any,
+    chunking: ChunkingSettings | None,
+) -> DatasetEntry:
+    """``languages: {en: path, zh: {path: ..., evalset: ...}}``: a dataset in several
+    languages, each language's data read as a dataset of its own."""
+    raw = entry["languages"]
+    if not isinstance(raw, Mapping) or len(raw) < 2:
+        raise _fail(
+            path,
+            f"{where}.languages",
+            f"{raw!r}: give two or more languages, each a dataset path, e.g. "
+            "languages: {en: data/en, zh: data/zh}",
         )
-        extensions = parse_extensions(entry.get("extensions"), f"{path}: {where}.extensions")
-        out[str(name)] = DatasetEntry(
-            name=str(entry.get("name") or name),
-            path=target,
-            split=str(entry.get("split", "test")),
-            docs=(base / docs).resolve() if docs else None,
-            subset=dict(subset) if subset else None,
-            chunking=chunking,
-            extensions=extensions,
-            origin=f"{path}: {where}",
+    clash = sorted(set(entry) & {"path", "docs", "evalset", "split", "extensions"})
+    if clash:
+        raise _fail(
+            path,
+            where,
+            f"{clash} beside 'languages': each language names its own path (and split, docs, "
+            "evalset, extensions); move them under languages.<language>",
         )
-    return out
+    languages = {}
+    for language, part in raw.items():
+        at = f"{where}.languages.{language}"
+        try:
+            code = check_language(language, f"{path}: {at}")
+        except DatasetError as exc:
+            raise ConfigError(str(exc)) from None
+        languages[code] = _parse_dataset(path, base, code, part, at, _LANGUAGE_KEYS)
+    return DatasetEntry(
+        name=str(entry.get("name") or name),
+        path=path.parent.resolve(),
+        subset=dict(subset) if subset else None,
+        chunking=chunking,
+        origin=f"{path}: {where}",
+        languages=languages,
+    )
 
 
 def _check_subset(path: Path, where: str, subset: Any) -> None:

@@ -28,6 +28,9 @@ class Document:
     title: str = ""
     metadata: Mapping[str, Any] = field(default_factory=dict, compare=False)
     origin: str | None = field(default=None, compare=False)
+    #: the language of the corpus it belongs to, in a dataset in several languages (each
+    #: language's queries search only their own language's documents); None: one corpus
+    language: str | None = None
 
     @property
     def embed_text(self) -> str:
@@ -43,6 +46,9 @@ class Query:
     text: str
     metadata: Mapping[str, Any] = field(default_factory=dict, compare=False)
     origin: str | None = field(default=None, compare=False)
+    #: its language ("zh"), in a dataset whose metrics are reported per language with their
+    #: macro average; None: a dataset in one language
+    language: str | None = None
 
 
 @dataclass(frozen=True)

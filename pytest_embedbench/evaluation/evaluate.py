@@ -162,6 +162,14 @@ class Evaluator:
         spec = ModelSpec.coerce(model)
         ds = load_dataset(dataset, split=split)
         ks = self.k if k is None else parse_cutoffs(k, "k")
+        if _by_language(ds):
+            if retriever is not None:
+                raise ConfigError(
+                    f"dataset {ds.name!r} keeps a corpus per language {list(ds.languages)}: "
+                    "each language is searched by a retriever of its own, so one retriever "
+                    "cannot be given; evaluate each ds.language_part(language) with its own"
+                )
+            return self._evaluate_languages(spec, ds, ks)
         timings = Timings()
         stats = stats if stats is not None else BuildStats()
         started = time.perf_counter()
@@ -198,6 +206,20 @@ class Evaluator:
             cold_model=first_use,
             batches_before=batches_before,
         )
+
+    def _evaluate_languages(
+        self, spec: ModelSpec, ds: RetrievalDataset, ks: tuple[int, ...]
+    ) -> RetrievalResult:
+        """Each language's queries over its own corpus (one index a language, as the seed
+        study evaluates MIRACL's languages), then one result of them all: metrics the macro
+        average over the languages, ``by_language`` each language's own result."""
+        from .languages import combine_languages
+
+        parts = {
+            language: self.evaluate(spec, ds.language_part(language), k=ks)
+            for language in ds.languages
+        }
+        return combine_languages(ds, parts, provider=self.provider(spec))
 
     def _result(
         self,
@@ -285,6 +307,12 @@ class Evaluator:
     ) -> Retriever:
         """``provider``'s retriever over ``ds``: over its documents, or for a chunked dataset a
         :class:`~.docscore.PooledRetriever` over its chunks (the cache reuses unchanged ones)."""
+        if _by_language(ds):
+            raise ConfigError(
+                f"dataset {ds.name!r} keeps a corpus per language {list(ds.languages)}, and "
+                "there is no one index over all of them: build a retriever for each "
+                "ds.language_part(language)"
+            )
         stats = stats if stats is not None else BuildStats()
         progress = self._documents_progress()
         if hasattr(provider, "memory_budget"):
@@ -438,6 +466,11 @@ def _same_fusion(rebuilt: Retriever, measured: Retriever) -> Retriever:
 def _is_count(value: Any) -> bool:
     """Whether ``value`` is an integer >= 0 (not a bool)."""
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _by_language(ds: RetrievalDataset) -> bool:
+    """Whether ``ds``'s languages each have a corpus of their own (each searched apart)."""
+    return ds.separate_corpora and len(ds.languages) > 1
 
 
 def _model_chunked(ds: RetrievalDataset) -> bool:

@@ -26,6 +26,7 @@ from ..records.resultdata import (
     ChunkHit,
     CostData,
     IndexData,
+    LanguageData,
     LatencyData,
     MetricData,
     ResourcesData,
@@ -166,6 +167,14 @@ class RetrievalResult:
     ) -> None:
         """The rankings and scores by query id, and the gain matrix the metrics read."""
         self.query_ids: tuple[str, ...] = tuple(q.id for q in dataset.queries)
+        #: the dataset's languages (() for one language) and each query's, aligned with
+        #: :attr:`query_ids` (None for one language): metrics are then macro averages
+        self.languages: tuple[str, ...] = dataset.languages
+        self.query_languages: tuple[str, ...] | None = (
+            tuple(str(q.language) for q in dataset.queries) if dataset.languages else None
+        )
+        self._dataset = dataset
+        self._by_language: dict[str, RetrievalResult] | None = None
         #: each query's text, for messages that name queries
         self.query_texts: dict[str, str] = {q.id: q.text for q in dataset.queries}
         self.rankings: dict[str, list[str]] = {
@@ -236,7 +245,9 @@ class RetrievalResult:
         return self._per_query[key]
 
     def metric(self, name: str) -> Estimate:
-        """The mean of ``name`` over queries with its bootstrap interval (seeded)."""
+        """The mean of ``name`` over queries with its bootstrap interval (seeded). On a
+        dataset in several languages, the macro average: the mean of the languages' means,
+        its bootstrap resampling the queries within each language (see :attr:`by_language`)."""
         key = str(parse_metric(name))
         if key not in self._estimates:
             est = self._bootstrap(self.per_query(key), key)
@@ -255,8 +266,75 @@ class RetrievalResult:
     def _bootstrap(self, values: Sequence[float] | np.ndarray, name: str) -> Estimate:
         """The mean of ``values`` with this result's bootstrap interval (seeded)."""
         return bootstrap(
-            values, n_resamples=self.n_resamples, level=self.level, seed=self.seed, name=name
+            values,
+            n_resamples=self.n_resamples,
+            level=self.level,
+            seed=self.seed,
+            strata=self.query_languages,
+            macro=self.query_languages is not None,
+            name=name,
         )
+
+    @property
+    def by_language(self) -> Mapping[str, RetrievalResult]:
+        """Each language's own result on a dataset in several languages (empty for one
+        language): ``result.by_language["zh"].ndcg10`` is the mean over the Chinese queries
+        with its interval, and :attr:`ndcg10` the macro average of these.
+
+        Where each language has its own corpus, each is the evaluation of that language's
+        queries over its documents (its own index, latency and cut-offs); over one shared
+        corpus, the same run's rankings of that language's queries."""
+        if self._by_language is None:
+            self._by_language = {lang: self._language_view(lang) for lang in self.languages}
+        return self._by_language
+
+    def _language_view(self, language: str) -> RetrievalResult:
+        """The result of ``language``'s queries alone, from this run's rankings."""
+        part = self._dataset.language_part(language)
+        ids = [q.id for q in part.queries]
+        wanted = set(ids)
+        timed = [
+            (q, ms)
+            for q, ms in zip(self.latency.query_ids, self.latency.per_query_ms, strict=True)
+            if q in wanted
+        ]
+        return RetrievalResult(
+            model=self.model,
+            dataset=part,
+            rankings=[self.rankings[q] for q in ids],
+            scores=[self.scores[q] for q in ids],
+            k=self.k,
+            timings=self.timings,
+            latency=LatencyStats.from_seconds(
+                np.array([ms for _, ms in timed]) / 1000.0,
+                [q for q, _ in timed],
+                queries=len(ids),
+            ),
+            cold_query_ms=self.cold_query_ms,
+            documents_per_s=self.documents_per_s,
+            peak_rss_mb=self.peak_rss_mb,
+            cache=self.cache,
+            model_info=self.model_info,
+            seed=self.seed,
+            n_resamples=self.n_resamples,
+            level=self.level,
+        )
+
+    def languages_data(self) -> dict[str, LanguageData] | None:
+        """Each language's queries, documents and metrics (None for one language)."""
+        if not self.languages:
+            return None
+        return {
+            language: LanguageData(
+                queries=len(part.query_ids),
+                documents=part.n_documents,
+                metrics={
+                    name: from_data(MetricData, est.to_dict())
+                    for name, est in part.metrics().items()
+                },
+            )
+            for language, part in self.by_language.items()
+        }
 
     def ndcg(self, k: int) -> Estimate:
         return self.metric(f"ndcg@{k}")
@@ -306,6 +384,18 @@ class RetrievalResult:
             )
         return [mine[q] for q in shared], [theirs[q] for q in shared]
 
+    def paired_strata(self, other: RetrievalResult) -> list[str] | None:
+        """The language of each query :meth:`paired_scores` pairs, in its order (None: a
+        dataset in one language), for a comparison that resamples within languages."""
+        if self.query_languages is None:
+            return None
+        theirs = set(other.query_ids)
+        return [
+            lang
+            for qid, lang in zip(self.query_ids, self.query_languages, strict=True)
+            if qid in theirs
+        ]
+
     def compare(self, other: RetrievalResult, name: str = "ndcg@10") -> Estimate:
         """Paired difference ``self - other`` on the queries both share, with its interval."""
         return self._paired(other, name, f"{name} {self.name} - {other.name}")
@@ -314,8 +404,16 @@ class RetrievalResult:
         """``name``'s paired difference ``self - other`` on their shared queries, with this
         result's bootstrap interval (seeded), named ``label``."""
         mine, theirs = self.paired_scores(other, name)
+        strata = self.paired_strata(other)
         return paired_bootstrap(
-            mine, theirs, n_resamples=self.n_resamples, level=self.level, seed=self.seed, name=label
+            mine,
+            theirs,
+            n_resamples=self.n_resamples,
+            level=self.level,
+            seed=self.seed,
+            strata=strata,
+            macro=strata is not None,
+            name=label,
         )
 
     # -- the index axis --------------------------------------------------------------------
@@ -577,6 +675,12 @@ class RetrievalResult:
             chunking=self._chunking_summary(self.chunking) if self.chunking is not None else None,
             cutoffs=self._cutoffs.to_dict() if self._cutoffs is not None else None,
             index=self._index_data(),
+            languages=self.languages_data(),
+            query_languages=(
+                dict(zip(self.query_ids, self.query_languages, strict=True))
+                if self.query_languages is not None
+                else None
+            ),
             **(self._per_query_detail() if per_query else {}),
         )
 

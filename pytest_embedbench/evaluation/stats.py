@@ -31,6 +31,7 @@ __all__ = [
     "bootstrap_interval",
     "compare_scores",
     "holm",
+    "macro_mean",
     "minimum_detectable_effect",
     "paired_bootstrap",
 ]
@@ -180,8 +181,13 @@ def _resampled_means(
     n_resamples: int,
     rng: np.random.Generator,
     strata: np.ndarray | None,
+    macro: bool = False,
 ) -> np.ndarray:
-    """Means of ``n_resamples`` resamples with replacement, drawn in memory-bounded blocks."""
+    """Means of ``n_resamples`` resamples with replacement, drawn in memory-bounded blocks.
+
+    With ``strata`` each stratum is resampled within itself, keeping its size, strata in
+    sorted order; the mean is over all queries (as the point value), or with ``macro`` the
+    mean of the strata's means (each stratum counts once, whatever its size)."""
     n = len(values)
     means = np.empty(n_resamples, dtype=np.float64)
     block = max(1, _BLOCK // max(n, 1))
@@ -191,16 +197,39 @@ def _resampled_means(
             idx = rng.integers(0, n, size=(stop - start, n))
             means[start:stop] = values[idx].mean(axis=1)
         return means
-    # stratified: each stratum keeps its size; the mean is over all queries, as the point value
     groups = [np.flatnonzero(strata == s) for s in np.unique(strata)]
     for start in range(0, n_resamples, block):
         stop = min(n_resamples, start + block)
         total = np.zeros(stop - start)
         for members in groups:
             idx = rng.integers(0, len(members), size=(stop - start, len(members)))
-            total += values[members[idx]].sum(axis=1)
-        means[start:stop] = total / n
+            drawn = values[members[idx]]
+            total += drawn.mean(axis=1) if macro else drawn.sum(axis=1)
+        means[start:stop] = total / (len(groups) if macro else n)
     return means
+
+
+def _strata(strata: Sequence[Any] | np.ndarray | None, shape: tuple[int, ...]) -> np.ndarray | None:
+    """``strata`` as an array, one per value (ConfigError when the shapes differ)."""
+    if strata is None:
+        return None
+    strata_arr = np.asarray(strata)
+    if strata_arr.shape != shape:
+        raise ConfigError(
+            f"strata has shape {strata_arr.shape}, values {shape}: give one per query"
+        )
+    return strata_arr
+
+
+def macro_mean(values: Sequence[float] | np.ndarray, strata: Sequence[Any] | np.ndarray) -> float:
+    """The mean of the strata's means (each stratum, a language, counts once): the macro
+    average of a dataset in several languages. NaN when empty."""
+    arr = np.asarray(values, dtype=np.float64)
+    strata_arr = _strata(strata, arr.shape)
+    assert strata_arr is not None
+    if len(arr) == 0:
+        return math.nan
+    return float(np.mean([arr[strata_arr == s].mean() for s in np.unique(strata_arr)]))
 
 
 def bootstrap_interval(
@@ -210,8 +239,11 @@ def bootstrap_interval(
     level: float = 0.95,
     seed: int = 0,
     strata: Sequence[Any] | np.ndarray | None = None,
+    macro: bool = False,
 ) -> tuple[float, float]:
-    """Percentile bootstrap interval of the mean of ``values`` (NaN, NaN when empty)."""
+    """Percentile bootstrap interval of the mean of ``values`` (NaN, NaN when empty);
+    ``strata`` (one label a value): resampled within each stratum; ``macro``: of the mean of
+    the strata's means."""
     _check(level, n_resamples)
     arr = np.asarray(values, dtype=np.float64)
     if arr.ndim != 1:
@@ -220,15 +252,11 @@ def bootstrap_interval(
         return (math.nan, math.nan)
     if not np.all(np.isfinite(arr)):
         raise ConfigError("bootstrap: per-query values contain NaN or infinity")
-    strata_arr = None
-    if strata is not None:
-        strata_arr = np.asarray(strata)
-        if strata_arr.shape != arr.shape:
-            raise ConfigError(
-                f"strata has shape {strata_arr.shape}, values {arr.shape}: give one per query"
-            )
+    strata_arr = _strata(strata, arr.shape)
+    if macro and strata_arr is None:
+        raise ConfigError("bootstrap: macro=True needs strata (the language of each query)")
     rng = np.random.default_rng(seed)
-    means = _resampled_means(arr, n_resamples, rng, strata_arr)
+    means = _resampled_means(arr, n_resamples, rng, strata_arr, macro)
     alpha = (1.0 - level) / 2.0
     low, high = np.quantile(means, [alpha, 1.0 - alpha])
     return (float(low), float(high))
@@ -241,14 +269,25 @@ def bootstrap(
     level: float = 0.95,
     seed: int = 0,
     strata: Sequence[Any] | np.ndarray | None = None,
+    macro: bool = False,
     name: str | None = None,
 ) -> Estimate:
-    """The mean of ``values`` as an :class:`Estimate` with its percentile bootstrap interval."""
+    """The mean of ``values`` as an :class:`Estimate` with its percentile bootstrap interval.
+
+    ``strata`` (one label a value, e.g. each query's language) resamples within each stratum,
+    keeping its size; ``macro`` makes the estimate the mean of the strata's means (the macro
+    average over languages), its interval from the same stratified resamples::
+
+        est = bootstrap(ndcg, strata=["en", "en", "zh"], macro=True)   # (mean(en) + zh) / 2
+    """
     arr = np.asarray(values, dtype=np.float64)
     low, high = bootstrap_interval(
-        arr, n_resamples=n_resamples, level=level, seed=seed, strata=strata
+        arr, n_resamples=n_resamples, level=level, seed=seed, strata=strata, macro=macro
     )
-    mean = float(arr.mean()) if len(arr) else math.nan
+    if macro and len(arr):
+        mean = macro_mean(arr, strata)  # type: ignore[arg-type]
+    else:
+        mean = float(arr.mean()) if len(arr) else math.nan
     return Estimate(mean, low=low, high=high, n=len(arr), per_query=arr, level=level, name=name)
 
 
@@ -260,12 +299,15 @@ def paired_bootstrap(
     level: float = 0.95,
     seed: int = 0,
     strata: Sequence[Any] | np.ndarray | None = None,
+    macro: bool = False,
     name: str | None = None,
 ) -> Estimate:
     """Mean of ``a - b`` over paired queries, with the interval from resampling the same queries.
 
     ``a[i]`` and ``b[i]`` must score the same query. The interval lies wholly below 0 when
-    ``a`` is significantly worse at this level.
+    ``a`` is significantly worse at this level. ``strata`` and ``macro`` as in
+    :func:`bootstrap` (a dataset in several languages: resampled within each language, the
+    macro average's difference).
     """
     arr_a = np.asarray(a, dtype=np.float64)
     arr_b = np.asarray(b, dtype=np.float64)
@@ -275,7 +317,13 @@ def paired_bootstrap(
             f"{arr_b.shape}"
         )
     return bootstrap(
-        arr_a - arr_b, n_resamples=n_resamples, level=level, seed=seed, strata=strata, name=name
+        arr_a - arr_b,
+        n_resamples=n_resamples,
+        level=level,
+        seed=seed,
+        strata=strata,
+        macro=macro,
+        name=name,
     )
 
 
@@ -401,17 +449,34 @@ def randomization_pvalue(diff: np.ndarray, *, n_resamples: int, seed: int) -> fl
     return (hits + 1) / (n_resamples + 1)
 
 
-def bootstrap_pvalue(diff: np.ndarray, *, n_resamples: int, seed: int) -> float:
+def bootstrap_pvalue(
+    diff: np.ndarray,
+    *,
+    n_resamples: int,
+    seed: int,
+    strata: np.ndarray | None = None,
+    macro: bool = False,
+) -> float:
     """Two-sided bootstrap p-value: resampled means shifted to the null (mean 0) that reach
-    the observed |mean|, as (hits + 1) / (resamples + 1) (Efron and Tibshirani, 16.4)."""
+    the observed |mean|, as (hits + 1) / (resamples + 1) (Efron and Tibshirani, 16.4);
+    ``strata``/``macro`` as in :func:`bootstrap` (the macro mean, resampled within strata)."""
     n = len(diff)
     if n == 0:
         return math.nan
     rng = np.random.default_rng(seed)
-    means = _resampled_means(diff, n_resamples, rng, None)
-    observed = abs(diff.mean())
-    hits = int((np.abs(means - diff.mean()) >= observed).sum())
+    means = _resampled_means(diff, n_resamples, rng, strata, macro)
+    point = macro_mean(diff, strata) if macro and strata is not None else diff.mean()
+    observed = abs(point)
+    hits = int((np.abs(means - point) >= observed).sum())
     return (hits + 1) / (n_resamples + 1)
+
+
+def macro_weighted(diff: np.ndarray, strata: Sequence[Any] | np.ndarray) -> np.ndarray:
+    """``diff`` scaled so its plain mean is the macro mean over ``strata``: each value times
+    n / (strata * its stratum's size). A sign-flip test of these flips each query's
+    difference and weighs it as the macro average does."""
+    labels, inverse, counts = np.unique(np.asarray(strata), return_inverse=True, return_counts=True)
+    return diff * (len(diff) / (len(labels) * counts[inverse]))
 
 
 def compare_scores(
@@ -423,12 +488,19 @@ def compare_scores(
     n_resamples: int = DEFAULT_RESAMPLES,
     level: float = 0.95,
     name: str | None = None,
+    strata: Sequence[Any] | np.ndarray | None = None,
 ) -> Comparison:
     """Compare paired per-query scores: difference ``a - b``, its interval and a p-value.
 
     ``test`` is ``"bootstrap"`` (paired bootstrap), ``"t"`` (paired t-test) or
     ``"randomization"`` (Fisher's sign-flip test, seeded). The interval is always the paired
     percentile bootstrap.
+
+    ``strata`` (each query's language, in a dataset in several languages): the difference is
+    that of the macro averages (the mean of the per-language means); the bootstrap resamples
+    within each language, and the sign-flip and t tests read each query's difference weighted
+    as the macro average weighs it (the t test's variance then also holds the spread between
+    the languages' means, so it errs on the side of no difference).
 
     Usage::
 
@@ -437,14 +509,27 @@ def compare_scores(
     """
     if test not in TESTS:
         raise ConfigError(f"test={test!r}: use one of {list(TESTS)}")
-    difference = paired_bootstrap(a, b, n_resamples=n_resamples, level=level, seed=seed, name=name)
+    difference = paired_bootstrap(
+        a,
+        b,
+        n_resamples=n_resamples,
+        level=level,
+        seed=seed,
+        name=name,
+        strata=strata,
+        macro=strata is not None,
+    )
     diff = difference.per_query
+    strata_arr = _strata(strata, diff.shape)
+    weighted = diff if strata_arr is None else macro_weighted(diff, strata_arr)
     if test == "t":
-        p = paired_t_pvalue(diff)
+        p = paired_t_pvalue(weighted)
     elif test == "randomization":
-        p = randomization_pvalue(diff, n_resamples=n_resamples, seed=seed)
+        p = randomization_pvalue(weighted, n_resamples=n_resamples, seed=seed)
     else:
-        p = bootstrap_pvalue(diff, n_resamples=n_resamples, seed=seed)
+        p = bootstrap_pvalue(
+            diff, n_resamples=n_resamples, seed=seed, strata=strata_arr, macro=strata is not None
+        )
     return Comparison(difference, p, test, None if test == "t" else n_resamples)
 
 

@@ -24,6 +24,7 @@ from typing import Any, Literal
 
 from ..baseline import GateConfig, GateSettings, Threshold, ThresholdSet, load_thresholds
 from ..baseline.thresholds import check_named, named_in, threshold_depth
+from ..config.entries import dataset_key, load_entry
 from ..config.project import (
     DatasetEntry,
     Options,
@@ -36,13 +37,12 @@ from ..config.project import (
 )
 from ..core.exceptions import (
     ConfigError,
-    DatasetError,
     EmbedBenchWarning,
     did_you_mean,
     unknown_hint,
 )
 from ..core.yamlfile import read_yaml
-from ..data.datasets import RetrievalDataset, load_dataset
+from ..data.datasets import RetrievalDataset
 from ..evaluation.metrics import parse_cutoffs, parse_metric
 from ..evaluation.workloads import Workload, parse_workloads
 from ..models.providers import ModelSpec, spec_fingerprint
@@ -310,38 +310,6 @@ class Case:
     @property
     def dataset_key(self) -> str:
         return self.dataset.key
-
-
-def dataset_key(entry: DatasetEntry) -> str:
-    """What identifies a loaded dataset: its path, split, documents folder, subset, document
-    types and chunking."""
-    return (
-        f"{entry.path}|{entry.split}|{entry.docs}|{sorted((entry.subset or {}).items())}"
-        f"|{entry.extensions}|{entry.chunking}"
-    )
-
-
-def load_entry(entry: DatasetEntry) -> RetrievalDataset:
-    """The dataset of ``entry``: loaded, subset and chunked as it says. A DatasetError names
-    the entry's place in embedbench.yaml (``datasets.NAME``) when it has one."""
-    try:
-        ds = load_dataset(
-            entry.path,
-            split=entry.split,
-            docs=entry.docs,
-            name=entry.name,
-            extensions=entry.extensions,
-        )
-    except DatasetError as exc:
-        if entry.origin is None:
-            raise
-        raise DatasetError(f"{entry.origin}: {exc}") from None
-    if entry.subset:
-        ds = ds.subset(**entry.subset)
-        ds.name = entry.name
-    if entry.chunking is not None:
-        ds = ds.with_chunking(entry.chunking)
-    return ds
 
 
 class CaseBuilder:

@@ -61,6 +61,7 @@ class EmbedBenchHandle:
             seed=options.seed,
             n_resamples=options.bootstrap,
             name=f"{metric} {a.name} - {b.name}",
+            strata=a.paired_strata(b),
         )
         self.comparisons.append(comparison)
         for made, adjusted in zip(

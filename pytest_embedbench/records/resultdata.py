@@ -199,6 +199,21 @@ class IndexData:
 
 
 @dataclass(frozen=True)
+class LanguageData:
+    """One language of a dataset in several languages: its judged queries, the documents
+    they search, and its metrics (means over its queries, with their intervals)."""
+
+    queries: int = 0
+    documents: int = 0
+    metrics: dict[str, MetricData] = field(default_factory=dict)
+
+    def metric_value(self, name: str) -> float | None:
+        """``name``'s mean (None when not measured or not finite)."""
+        found = self.metrics.get(name)
+        return None if found is None or _missing(found.value) else found.value
+
+
+@dataclass(frozen=True)
 class ResultData:
     """One model's results on one dataset, as a record keeps them.
 
@@ -240,6 +255,18 @@ class ResultData:
     winning_chunks: dict[str, tuple[ChunkHit, ...]] | None = field(default=None, metadata=OMIT_NONE)
     #: the index axis's figures (absent when the test has no ``indexes=``)
     index: IndexData | None = field(default=None, metadata=OMIT_NONE)
+    #: a dataset in several languages: each language's figures (``metrics`` are then their
+    #: macro average), and each query's language, which the paired comparisons and the gate
+    #: resample within (absent for a dataset in one language)
+    languages: dict[str, LanguageData] | None = field(default=None, metadata=OMIT_NONE)
+    query_languages: dict[str, str] | None = field(default=None, metadata=OMIT_NONE)
+
+    def strata(self, query_ids: Sequence[str]) -> list[str] | None:
+        """The language of each of ``query_ids`` (None: a dataset in one language), for a
+        paired comparison that resamples within languages."""
+        if not self.query_languages:
+            return None
+        return [self.query_languages.get(q, "") for q in query_ids]
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON report's form (non-finite numbers as null)."""

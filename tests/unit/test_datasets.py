@@ -604,8 +604,8 @@ def test_a_typo_of_a_key_is_an_error_naming_it_and_the_key_meant(
     )
     assert message == (
         f"{path} line 2: unknown key {typo!r}; did you mean {meant!r}? The keys read are "
-        "'query_id', 'query', 'relevant_doc_ids', 'relevance'; other keys are kept as the "
-        "query's metadata, but one this close to a key read is taken for a typo: rename it"
+        "'query_id', 'query', 'relevant_doc_ids', 'relevance', 'language'; other keys are kept "
+        "as the query's metadata, but one this close to a key read is taken for a typo: rename it"
     )
 
 

@@ -17,13 +17,14 @@ here, picks the loader from the path.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from ...core.exceptions import DatasetError
 from .beir import load_beir
 from .core import Document, EvalSet, Query, RetrievalDataset
 from .evalset import DOCUMENT_SUFFIXES, QUERY_ID_PREFIX, load_evalset
+from .languages import check_language, merge_languages
 
 __all__ = [
     "DOCUMENT_SUFFIXES",
@@ -32,14 +33,16 @@ __all__ = [
     "EvalSet",
     "Query",
     "RetrievalDataset",
+    "check_language",
     "load_beir",
     "load_dataset",
     "load_evalset",
+    "merge_languages",
 ]
 
 
 def load_dataset(
-    path: str | Path | RetrievalDataset,
+    path: str | Path | RetrievalDataset | Mapping[str, str | Path | RetrievalDataset],
     split: str = "test",
     *,
     docs: str | Path | None = None,
@@ -55,10 +58,18 @@ def load_dataset(
 
     An eval set has one split: ``split`` other than ``"test"`` (the default) is an error there.
     ``extensions`` limits the document types read from an eval set's documents folder.
-    A :class:`RetrievalDataset` is returned as it is.
+    A :class:`RetrievalDataset` is returned as it is. A mapping of language code to any of
+    these (``{"en": "faq-en/", "zh": "faq-zh/"}``) is a dataset in several languages, each
+    searched on its own corpus (:func:`~.languages.merge_languages`; ids prefixed ``zh:``).
     """
     if isinstance(path, RetrievalDataset):
         return path
+    if isinstance(path, Mapping):
+        parts = {
+            str(language): load_dataset(part, split, docs=docs, extensions=extensions)
+            for language, part in path.items()
+        }
+        return merge_languages(parts, name=name or "+".join(parts))
     root = Path(path)
     if root.is_dir():
         if (root / "corpus.jsonl").is_file():

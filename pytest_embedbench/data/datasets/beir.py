@@ -10,6 +10,7 @@ from pathlib import Path
 from ...core.exceptions import DatasetError
 from .core import GRADE_RULE, MAX_GRADE, Document, Query, RetrievalDataset
 from .files import as_id, as_text, read_jsonl, read_lines
+from .languages import check_language
 
 __all__ = ["HEADER_WORDS", "load_beir", "parse_grade"]
 
@@ -89,6 +90,11 @@ def _read_queries(path: Path) -> list[Query]:
             as_text(obj, "text", path, number),
             obj.get("metadata") or {},
             origin=f"{path} line {number}",
+            language=(
+                None
+                if obj.get("language") is None
+                else check_language(obj["language"], f"{path} line {number}: 'language'")
+            ),
         )
         for number, obj in read_jsonl(path)
     ]

@@ -115,6 +115,11 @@ class RetrievalDataset:
         self.queries: tuple[Query, ...] = tuple(q for q in all_queries if q.id in self.qrels)
         self._doc_index = {d.id: i for i, d in enumerate(self.documents)}
         self._fingerprint: str | None = None
+        #: the languages of the queries, in the order they first appear (() for a dataset in
+        #: one language): each is reported on its own and the metrics are their macro average
+        self.languages: tuple[str, ...] = tuple(
+            dict.fromkeys(q.language for q in self.queries if q.language is not None)
+        )
 
     # -- validation --------------------------------------------------------------------------
 
@@ -122,6 +127,7 @@ class RetrievalDataset:
         problems: list[str] = []
         seen_docs = _check_documents(self.documents, problems)
         seen_queries = _check_queries(queries, problems)
+        _check_languages(self.documents, queries, qrels, problems)
         if not qrels:
             problems.append("no relevance judgements (qrels): nothing can be evaluated")
         for qid, judged in qrels.items():
@@ -169,6 +175,42 @@ class RetrievalDataset:
         return len(self.queries)
 
     @property
+    def separate_corpora(self) -> bool:
+        """Whether each language has its own corpus (its documents carry a language, as
+        :func:`~.languages.merge_languages` builds): a query then searches only the documents
+        of its own language."""
+        return bool(self.documents) and self.documents[0].language is not None
+
+    def language_part(self, language: str) -> RetrievalDataset:
+        """The queries in ``language`` and their judgements, over that language's documents
+        when each language has its own corpus (else over every document), chunked alike.
+
+        Usage::
+
+            zh = ds.language_part("zh")
+        """
+        if language not in self.languages:
+            raise DatasetError(
+                f"dataset {self.name!r} has no language {language!r}; its languages are "
+                f"{list(self.languages)}"
+            )
+        queries = [q for q in self.queries if q.language == language]
+        documents = (
+            [d for d in self.documents if d.language == language]
+            if self.separate_corpora
+            else self.documents
+        )
+        return RetrievalDataset(
+            documents,
+            queries,
+            {q.id: self.qrels[q.id] for q in queries},
+            name=f"{self.name}[{language}]",
+            source=self.source,
+            qrels_origins=self._qrels_origins,
+            chunking=self.chunking,
+        )
+
+    @property
     def evalset(self) -> EvalSet:
         """The judged queries and their qrels."""
         return EvalSet(self.queries, self.qrels)
@@ -191,9 +233,11 @@ class RetrievalDataset:
         if self._fingerprint is None:
             h = hashlib.sha256()
             for doc in sorted(self.documents, key=lambda d: d.id):
-                _feed(h, "d", doc.id, doc.title, doc.text)
+                # a language (a corpus of its own) is fed only when set: fingerprints of
+                # datasets in one language are unchanged
+                _feed(h, "d", doc.id, doc.title, doc.text, *_language(doc.language))
             for query in sorted(self.queries, key=lambda q: q.id):
-                _feed(h, "q", query.id, query.text)
+                _feed(h, "q", query.id, query.text, *_language(query.language))
             for qid in sorted(self.qrels):
                 for did, grade in sorted(self.qrels[qid].items()):
                     _feed(h, "r", qid, did, str(int(grade)))
@@ -347,6 +391,61 @@ def chunking_identity(chunking: ChunkingSettings) -> dict[str, Any]:
             digest = hashlib.sha256(path.read_bytes()).hexdigest()[:12]
             out["tokenizer"] = f"{path.name} sha256:{digest}"
     return out
+
+
+def _language(language: str | None) -> tuple[str, ...]:
+    return () if language is None else ("language", language)
+
+
+def _check_languages(
+    documents: Sequence[Document],
+    queries: Sequence[Query],
+    qrels: Mapping[str, Mapping[str, int]],
+    problems: list[str],
+) -> None:
+    """Languages all or none: every query with one when any has one (a query without would
+    belong to no row of the per-language table), every document with one when any has one,
+    and with document languages (each language its own corpus) each query judges only
+    documents of its own language."""
+    judged = [q for q in queries if q.id in qrels]
+    with_language = [q for q in judged if q.language is not None]
+    if with_language and len(with_language) < len(judged):
+        missing = next(q for q in judged if q.language is None)
+        problems.append(
+            f"{missing.origin or f'query {missing.id!r}'}: query {missing.id!r} has no language "
+            f"while {len(with_language)} other(s) have one (e.g. {with_language[0].id!r}: "
+            f"{with_language[0].language!r}); give every query a language, or none"
+        )
+    doc_languages = {d.id: d.language for d in documents}
+    with_doc_language = [d for d in documents if d.language is not None]
+    if not with_doc_language:
+        return
+    if len(with_doc_language) < len(documents):
+        missing_doc = next(d for d in documents if d.language is None)
+        problems.append(
+            f"{missing_doc.origin or f'document {missing_doc.id!r}'}: document "
+            f"{missing_doc.id!r} has no language while others do; in a dataset whose languages "
+            "each have a corpus, every document belongs to one"
+        )
+        return
+    for query in judged:
+        if query.language is None:
+            continue
+        for did in qrels[query.id]:
+            if doc_languages.get(did, query.language) != query.language:
+                problems.append(
+                    f"query {query.id!r} ({query.language}) judges document {did!r} "
+                    f"({doc_languages[did]}): each language's queries search only its own "
+                    "corpus; judge a document of the query's language"
+                )
+    without_corpus = sorted(
+        {str(q.language) for q in with_language} - {str(d.language) for d in with_doc_language}
+    )
+    if without_corpus:
+        problems.append(
+            f"language(s) {without_corpus} have queries but no documents: each language's "
+            "queries search its own corpus"
+        )
 
 
 def _check_documents(documents: Sequence[Document], problems: list[str]) -> dict[str, Document]:

@@ -19,6 +19,7 @@ from ...core.exceptions import DatasetError, EmbedBenchWarning
 from ..ingest import SUPPORTED_EXTENSIONS, DocumentsFolder, read_documents_folder
 from .core import Query, RetrievalDataset
 from .files import as_id, closest, read_jsonl
+from .languages import check_language
 
 __all__ = ["DOCUMENT_SUFFIXES", "QUERY_ID_PREFIX", "load_evalset"]
 
@@ -124,7 +125,7 @@ def load_evalset(
 
 
 #: the keys of an eval-set line that are not kept under the query's metadata
-_QUERY_KEYS = ("query_id", "query", "relevant_doc_ids", "relevance")
+_QUERY_KEYS = ("query_id", "query", "relevant_doc_ids", "relevance", "language")
 #: how close (difflib's ratio) an unread key must be to a read one to be taken for its typo:
 #: ``relevent_doc_ids``, ``queryId`` and ``relevances`` are; ``category``, ``answer``,
 #: ``source_chunk_id`` and ``query_type`` (metadata) are not
@@ -194,7 +195,10 @@ class _QueryReader:
             self._check_document(did, at)
             self.origins[(qid, did)] = at
         metadata = {k: v for k, v in obj.items() if k not in _QUERY_KEYS}
-        self.queries.append(Query(qid, text, metadata, origin=at))
+        language = obj.get("language")
+        if language is not None:
+            language = check_language(language, f"{at}: 'language'")
+        self.queries.append(Query(qid, text, metadata, origin=at, language=language))
         self.qrels[qid] = judged
 
     def _query_id(self, number: int, obj: Mapping[str, Any], key: str) -> str:

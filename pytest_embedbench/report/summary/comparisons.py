@@ -72,6 +72,9 @@ def _compare_with(
             seed=seed,
             n_resamples=n_resamples,
             name=f"ndcg@10 {row.model} - {reference}",
+            # a dataset in several languages: the macro averages' difference, resampled
+            # within each language
+            strata=row.result.strata(shared),
         )
         found.append((row.model, comparison))
     adjusted = holm([c.p_value for _, c in found])

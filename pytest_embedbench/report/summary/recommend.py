@@ -253,7 +253,8 @@ def _differs(a: ModelRow, b: ModelRow, seed: int, n_resamples: int) -> bool:
     y = [float(theirs[q]) for q in shared]
     if x == y:
         return False
-    comparison = compare_scores(x, y, seed=seed, n_resamples=n_resamples)
+    strata = a.result.strata(shared) if a.result is not None else None
+    comparison = compare_scores(x, y, seed=seed, n_resamples=n_resamples, strata=strata)
     return bool(comparison.p_value < ACCURACY_ALPHA)
 
 

@@ -1,0 +1,190 @@
+"""A dataset in three languages through a real pytest run (issue 44): English, Chinese and
+Japanese span sets built from Django's translations (tests/unit/test_bm25_language.py builds
+them), each a BEIR folder named under ``languages:`` in embedbench.yaml, bm25 with
+``language: auto``. The test reports a row per language and their macro average, and the
+gate's bootstrap resamples within each language."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.plugin.conftest import CONFTEST, set_ini, write_dataset
+from tests.unit.test_bm25_language import messages, span_set
+
+pytest.importorskip("django")
+pytest.importorskip("bm25s")
+pytest.importorskip("jieba")
+pytest.importorskip("opencc")
+pytest.importorskip("sudachipy")
+
+#: documents a language: small enough for the fast suite
+PER_LANGUAGE = 60
+LOCALES = {"en": "en_GB", "zh": "zh_Hans", "ja": "ja"}
+RESAMPLES = 2000
+
+TEST = """
+import json
+import pytest
+
+@pytest.mark.embedbench(dataset="django", models=["bm25"])
+def test_three_languages(retrieval, record_property):
+    rows = {lang: part.ndcg10 for lang, part in retrieval.by_language.items()}
+    record_property("rows", json.dumps({
+        lang: [float(e), e.low, e.high, e.n] for lang, e in rows.items()
+    }))
+    macro = retrieval.ndcg10
+    record_property("macro", json.dumps([float(macro), macro.low, macro.high, macro.n]))
+    record_property("per_query", json.dumps(dict(zip(retrieval.query_ids, macro.per_query))))
+    assert macro >= 0.3
+"""
+
+
+def three_languages(pytester: pytest.Pytester, extra: str = "") -> None:
+    """The project: one BEIR folder a language and embedbench.yaml naming them."""
+    for language, locale in LOCALES.items():
+        texts = sorted(set(messages(locale).values()))[:PER_LANGUAGE]
+        write_dataset(pytester.path / "data" / language, span_set(texts, language))
+    pytester.makeconftest(CONFTEST)
+    pytester.makefile(
+        ".yaml",
+        embedbench=(
+            "datasets:\n  django:\n    languages:\n"
+            + "".join(f"      {lang}: data/{lang}\n" for lang in LOCALES)
+            + "providers:\n  bm25: {language: auto}\n"
+            + extra
+        ),
+    )
+    set_ini(pytester)
+    pytester.makepyfile(test_languages=TEST)
+
+
+def stratified_macro(values: np.ndarray, strata: list[str], seed: int, n: int) -> list[float]:
+    """The 95% percentile interval of the macro mean, written out here: per resample, each
+    language (in sorted order) draws its own queries with replacement from one seeded
+    generator, the resample's value is the mean of the languages' means."""
+    rng = np.random.default_rng(seed)
+    labels = np.asarray(strata)
+    total = np.zeros(n)
+    languages = sorted(set(strata))
+    for language in languages:
+        members = np.flatnonzero(labels == language)
+        idx = rng.integers(0, len(members), size=(n, len(members)))
+        total += values[members[idx]].mean(axis=1)
+    low, high = np.quantile(total / len(languages), [0.025, 0.975])
+    return [float(low), float(high)]
+
+
+def _properties(report: dict) -> dict:
+    (test,) = report["tests"]
+    return {name: json.loads(value) for name, value in test["user_properties"]}
+
+
+def test_three_languages_report_three_rows_and_their_macro_average(
+    pytester: pytest.Pytester,
+) -> None:
+    three_languages(pytester)
+    result = pytester.runpytest(
+        "--embedbench-json", "r.json", f"--embedbench-bootstrap={RESAMPLES}"
+    )
+    result.assert_outcomes(passed=1)
+    report = json.loads((pytester.path / "r.json").read_text())
+    (test,) = report["tests"]
+    data = test["result"]
+    assert sorted(data["languages"]) == ["en", "ja", "zh"]
+    for language, row in data["languages"].items():
+        assert row["documents"] == PER_LANGUAGE, language
+    rows = {lang: row["metrics"]["ndcg@10"]["value"] for lang, row in data["languages"].items()}
+    macro = data["metrics"]["ndcg@10"]
+    assert macro["value"] == pytest.approx(np.mean(list(rows.values())), abs=1e-12)
+    # not the mean over all queries: the languages have different numbers of queries
+    counts = [row["queries"] for row in data["languages"].values()]
+    assert len(set(counts)) > 1
+    per_query = data["per_query"]["ndcg@10"]
+    strata = [data["query_languages"][q] for q in per_query]
+    values = np.array(list(per_query.values()))
+    assert macro["value"] != pytest.approx(values.mean(), abs=1e-6)
+    # the interval is the stratified bootstrap of the macro mean, with the run's seed
+    low, high = stratified_macro(values, strata, seed=0, n=RESAMPLES)
+    assert (macro["low"], macro["high"]) == pytest.approx((low, high), abs=1e-12)
+    # each query id carries its language, and a language's documents are its own
+    assert all(q.startswith(f"{data['query_languages'][q]}:") for q in per_query)
+    for qid, top in data["retrieved"].items():
+        assert all(doc.startswith(qid.split(":")[0] + ":") for doc in top)
+
+
+def test_the_gate_bootstraps_within_languages(pytester: pytest.Pytester) -> None:
+    """Record a baseline with whitespace bm25, then run bm25 language: auto against it: the
+    gate's interval of the difference is the stratified bootstrap of the macro difference."""
+    three_languages(
+        pytester,
+        "gate: {metrics: [ndcg@10], figures: {bytes_per_doc: null, index_mb: null}}\n",
+    )
+    yaml = pytester.path / "embedbench.yaml"
+    segmented = yaml.read_text()
+    yaml.write_text(segmented.replace("providers:\n  bm25: {language: auto}\n", ""))
+    args = ("--embedbench-baseline", "base.json", f"--embedbench-bootstrap={RESAMPLES}")
+    pytester.runpytest(*args, "--embedbench-update-baseline").assert_outcomes(passed=1)
+    baseline = json.loads((pytester.path / "base.json").read_text())
+    yaml.write_text(segmented)
+    result = pytester.runpytest(*args, "--embedbench-json", "r.json")
+    result.assert_outcomes(passed=1)
+    report = json.loads((pytester.path / "r.json").read_text())
+    (test,) = report["tests"]
+    delta = test["baseline"]["deltas"]["ndcg@10"]
+    (entry,) = _entries(baseline)
+    old = entry["per_query"]["ndcg@10"]
+    current = test["result"]["per_query"]["ndcg@10"]
+    languages = test["result"]["query_languages"]
+    shared = sorted(set(old) & set(current))
+    diff = np.array([round(current[q], 6) - old[q] for q in shared])
+    strata = [languages[q] for q in shared]
+    assert delta["difference"] == pytest.approx(
+        np.mean([diff[np.asarray(strata) == s].mean() for s in set(strata)]), abs=1e-9
+    )
+    low, high = stratified_macro(diff, strata, seed=0, n=RESAMPLES)
+    assert (delta["low"], delta["high"]) == pytest.approx((low, high), abs=1e-9)
+
+
+def _entries(baseline: dict) -> list[dict]:
+    """The baseline file's entries, whatever their nesting (tests -> models -> datasets)."""
+    found: list[dict] = []
+
+    def walk(node: object) -> None:
+        if isinstance(node, dict):
+            if "per_query" in node:
+                found.append(node)
+                return
+            for value in node.values():
+                walk(value)
+
+    walk(baseline)
+    return found
+
+
+def test_a_language_that_is_no_code_names_the_key(pytester: pytest.Pytester) -> None:
+    three_languages(pytester)
+    yaml = pytester.path / "embedbench.yaml"
+    yaml.write_text(yaml.read_text().replace("      ja: data/ja", "      Japanese: data/ja"))
+    result = pytester.runpytest()
+    assert result.ret != 0
+    result.stdout.fnmatch_lines(
+        [
+            "*embedbench.yaml: datasets.django.languages.Japanese: language 'Japanese' is not a "
+            "language code*"
+        ]
+    )
+
+
+def test_english_only_paths_are_unchanged(tmp_path: Path) -> None:
+    """A dataset in one language keeps its fingerprint and plain means (nothing stratified)."""
+    from pytest_embedbench import load_dataset
+
+    texts = sorted(set(messages("en_GB").values()))[:20]
+    write_dataset(tmp_path / "en", span_set(texts, "en"))
+    ds = load_dataset(tmp_path / "en")
+    assert ds.languages == ()
+    assert not ds.separate_corpora

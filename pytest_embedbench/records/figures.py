@@ -30,6 +30,8 @@ __all__ = [
     "INDEX_FIGURES",
     "JUDGED",
     "JUDGED_FLOOR",
+    "LANGUAGE_METRICS",
+    "MACRO",
     "MIB",
     "NOISY",
     "STORAGE",
@@ -208,6 +210,11 @@ JUDGED = Figure(
 #: the judged@10 below which the reports warn that the metrics may understate unjudged but
 #: relevant documents
 JUDGED_FLOOR = 0.9
+#: the metrics the per-language table of a dataset in several languages shows (each language's
+#: mean with its interval, and the macro average over the languages), those the run computed
+LANGUAGE_METRICS: tuple[str, ...] = ("ndcg@10", "mrr@10", "recall@10", "recall@100")
+#: the name of the macro average's row in the per-language tables
+MACRO = "macro"
 
 #: the storage and indexing figures, by the name the thresholds, the baseline gate, a baseline
 #: entry's ``figures`` and :class:`~pytest_embedbench.result.RetrievalResult` use

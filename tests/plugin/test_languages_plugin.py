@@ -188,3 +188,65 @@ def test_english_only_paths_are_unchanged(tmp_path: Path) -> None:
     ds = load_dataset(tmp_path / "en")
     assert ds.languages == ()
     assert not ds.separate_corpora
+
+
+def test_every_writer_shows_the_language_table(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Terminal, JSON summary, HTML, Markdown, CSV, the GitHub job summary and the JUnit
+    properties each show the rows of the summary's ``languages`` section, the same figures."""
+    three_languages(pytester)
+    step = pytester.path / "step.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(step))
+    result = pytester.runpytest(
+        "--embedbench-json=out/r.json",
+        "--embedbench-html=out/r.html",
+        "--embedbench-csv=out/csv",
+        "--embedbench-md=out/r.md",
+        "--junitxml=out/junit.xml",
+        "-o",
+        "junit_family=xunit1",  # the test module records properties of its own
+    )
+    result.assert_outcomes(passed=1)
+    out = pytester.path / "out"
+    report = json.loads((out / "r.json").read_text())
+    (section,) = report["summary"]["languages"]
+    assert section["dataset"] == "django" and section["languages"] == ["en", "ja", "zh"]
+    rows = {r["language"]: r for r in section["rows"]}
+    assert list(rows) == ["en", "ja", "zh", "macro"]
+    data = report["tests"][0]["result"]
+    for language in ("en", "ja", "zh"):
+        ndcg = data["languages"][language]["metrics"]["ndcg@10"]
+        assert rows[language]["figures"]["ndcg@10"]["value"] == ndcg["value"]
+    macro = data["metrics"]["ndcg@10"]
+    assert rows["macro"]["figures"]["ndcg@10"]["value"] == macro["value"]
+    cell = f"{macro['value']:.4f} [{macro['low']:.3f}, {macro['high']:.3f}]"
+    zh = data["languages"]["zh"]["metrics"]["ndcg@10"]
+    zh_cell = f"{zh['value']:.4f} [{zh['low']:.3f}, {zh['high']:.3f}]"
+    lines = result.stdout.lines
+    assert "languages of 'django': en, ja, zh and their macro average" in lines
+    zh_queries = data["languages"]["zh"]["queries"]
+    assert any(
+        ln.split()[:4] == ["bm25", "zh", str(zh_queries), "60"] and zh_cell in ln for ln in lines
+    )
+    macro_row = ["bm25", "macro", str(data["queries"]), str(3 * PER_LANGUAGE)]
+    assert any(ln.split()[:4] == macro_row and cell in ln for ln in lines)
+    # the job summary's Markdown escapes the intervals' brackets
+    job = step.read_text().replace("\\[", "[").replace("\\]", "]")
+    for text in ((out / "r.md").read_text(), job):
+        assert "languages of 'django'" in text
+        assert f"| bm25 | macro | {data['queries']} | {3 * PER_LANGUAGE} | {cell}" in text
+        assert zh_cell in text
+    html = (out / "r.html").read_text()
+    assert '<section id="languages">' in html and "<b>macro</b>" in html
+    assert f"{macro['value']:.4f}" in html and f"{zh['value']:.4f}" in html
+    csv_rows = [
+        line.split(",") for line in (out / "csv" / "languages.csv").read_text().splitlines()
+    ]
+    header = csv_rows[0]
+    by = {(r[header.index("language")], r[header.index("metric")]): r for r in csv_rows[1:]}
+    assert float(by[("macro", "ndcg@10")][header.index("value")]) == macro["value"]
+    assert float(by[("zh", "ndcg@10")][header.index("low")]) == zh["low"]
+    junit = (out / "junit.xml").read_text()
+    assert f'name="embedbench.by_language.zh.ndcg@10" value="{zh["value"]}"' in junit
+    assert f'name="embedbench.ndcg@10" value="{macro["value"]}"' in junit

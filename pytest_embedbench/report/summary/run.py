@@ -42,6 +42,7 @@ from .cutoffs import CutoffSection, cutoff_rows, cutoff_sections
 from .datasets import DatasetSummary, dataset_summary
 from .gates import Gate, gates
 from .indexes import IndexSection, index_sections
+from .languages import LanguageSection, language_sections
 from .notices import baseline_notices, busy_notes, fusion_notes, judged_notes, orphaned_entries
 from .recommend import recommendation_entry, recommendations
 from .rows import model_rows
@@ -92,6 +93,9 @@ class Summary:
     #: the index axis: per dataset, each model through each index (absent from the JSON
     #: when no test has ``indexes=``)
     indexes: tuple[IndexSection, ...] = ()
+    #: datasets in several languages: per dataset, each model's row per language and its
+    #: macro average (absent from the JSON when no dataset has languages)
+    languages: tuple[LanguageSection, ...] = ()
     gates: tuple[Gate, ...] = ()
     #: per-query diffs: each gated test against its baseline entry, each model against the
     #: reference model (by dataset; :mod:`.querydiff`)
@@ -137,8 +141,8 @@ class Summary:
         ``tests``)."""
         out: dict[str, Any] = {"version": SUMMARY_VERSION}
         for f in dataclasses.fields(self):
-            if f.name == "indexes" and not self.indexes:
-                continue  # a run without the index axis keeps its JSON as it was
+            if f.name in ("indexes", "languages") and not getattr(self, f.name):
+                continue  # a run without the index axis or languages keeps its JSON as it was
             if f.name != "records":
                 out[f.name] = to_data(getattr(self, f.name))
         return out
@@ -293,6 +297,7 @@ def summarize(
         stress=stress_sections(stress if stress is not None else stress_points(found)),
         cutoffs=cutoff_sections(cutoff_rows(found)),
         indexes=index_sections(found),
+        languages=language_sections(found),
         gates=gates(found),
         query_diffs=query_diffs(found, reference),
         totals=totals(found, datasets),

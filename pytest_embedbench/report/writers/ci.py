@@ -34,12 +34,13 @@ from typing import Any
 from ...core.redaction import _secret_env_values, redact
 from ...core.text import inert
 from ...evaluation.record import TestRecord, as_record
-from ...records.figures import INDEX_FIGURES, JUDGED
+from ...records.figures import INDEX_FIGURES, JUDGED, LANGUAGE_METRICS
 from ...records.resultdata import ResultData
 from ..summary import DatasetSummary, Gate, ModelSummary, Summary
 from ..summary.columns import resolve_column
 from ..summary.values import Value, finite
 from .index_tables import index_tables
+from .language_tables import language_tables
 from .stress import TextTable, cutoff_tables, stress_tables
 from .text import delta_text
 
@@ -375,6 +376,7 @@ def sections(summary: Summary, secrets: list[str] | None = None) -> list[Section
         *(_dataset_section(d, summary.priority, found) for d in summary.datasets),
         _gate_section(summary.gates, found),
         *_diff_sections(summary, found),
+        _text_tables("Languages", language_tables(summary.languages), found),
         _text_tables("Stress", stress_tables(summary.stress), found),
         _text_tables("Cut-offs", cutoff_tables(summary.cutoffs), found),
         _text_tables("Indexes", index_tables(summary.indexes), found),
@@ -568,7 +570,9 @@ PREFIX = "embedbench."
 def junit_properties(record: TestRecord | Mapping[str, Any]) -> list[tuple[str, Any]]:
     """The ``<property>`` pairs of one test record (a :class:`TestRecord`, or a JSON report's
     ``tests`` entry): model, dataset, queries, every metric with its interval bounds
-    (``embedbench.ndcg@10``, ``.low``, ``.high``), the p50 and p95 latency with theirs, and the
+    (``embedbench.ndcg@10``, ``.low``, ``.high``; on a dataset in several languages the
+    macro averages, and each language's table metrics as
+    ``embedbench.by_language.zh.ndcg@10``), the p50 and p95 latency with theirs, and the
     baseline gate's verdict ``embedbench.gate`` (``none`` when no gate ran: the test failed
     first, or the run updated the baseline); a hybrid that tuned its fusion weight adds
     ``embedbench.fusion.weight`` and ``.tuning_queries``. Values are the record's, so each
@@ -588,6 +592,20 @@ def junit_properties(record: TestRecord | Mapping[str, Any]) -> list[tuple[str, 
         for suffix, figure in (("", metric.value), (".low", metric.low), (".high", metric.high)):
             if finite(figure) is not None:
                 out.append((f"{PREFIX}{name}{suffix}", finite(figure)))
+    # a dataset in several languages: the metrics above are macro averages; each language's
+    # own, as the per-language table shows them (embedbench.by_language.zh.ndcg@10)
+    for language, data in sorted((result.languages or {}).items()):
+        for name in LANGUAGE_METRICS:
+            found = data.metrics.get(name)
+            if found is None:
+                continue
+            for suffix, figure in (
+                ("", found.value),
+                (".low", found.low),
+                (".high", found.high),
+            ):
+                if finite(figure) is not None:
+                    out.append((f"{PREFIX}by_language.{language}.{name}{suffix}", finite(figure)))
     for key in ("p50_ms", "p95_ms"):
         latency = finite(getattr(result.latency, key))
         if latency is None:

@@ -22,6 +22,7 @@ from ..summary import DatasetSummary, Summary, summary_of
 from ..summary.cutoffs import CutoffSection, score_bins
 from ..summary.values import Value
 from .index_tables import index_tables
+from .language_tables import language_tables
 from .stress import TextTable, cutoff_tables, stress_tables
 from .text import delta_text, pct, tier_lines
 
@@ -151,6 +152,7 @@ def render_markdown(
         lines += _md_dataset(dataset, summary.priority)
     lines += _md_gates(summary)
     lines += md_diffs(summary.query_diffs)
+    lines += _md_section("Languages", language_tables(summary.languages))
     lines += _md_section("Indexes", index_tables(summary.indexes))
     lines += _md_section("Stress", stress_tables(summary.stress))
     lines += _md_section(

@@ -32,6 +32,7 @@ from ..summary.cutoffs import score_bins
 from ..summary.stress import ChunkPoint, NoisePoint
 from ..summary.values import Value
 from .index_tables import index_columns, index_csv_rows
+from .language_tables import language_columns, language_csv_rows
 
 __all__ = [
     "CSV_FILES",
@@ -54,6 +55,8 @@ __all__ = [
 
 #: written beside :data:`CSV_FILES` when a test had an index axis (``indexes=``)
 INDEX_CSV = "indexes.csv"
+#: written beside :data:`CSV_FILES` when a dataset had several languages (``languages:``)
+LANGUAGE_CSV = "languages.csv"
 #: the files ``--embedbench-csv`` writes into its folder
 CSV_FILES = (
     "results.csv",
@@ -416,6 +419,9 @@ def write_csv(folder: Path, source: Summary | Mapping[str, Any]) -> list[Path]:
     if summary.indexes:  # the index axis's file, only where a test had indexes=
         tables[INDEX_CSV] = (index_columns(), index_csv_rows(summary.indexes))
         names.append(INDEX_CSV)
+    if summary.languages:  # the per-language file, only where a dataset had languages
+        tables[LANGUAGE_CSV] = (language_columns(), language_csv_rows(summary.languages))
+        names.append(LANGUAGE_CSV)
     written = []
     for name in names:
         columns, rows = tables[name]

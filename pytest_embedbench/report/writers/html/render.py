@@ -8,6 +8,7 @@ from typing import Any
 from ...summary import Summary, summary_of
 from .assets import _CSS, CSP
 from .indexes import _indexes
+from .languages import _languages
 from .page import _anchor, _Page
 from .sections import _commit_line, _dataset, _environment, _gate, _notices, _stat_cards
 from .stress import _cutoffs, _stress
@@ -46,6 +47,8 @@ def render_html(
     links = [(f"ds-{_anchor(d.name)}", d.name) for d in summary.datasets]
     if any(s.chunks or s.noise or s.needles for s in summary.stress):
         links.append(("stress", "stress results"))
+    if summary.languages:
+        links.append(("languages", "languages"))
     if summary.indexes:
         links.append(("indexes", "indexes"))
     if summary.cutoffs:
@@ -59,6 +62,7 @@ def render_html(
     for dataset in summary.datasets:
         _dataset(page, summary, dataset, priority)
     _gate(page, summary)
+    _languages(page, summary)
     _indexes(page, summary)
     _stress(page, summary)
     _cutoffs(page, summary)

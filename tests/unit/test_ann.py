@@ -181,6 +181,7 @@ def test_chroma_batches_within_its_limit() -> None:
         ("lancedb", "lancedb"),
         ("chroma", "chroma"),
         ("pgvector", "pgvector"),
+        ("qdrant", "qdrant"),
     ],
 )
 def test_each_engine_is_a_module_of_its_own_and_registered(engine: str, module: str) -> None:

@@ -7,7 +7,7 @@ search on the same query vectors. One module per engine, beside the spec and the
   ``pytest_embedbench.indexes`` entry point group (a new engine: one module and its
   registration, see there);
 - the engines: :mod:`.exact`, :mod:`.faiss`, :mod:`.lancedb`, :mod:`.chroma`, :mod:`.pgvector`
-  (a PostgreSQL of its own: :mod:`.postgres`);
+  (a PostgreSQL of its own: :mod:`.postgres`), :mod:`.qdrant`;
 - :mod:`.measure`: neighbour recall, the index's own latency, build time and size
   (:class:`IndexRun`).
 
@@ -25,6 +25,7 @@ from .faiss import FaissIndex
 from .lancedb import LanceIndex
 from .measure import IndexRun, measure_index, neighbour_recall
 from .pgvector import PgvectorIndex
+from .qdrant import QdrantIndex
 from .registry import (
     INDEX_ENTRY_POINT_GROUP,
     INDEXES,
@@ -48,6 +49,7 @@ __all__ = [
     "IndexSpec",
     "LanceIndex",
     "PgvectorIndex",
+    "QdrantIndex",
     "VectorIndex",
     "check_engine_settings",
     "close_engines",

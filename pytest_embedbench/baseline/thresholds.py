@@ -22,7 +22,9 @@ mean_ms|max_ms|qps>``, ``peak_rss_mb``, ``documents_per_s``, ``cache.hit_rate``,
 :data:`~pytest_embedbench.records.figures.STORAGE`, each a
 :class:`~pytest_embedbench.result.RetrievalResult` attribute of that name); with an index
 axis (docs/indexes.md), ``index.neighbour_recall@K``, ``index.delta.<metric>`` (the paired
-delta against exact search) and ``index.<qps|p50_ms|p95_ms|build_s|bytes>``.
+delta against exact search) and ``index.<qps|p50_ms|p95_ms|build_s|bytes>``; on a dataset in
+several languages (where a metric key is the macro average), ``by_language.<language>.<metric>``
+one language's mean (``by_language.zh.ndcg@10``).
 """
 
 from __future__ import annotations
@@ -36,8 +38,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..core.exceptions import ConfigError, MetricError, did_you_mean, unknown_hint
+from ..core.exceptions import ConfigError, DatasetError, MetricError, did_you_mean, unknown_hint
 from ..core.yamlfile import read_yaml
+from ..data.datasets import check_language
 from ..evaluation.metrics import METRICS, parse_metric
 from ..models.providers.registry import has_vectors
 from ..records.figures import INDEX_FIGURES, STORAGE
@@ -110,6 +113,8 @@ class Threshold:
 
 
 def _check_key(key: str, origin: str) -> str:
+    if key.startswith("by_language."):
+        return _check_language_key(key, origin)
     for prefix, (what, names) in _GROUPS.items():
         if key.startswith(prefix):
             if key.split(".", 1)[1] not in names:
@@ -131,6 +136,21 @@ def _check_key(key: str, origin: str) -> str:
         ) from None
 
 
+def _check_language_key(key: str, origin: str) -> str:
+    """``by_language.<language>.<metric>``: one language's mean on a dataset in several
+    languages (``by_language.zh.ndcg@10``)."""
+    _, _, rest = key.partition(".")
+    language, _, metric = rest.partition(".")
+    try:
+        check_language(language, f"{origin}: threshold key {key!r}")
+        return f"by_language.{language}.{parse_metric(metric)}"
+    except (DatasetError, MetricError) as exc:
+        raise ConfigError(
+            f"{origin}: threshold key {key!r}: {exc}; write by_language.<language>.<metric>, "
+            "e.g. by_language.zh.ndcg@10"
+        ) from None
+
+
 def _check_index_key(key: str, origin: str) -> str:
     """``index.qps`` and the like, ``index.neighbour_recall@K``, ``index.delta.<metric>``."""
     found = checked_index_key(key, f"{origin}: threshold key {key!r}")
@@ -145,6 +165,8 @@ def _check_index_key(key: str, origin: str) -> str:
 
 def threshold_depth(key: str) -> int | None:
     """The cut-off a threshold key needs computed (None: none)."""
+    if key.startswith("by_language."):
+        return parse_metric(key.split(".", 2)[2]).k
     if key.startswith("index.neighbour_recall@"):
         return int(key.rpartition("@")[2])
     if key.startswith("index.delta."):
@@ -304,6 +326,10 @@ def value_of(result: RetrievalResult, key: str) -> tuple[float, str]:
         return value, f"{value:.4g}"
     if key.startswith("index."):
         return _index_value(result, key.split(".", 1)[1])
+    if key.startswith("by_language."):
+        _, language, metric = key.split(".", 2)
+        est = result.by_language[language].metric(metric)
+        return float(est), f"{float(est):.4f} [{est.low:.4f}, {est.high:.4f}]"
     if key == "peak_rss_mb":
         return result.peak_rss_mb, f"{result.peak_rss_mb:.1f}"
     if key == "documents_per_s":
@@ -348,6 +374,16 @@ def check_thresholds(result: RetrievalResult, rules: list[Threshold]) -> list[st
             failures.append(
                 f"{rule.key}: not measured, the test has no index axis; give the marker "
                 f"indexes=[...] (or indexes: in embedbench.yaml), or drop the rule  "
+                f"({rule.origin})"
+            )
+            continue
+        if rule.key.startswith("by_language.") and rule.key.split(".")[1] not in (
+            result.by_language
+        ):
+            failures.append(
+                f"{rule.key}: not measured, dataset {result.dataset_name!r} has no language "
+                f"{rule.key.split('.')[1]!r} (its languages: {list(result.languages)}); give "
+                f"the dataset that language (languages: in embedbench.yaml), or drop the rule  "
                 f"({rule.origin})"
             )
             continue

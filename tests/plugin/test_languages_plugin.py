@@ -250,3 +250,26 @@ def test_every_writer_shows_the_language_table(
     junit = (out / "junit.xml").read_text()
     assert f'name="embedbench.by_language.zh.ndcg@10" value="{zh["value"]}"' in junit
     assert f'name="embedbench.ndcg@10" value="{macro["value"]}"' in junit
+
+
+def test_a_threshold_per_language(pytester: pytest.Pytester) -> None:
+    """``by_language.zh.ndcg@10`` checks the Chinese mean alone: a limit above it fails the
+    test naming the key, the value with its interval and the rule; one below passes; an
+    unknown language fails the test naming the dataset's languages."""
+    three_languages(
+        pytester,
+        'thresholds:\n  defaults: {by_language.zh.ndcg@10: ">= 0.99", '
+        'by_language.en.ndcg@10: ">= 0.1", by_language.ko.ndcg@10: ">= 0.1"}\n',
+    )
+    result = pytester.runpytest("--embedbench-json=r.json")
+    result.assert_outcomes(failed=1)
+    zh = json.loads((pytester.path / "r.json").read_text())["tests"][0]["result"]["languages"]["zh"]
+    ndcg = zh["metrics"]["ndcg@10"]
+    shown = f"{ndcg['value']:.4f} [{ndcg['low']:.4f}, {ndcg['high']:.4f}]"
+    out = result.stdout.str()
+    assert f"by_language.zh.ndcg@10 = {shown} is not >= 0.99" in out
+    assert "by_language.en.ndcg@10" not in out.split("short test summary")[0].split("FAILURES")[1]
+    assert (
+        "by_language.ko.ndcg@10: not measured, dataset 'django' has no language 'ko' (its "
+        "languages: ['en', 'zh', 'ja'])" in out
+    )

@@ -115,3 +115,14 @@ def test_the_macro_interval_resamples_within_each_language() -> None:
     other = values[::-1].copy()
     c = compare_scores(values, other, strata=strata, test="randomization", n_resamples=400)
     assert float(c) == pytest.approx(macro_mean(values, strata) - macro_mean(other, strata))
+
+
+def test_a_per_language_threshold_key_is_checked() -> None:
+    from pytest_embedbench.baseline.thresholds import parse_rule
+    from pytest_embedbench.core.exceptions import ConfigError
+
+    assert parse_rule("by_language.zh.ndcg@10", ">= 0.5", "t.yaml").key == "by_language.zh.ndcg@10"
+    with pytest.raises(ConfigError, match=r"t.yaml: threshold key 'by_language.Chinese.ndcg@10'"):
+        parse_rule("by_language.Chinese.ndcg@10", ">= 0.5", "t.yaml")
+    with pytest.raises(ConfigError, match=r"write by_language.<language>.<metric>"):
+        parse_rule("by_language.zh.ndgc@10", ">= 0.5", "t.yaml")

@@ -273,3 +273,17 @@ def test_a_threshold_per_language(pytester: pytest.Pytester) -> None:
         "by_language.ko.ndcg@10: not measured, dataset 'django' has no language 'ko' (its "
         "languages: ['en', 'zh', 'ja'])" in out
     )
+
+
+def test_subword_bm25_from_the_yaml(pytester: pytest.Pytester) -> None:
+    """``language: subword`` (MiniLM's subword tokens) on the three languages: the index is
+    keyed by the tokenizer's content and the library's version."""
+    three_languages(pytester)
+    yaml = pytester.path / "embedbench.yaml"
+    yaml.write_text(yaml.read_text().replace("{language: auto}", "{language: subword}"))
+    result = pytester.runpytest("--embedbench-json=r.json")
+    result.assert_outcomes(passed=1)
+    (test,) = json.loads((pytester.path / "r.json").read_text())["tests"]
+    settings = test["result"]["model_info"]["settings"]
+    assert settings["tokenizer"].startswith("subword:tokenizer.json sha256="), settings
+    assert sorted(test["result"]["languages"]) == ["en", "ja", "zh"]

@@ -4,8 +4,10 @@
 (``"en"``; a list, or None), ``stemmer`` (``"english"``; None for none), ``language`` (unset:
 English words, as before; ``zh``, ``ja``, ``ko``, ``th`` segment those languages, a Latin-script
 code takes its stop words and stemmer, ``auto`` picks per text from its script: see
-``retrieval/lexical/languages.py``) and ``fold`` (``zh`` and ``auto``: traditional characters
-folded to simplified, default true).
+``retrieval/lexical/languages.py``; ``subword``: a model tokenizer's subword tokens, for a
+language with no segmenter here), ``fold`` (``zh`` and ``auto``: traditional characters
+folded to simplified, default true) and ``tokenizer`` (``subword``'s tokenizer: a
+tokenizer.json path or a packaged model's name, default ``all-MiniLM-L6-v2``).
 
 ``hybrid:A+B`` options: ``fusion`` (``rrf``, the default, or ``convex``: the weighted sum of
 each leg's normalised scores), ``norm`` (``convex``'s normalisation: ``minmax``, the default,
@@ -50,7 +52,7 @@ class BM25Provider(RankingProvider):
     extra = "bm25"
     sdk_module = "bm25s"
     option_names: ClassVar[frozenset[str]] = frozenset(
-        {"k1", "b", "method", "stopwords", "stemmer", "language", "fold"}
+        {"k1", "b", "method", "stopwords", "stemmer", "language", "fold", "tokenizer"}
     )
     _words: Tokenizer | None = None
 
@@ -65,7 +67,9 @@ class BM25Provider(RankingProvider):
         alike go through it. Without ``language``, bm25's default English words."""
         if self._words is None:
             given = {
-                k: self.options[k] for k in ("stopwords", "stemmer", "fold") if k in self.options
+                k: self.options[k]
+                for k in ("stopwords", "stemmer", "fold", "tokenizer")
+                if k in self.options
             }
             self._words = make_tokenizer(self.options.get("language"), **given)
         return self._words
@@ -73,7 +77,7 @@ class BM25Provider(RankingProvider):
     def namespace(self) -> dict[str, Any]:
         ns = super().namespace()
         ns["settings"] = self._settings()
-        if "language" in self.options or "fold" in self.options:
+        if {"language", "fold", "tokenizer"} & set(self.options):
             # the tokenisation with its libraries' versions: an index or a record of another
             # tokenisation never shares this key (the default's stays as it was)
             ns["tokenizer"] = self.word_tokenizer().fingerprint

@@ -440,8 +440,9 @@ class AutoTokenizer(Tokenizer):
         return f"AutoTokenizer(words={self.words!r}, fold={self.fold!r})"
 
 
-#: every value of the ``language`` option
-LANGUAGES = (*sorted({*WORD_LANGUAGES, *SEGMENTED}), "auto")
+#: every value of the ``language`` option (``subword``: a model tokenizer's subword tokens,
+#: the fallback for a language with no segmenter here)
+LANGUAGES = (*sorted({*WORD_LANGUAGES, *SEGMENTED}), "auto", "subword")
 
 
 def make_tokenizer(
@@ -450,23 +451,47 @@ def make_tokenizer(
     stopwords: Any = ...,
     stemmer: Any = ...,
     fold: Any = ...,
+    tokenizer: Any = ...,
 ) -> Tokenizer:
     """The tokeniser of bm25's options: ``language`` (None: English, bm25's default),
     ``stopwords`` and ``stemmer`` (a word language's, unless given), ``fold`` (``zh`` and
-    ``auto``: traditional to simplified, default true). An option that does not apply to the
-    language is an error that names it, as is an unknown language."""
+    ``auto``: traditional to simplified, default true), ``tokenizer`` (``subword``: the model
+    tokenizer, default MiniLM's). An option that does not apply to the language is an error
+    that names it, as is an unknown language."""
     given = {
         name: value
-        for name, value in (("stopwords", stopwords), ("stemmer", stemmer), ("fold", fold))
+        for name, value in (
+            ("stopwords", stopwords),
+            ("stemmer", stemmer),
+            ("fold", fold),
+            ("tokenizer", tokenizer),
+        )
         if value is not ...
     }
     code = "en" if language is None else language
     if not isinstance(code, str) or code.lower() not in LANGUAGES:
         raise ConfigError(
             f"bm25 language={language!r} is not known; use one of {list(LANGUAGES)} "
-            "(auto: each text's language from its script)"
+            "(auto: each text's language from its script; subword: a model tokenizer's "
+            "subword tokens, for a language with no segmenter here)"
         )
     code = code.lower()
+    if code == "subword":
+        from .subword import DEFAULT_SUBWORD, SubwordTokenizer
+
+        wrong = sorted(set(given) - {"tokenizer"})
+        if wrong:
+            raise ConfigError(
+                f"bm25 option{'s' if len(wrong) > 1 else ''} {', '.join(wrong)} do not apply "
+                "to language 'subword' (its terms are the tokenizer's subword tokens): remove "
+                f"{'them' if len(wrong) > 1 else 'it'}"
+            )
+        return SubwordTokenizer(given.get("tokenizer", DEFAULT_SUBWORD))
+    if "tokenizer" in given:
+        raise ConfigError(
+            f"bm25 option tokenizer applies to language 'subword', not {code!r}: remove it, or "
+            "set language: subword"
+        )
     if code in WORD_LANGUAGES or code == "auto":
         default_stop, default_stem = WORD_LANGUAGES["en" if code == "auto" else code]
         words = WordTokenizer(

@@ -52,6 +52,9 @@ def add_arguments(stress: argparse.ArgumentParser) -> None:
         if name == "needle":
             p.add_argument("--context-sizes", default="2k,8k,32k", help="tokens: 2k,8k,32k")
             p.add_argument("--depths", default="0,0.5,1", help="needle depths from 0 to 1")
+            p.add_argument(
+                "--language", default="en", help="the haystacks' language: en (default) or zh"
+            )
         else:
             p.add_argument("--dataset", required=True, help="a dataset path (BEIR, eval set)")
             p.add_argument("--split", default="test")
@@ -64,7 +67,8 @@ def add_arguments(stress: argparse.ArgumentParser) -> None:
 
 def _specs(args: argparse.Namespace) -> list[str]:
     if args.workload == "needle":
-        return [f"needle:{args.context_sizes}@{args.depths}"]
+        language = "" if args.language == "en" else f"{args.language}:"
+        return [f"needle:{language}{args.context_sizes}@{args.depths}"]
     if args.workload == "chunk-size":
         return [f"chunk-size:{args.chunk_sizes}"]
     star = f"*{args.seeds}" if args.seeds > 1 else ""

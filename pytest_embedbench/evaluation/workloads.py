@@ -1,7 +1,8 @@
 """Workload points: the ``stress=[...]`` strings of the marker, parsed, and their evaluation.
 
 ``"noise:typo"``, ``"noise:truncate:0.5"``, ``"noise:typo*10"`` (ten seeds, averaged per
-query), ``"chunk-size:128,256"`` (tokens), ``"needle:2k,8k@0,0.5,1"`` (lengths x depths) each
+query), ``"chunk-size:128,256"`` (tokens), ``"needle:2k,8k@0,0.5,1"`` (lengths x depths;
+``"needle:zh:2k@0,1"``: Chinese haystacks) each
 become one or more
 :class:`Workload` points; each point is its own test, with an id such as ``typo``,
 ``typo-x10``, ``truncate-50``, ``chunk-256`` or ``needle-8k-d50``.
@@ -105,6 +106,20 @@ def _parse_noise(spec: str, arg: str, seed: int) -> list[Workload]:
 
 
 def _parse_needle(spec: str, arg: str, seed: int) -> list[Workload]:
+    """``needle:2k,8k@0,0.5,1``, or with the haystacks' language first,
+    ``needle:zh:2k,8k@0,0.5,1`` (:func:`~..data.stress.needle.needle_dataset`'s ``language``;
+    English when none is given)."""
+    from ..data.stress.needle import LANGUAGES as NEEDLE_LANGUAGES
+
+    language = "en"
+    head, colon, rest = arg.partition(":")
+    if colon:
+        if head.strip() not in NEEDLE_LANGUAGES:
+            raise ConfigError(
+                f"stress {spec!r}: haystack language {head.strip()!r} is not written; use one "
+                f"of {sorted(NEEDLE_LANGUAGES)}, e.g. 'needle:zh:2k@0,0.5,1'"
+            )
+        language, arg = head.strip(), rest
     sizes, at, depths_text = arg.partition("@")
     if not sizes.strip():
         raise ConfigError(
@@ -123,12 +138,15 @@ def _parse_needle(spec: str, arg: str, seed: int) -> list[Workload]:
                 f"stress {spec!r}: depth {text!r} must be a fraction from 0 (start) to 1 (end)"
             )
         depths.append(value)
+    # English points keep their parameters and ids; another language is in both
+    named = () if language == "en" else (("language", language),)
+    prefix = "needle" if language == "en" else f"needle-{language}"
     return [
         Workload(
             "needle",
-            (("depth", depth), ("length", length)),
+            (("depth", depth), *named, ("length", length)),
             (seed,),
-            f"needle-{length_id(length)}-{depth_id(depth)}",
+            f"{prefix}-{length_id(length)}-{depth_id(depth)}",
             spec,
         )
         for length in lengths
@@ -271,6 +289,7 @@ def stressed_dataset(
             seed=seed,
             tokenizer=tokenizer,
             max_seq_length=max_seq_length,
+            language=dict(workload.params).get("language", "en"),
         )
         return point.dataset, point.info
     raise ConfigError(f"workload kind {workload.kind!r} is unknown; kinds: {sorted(STRESS)}")

@@ -94,12 +94,37 @@ def test_paraphrase_without_a_chat_model_skips_with_the_reason(project: pytest.P
     result.stdout.fnmatch_lines(["*SKIPPED*paraphrase*needs a chat model*"])
 
 
+CHINESE_NEEDLE = """
+import re
+import pytest
+
+@pytest.mark.embedbench(models=["bm25"], dataset="tiny", stress=["needle:zh:1k@0,1"])
+def test_needle(retrieval, workload):
+    assert workload.id in ("needle-zh-1k-d0", "needle-zh-1k-d100")
+    assert workload.param("language") == "zh"
+    (question, *_) = retrieval.query_texts.values()
+    assert re.search("[\u4e00-\u9fff]", question) and " " not in question
+"""
+
+
+def test_a_needle_in_chinese_haystacks(project: pytest.Pytester) -> None:
+    """``needle:zh:...`` writes the haystacks in Chinese (needle_dataset(language='zh')); its
+    points are ids of their own beside the English ones."""
+    project.makepyfile(test_needle=CHINESE_NEEDLE)
+    result = project.runpytest("-v")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines_random(
+        ["*test_needle?bm25-needle-zh-1k-d0?*", "*test_needle?bm25-needle-zh-1k-d100?*"]
+    )
+
+
 @pytest.mark.parametrize(
     ("stress", "message"),
     [
         ('["noize:typo"]', "*unknown kind 'noize'*kinds: ?'chunk-size', 'needle', 'noise'?*"),
         ('["noise:typos"]', "*noise kind 'typos' is unknown*"),
         ('["needle:2k@2"]', "*depth '2' must be a fraction*"),
+        ('["needle:xx:2k@0"]', "*haystack language 'xx' is not written; use one of ?'en', 'zh'?*"),
         ('["noise:typo", "noise:typo"]', "*more than once*"),
         ('["chunk-size:4"]', "*chunk size '4': give a token count of at least 8*"),
     ],

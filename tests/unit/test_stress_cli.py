@@ -24,6 +24,13 @@ def test_needle_writes_json_and_markdown(
     assert "wrote" in capsys.readouterr().out
 
 
+def test_needle_in_chinese_haystacks(tmp_path: Path) -> None:
+    args = ["stress", "needle", "-m", "bm25", "--context-sizes", "512", "--depths", "0"]
+    assert main([*args, "--language", "zh", "-o", str(tmp_path), "--no-cache"]) == 0
+    (point,) = json.loads((tmp_path / "needle.json").read_text())["points"]
+    assert point["id"] == "needle-zh-512-d0" and point["params"]["language"] == "zh"
+
+
 def test_noise_on_a_dataset(beir_folder: Path, tmp_path: Path) -> None:
     args = ["stress", "noise", "-m", "bm25", "--dataset", str(beir_folder), "--noise", "typo"]
     assert main([*args, "--seeds", "2", "-o", str(tmp_path), "--no-cache"]) == 0

@@ -191,6 +191,8 @@ def index_figures(result: ResultData) -> dict[str, float | None]:
         "p50_ms": index.p50_ms,
         "p95_ms": index.p95_ms,
     }
+    if index.bytes_per_document is not None:  # recorded since issue 45: older entries lack it
+        out["bytes_per_document"] = index.bytes_per_document
     out.update({name: est.value for name, est in sorted(index.neighbour_recall.items())})
     out.update({f"delta.{name}": est.value for name, est in sorted(index.delta.items())})
     return out

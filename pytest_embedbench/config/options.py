@@ -29,6 +29,7 @@ from .optionspec import (
     flag_option,
     option,
     parse_bytes,
+    parse_concurrency,
     parse_int,
     parse_models_option,
     parse_non_negative_float,
@@ -102,6 +103,15 @@ class Options:
         ini_help="comma-separated index specs that replace every test's index axis",
         parse=parse_indexes_option,
         metavar="SPECS",
+    )
+    concurrency: tuple[int, ...] | None = option(  # retrieval.indexes.measure_load
+        None,
+        "--embedbench-concurrency",
+        "send each index's queries from this many threads at once, one level each, and "
+        "report QPS and p50/p95/p99 per level, e.g. '1,4,16'",
+        ini_help="thread counts an index's queries are sent from (e.g. 1,4,16)",
+        parse=parse_concurrency,
+        metavar="LEVELS",
     )
     config: Path | None = path_option(
         "--embedbench-config",

@@ -54,6 +54,33 @@ def parse_models_option(value: str) -> tuple[str, ...]:
     return specs
 
 
+def parse_concurrency(value: str) -> tuple[int, ...]:
+    """``--embedbench-concurrency 1,4,16``: the thread counts an index's queries are sent from,
+    each a whole number >= 1, each once, in the order given."""
+    parts = [part.strip() for part in value.split(",") if part.strip()]
+    levels = []
+    for part in parts:
+        try:
+            level = int(part)
+        except ValueError:
+            level = 0
+        if level < 1:
+            raise argparse.ArgumentTypeError(
+                f"--embedbench-concurrency {value!r}: {part!r} is not a thread count; give "
+                "comma-separated whole numbers >= 1, e.g. '1,4,16'"
+            )
+        if level in levels:
+            raise argparse.ArgumentTypeError(
+                f"--embedbench-concurrency {value!r}: {level} is given twice"
+            )
+        levels.append(level)
+    if not levels:
+        raise argparse.ArgumentTypeError(
+            f"--embedbench-concurrency {value!r}: give comma-separated thread counts, e.g. '1,4,16'"
+        )
+    return tuple(levels)
+
+
 def parse_positive_int(value: str) -> int:
     number = parse_int(value)
     if number < 1:

@@ -46,11 +46,14 @@ def evaluate_indexed(
     index: IndexSpec,
     *,
     k: tuple[int, ...],
+    concurrency: Sequence[int] = (),
 ) -> RetrievalResult:
     """``model`` on ``dataset`` with its queries answered through ``index``: the corpus (or
     chunk) vectors from the embedding cache (embedded once for every index of the model), the
     index built over them, the run scored as any other, and the index's figures attached
-    (:meth:`~pytest_embedbench.result.RetrievalResult.attach_index`)."""
+    (:meth:`~pytest_embedbench.result.RetrievalResult.attach_index`); with ``concurrency``
+    levels (``--embedbench-concurrency``), the index's queries under that many threads each
+    (:func:`~pytest_embedbench.retrieval.indexes.measure_load`)."""
     from ..retrieval.base import BuildStats
     from ..retrieval.pooling import PooledRetriever
 
@@ -71,9 +74,17 @@ def evaluate_indexed(
     result.timings.document_embedding_s = stats.document_embedding_s
     result.timings.index_build_s = indexed.build_s
     if pooled is None:
-        run = measure_index(indexed, [q.id for q in dataset.queries], result.k)
+        run = measure_index(
+            indexed,
+            [q.id for q in dataset.queries],
+            result.k,
+            concurrency=concurrency,
+            seed=evaluator.seed,
+        )
     else:
-        run = _measure_pooled(indexed, pooled, dataset.queries, result.k)
+        run = _measure_pooled(
+            indexed, pooled, dataset.queries, result.k, concurrency, evaluator.seed
+        )
     result.attach_index(run, dataset)
     return result
 
@@ -83,6 +94,8 @@ def _measure_pooled(
     exact: PooledRetriever,
     queries: Sequence[Query],
     ks: Sequence[int],
+    concurrency: Sequence[int] = (),
+    seed: int = 0,
 ) -> IndexRun:
     """An index over chunks measured on the query vectors the scored pass encoded: neighbour
     recall and latency on chunks (:func:`measure_index` at the depth ``max(ks)``), and exact
@@ -95,7 +108,9 @@ def _measure_pooled(
         if queries
         else np.empty((0, 0), dtype=np.float32)
     )
-    run = measure_index(indexed, [q.id for q in queries], ks, vectors=vectors)
+    run = measure_index(
+        indexed, [q.id for q in queries], ks, vectors=vectors, concurrency=concurrency, seed=seed
+    )
     run.exact_rankings, run.exact_scores = [], []
     for vector in vectors:
         ids, scores, _ = exact.search_pooled_encoded(vector[None, :], depth)

@@ -28,6 +28,7 @@ from ..records.resultdata import (
     IndexData,
     LanguageData,
     LatencyData,
+    LoadData,
     MetricData,
     ResourcesData,
     ResultData,
@@ -493,6 +494,7 @@ class RetrievalResult:
                 f"neighbour_recall@{k}": metric(self.neighbour_recall(k)) for k in run.neighbours
             },
             delta={name: metric(self.delta_vs_exact(name)) for name in self.metrics()},
+            load=tuple(from_data(LoadData, vars(level)) for level in run.load) or None,
         )
 
     @property

@@ -197,7 +197,12 @@ class EmbedBenchSession:
                     from ..evaluation.indexed import evaluate_indexed
 
                     self._results[key] = evaluate_indexed(
-                        self.evaluator, case.model, ds, case.index, k=case.k
+                        self.evaluator,
+                        case.model,
+                        ds,
+                        case.index,
+                        k=case.k,
+                        concurrency=self.options.concurrency or (),
                     )
                 else:
                     self._results[key] = self.evaluator.evaluate(case.model, ds, k=case.k)

@@ -31,6 +31,7 @@ __all__ = [
     "JUDGED",
     "JUDGED_FLOOR",
     "LANGUAGE_METRICS",
+    "LOAD_FIGURES",
     "MACRO",
     "MIB",
     "NOISY",
@@ -215,6 +216,14 @@ JUDGED_FLOOR = 0.9
 LANGUAGE_METRICS: tuple[str, ...] = ("ndcg@10", "mrr@10", "recall@10", "recall@100")
 #: the name of the macro average's row in the per-language tables
 MACRO = "macro"
+#: the figures of one concurrency level of an index's queries under load
+#: (``tests[].result.index.load[]``, read from a :class:`~.resultdata.LoadData`)
+LOAD_FIGURES: tuple[Figure, ...] = (
+    Figure("load.qps", "QPS", ("qps",), "{:,.0f}", True, unit="1/s", noisy=True),
+    _timing("load.p50_ms", "p50 ms", ("p50_ms",), "{:.3f}", "ms"),
+    _timing("load.p95_ms", "p95 ms", ("p95_ms",), "{:.3f}", "ms"),
+    _timing("load.p99_ms", "p99 ms", ("p99_ms",), "{:.3f}", "ms"),
+)
 
 #: the storage and indexing figures, by the name the thresholds, the baseline gate, a baseline
 #: entry's ``figures`` and :class:`~pytest_embedbench.result.RetrievalResult` use

@@ -37,6 +37,7 @@ __all__ = [
     "GateOutcome",
     "GateStatus",
     "IndexData",
+    "LoadData",
     "LatencyData",
     "MetricData",
     "ResourcesData",
@@ -176,6 +177,20 @@ class StressData:
 
 
 @dataclass(frozen=True)
+class LoadData:
+    """The index's queries at one concurrency level (``--embedbench-concurrency``): requests
+    answered, wall-clock seconds, queries per second and the request latency percentiles."""
+
+    concurrency: int = 1
+    requests: int = 0
+    seconds: float | None = None
+    qps: float | None = None
+    p50_ms: float | None = None
+    p95_ms: float | None = None
+    p99_ms: float | None = None
+
+
+@dataclass(frozen=True)
 class IndexData:
     """What the index axis measured (``tests[].result.index``): the index spec, what the
     engine built, its build time, size and own query latency, the neighbour recall of its
@@ -196,6 +211,8 @@ class IndexData:
     qps: float | None = None
     neighbour_recall: dict[str, MetricData] = field(default_factory=dict)
     delta: dict[str, MetricData] = field(default_factory=dict)
+    #: one level per concurrency of ``--embedbench-concurrency`` (absent without it)
+    load: tuple[LoadData, ...] | None = field(default=None, metadata=OMIT_NONE)
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import csv
 import json
 from pathlib import Path
+from xml.etree import ElementTree
 
 import pytest
 
@@ -106,3 +107,92 @@ def test_width_and_precision_through_pytest(project: pytest.Pytester) -> None:
             == then["result"]["index"]["neighbour_recall"]
         )
         assert first["result"]["retrieved"] == then["result"]["retrieved"]
+
+
+LOADED = f"""
+import pytest
+
+@pytest.mark.embedbench(
+    dataset={str(SUPPORT)!r}, models=["hashing:h"], k=[10],
+    indexes=["exact", "faiss:hnsw(M=16)", "exact+binary"],
+)
+def test_under_load(retrieval, pytestconfig):
+    levels = retrieval.index.load
+    wanted = pytestconfig.getoption("--embedbench-concurrency") or ()  # parsed: (1, 4, 16)
+    assert tuple(level.concurrency for level in levels) == tuple(wanted)
+    for level in levels:
+        assert level.requests == 1000 and level.qps > 0  # 52 queries, repeated, seeded
+        assert level.p50_ms <= level.p95_ms <= level.p99_ms
+"""
+
+
+def test_queries_under_concurrent_load_in_every_writer(project: pytest.Pytester) -> None:
+    pytest.importorskip("faiss")
+    project.makepyfile(test_load=LOADED)
+    result = project.runpytest(
+        "-p",
+        "no:randomly",
+        "--embedbench-concurrency=1,4,16",
+        "--embedbench-json=out.json",
+        "--embedbench-html=out.html",
+        "--embedbench-csv=csv",
+        "--embedbench-md=out.md",
+        "--junitxml=junit.xml",
+    )
+    result.assert_outcomes(passed=3)
+    result.stdout.fnmatch_lines(
+        [
+            "indexes on 'support' under concurrent load",
+            "test*model*index*threads*requests*QPS*p50 ms*p95 ms*p99 ms*",
+            "*h*exact *1*1000*",
+            "*h*exact *4*1000*",
+            "*h*exact *16*1000*",
+            "threads: the index's queries sent from that many threads at once*",
+        ]
+    )
+    report = json.loads((project.path / "out.json").read_text())
+    for test in report["tests"]:
+        load = test["result"]["index"]["load"]
+        assert [level["concurrency"] for level in load] == [1, 4, 16]
+        assert all(level["requests"] == 1000 and level["qps"] > 0 for level in load)
+    rows = report["summary"]["indexes"][0]["rows"]
+    assert all(len(r["load"]) == 3 for r in rows)
+    with (project.path / "csv" / "index_load.csv").open(newline="") as f:
+        written = list(csv.DictReader(f))
+    assert len(written) == 9 and {r["concurrency"] for r in written} == {"1", "4", "16"}
+    assert "| threads | requests | QPS |" in (project.path / "out.md").read_text()
+    page = (project.path / "out.html").read_text()
+    assert "<h4>Under concurrent load</h4>" in page
+    assert 'aria-label="QPS against concurrent threads"' in page
+    # JUnit properties: each level's figures under the index's, equal to the JSON's
+    junit = ElementTree.parse(project.path / "junit.xml")
+    case = next(c for c in junit.iter("testcase") if c.get("name", "").endswith("[h-exact]"))
+    props = {p.get("name"): p.get("value") for p in case.iter("property")}
+    exact = next(t for t in report["tests"] if t["nodeid"].endswith("[h-exact]"))
+    level = exact["result"]["index"]["load"][1]
+    assert float(props["embedbench.index.load.c4.qps"]) == pytest.approx(level["qps"])
+    assert float(props["embedbench.index.load.c16.p99_ms"]) > 0
+    assert float(props["embedbench.index.bytes_per_document"]) == 4 * 64
+
+    # without the option, no load is measured and the JSON keeps its shape
+    plain = project.runpytest("-p", "no:randomly", "--embedbench-json=plain.json", "-k", "exact")
+    plain.assert_outcomes(passed=2)
+    for test in json.loads((project.path / "plain.json").read_text())["tests"]:
+        assert "load" not in test["result"]["index"]
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("1,x", "'x' is not a thread count; give comma-separated whole numbers >= 1"),
+        ("0", "'0' is not a thread count"),
+        ("4,4", "4 is given twice"),
+    ],
+)
+def test_a_bad_concurrency_is_a_usage_error(
+    project: pytest.Pytester, value: str, message: str
+) -> None:
+    project.makepyfile(test_load=LOADED)
+    result = project.runpytest(f"--embedbench-concurrency={value}")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"*--embedbench-concurrency {value!r}: {message}*"])

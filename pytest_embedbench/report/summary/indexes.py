@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 from ...evaluation.record import TestRecord
-from ...records.resultdata import MetricData
+from ...records.resultdata import LoadData, MetricData
 from .values import Delta, Value, bootstrap_delta, finite
 
 __all__ = ["IndexRow", "IndexSection", "function_id", "index_sections"]
@@ -43,6 +43,8 @@ class IndexRow:
     build_s: float | None = None
     bytes: int | None = None
     bytes_per_document: float | None = None
+    #: the queries under concurrent load, one level each (``--embedbench-concurrency``)
+    load: tuple[LoadData, ...] = ()
     deterministic: bool = True
     note: str = ""
     test: str = ""
@@ -126,6 +128,7 @@ def index_sections(records: Iterable[TestRecord]) -> tuple[IndexSection, ...]:
                 build_s=finite(found.build_s),
                 bytes=found.bytes,
                 bytes_per_document=finite(found.bytes_per_document),
+                load=tuple(found.load or ()),
                 deterministic=found.deterministic,
                 note=found.note,
                 nodeid=record.nodeid,

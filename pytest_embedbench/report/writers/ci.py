@@ -34,12 +34,12 @@ from typing import Any
 from ...core.redaction import _secret_env_values, redact
 from ...core.text import inert
 from ...evaluation.record import TestRecord, as_record
-from ...records.figures import INDEX_FIGURES, JUDGED, LANGUAGE_METRICS
+from ...records.figures import INDEX_FIGURES, JUDGED, LANGUAGE_METRICS, LOAD_FIGURES
 from ...records.resultdata import ResultData
 from ..summary import DatasetSummary, Gate, ModelSummary, Summary
 from ..summary.columns import resolve_column
 from ..summary.values import Value, finite
-from .index_tables import index_tables
+from .index_tables import index_tables, load_tables
 from .language_tables import language_tables
 from .stress import TextTable, cutoff_tables, stress_tables
 from .text import delta_text
@@ -379,7 +379,9 @@ def sections(summary: Summary, secrets: list[str] | None = None) -> list[Section
         _text_tables("Languages", language_tables(summary.languages), found),
         _text_tables("Stress", stress_tables(summary.stress), found),
         _text_tables("Cut-offs", cutoff_tables(summary.cutoffs), found),
-        _text_tables("Indexes", index_tables(summary.indexes), found),
+        _text_tables(
+            "Indexes", [*index_tables(summary.indexes), *load_tables(summary.indexes)], found
+        ),
         _notes_section(summary, found),
     ]
     return [p for p in parts if p is not None]
@@ -627,6 +629,9 @@ def junit_properties(record: TestRecord | Mapping[str, Any]) -> list[tuple[str, 
         named = [(f.key, f.get(result)) for f in INDEX_FIGURES]
         named += [(f"index.{n}", m.value) for n, m in sorted(index.neighbour_recall.items())]
         named += [(f"index.delta.{n}", m.value) for n, m in sorted(index.delta.items())]
+        for level in index.load or ():  # index.load.c4.qps, index.load.c4.p99_ms ...
+            at = f"index.load.c{level.concurrency}."
+            named += [(at + f.key.removeprefix("load."), f.get(level)) for f in LOAD_FIGURES]
         out += [(PREFIX + key, finite(v)) for key, v in named if finite(v) is not None]
     # the plain name (xdist sends user_properties to the controller: plain values only)
     gate = str(record.baseline.status) if record.baseline is not None else ""

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ...records.figures import INDEX_FIGURES, Figure, figure
+from ...records.figures import INDEX_FIGURES, LOAD_FIGURES, Figure, figure
 from ..summary.indexes import IndexRow, IndexSection
 from ..summary.values import Delta, Value
 from .stress import TextTable, text_lines
@@ -21,6 +21,10 @@ __all__ = [
     "index_csv_rows",
     "index_figure",
     "index_tables",
+    "LOAD_LEGEND",
+    "load_columns",
+    "load_csv_rows",
+    "load_tables",
     "metric_label",
     "render_indexes",
     "size_text",
@@ -140,9 +144,74 @@ def index_tables(sections: Sequence[IndexSection]) -> list[TextTable]:
     return tables
 
 
+#: the line under a table of queries under load
+LOAD_LEGEND = (
+    "threads: the index's queries sent from that many threads at once, single query vectors "
+    "in a seeded order; QPS: requests answered per second of wall-clock time; p50/p95/p99: "
+    "each request's latency at that level"
+)
+
+
+def load_tables(sections: Sequence[IndexSection]) -> list[TextTable]:
+    """One table per dataset whose indexes ran under load: a row per test, model, index and
+    concurrency level (``--embedbench-concurrency``)."""
+    tables = []
+    for section in sections:
+        rows = tuple(
+            (
+                r.test,
+                r.model,
+                r.index,
+                str(level.concurrency),
+                str(level.requests),
+                *(f.text(f.get(level)) for f in LOAD_FIGURES),
+            )
+            for r in section.rows
+            for level in r.load
+        )
+        if rows:
+            tables.append(
+                TextTable(
+                    f"indexes on {section.dataset!r} under concurrent load",
+                    ("test", "model", "index", "threads", "requests")
+                    + tuple(f.header for f in LOAD_FIGURES),
+                    rows,
+                    (LOAD_LEGEND,),
+                )
+            )
+    return tables
+
+
 def render_indexes(sections: Sequence[IndexSection]) -> list[str]:
-    """The index section's lines for the terminal."""
-    return text_lines(index_tables(sections))
+    """The index section's lines for the terminal: the index tables, then those under load."""
+    return text_lines([*index_tables(sections), *load_tables(sections)])
+
+
+def load_columns() -> list[str]:
+    """The columns of ``index_load.csv``."""
+    return [
+        *("test", "dataset", "model", "index", "concurrency", "requests", "seconds"),
+        *(f.key.removeprefix("load.") for f in LOAD_FIGURES),
+    ]
+
+
+def load_csv_rows(sections: Sequence[IndexSection]) -> list[dict[str, Any]]:
+    """``index_load.csv``: one row per test, model, index and concurrency level, unrounded."""
+    return [
+        {
+            "test": r.nodeid,
+            "dataset": section.dataset,
+            "model": r.model,
+            "index": r.index,
+            "concurrency": level.concurrency,
+            "requests": level.requests,
+            "seconds": level.seconds,
+            **{f.key.removeprefix("load."): f.get(level) for f in LOAD_FIGURES},
+        }
+        for section in sections
+        for r in section.rows
+        for level in r.load
+    ]
 
 
 def index_columns() -> list[str]:

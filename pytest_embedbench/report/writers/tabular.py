@@ -31,12 +31,13 @@ from ..summary.columns import metric_names
 from ..summary.cutoffs import score_bins
 from ..summary.stress import ChunkPoint, NoisePoint
 from ..summary.values import Value
-from .index_tables import index_columns, index_csv_rows
+from .index_tables import index_columns, index_csv_rows, load_columns, load_csv_rows
 from .language_tables import language_columns, language_csv_rows
 
 __all__ = [
     "CSV_FILES",
     "INDEX_CSV",
+    "LOAD_CSV",
     "csv_cell",
     "cutoff_columns",
     "cutoff_csv_rows",
@@ -57,6 +58,8 @@ __all__ = [
 INDEX_CSV = "indexes.csv"
 #: written beside :data:`CSV_FILES` when a dataset had several languages (``languages:``)
 LANGUAGE_CSV = "languages.csv"
+#: written beside it when the index axis ran under load (``--embedbench-concurrency``)
+LOAD_CSV = "index_load.csv"
 #: the files ``--embedbench-csv`` writes into its folder
 CSV_FILES = (
     "results.csv",
@@ -419,6 +422,10 @@ def write_csv(folder: Path, source: Summary | Mapping[str, Any]) -> list[Path]:
     if summary.indexes:  # the index axis's file, only where a test had indexes=
         tables[INDEX_CSV] = (index_columns(), index_csv_rows(summary.indexes))
         names.append(INDEX_CSV)
+        loaded = load_csv_rows(summary.indexes)
+        if loaded:  # and the levels under load, only with --embedbench-concurrency
+            tables[LOAD_CSV] = (load_columns(), loaded)
+            names.append(LOAD_CSV)
     if summary.languages:  # the per-language file, only where a dataset had languages
         tables[LANGUAGE_CSV] = (language_columns(), language_csv_rows(summary.languages))
         names.append(LANGUAGE_CSV)

@@ -23,7 +23,7 @@ from .chroma import ChromaIndex
 from .exact import ExactVectorIndex
 from .faiss import FaissIndex
 from .lancedb import LanceIndex
-from .measure import IndexRun, measure_index, neighbour_recall
+from .measure import IndexRun, LoadLevel, measure_index, measure_load, neighbour_recall
 from .pgvector import PgvectorIndex
 from .qdrant import QdrantIndex
 from .registry import (
@@ -48,6 +48,7 @@ __all__ = [
     "IndexRun",
     "IndexSpec",
     "LanceIndex",
+    "LoadLevel",
     "PgvectorIndex",
     "QdrantIndex",
     "VectorIndex",
@@ -56,6 +57,7 @@ __all__ = [
     "create_index",
     "index_class",
     "measure_index",
+    "measure_load",
     "named_indexes",
     "neighbour_recall",
     "parse_indexes",

@@ -14,8 +14,10 @@ latency (p50, p95, QPS as one over the mean single-query time), its build time a
 from __future__ import annotations
 
 import math
+import threading
 import time
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -24,7 +26,22 @@ import numpy as np
 from .registry import VectorIndex
 from .spec import IndexSpec
 
-__all__ = ["IndexRun", "Searcher", "Measured", "measure_index", "neighbour_recall"]
+__all__ = [
+    "LOAD_REQUESTS",
+    "LOAD_SECONDS",
+    "IndexRun",
+    "LoadLevel",
+    "Measured",
+    "Searcher",
+    "measure_index",
+    "measure_load",
+    "neighbour_recall",
+]
+
+#: requests sent at each concurrency level (every query vector at least once)
+LOAD_REQUESTS = 1000
+#: the wall-clock bound of one level: it stops sending after this many seconds
+LOAD_SECONDS = 10.0
 
 
 class Searcher(Protocol):
@@ -72,6 +89,91 @@ def neighbour_recall(found: np.ndarray, exact: np.ndarray, k: int) -> np.ndarray
     return out
 
 
+@dataclass(frozen=True)
+class LoadLevel:
+    """The index's queries at one concurrency level: ``concurrency`` threads sending single
+    query vectors back to back, ``requests`` answered in ``seconds`` of wall-clock time
+    (``qps`` = requests / seconds) and the latency of each request, waiting for a thread
+    included (p50, p95, p99, in milliseconds)."""
+
+    concurrency: int
+    requests: int
+    seconds: float
+    qps: float
+    p50_ms: float
+    p95_ms: float
+    p99_ms: float
+
+
+def measure_load(
+    index: Searcher,
+    vectors: np.ndarray,
+    depth: int,
+    levels: Sequence[int],
+    *,
+    seed: int = 0,
+    requests: int = LOAD_REQUESTS,
+    seconds: float = LOAD_SECONDS,
+) -> tuple[LoadLevel, ...]:
+    """Each level in ``levels``: that many threads search ``index`` one query vector at a time
+    (at the depth ``depth``), taking the next request from one shared queue until ``requests``
+    were sent (every vector at least once) or ``seconds`` passed. The request order is a
+    seeded shuffle of the vectors, repeated, the same at every level. Threads, not processes:
+    FAISS and NumPy release the GIL while they search, so the levels measure the engine under
+    concurrent requests in one process (as a server with a thread pool takes them)."""
+    if not len(vectors) or not levels:
+        return ()
+    rng = np.random.default_rng(seed)
+    total = max(requests, len(vectors))
+    passes = -(-total // len(vectors))
+    order = np.concatenate([rng.permutation(len(vectors)) for _ in range(passes)])[:total]
+    rows = np.ascontiguousarray(vectors, dtype=np.float32)
+    index.search(rows[:1], depth)  # warm-up
+    return tuple(_level(index, rows, depth, order, level, seconds) for level in levels)
+
+
+def _level(
+    index: Searcher, rows: np.ndarray, depth: int, order: np.ndarray, level: int, seconds: float
+) -> LoadLevel:
+    latency = np.full(len(order), np.nan)
+    lock = threading.Lock()
+    state = {"next": 0}
+    start = threading.Barrier(level + 1)
+    deadline = [math.inf]
+
+    def worker() -> None:
+        start.wait()
+        while True:
+            with lock:
+                i = state["next"]
+                state["next"] = i + 1
+            if i >= len(order) or time.perf_counter() > deadline[0]:
+                return
+            t0 = time.perf_counter()
+            index.search(rows[order[i]][None, :], depth)
+            latency[i] = (time.perf_counter() - t0) * 1000.0
+
+    with ThreadPoolExecutor(max_workers=level, thread_name_prefix="embedbench-load") as pool:
+        futures = [pool.submit(worker) for _ in range(level)]
+        t0 = time.perf_counter()
+        deadline[0] = t0 + seconds
+        start.wait()
+        for future in futures:
+            future.result()  # an engine's error stops the measure with its own message
+        wall = time.perf_counter() - t0
+    done = latency[~np.isnan(latency)]
+    p50, p95, p99 = np.percentile(done, [50, 95, 99]).tolist() if len(done) else [math.nan] * 3
+    return LoadLevel(
+        concurrency=level,
+        requests=len(done),
+        seconds=wall,
+        qps=len(done) / wall if wall > 0 else math.nan,
+        p50_ms=p50,
+        p95_ms=p95,
+        p99_ms=p99,
+    )
+
+
 @dataclass
 class IndexRun:
     """What one index did on one run: its spec and engine, build time, size, the index's own
@@ -91,6 +193,8 @@ class IndexRun:
     query_ids: tuple[str, ...]
     #: the documents (or chunks) the index holds
     documents: int = 0
+    #: the queries under concurrent load, one level each (``--embedbench-concurrency``)
+    load: tuple[LoadLevel, ...] = ()
     exact_rankings: list[list[str]] = field(default_factory=list, repr=False)
     exact_scores: list[list[float]] = field(default_factory=list, repr=False)
 
@@ -136,11 +240,14 @@ def measure_index(
     ks: Sequence[int],
     *,
     vectors: np.ndarray | None = None,
+    concurrency: Sequence[int] = (),
+    seed: int = 0,
 ) -> IndexRun:
     """The figures of ``retriever``'s last ``search_many`` (or of the query ``vectors`` given,
     searched here through the index at the depth ``max(ks)``): the exact top ``max(ks)`` of the
     same query vectors, neighbour recall at each cut-off, and each query vector searched alone
-    through the index (one untimed warm-up first)."""
+    through the index (one untimed warm-up first); with ``concurrency`` levels, the queries
+    under that many threads too (:func:`measure_load`, its request order seeded by ``seed``)."""
     depth = max(ks)
     index = retriever.index
     found = retriever.positions
@@ -178,6 +285,7 @@ def measure_index(
         neighbours={k: neighbour_recall(found, exact, k) for k in ks},
         query_ids=tuple(query_ids),
         documents=len(ids),
+        load=measure_load(index, vectors, depth, concurrency, seed=seed),
         exact_rankings=rankings,
         exact_scores=scores,
     )

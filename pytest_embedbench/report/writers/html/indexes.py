@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import math
 
+from ....records.figures import LOAD_FIGURES
 from ...summary import Summary
 from ...summary.indexes import IndexSection
 from ..index_tables import (
     INDEX_LEGEND,
+    LOAD_LEGEND,
     PER_DOC,
     SIZE,
     TIMED,
@@ -32,6 +34,9 @@ def _indexes(page: _Page, summary: Summary) -> None:
         page.add(f'<h3 id="idx-{_anchor(section.dataset)}">On {page.esc(section.dataset)}</h3>\n')
         page.add(_chart(page, section))
         _table(page, section)
+        if any(r.load for r in section.rows):
+            page.add(f"<h4>Under concurrent load</h4>\n{_load_chart(page, section)}")
+            _load_table(page, section)
     page.add(f'<p class="muted">{page.esc(INDEX_LEGEND)}.</p>\n</section>\n')
 
 
@@ -90,13 +95,20 @@ def _chart(page: _Page, section: IndexSection) -> str:
             f'<circle cx="{_c(x)}" cy="{_c(y)}" r="5" fill="{color}"><title>{label}: nR@'
             f"{section.k} {r.neighbour_recall.value:.4f}, {r.qps:,.0f} QPS</title></circle>"
         )
-        ly = top + 12 + 16 * i
-        parts.append(
-            f'<circle cx="{_c(left + plot_w + 16)}" cy="{_c(ly - 4)}" r="4" fill="{color}"/>'
-            f'<text x="{_c(left + plot_w + 24)}" y="{_c(ly)}" font-size="11">{label}</text>'
-        )
-    parts.append("</svg>")
-    return '<figure class="stress-chart">' + "".join(parts) + "</figure>\n"
+        parts.append(_legend(left + plot_w, top + 12 + 16 * i, color, label))
+    return _figure(parts)
+
+
+def _legend(x: float, y: float, color: str, label: str) -> str:
+    """One legend entry beside a plot whose right edge is ``x``: a dot and the row's label."""
+    return (
+        f'<circle cx="{_c(x + 16)}" cy="{_c(y - 4)}" r="4" fill="{color}"/>'
+        f'<text x="{_c(x + 24)}" y="{_c(y)}" font-size="11">{label}</text>'
+    )
+
+
+def _figure(parts: list[str]) -> str:
+    return '<figure class="stress-chart">' + "".join(parts) + "</svg></figure>\n"
 
 
 def _table(page: _Page, section: IndexSection) -> None:
@@ -122,3 +134,82 @@ def _table(page: _Page, section: IndexSection) -> None:
             f'<td class="t {page.esc(r.status)}">{page.esc(r.status)}</td></tr>\n'
         )
     page.add("</table></div>\n")
+
+
+def _load_chart(page: _Page, section: IndexSection) -> str:
+    """QPS (y) against the number of threads (x, one step a level), a line per row."""
+    rows = [r for r in section.rows if any(level.qps for level in r.load)]
+    levels = sorted({level.concurrency for r in rows for level in r.load})
+    if not rows or not levels:
+        return ""
+    longest = max(len(section.label(r)) for r in rows)
+    left, bottom, top, plot_w = 64.0, 36.0, 12.0, 340.0
+    width, height = left + plot_w + 40.0 + 6.8 * longest, max(240.0, 40.0 + 16.0 * len(rows))
+    plot_h = height - top - bottom
+    peak = max(level.qps or 0.0 for r in rows for level in r.load) or 1.0
+
+    def sx(concurrency: int) -> float:
+        step = plot_w / max(1, len(levels) - 1)
+        return left + (levels.index(concurrency) * step if len(levels) > 1 else plot_w / 2)
+
+    def sy(qps: float) -> float:
+        return top + plot_h - qps / (peak * 1.05) * plot_h
+
+    parts = [
+        f'<svg viewBox="0 0 {_c(width)} {_c(height)}" width="{_c(width)}" '
+        f'height="{_c(height)}" role="img" aria-label="QPS against concurrent threads">',
+        f'<path d="M{_c(left)} {_c(top)}V{_c(top + plot_h)}H{_c(left + plot_w)}" '
+        'stroke="#888" fill="none"/>',
+    ]
+    for tick in (0.0, peak / 2, peak):
+        parts.append(
+            f'<text x="{_c(left - 6)}" y="{_c(sy(tick) + 4)}" text-anchor="end" '
+            f'font-size="11">{tick:,.0f}</text>'
+        )
+    for concurrency in levels:
+        parts.append(
+            f'<text x="{_c(sx(concurrency))}" y="{_c(top + plot_h + 16)}" '
+            f'text-anchor="middle" font-size="11">{concurrency}</text>'
+        )
+    parts.append(
+        f'<text x="{_c(left + plot_w / 2)}" y="{_c(height - 4)}" text-anchor="middle" '
+        'font-size="11">threads sending queries at once</text>'
+    )
+    parts.append(
+        f'<text x="12" y="{_c(top + plot_h / 2)}" font-size="11" text-anchor="middle" '
+        f'transform="rotate(-90 12 {_c(top + plot_h / 2)})">QPS</text>'
+    )
+    for i, r in enumerate(rows):
+        color = _PALETTE[i % len(_PALETTE)]
+        label = page.esc(section.label(r))
+        points = [(sx(lv.concurrency), sy(lv.qps), lv) for lv in r.load if lv.qps is not None]
+        path = "M" + "L".join(f"{_c(x)} {_c(y)}" for x, y, _ in points)
+        parts.append(f'<path d="{path}" stroke="{color}" stroke-width="2" fill="none"/>')
+        for x, y, lv in points:
+            parts.append(
+                f'<circle cx="{_c(x)}" cy="{_c(y)}" r="3.5" fill="{color}"><title>{label}: '
+                f"{lv.concurrency} threads, {lv.qps:,.0f} QPS, p99 {_f(lv.p99_ms, '{:.3f}')} "
+                "ms</title></circle>"
+            )
+        parts.append(_legend(left + plot_w, top + 12 + 16 * i, color, label))
+    return _figure(parts)
+
+
+def _load_table(page: _Page, section: IndexSection) -> None:
+    page.add(
+        '<div class="wide"><table class="stress"><tr><th class="t">test</th><th>model</th>'
+        '<th class="t">index</th><th>threads</th><th>requests</th>'
+        + "".join(f"<th>{f.header}</th>" for f in LOAD_FIGURES)
+        + "</tr>\n"
+    )
+    for r in section.rows:
+        for level in r.load:
+            page.add(
+                f'<tr><td class="t"><code title="{page.esc(r.nodeid)}">{page.esc(r.test)}'
+                f'</code></td><td>{page.esc(r.model)}</td><td class="t"><code>'
+                f"{page.esc(r.index)}</code></td><td>{level.concurrency}</td>"
+                f"<td>{level.requests}</td>"
+                + "".join(f"<td>{page.esc(f.text(f.get(level)))}</td>" for f in LOAD_FIGURES)
+                + "</tr>\n"
+            )
+    page.add(f'</table></div>\n<p class="muted">{page.esc(LOAD_LEGEND)}.</p>\n')

@@ -1,0 +1,74 @@
+"""An index's queries under concurrent load (issue 45): the levels, the seeded request order
+(the same at every level and for the same seed), the request and time bounds, and the figures
+each level reports."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+
+from pytest_embedbench.retrieval.exact import ExactIndex
+from pytest_embedbench.retrieval.indexes import measure_load
+
+
+class Recorded:
+    """The real exact index, recording which query vector each request sent (threads too)."""
+
+    def __init__(self, vectors: np.ndarray) -> None:
+        self.index = ExactIndex(vectors, [f"d{i}" for i in range(len(vectors))])
+        self.sent: list[int] = []
+        self.threads: set[int] = set()
+        self._lock = threading.Lock()
+
+    def search(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        with self._lock:
+            # each query vector i is the document vector i: its first exact hit tells which
+            self.threads.add(threading.get_ident())
+        found = self.index.search(queries, k)
+        with self._lock:
+            self.sent.append(int(found[0][0, 0]))
+        return found
+
+
+def _vectors(n: int = 40, dim: int = 16) -> np.ndarray:
+    x = np.random.default_rng(0).normal(size=(n, dim)).astype(np.float32)
+    return x / np.linalg.norm(x, axis=1, keepdims=True)
+
+
+def test_each_level_sends_the_requests_in_one_seeded_order() -> None:
+    x = _vectors()
+    one = Recorded(x)
+    levels = measure_load(one, x, 5, (1, 4), seed=7, requests=100)
+    assert [level.concurrency for level in levels] == [1, 4]
+    assert all(level.requests == 100 for level in levels)
+    # the warm-up, then 100 requests a level; one thread sends them in the seeded order
+    first = one.sent[1:101]
+    assert sorted(set(first)) == list(range(40))  # every query vector at least once
+    again = Recorded(x)
+    measure_load(again, x, 5, (1,), seed=7, requests=100)
+    assert again.sent[1:] == first
+    other = Recorded(x)
+    measure_load(other, x, 5, (1,), seed=8, requests=100)
+    assert other.sent[1:] != first
+    # four threads take the same requests (in the order each finishes)
+    assert sorted(one.sent[101:]) == sorted(first) and len(one.threads) >= 2
+
+
+def test_a_level_reports_its_rate_and_latency_percentiles() -> None:
+    x = _vectors()
+    (level,) = measure_load(Recorded(x), x, 5, (2,), requests=60)
+    assert level.requests == 60 and level.seconds > 0
+    assert level.qps == pytest.approx(60 / level.seconds)
+    assert 0 < level.p50_ms <= level.p95_ms <= level.p99_ms
+
+
+def test_a_level_stops_at_its_time_bound_and_fewer_queries_than_requests_send_each() -> None:
+    x = _vectors()
+    (stopped,) = measure_load(Recorded(x), x, 5, (3,), requests=10_000, seconds=0.0)
+    assert stopped.requests < 10_000
+    (small,) = measure_load(Recorded(x), x, 5, (1,), requests=10)
+    assert small.requests == len(x)  # every query vector at least once
+    assert measure_load(Recorded(x), x, 5, ()) == ()
+    assert measure_load(Recorded(x), x[:0], 5, (1,)) == ()

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..evaluation.record import TestRecord, as_record
+from ..records.figures import figure
 from ..records.querydiff import QueryDiff, failure_lines, query_diff, query_label
 from ..records.resultdata import GateDelta, GateOutcome, GateStatus, ResultData
 from .settings import (
@@ -377,7 +378,8 @@ def _figure_gate(
         return  # a default measured in neither (a lexical model's cache_mb): nothing to say
     if why is None and (_missing_value(base) or _missing_value(current)):
         why = "not measured in " + ("the baseline" if _missing_value(base) else "this run")
-    if why is None and key in NOISY_FIGURES:
+    found = figure(key)
+    if why is None and (key in NOISY_FIGURES or (found is not None and found.noisy)):
         if entry.machine_fingerprint != record.machine_fingerprint:
             why = "this machine differs from the baseline's"
     if why is not None:

@@ -78,6 +78,9 @@ def index_key(key: str) -> str | None:
         return f"index.neighbour_recall@{int(depth)}"
     if name.startswith("delta."):
         return f"index.delta.{parse_metric(name.split('.', 1)[1])}"
+    if name.startswith("load.c") and figure(key) is not None:  # index.load.c4.qps
+        level, _, which = name.removeprefix("load.c").partition(".")
+        return f"index.load.c{int(level)}.{which}"
     return None
 
 
@@ -104,7 +107,8 @@ def _figure_key(key: Any, origin: str) -> str:
     raise ConfigError(
         f"{origin}.figures: unknown figure {text!r}{did_you_mean(text, known) or '.'} Gate "
         f"figures: {list(STORAGE)}, {[f.key for f in INDEX_FIGURES]}, "
-        "index.neighbour_recall@K and index.delta.<metric> (e.g. index.delta.ndcg@10)"
+        "index.neighbour_recall@K, index.delta.<metric> (e.g. index.delta.ndcg@10) and "
+        "index.load.c<N>.<qps|p50_ms|p95_ms|p99_ms> (with --embedbench-concurrency)"
     )
 
 

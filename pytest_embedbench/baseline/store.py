@@ -193,6 +193,9 @@ def index_figures(result: ResultData) -> dict[str, float | None]:
     }
     if index.bytes_per_document is not None:  # recorded since issue 45: older entries lack it
         out["bytes_per_document"] = index.bytes_per_document
+    for level in index.load or ():  # --embedbench-concurrency's levels: load.c4.qps ...
+        at = f"load.c{level.concurrency}."
+        out.update({at + f: getattr(level, f) for f in ("qps", "p50_ms", "p95_ms", "p99_ms")})
     out.update({name: est.value for name, est in sorted(index.neighbour_recall.items())})
     out.update({f"delta.{name}": est.value for name, est in sorted(index.delta.items())})
     return out

@@ -158,7 +158,8 @@ def _check_index_key(key: str, origin: str) -> str:
         return found
     raise ConfigError(
         f"{origin}: unknown index key {key!r}{did_you_mean(key, _key_names(key)) or '.'} "
-        f"Use index.neighbour_recall@K, index.delta.<metric> (e.g. index.delta.ndcg@10) or "
+        f"Use index.neighbour_recall@K, index.delta.<metric> (e.g. index.delta.ndcg@10), "
+        "index.load.c<N>.<qps|p50_ms|p95_ms|p99_ms> (with --embedbench-concurrency) or "
         f"{sorted(f'index.{n}' for n in _INDEX)}"
     )
 
@@ -349,6 +350,12 @@ def _index_value(result: RetrievalResult, name: str) -> tuple[float, str]:
         est = result.neighbour_recall(int(name.rpartition("@")[2]))
     elif name.startswith("delta."):
         est = result.delta_vs_exact(name.split(".", 1)[1])
+    elif name.startswith("load.c"):  # one level of --embedbench-concurrency (NaN: not run)
+        level, _, which = name.removeprefix("load.c").partition(".")
+        assert result.index is not None
+        found = next((lv for lv in result.index.load if lv.concurrency == int(level)), None)
+        value = math.nan if found is None else float(getattr(found, which))
+        return value, f"{value:.4g}"
     else:
         run = result.index
         assert run is not None
@@ -388,6 +395,14 @@ def check_thresholds(result: RetrievalResult, rules: list[Threshold]) -> list[st
             )
             continue
         value, shown = value_of(result, rule.key)
+        if rule.key.startswith("index.load.") and math.isnan(value):
+            level = rule.key.removeprefix("index.load.c").partition(".")[0]
+            failures.append(
+                f"{rule.key}: not measured, the run sent no queries from {level} threads; run "
+                f"with --embedbench-concurrency naming {level} (e.g. 1,{level}), or drop the "
+                f"rule  ({rule.origin})"
+            )
+            continue
         if rule.key in _NOT_MEASURED and math.isnan(value):
             if rule.key == "cache_mb" and not has_vectors(result.model):
                 continue  # a lexical model or a ranker caches no vectors

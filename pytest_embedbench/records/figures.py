@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, is_dataclass
+from dataclasses import dataclass, is_dataclass, replace
 from typing import Any
 
 __all__ = [
@@ -232,10 +232,11 @@ STORAGE: tuple[str, ...] = ("bytes_per_doc", "index_mb", "cache_mb", "docs_per_s
 
 
 def _family(key: str) -> Figure | None:
-    """A figure with a cut-off or a metric in its name: ``index.neighbour_recall@K`` (the share
-    of exact search's top K the index returns) or ``index.delta.<metric>`` (the index's metric
-    minus exact search's); both higher is better, neither noisy (the same vectors give the same
-    figure)."""
+    """A figure with a cut-off, a metric or a level in its name: ``index.neighbour_recall@K``
+    (the share of exact search's top K the index returns) or ``index.delta.<metric>`` (the
+    index's metric minus exact search's), both higher is better and neither noisy (the same
+    vectors give the same figure); ``index.load.c<N>.<qps|p50_ms|p95_ms|p99_ms>``, the queries
+    under N threads (``--embedbench-concurrency``), noisy."""
     name = key.removeprefix("index.")
     if name.startswith("neighbour_recall@"):
         k = name.partition("@")[2]
@@ -244,9 +245,16 @@ def _family(key: str) -> Figure | None:
     if name.startswith("delta."):
         metric = name.removeprefix("delta.")
         return Figure(key, f"Δ {metric}", ("index", "delta", metric, "value"), "{:+.4f}", True)
+    level, _, which = name.removeprefix("load.c").partition(".")
+    base = _LOAD.get(f"load.{which}")
+    if name.startswith("load.c") and level.isdigit() and int(level) >= 1 and base is not None:
+        # one concurrency level's figure (``index.load.c4.qps``): noisy, as every timing; its
+        # value is read by level from ``index.load`` (a list), not by a path
+        return replace(base, key=key, header=f"{base.header} @{int(level)}", path=())
     return None
 
 
+_LOAD: dict[str, Figure] = {f.key: f for f in LOAD_FIGURES}
 _BY_NAME: dict[str, Figure] = {name: f for f in (*FIGURES, *INDEX_FIGURES) for name in f.names}
 
 

@@ -196,3 +196,28 @@ def test_a_bad_concurrency_is_a_usage_error(
     result = project.runpytest(f"--embedbench-concurrency={value}")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([f"*--embedbench-concurrency {value!r}: {message}*"])
+
+
+def test_a_level_threshold_fails_the_test_and_a_level_not_run_says_so(
+    project: pytest.Pytester,
+) -> None:
+    gated = f"""
+import pytest
+
+@pytest.mark.embedbench(
+    dataset={str(SUPPORT)!r}, models=["hashing:h"], k=[10], indexes=["exact"],
+    thresholds={{"index.load.c4.qps": ">= 1e12", "index.load.c16.p99_ms": "<= 1e9"}},
+)
+def test_gated(retrieval):
+    pass
+"""
+    project.makepyfile(test_gated=gated)
+    result = project.runpytest("-p", "no:randomly", "--embedbench-concurrency=1,4")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*index.load.c16.p99_ms: not measured, the run sent no queries from 16 threads; run "
+            "with --embedbench-concurrency naming 16*",
+            "*index.load.c4.qps = * is not >= 1e+12*",
+        ]
+    )

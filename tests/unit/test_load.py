@@ -72,3 +72,20 @@ def test_a_level_stops_at_its_time_bound_and_fewer_queries_than_requests_send_ea
     assert small.requests == len(x)  # every query vector at least once
     assert measure_load(Recorded(x), x, 5, ()) == ()
     assert measure_load(Recorded(x), x[:0], 5, (1,)) == ()
+
+
+def test_a_level_is_a_threshold_and_gate_key_only_when_named() -> None:
+    from pytest_embedbench.baseline.settings import DEFAULT_FIGURES, figure_direction, index_key
+    from pytest_embedbench.baseline.thresholds import parse_rule
+    from pytest_embedbench.core.exceptions import ConfigError
+    from pytest_embedbench.records.figures import figure
+
+    qps, p99 = figure("index.load.c4.qps"), figure("index.load.c16.p99_ms")
+    assert qps is not None and qps.noisy and figure_direction("index.load.c4.qps")
+    assert p99 is not None and p99.noisy and not figure_direction("index.load.c16.p99_ms")
+    assert index_key("index.load.c04.qps") == "index.load.c4.qps"
+    assert figure("index.load.c0.qps") is None and figure("index.load.c4.qpz") is None
+    assert parse_rule("index.load.c4.qps", ">= 100", "t").key == "index.load.c4.qps"
+    with pytest.raises(ConfigError, match=r"index.load.c<N>.<qps\|p50_ms\|p95_ms\|p99_ms>"):
+        parse_rule("index.load.c4.qpz", ">= 1", "t")
+    assert not any(key.startswith("index.load.") for key, _ in DEFAULT_FIGURES)

@@ -353,8 +353,8 @@ def _index_value(result: RetrievalResult, name: str) -> tuple[float, str]:
     elif name.startswith("load.c"):  # one level of --embedbench-concurrency (NaN: not run)
         level, _, which = name.removeprefix("load.c").partition(".")
         assert result.index is not None
-        found = next((lv for lv in result.index.load if lv.concurrency == int(level)), None)
-        value = math.nan if found is None else float(getattr(found, which))
+        at = next((lv for lv in result.index.load if lv.concurrency == int(level)), None)
+        value = math.nan if at is None else float(getattr(at, which))
         return value, f"{value:.4g}"
     else:
         run = result.index

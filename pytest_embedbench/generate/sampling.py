@@ -7,6 +7,8 @@ import random
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from ..core.scripts import weighted_length
+
 if TYPE_CHECKING:
     from ..core.types import Chunk
     from .settings import GenerationSettings
@@ -20,8 +22,11 @@ def _chunk_seed(seed: int, chunk_id: str) -> int:
 
 def sample_chunks(chunks: Sequence[Chunk], settings: GenerationSettings) -> list[Chunk]:
     """The chunks questions are asked for: at least ``min_chunk_chars`` characters, then a
-    seeded sample of ``max_chunks`` of them, in corpus order."""
-    eligible = [c for c in chunks if len(c.text.strip()) >= settings.min_chunk_chars]
+    seeded sample of ``max_chunks`` of them, in corpus order. A Han, kana or Hangul character
+    counts as :data:`~..core.scripts.WIDE_WEIGHT` characters (``weighted_length``, as
+    chunking's ``min_chunk_chars``): a Chinese chunk holds about as much as an English one of
+    three times its characters, and would otherwise be left out as short."""
+    eligible = [c for c in chunks if weighted_length(c.text.strip()) >= settings.min_chunk_chars]
     if settings.max_chunks is None or len(eligible) <= settings.max_chunks:
         return eligible
     picked = set(random.Random(settings.seed).sample(range(len(eligible)), settings.max_chunks))

@@ -210,3 +210,24 @@ def test_generate_evalset_keeps_chinese_questions(
         assert f"rejected {reason}: {n}" in err
     meta = json.loads(sidecar_path(out).read_text(encoding="utf-8"))
     assert meta["report"]["kept"] == 3
+
+
+def test_a_chinese_chunk_is_eligible_by_its_weighted_length() -> None:
+    """min_chunk_chars weighs a Han character as 3, as chunking does: a 50-character Chinese
+    chunk holds what about 150 English characters do, and is asked about at the default 120;
+    an English chunk is measured as before."""
+    from pytest_embedbench.core.types import Chunk
+    from pytest_embedbench.generate.sampling import sample_chunks
+
+    zh = (
+        "密码重置需要登录页面上的链接并且在十五分钟内完成"
+        "否则链接会过期用户需要重新申请新的重置链接才能继续"
+    )
+    en_short, en_long = "x" * 119, "x" * 120
+    chunks = [
+        Chunk(doc, f"{doc}#0", text, 0, len(text))
+        for doc, text in (("zh", zh), ("short", en_short), ("long", en_long))
+    ]
+    assert len(zh) < 120 <= 3 * len(zh)
+    kept = sample_chunks(chunks, GenerationSettings())
+    assert [c.doc_id for c in kept] == ["zh", "long"]

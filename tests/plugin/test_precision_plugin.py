@@ -221,3 +221,28 @@ def test_gated(retrieval):
             "*index.load.c4.qps = * is not >= 1e+12*",
         ]
     )
+
+
+CHUNKED = f"""
+import pytest
+
+CHUNKING = {{"strategy": "recursive", "size": 160, "overlap": 20, "unit": "chars"}}
+
+
+@pytest.mark.embedbench(dataset={str(SUPPORT)!r}, models=["hashing:h"], k=[1, 10],
+                        chunking=CHUNKING, indexes=["exact", "exact+binary(rescore=2)"])
+def test_chunked(retrieval):
+    run = retrieval.index
+    assert run.documents == len(retrieval.chunks) > 59  # the index holds chunks
+    assert [level.concurrency for level in run.load] == [2]
+    assert run.load[0].requests == 1000
+    if not run.spec.is_exact:
+        assert run.bytes_per_document == 64 / 8 and retrieval.neighbour_recall(10) < 1.0
+"""
+
+
+def test_a_chunked_dataset_stores_its_chunks_at_the_precision(project: pytest.Pytester) -> None:
+    # documents ranked by their best chunk, as without a precision; bytes and load per chunk
+    project.makepyfile(test_chunked=CHUNKED)
+    result = project.runpytest("-p", "no:randomly", "--embedbench-concurrency=2")
+    result.assert_outcomes(passed=2)

@@ -6,8 +6,9 @@ once per spec through :func:`~evaluation.indexed.evaluate_indexed`, exactly what
 with ``indexes=[...]`` runs. Per index it prints the build time, the size, the index's own
 query latency (one query vector at a time: p50, p95, QPS) with QPS as a ratio to exact search
 (the anchor), the neighbour recall@10 against exact search and nDCG@10 with its paired delta
-against exact on the same queries. LanceDB and Chroma rows are skipped when their package is not
-installed (the ``lancedb`` and ``chroma`` extras).
+against exact on the same queries. LanceDB, Chroma, pgvector and Qdrant rows are skipped when
+their packages are not installed (the ``lancedb``, ``chroma``, ``pgvector`` and ``qdrant``
+extras). pgvector's HNSW returns at most ``ef_search`` rows: run its rows with ``--k 1,10``.
 
 Usage::
 
@@ -26,7 +27,7 @@ from pytest_embedbench import load_dataset
 from pytest_embedbench.evaluation.evaluate import Evaluator
 from pytest_embedbench.evaluation.indexed import evaluate_indexed
 from pytest_embedbench.models.providers import ModelSpec
-from pytest_embedbench.retrieval.indexes import IndexSpec
+from pytest_embedbench.retrieval.indexes import IndexSpec, close_engines
 
 INDEXES = (
     "exact",
@@ -45,6 +46,14 @@ INDEXES = (
     "chroma:hnsw(max_neighbors=32,ef_construction=40,ef_search=16)",
     "chroma:hnsw(max_neighbors=32,ef_construction=40,ef_search=64)",
     "chroma:hnsw(max_neighbors=32,ef_construction=40,ef_search=1)",
+    "pgvector:exact",
+    "pgvector:hnsw(m=16,ef_construction=64,ef_search=40)",
+    "pgvector:hnsw(m=16,ef_construction=64,ef_search=10)",
+    "pgvector:ivfflat(lists=100,probes=10)",
+    "pgvector:ivfflat(lists=100,probes=1)",
+    "qdrant:exact",
+    "qdrant:hnsw(m=16,ef=64)",
+    "qdrant:hnsw(m=16,ef=16)",
 )
 
 
@@ -80,6 +89,8 @@ def main() -> None:
         "lancedb": _importable("lancedb"),
         "faiss": _importable("faiss"),
         "chroma": _importable("chromadb"),
+        "pgvector": _importable("psycopg") and _importable("pgserver"),
+        "qdrant": _importable("qdrant_client") and _importable("qdrant_edge"),
     }
     rows = []
     for raw in args.index or INDEXES:
@@ -136,4 +147,7 @@ def _importable(module: str) -> bool:
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    finally:
+        close_engines()  # pgvector's own server stopped, its folder removed

@@ -233,14 +233,15 @@ def close_databases() -> None:
         db.close()
 
 
-def _drop(db: _Database, table: str, conn: Any) -> None:
-    """An index's table dropped when the index is collected (the schema goes at the end)."""
+def _drop(table: str, conn: Any) -> None:
+    """An index's table dropped when the index is collected, on the index's own connection
+    (nothing else uses it then; the schema goes at the session's end anyway)."""
     try:
-        conn.close()
-        if db.admin is not None:
-            db.admin.execute(f"DROP TABLE IF EXISTS {table}")
-    except Exception:  # the session's end drops the schema anyway
+        conn.execute(f"DROP TABLE IF EXISTS {table}")
+    except Exception:  # a server already stopped: the schema and folder are gone with it
         pass
+    finally:
+        conn.close()
 
 
 def _uses_index(plan: Any) -> tuple[bool, str]:
@@ -320,7 +321,7 @@ class PgvectorIndex(VectorIndex):
         self._table = f'"{db.schema}".documents_{next(db.tables)}'
         conn = db.connect()
         self._conn = conn
-        weakref.finalize(self, _drop, db, self._table, conn)
+        weakref.finalize(self, _drop, self._table, conn)
         with_ = ""
         if kind == "hnsw":
             with_ = f"m = {int(p('m', 16))}, ef_construction = {int(p('ef_construction', 64))}"

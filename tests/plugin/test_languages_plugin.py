@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.plugin.conftest import CONFTEST, set_ini, write_dataset
+from tests.plugin.conftest import CONFTEST, MODES, set_ini, write_dataset
 from tests.unit.test_bm25_language import messages, span_set
 
 pytest.importorskip("django")
@@ -83,12 +83,14 @@ def _properties(report: dict) -> dict:
     return {name: json.loads(value) for name, value in test["user_properties"]}
 
 
+@pytest.mark.parametrize("mode", MODES)
 def test_three_languages_report_three_rows_and_their_macro_average(
-    pytester: pytest.Pytester,
+    pytester: pytest.Pytester, mode: list[str]
 ) -> None:
+    """Serially and under xdist (the workers send each result's languages to the controller)."""
     three_languages(pytester)
     result = pytester.runpytest(
-        "--embedbench-json", "r.json", f"--embedbench-bootstrap={RESAMPLES}"
+        *mode, "--embedbench-json", "r.json", f"--embedbench-bootstrap={RESAMPLES}"
     )
     result.assert_outcomes(passed=1)
     report = json.loads((pytester.path / "r.json").read_text())

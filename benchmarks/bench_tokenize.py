@@ -1,9 +1,9 @@
 """bm25 indexing per language: ``BM25Index`` beside its tokeniser alone (issue 44).
 
-For each ``--languages`` (``en``, ``zh``, ``ja``, ``ko``, ``th``, ``auto``, ``subword``) a seeded corpus of
-``--docs`` documents, each five of Django's translated messages in that language (the ``.po``
-files of the django wheel; ``auto`` and ``subword``: the four CJK/Thai corpora and the English
-one mixed), is
+For each ``--languages`` (``en``, ``zh``, ``ja``, ``ko``, ``th``, ``auto``, ``subword``) a
+seeded corpus of ``--docs`` documents, each five of Django's translated messages in that
+language (the ``.po`` files of the django wheel; ``auto`` and ``subword``: the four CJK/Thai
+corpora and the English one mixed), is
 indexed per round, alternating: the tokeniser alone (``tokenizer.tokenize(texts)``: every
 document's terms) and ``BM25Index(texts, ids, tokenizer=...)`` (the same tokeniser, the terms
 counted, the score matrix built). The tokeniser is made (its dictionary or model loaded) before
@@ -62,7 +62,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--docs", type=int, default=5000)
     parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--languages", nargs="+", default=["en", "zh", "ja", "ko", "th", "auto", "subword"])
+    parser.add_argument(
+        "--languages", nargs="+", default=["en", "zh", "ja", "ko", "th", "auto", "subword"]
+    )
     args = parser.parse_args()
     print(
         "| language | tokeniser alone, wall s / 1k | BM25Index, wall s / 1k | ratio | "

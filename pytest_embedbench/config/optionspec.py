@@ -54,6 +54,10 @@ def parse_models_option(value: str) -> tuple[str, ...]:
     return specs
 
 
+#: the most threads one level of ``--embedbench-concurrency`` starts (each is an OS thread)
+MAX_CONCURRENCY = 1024
+
+
 def parse_concurrency(value: str) -> tuple[int, ...]:
     """``--embedbench-concurrency 1,4,16``: the thread counts an index's queries are sent from,
     each a whole number >= 1, each once, in the order given."""
@@ -68,6 +72,11 @@ def parse_concurrency(value: str) -> tuple[int, ...]:
             raise argparse.ArgumentTypeError(
                 f"--embedbench-concurrency {value!r}: {part!r} is not a thread count; give "
                 "comma-separated whole numbers >= 1, e.g. '1,4,16'"
+            )
+        if level > MAX_CONCURRENCY:
+            raise argparse.ArgumentTypeError(
+                f"--embedbench-concurrency {value!r}: {level} threads is above the "
+                f"{MAX_CONCURRENCY} a level may start; give at most {MAX_CONCURRENCY}"
             )
         if level in levels:
             raise argparse.ArgumentTypeError(

@@ -187,6 +187,7 @@ def test_queries_under_concurrent_load_in_every_writer(project: pytest.Pytester)
         ("1,x", "'x' is not a thread count; give comma-separated whole numbers >= 1"),
         ("0", "'0' is not a thread count"),
         ("4,4", "4 is given twice"),
+        ("1,5000", "5000 threads is above the 1024 a level may start; give at most 1024"),
     ],
 )
 def test_a_bad_concurrency_is_a_usage_error(

@@ -226,6 +226,8 @@ def test_every_writer_shows_the_language_table(
     zh = data["languages"]["zh"]["metrics"]["ndcg@10"]
     zh_cell = f"{zh['value']:.4f} [{zh['low']:.3f}, {zh['high']:.3f}]"
     lines = result.stdout.lines
+    basis = "metrics are the macro average over 3 languages (en, ja, zh)"
+    assert any(line.startswith(basis) for line in lines)  # under the headline table
     assert "languages of 'django': en, ja, zh and their macro average" in lines
     zh_queries = data["languages"]["zh"]["queries"]
     assert any(
@@ -236,11 +238,13 @@ def test_every_writer_shows_the_language_table(
     # the job summary's Markdown escapes the intervals' brackets
     job = step.read_text().replace("\\[", "[").replace("\\]", "]")
     for text in ((out / "r.md").read_text(), job):
+        assert "Metrics are the macro average over 3 languages (en, ja, zh)" in text
         assert "languages of 'django'" in text
         assert f"| bm25 | macro | {data['queries']} | {3 * PER_LANGUAGE} | {cell}" in text
         assert zh_cell in text
     html = (out / "r.html").read_text()
     assert '<section id="languages">' in html and "<b>macro</b>" in html
+    assert "Metrics are the macro average over 3 languages (en, ja, zh)" in html
     assert f"{macro['value']:.4f}" in html and f"{zh['value']:.4f}" in html
     csv_rows = [
         line.split(",") for line in (out / "csv" / "languages.csv").read_text().splitlines()

@@ -63,6 +63,9 @@ class DatasetSummary:
     #: JUDGED_FLOOR` (sorted): the headline tables add the judged@10 column, and the notices
     #: say the metrics may understate unjudged but relevant documents
     holes: tuple[str, ...] = ()
+    #: a dataset in several languages: what its metrics are (the macro average over them),
+    #: said under its table; None for a dataset in one language
+    metrics_basis: str | None = None
 
     @property
     def with_baseline(self) -> bool:
@@ -127,6 +130,19 @@ def dataset_summary(
         reference=compared_with,
         latency_basis=latency_basis(rows),
         recommendation=recommendation_of(rec),
+        metrics_basis=_metrics_basis(results),
+    )
+
+
+def _metrics_basis(results: Sequence[Any]) -> str | None:
+    """``macro average over 3 languages (en, ja, zh) ...`` when the dataset has languages."""
+    languages = sorted({lang for r in results if r is not None for lang in r.languages or ()})
+    if not languages:
+        return None
+    return (
+        f"metrics are the macro average over {len(languages)} languages "
+        f"({', '.join(languages)}): the mean of the languages' means, each resampled within "
+        "its language; the languages table shows each one"
     )
 
 

@@ -174,6 +174,8 @@ def _dataset_section(dataset: DatasetSummary, priority: str, secrets: list[str])
     lines = [f"### Dataset `{_code(dataset.name, secrets)}`{size}", ""]
     rows = (_model_cells(m, dataset, keys, secrets) for m in dataset.models)
     lines += _table(headers, rows, secrets)
+    if dataset.metrics_basis:
+        lines += ["", cell(dataset.metrics_basis[0].upper() + dataset.metrics_basis[1:]) + "."]
     rec = dataset.shown_recommendation
     pick = rec.pick(priority) if rec is not None else None
     if pick is not None:

@@ -181,6 +181,8 @@ def _md_dataset(dataset: DatasetSummary, priority: str) -> list[str]:
     lines += _md_models(dataset, metrics, figures) + [""]
     if dataset.latency_basis:
         lines += [f"Latency (query embedding + search): {_md(dataset.latency_basis)}.", ""]
+    if dataset.metrics_basis:
+        lines += [f"{_md(dataset.metrics_basis[0].upper() + dataset.metrics_basis[1:])}.", ""]
     rec = dataset.shown_recommendation
     pick = rec.pick(priority) if rec is not None else None
     if rec is not None and pick is not None:

@@ -149,6 +149,8 @@ def _render(summary: Summary, *, verbosity: int, columns: Sequence[str] | None) 
         lines.extend(_table(dataset, [*shown, *extra], quiet, legend))
         if dataset.latency_basis and any(c.key in latency for c in shown):
             lines.append(f"latency (query embedding + search): {dataset.latency_basis}")
+        if dataset.metrics_basis:
+            lines.append(dataset.metrics_basis)
         if hidden:
             lines.append(f"(-q hides {', '.join(hidden)}; run without -q to see every column)")
         rec = dataset.shown_recommendation

@@ -41,6 +41,9 @@ def _accuracy(page: _Page, dataset: DatasetSummary) -> None:
     page.add(
         '<p class="muted">★ best in column; [low, high]: 95% bootstrap interval over queries.</p>\n'
     )
+    if dataset.metrics_basis:  # a dataset in several languages
+        basis = dataset.metrics_basis
+        page.add(f'<p class="muted">{page.esc(basis[0].upper() + basis[1:])}.</p>\n')
 
 
 def _accuracy_table(page: _Page, dataset: DatasetSummary, names: Sequence[str]) -> None:

@@ -255,3 +255,27 @@ def test_a_dsn_in_embedbench_yaml_is_redacted_in_reports(monkeypatch: pytest.Mon
     assert "hunter2" not in str(redact(raw))
     monkeypatch.setenv("SHOP_PG_DSN", "host=db user=u password=hunter2-secret")
     assert "hunter2" not in str(redact("connecting with host=db user=u password=hunter2-secret"))
+
+
+@pytest.mark.slow  # a server start
+def test_a_role_that_may_not_create_a_schema_is_told_the_grant(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    require_pgvector()
+    import psycopg
+
+    from pytest_embedbench.retrieval.indexes.postgres import LocalPostgres
+
+    server = LocalPostgres.start()
+    try:
+        with psycopg.connect(server.conninfo, autocommit=True) as conn:
+            conn.execute("CREATE ROLE reader LOGIN PASSWORD 'reader-pass-1234'")
+        monkeypatch.setenv("READER_PG", server.conninfo.replace("user=postgres", "user=reader"))
+        spec = IndexSpec.parse("pgvector:exact", "w").with_settings({"dsn_env": "READER_PG"}, "y")
+        docs, _, ids = _vectors(n=10)
+        with pytest.raises(Exception, match="refused the session's schema") as info:
+            create_index(spec).build(docs, ids)
+        assert "GRANT CREATE ON DATABASE" in str(info.value) and "user=reader" in str(info.value)
+    finally:
+        close_engines()
+        server.stop()

@@ -75,6 +75,18 @@ def _hide(text: str, conninfo: str) -> str:
     return str(redact(text))
 
 
+#: the schema holding the vector extension and its version (the name unquoted)
+_EXTENSION = (
+    "SELECT n.nspname, e.extversion FROM pg_extension e "
+    "JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'vector'"
+)
+
+
+def _ident(name: str) -> str:
+    """``name`` as a quoted SQL identifier."""
+    return '"' + name.replace('"', '""') + '"'
+
+
 class _Database:
     """The session's database: a self-started server or the user's DSN, and its schema."""
 
@@ -84,17 +96,23 @@ class _Database:
         self.schema = f"embedbench_{os.getpid()}_{secrets.token_hex(4)}"
         self.tables = itertools.count(1)
         self.admin = self.connect()
+        import psycopg
+
         try:
             self.admin.execute(f'CREATE SCHEMA "{self.schema}"')
-            found = self.admin.execute(
-                "SELECT extnamespace::regnamespace::text, extversion FROM pg_extension "
-                "WHERE extname = 'vector'"
-            ).fetchone()
+            found = self.admin.execute(_EXTENSION).fetchone()
             if found is None:
                 found = self._create_extension()
             self.extension_schema, self.pgvector_version = found
             self._use(self.admin)
             self.server_version = self.admin.execute("SHOW server_version").fetchone()[0]
+        except psycopg.Error as exc:
+            self.close()
+            raise DatabaseError(
+                f"pgvector: the database ({self.shown}) refused the session's schema "
+                f"{self.schema!r}: {_hide(str(exc).strip(), conninfo)}; the role needs CREATE "
+                "on the database (GRANT CREATE ON DATABASE ... TO ...)"
+            ) from None
         except BaseException:
             self.close()
             raise
@@ -119,10 +137,7 @@ class _Database:
                     "pgvector on the server and run CREATE EXTENSION vector, or give no "
                     "dsn (the engine then starts its own PostgreSQL with pgvector)"
                 ) from None
-        row = self.admin.execute(
-            "SELECT extnamespace::regnamespace::text, extversion FROM pg_extension "
-            "WHERE extname = 'vector'"
-        ).fetchone()
+        row = self.admin.execute(_EXTENSION).fetchone()
         return str(row[0]), str(row[1])
 
     def connect(self) -> Any:
@@ -145,7 +160,7 @@ class _Database:
     def _use(self, conn: Any) -> None:
         from pgvector.psycopg import register_vector
 
-        conn.execute(f'SET search_path TO "{self.schema}", "{self.extension_schema}"')
+        conn.execute(f"SET search_path TO {_ident(self.schema)}, {_ident(self.extension_schema)}")
         register_vector(conn)
 
     def close(self) -> None:

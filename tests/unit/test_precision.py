@@ -219,3 +219,12 @@ def test_the_dense_retriever_measures_a_quantised_index() -> None:
         run.neighbours[10], neighbour_recall(binary.index.search(q, 10)[0], truth, 10)
     )
     assert run.neighbours[10].mean() < 1.0
+
+
+@pytest.mark.parametrize("raw", ["exact+int8", "exact+binary(rescore=2)", "exact+float16"])
+def test_an_empty_corpus_answers_nothing_at_any_precision(raw: str) -> None:
+    index = open_index(IndexSpec.parse(raw, "t"))
+    index.build(np.zeros((0, 8), dtype=np.float32), [])
+    positions, scores = index.search(np.ones((2, 8), dtype=np.float32), 3)
+    assert positions.shape == (2, 3) and (positions == -1).all() and np.isneginf(scores).all()
+    assert index.bytes_per_document is None

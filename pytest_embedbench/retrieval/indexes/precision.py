@@ -209,6 +209,8 @@ class Codec:
                 f"give calibration <= {n}"
             )
         size = calibration if calibration is not None else min(DEFAULT_CALIBRATION, n)
+        if size == 0:  # an empty corpus: nothing to calibrate on, nothing to quantise
+            return cls(precision, dim, np.zeros((2, dim), dtype=np.float32), 0)
         rows = np.sort(np.random.default_rng(seed).choice(n, size=size, replace=False))
         sample = vectors[rows]
         ranges = np.stack([sample.min(axis=0), sample.max(axis=0)]).astype(np.float32)
@@ -349,8 +351,8 @@ class SizedIndex(VectorIndex):
         rescore = self.sizing.param("rescore")
         depth = k * rescore if rescore else k
         positions, scores = self.inner.search(self.codec.query(q), depth)
-        if not rescore:
-            return positions, scores
+        if not rescore or not self.documents:  # an empty corpus has nothing to rescore
+            return positions[:, :k], scores[:, :k]
         return self._rescored(q, positions, k)
 
     def _rescored(

@@ -286,6 +286,23 @@ class Options:
         ini_help="model the table compares every other model with",
         metavar="MODEL",
     )
+    judge: str | None = option(
+        None,
+        "--embedbench-judge",
+        "chat model that grades the unjudged documents of each top k (openai:NAME at judge: "
+        "{base_url:} of embedbench.yaml or OPENAI_BASE_URL, or an Ollama model); verdicts are "
+        "kept beside the eval set and replayed",
+        ini_help="chat model of the LLM judge (openai:NAME or an Ollama model)",
+        metavar="MODEL",
+    )
+    judge_depth: int | None = option(
+        None,
+        "--embedbench-judge-depth",
+        "how deep into each model's ranking the judge grades unjudged documents (default 10)",
+        ini_help="ranks the LLM judge grades per query (default 10)",
+        parse=parse_positive_int,
+        metavar="K",
+    )
     latency_passes: int = option(  # measure.DEFAULT_LATENCY_PASSES
         3,
         "--embedbench-latency-passes",

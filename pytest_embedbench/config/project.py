@@ -92,6 +92,7 @@ _TOP_KEYS = {
     "paraphrase",
     "indexes",
     "index_engines",
+    "judge",
 }
 _DATASET_KEYS = {
     "path",
@@ -163,6 +164,9 @@ class ProjectConfig:
     #: the chat model of ``noise:paraphrase`` points (``paraphrase:``, the generator's
     #: settings: a GenerationSettings), or None
     paraphrase: Any = None
+    #: the LLM judge (``judge:``, a :class:`~pytest_embedbench.generate.judge.JudgeSettings`),
+    #: or None
+    judge: Any = None
 
     def apply_provider_options(self, spec: ModelSpec) -> ModelSpec:
         """``spec`` with the configured options for its provider and its short name merged in
@@ -242,9 +246,15 @@ def load_config(path: Path) -> ProjectConfig:
         from ..generate.paraphrase import paraphrase_settings
 
         paraphrase = paraphrase_settings(raw["paraphrase"], f"{path}: paraphrase")
+    judge = None
+    if raw.get("judge") is not None:
+        from ..generate.judge import judge_settings
+
+        judge = judge_settings(raw["judge"], f"{path}: judge")
     return ProjectConfig(
         path=path,
         paraphrase=paraphrase,
+        judge=judge,
         datasets=datasets,
         models=models,
         providers={str(name): dict(opts) for name, opts in providers.items()},

@@ -159,6 +159,9 @@ class RetrievalResult:
         self.index: IndexRun | None = None
         #: the exact search's result on the same query vectors (with :attr:`index`)
         self.exact: RetrievalResult | None = None
+        #: what an LLM judge added (``generate.judge.judge_result``): judged@k before and
+        #: after, the metrics on human + LLM grades, the agreement; None without a judge
+        self.judge: dict[str, Any] | None = None
 
     def _set_run(
         self,
@@ -683,6 +686,7 @@ class RetrievalResult:
                 if self.query_languages is not None
                 else None
             ),
+            judge=self.judge,
             **(self._per_query_detail() if per_query else {}),
         )
 

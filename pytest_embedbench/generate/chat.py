@@ -106,6 +106,11 @@ class _OllamaChat:
             options=options,
             stream=False,
         )
+        self.served_model = getattr(response, "model", None)
+        self.tokens = getattr(self, "tokens", 0) + int(
+            getattr(response, "prompt_eval_count", 0) or 0
+        )
+        self.tokens += int(getattr(response, "eval_count", 0) or 0)
         return str(response.message.content or "")
 
     def is_unreachable(self, exc: BaseException) -> bool:
@@ -255,6 +260,11 @@ class _OpenAIChat:
                     continue
                 raise
             break
+        #: the model id the server answered with, and the tokens it counted (the judge
+        #: records both)
+        self.served_model = getattr(response, "model", None)
+        usage = getattr(response, "usage", None)
+        self.tokens = getattr(self, "tokens", 0) + int(getattr(usage, "total_tokens", 0) or 0)
         if not response.choices:
             return ""
         return str(response.choices[0].message.content or "")

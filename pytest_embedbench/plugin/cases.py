@@ -284,6 +284,8 @@ class Case:
     index: IndexSpec | None = None
     #: the name the index axis gave it (its test id shows the name instead of the spec)
     index_name: str | None = None
+    #: the LLM judge (a JudgeSettings whose ``file`` is the judgments file), or None
+    judge: Any = field(default=None, compare=False)
 
     @property
     def settings_fingerprint(self) -> str:
@@ -368,6 +370,7 @@ class CaseBuilder:
                 self.gate_settings(gate_config, marker.gate, test, spec, k, cfg),
                 cfg.reference,
                 paraphrase=cfg.paraphrase,
+                judge=self._judge(cfg, dataset, test_path),
             )
             for spec in specs
         ]
@@ -438,6 +441,14 @@ class CaseBuilder:
             f"(known: {sorted(cfg.datasets)}) nor an existing path"
             f"{did_you_mean(value, cfg.datasets)}"
         )
+
+    def _judge(self, cfg: ProjectConfig, dataset: DatasetRef, test_path: Path) -> Any:
+        """The case's LLM judge (:func:`~pytest_embedbench.generate.judge.case_judge`)."""
+        from ..generate.judge import case_judge
+
+        base = cfg.path.parent if cfg.path is not None else test_path.parent
+        source = dataset.entry.path if dataset.entry is not None else None
+        return case_judge(cfg.judge, self.options.judge, self.options.judge_depth, source, base)
 
     def _marker_dataset(
         self, marker: MarkerArgs, cfg: ProjectConfig, test_path: Path

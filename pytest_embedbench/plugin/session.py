@@ -206,6 +206,10 @@ class EmbedBenchSession:
                     )
                 else:
                     self._results[key] = self.evaluator.evaluate(case.model, ds, k=case.k)
+                    if case.judge is not None:
+                        from ..generate.judge import judge_result
+
+                        judge_result(self._results[key], ds, case.judge, Path(case.judge.file))
             except (KeyboardInterrupt, SystemExit):
                 raise
             except BaseException as exc:  # noqa: BLE001 - isolate one model's failure

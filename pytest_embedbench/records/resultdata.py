@@ -277,6 +277,10 @@ class ResultData:
     #: resample within (absent for a dataset in one language)
     languages: dict[str, LanguageData] | None = field(default=None, metadata=OMIT_NONE)
     query_languages: dict[str, str] | None = field(default=None, metadata=OMIT_NONE)
+    #: what the LLM judge added (absent without ``--embedbench-judge``): judged@k before and
+    #: after, the metrics on human + LLM grades (``metrics``), the agreement with the humans,
+    #: the requests and the verdicts replayed
+    judge: dict[str, Any] | None = field(default=None, metadata=OMIT_NONE)
 
     def strata(self, query_ids: Sequence[str]) -> list[str] | None:
         """The language of each of ``query_ids`` (None: a dataset in one language), for a

@@ -11,49 +11,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from .conftest import set_ini, write_beir, write_tiny
+from .conftest import BENCH
 
 pytrec_eval = pytest.importorskip("pytrec_eval")
-
-WORDS = [f"{a}{b}" for a in ("zor", "mip", "tal", "ven") for b in "abcdefghij"]
-
-
-def thinned_dataset(folder: Path, seed: int = 7) -> dict[str, dict[str, int]]:
-    """40 documents that share words with 8 queries; each query judges 8 documents (grades 0
-    to 2), then loses a seeded half of its judgments. The thinned qrels are written and
-    returned."""
-    rng = np.random.default_rng(seed)
-    corpus = [
-        {"_id": f"d{i:02d}", "title": "", "text": " ".join(rng.choice(WORDS, 6))} for i in range(40)
-    ]
-    queries = [{"_id": f"q{i}", "text": " ".join(rng.choice(WORDS, 3))} for i in range(8)]
-    qrels: dict[str, dict[str, int]] = {}
-    for q in queries:
-        judged = rng.choice(40, 8, replace=False)
-        full = {f"d{j:02d}": int(rng.integers(0, 3)) for j in judged}
-        kept = rng.choice(sorted(full), len(full) // 2, replace=False)  # a seeded half
-        qrels[q["_id"]] = {d: full[d] for d in sorted(kept)}
-    lines = "".join(f"{q}\t{d}\t{g}\n" for q, j in qrels.items() for d, g in j.items())
-    write_beir(folder, corpus, queries, "query-id\tcorpus-id\tscore\n" + lines)
-    return qrels
-
-
-@pytest.fixture
-def thinned(pytester: pytest.Pytester) -> dict[str, dict[str, int]]:
-    write_tiny(pytester)  # the conftest
-    qrels = thinned_dataset(pytester.path / "data" / "thin")
-    pytester.makefile(".yaml", embedbench="datasets:\n  thin: {path: data/thin}\n")
-    set_ini(pytester)
-    return qrels
-
-
-BENCH = """
-import pytest
-
-@pytest.mark.embedbench(models=["bm25"], dataset="thin", k=[10]{extra})
-def test_search(retrieval):
-    {body}
-"""
 
 
 def test_judged_at_10_on_thinned_qrels_is_a_direct_count(

@@ -16,7 +16,14 @@ from .indexes import function_id
 from .rows import timed
 from .state import RunState
 
-__all__ = ["baseline_notices", "busy_notes", "fusion_notes", "judged_notes", "orphaned_entries"]
+__all__ = [
+    "baseline_notices",
+    "busy_notes",
+    "fusion_notes",
+    "judge_notes",
+    "judged_notes",
+    "orphaned_entries",
+]
 
 
 def baseline_notices(
@@ -168,4 +175,67 @@ def judged_notes(datasets: Iterable[Any]) -> list[str]:
             "unjudged but relevant results; condensed_ndcg@10 scores the judged documents "
             "alone"
         )
+    return lines
+
+
+def _share(value: Any) -> str:
+    return f"{value:.2f}" if isinstance(value, (int, float)) else "?"
+
+
+def _kappa_text(value: Any) -> str:
+    return f"{value:.2f}" if isinstance(value, (int, float)) else "undefined"
+
+
+def judge_notes(records: Iterable[TestRecord | Mapping[str, Any]]) -> list[str]:
+    """What the LLM judge added to each test, in one line: judged@k before and after, nDCG@10
+    on the human grades beside nDCG@10 on human + LLM grades (with the number of LLM grades),
+    the agreement on the human pairs (and whether it is too low to trust), the requests per
+    query, what was replayed, the cost, and the failures with the server's words."""
+    lines = []
+    for record in sorted((as_record(r) for r in records), key=lambda r: r.nodeid):
+        result = record.result or ResultData()
+        judge = result.judge
+        if not isinstance(judge, Mapping):
+            continue
+        depth = judge.get("depth")
+        metrics = judge.get("metrics") or {}
+        official = result.metrics.get("ndcg@10")
+        filled = (metrics.get("ndcg@10") or {}).get("value")
+        agree = judge.get("agreement") or {}
+        parts = [
+            f"judged@{depth} {_share(judge.get('judged_before'))} -> "
+            f"{_share(judge.get('judged_after'))}",
+        ]
+        if official is not None and filled is not None:
+            parts.append(
+                f"ndcg@10 {_share(official.value)} (human) / {_share(filled)} (human + "
+                f"{judge.get('llm_grades', 0)} LLM grades)"
+            )
+        parts.append(
+            f"kappa {_kappa_text(agree.get('kappa_binary'))} binary, "
+            f"{_kappa_text(agree.get('kappa_graded'))} graded on {agree.get('pairs', 0)} human "
+            "pairs"
+            + (
+                ": low agreement, do not trust these grades on this data"
+                if agree.get("low")
+                else ""
+            )
+        )
+        cost = judge.get("cost_usd")
+        parts.append(
+            f"{judge.get('requests', 0)} requests ({_share(judge.get('requests_per_query'))} per "
+            f"query), {judge.get('replayed', 0)} verdicts replayed from {judge.get('file')}, "
+            f"cost {'unknown' if cost is None else f'${cost:.4f}'}"
+        )
+        failures = judge.get("failures") or {}
+        if failures:
+            said = "; ".join(f"{k!r} x{v}" for k, v in (judge.get("server_errors") or {}).items())
+            answers = "; ".join(repr(a) for a in judge.get("no_grade_answers") or [])
+            parts.append(
+                "not graded: "
+                + ", ".join(f"{n} {reason}" for reason, n in failures.items())
+                + (f" (the server said: {said})" if said else "")
+                + (f" (answers without a grade: {answers})" if answers else "")
+            )
+        lines.append(f"{record.nodeid}: LLM judge {judge.get('model')}: " + "; ".join(parts))
     return lines

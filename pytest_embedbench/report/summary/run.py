@@ -43,7 +43,14 @@ from .datasets import DatasetSummary, dataset_summary
 from .gates import Gate, gates
 from .indexes import IndexSection, index_sections
 from .languages import LanguageSection, language_sections
-from .notices import baseline_notices, busy_notes, fusion_notes, judged_notes, orphaned_entries
+from .notices import (
+    baseline_notices,
+    busy_notes,
+    fusion_notes,
+    judge_notes,
+    judged_notes,
+    orphaned_entries,
+)
 from .recommend import recommendation_entry, recommendations
 from .rows import model_rows
 from .state import RunState
@@ -112,6 +119,8 @@ class Summary:
     fusion_notes: tuple[str, ...] = ()
     #: where a model's judged@10 is low: the metrics may understate unjudged relevant results
     judged_notes: tuple[str, ...] = ()
+    #: what the LLM judge added to each test (before and after, agreement, requests, cost)
+    judge_notes: tuple[str, ...] = ()
     #: what was written and what to do next (baseline updates, lost results)
     notes: tuple[str, ...] = ()
     records: tuple[TestRecord, ...] = ()
@@ -121,6 +130,7 @@ class Summary:
         """The lines printed under the table, in order."""
         return [
             *self.judged_notes,
+            *self.judge_notes,
             *self.baseline_notices,
             *self.busy_notes,
             *self.fusion_notes,
@@ -309,6 +319,7 @@ def summarize(
         busy_notes=tuple(busy),
         fusion_notes=tuple(fusion_notes(found)),
         judged_notes=tuple(judged_notes(datasets)),
+        judge_notes=tuple(judge_notes(found)),
         notes=tuple(notes),
         records=tuple(found),
     )

@@ -610,6 +610,7 @@ def junit_properties(record: TestRecord | Mapping[str, Any]) -> list[tuple[str, 
             ):
                 if finite(figure) is not None:
                     out.append((f"{PREFIX}by_language.{language}.{name}{suffix}", finite(figure)))
+    out.extend(_judge_properties(result))
     for key in ("p50_ms", "p95_ms"):
         latency = finite(getattr(result.latency, key))
         if latency is None:
@@ -639,3 +640,36 @@ def junit_properties(record: TestRecord | Mapping[str, Any]) -> list[tuple[str, 
     gate = str(record.baseline.status) if record.baseline is not None else ""
     out.append((PREFIX + "gate", gate or "none"))
     return out
+
+
+def _judge_properties(result: ResultData) -> list[tuple[str, Any]]:
+    """An LLM judge's figures (``embedbench.judge.judged_after``, ``.metrics.ndcg@10`` on
+    human + LLM grades, ``.llm_grades``, ``.kappa_binary``, ``.kappa_graded``, ``.requests``,
+    ``.requests_per_query``, ``.cost_usd``), the JSON report's values; none without a judge."""
+    judge = result.judge
+    if not isinstance(judge, Mapping):
+        return []
+    agreement = judge.get("agreement") or {}
+    found: list[tuple[str, Any]] = [
+        (f"{PREFIX}judge.model", redact(str(judge.get("model")))),
+        (f"{PREFIX}judge.judge_id", str(judge.get("judge_id"))),
+    ]
+    values = {
+        "judged_before": judge.get("judged_before"),
+        "judged_after": judge.get("judged_after"),
+        "llm_grades": judge.get("llm_grades"),
+        "kappa_binary": agreement.get("kappa_binary"),
+        "kappa_graded": agreement.get("kappa_graded"),
+        "agreement_pairs": agreement.get("pairs"),
+        "requests": judge.get("requests"),
+        "requests_per_query": judge.get("requests_per_query"),
+        "cost_usd": judge.get("cost_usd"),
+    }
+    for name, metric in sorted((judge.get("metrics") or {}).items()):
+        values[f"metrics.{name}"] = (metric or {}).get("value")
+    for name, value in values.items():
+        if finite(value) is not None:  # a count stays an integer
+            found.append(
+                (f"{PREFIX}judge.{name}", value if isinstance(value, int) else finite(value))
+            )
+    return found

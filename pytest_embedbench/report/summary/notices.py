@@ -131,9 +131,9 @@ def fusion_notes(records: Iterable[TestRecord | Mapping[str, Any]]) -> list[str]
     for record in sorted((as_record(r) for r in records), key=lambda r: r.nodeid):
         result = record.result or ResultData()
         fusion = result.model_info.get("fusion")
-        tuned = fusion.get("tuned") if isinstance(fusion, Mapping) else None
-        if not isinstance(tuned, Mapping):
+        if not isinstance(fusion, Mapping) or not isinstance(fusion.get("tuned"), Mapping):
             continue
+        tuned = fusion["tuned"]
         weights = tuned.get("weights") or []
         how = fusion.get("fusion", "fusion")
         if how == "convex":

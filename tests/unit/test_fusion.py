@@ -265,3 +265,41 @@ def test_tuning_errors_name_the_option_and_the_fix(tmp_path: Path) -> None:
     )
     with pytest.raises(ConfigError, match=r"its queries are every test query"):
         ev.evaluate(ModelSpec(HYBRID, tune="dev"), both)
+
+
+@pytest.mark.slow
+def test_tuned_convex_hybrid_on_scifact_equals_its_legs_fused_directly(
+    scifact_path: Path, scifact_cache: Path
+) -> None:
+    """MiniLM + bm25 on SciFact (150 of its test queries, 1,500 other documents), the convex
+    weight tuned on a seeded fifth of the queries: the weight is the grid's best there, and the
+    figure on the other 120 equals the two legs' own top 100 fused with it and scored by
+    pytrec_eval."""
+    pytest.importorskip("sentence_transformers")
+    from pytest_embedbench import load_dataset
+
+    ds = load_dataset(scifact_path).subset(n_queries=150, n_distractors=1500, seed=0)
+    minilm = "hf:sentence-transformers/all-MiniLM-L6-v2"
+    ev = Evaluator(cache=scifact_cache, latency_passes=0, seed=0)
+    spec = ModelSpec(f"hybrid:{minilm}+bm25", fusion="convex", tune={"share": 0.2})
+    result = ev.evaluate(spec, ds)
+    tuned = result.model_info["fusion"]["tuned"]
+    assert (tuned["tuning_queries"], len(result.query_ids)) == (30, 120)
+    legs = [ev.evaluate(leg, ds, k=100) for leg in (minilm, "bm25")]
+    left, right = (
+        {q: dict(zip(r.rankings[q], map(float, r.scores[q]), strict=True)) for q in r.query_ids}
+        for r in legs
+    )
+    qrels = {q: dict(j) for q, j in legs[0].qrels.items()}
+    tuning = [q for q in legs[0].query_ids if q not in set(result.query_ids)]
+    grid = [round(i / 10, 1) for i in range(11)]
+    scores = []
+    for w in grid:
+        per_query = _ndcg10({q: qrels[q] for q in tuning}, _fused(left, right, w, tuning))
+        scores.append(float(np.mean([per_query[q] for q in tuning])))
+    assert tuned["grid_scores"] == pytest.approx(scores, abs=1e-12)
+    best = grid[int(np.argmax(scores))]
+    assert tuned["weight"] == best
+    scored = list(result.query_ids)
+    want = _ndcg10({q: qrels[q] for q in scored}, _fused(left, right, best, scored))
+    assert float(result.ndcg10) == pytest.approx(np.mean([want[q] for q in scored]), abs=1e-9)

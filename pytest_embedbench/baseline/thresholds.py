@@ -24,7 +24,10 @@ mean_ms|max_ms|qps>``, ``peak_rss_mb``, ``documents_per_s``, ``cache.hit_rate``,
 axis (docs/indexes.md), ``index.neighbour_recall@K``, ``index.delta.<metric>`` (the paired
 delta against exact search) and ``index.<qps|p50_ms|p95_ms|build_s|bytes>``; on a dataset in
 several languages (where a metric key is the macro average), ``by_language.<language>.<metric>``
-one language's mean (``by_language.zh.ndcg@10``).
+one language's mean (``by_language.zh.ndcg@10``); with a reranking axis (docs/rerankers.md),
+``lift.<metric>`` (the reranker's paired lift over its first stage: ``lift.ndcg@10: ">= 0"``,
+the reranker may not make it worse; a failure names the queries it hurt most and the relevant
+documents it pushed out of the top).
 """
 
 from __future__ import annotations
@@ -125,6 +128,13 @@ def _check_key(key: str, origin: str) -> str:
             return key
     if key.startswith("index."):
         return _check_index_key(key, origin)
+    if key.startswith("lift."):
+        try:
+            return f"lift.{parse_metric(key.split('.', 1)[1])}"
+        except MetricError as exc:
+            raise ConfigError(
+                f"{origin}: threshold key {key!r}: {exc}; write lift.<metric>, e.g. lift.ndcg@10"
+            ) from None
     if key in _PLAIN:
         return key
     try:
@@ -172,6 +182,8 @@ def threshold_depth(key: str) -> int | None:
         return int(key.rpartition("@")[2])
     if key.startswith("index.delta."):
         return parse_metric(key.split(".", 2)[2]).k
+    if key.startswith("lift."):
+        return parse_metric(key.split(".", 1)[1]).k
     if "@" in key and not key.startswith("index."):
         return parse_metric(key).k
     return None
@@ -212,11 +224,12 @@ def _check_possible(threshold: Threshold, rule: Any) -> None:
     """A rule no value can meet (``ndcg@10 >= 1.5``, ``recall@10 < 0``) is a ConfigError: every
     metric and the cache hit rate lie in [0, 1], and nothing measured is negative."""
     op, limit = threshold.op, threshold.limit
-    if threshold.key.startswith("index.delta."):  # a difference of two metrics: [-1, 1]
+    if threshold.key.startswith(("index.delta.", "lift.")):  # a difference of two metrics
         if (op in (">=", ">") and limit >= 1) or (op in ("<=", "<") and limit <= -1):
+            what = "a lift" if threshold.key.startswith("lift.") else "a delta against exact"
             raise ConfigError(
-                f"{threshold.origin}: threshold {threshold.key} {rule!r} can never hold: a "
-                "delta against exact lies in [-1, 1]; a gate on it reads like "
+                f"{threshold.origin}: threshold {threshold.key} {rule!r} can never hold: "
+                f"{what} lies in [-1, 1]; a gate on it reads like "
                 '">= -0.01" (at most 0.01 lost)'
             )
         return
@@ -331,6 +344,10 @@ def value_of(result: RetrievalResult, key: str) -> tuple[float, str]:
         _, language, metric = key.split(".", 2)
         est = result.by_language[language].metric(metric)
         return float(est), f"{float(est):.4f} [{est.low:.4f}, {est.high:.4f}]"
+    if key.startswith("lift."):
+        est = result.lift(key.split(".", 1)[1])
+        p = getattr(est, "p_value", math.nan)
+        return float(est), f"{float(est):+.4f} [{est.low:+.4f}, {est.high:+.4f}] p={p:.3g}"
     if key == "peak_rss_mb":
         return result.peak_rss_mb, f"{result.peak_rss_mb:.1f}"
     if key == "documents_per_s":
@@ -394,6 +411,13 @@ def check_thresholds(result: RetrievalResult, rules: list[Threshold]) -> list[st
                 f"({rule.origin})"
             )
             continue
+        if rule.key.startswith("lift.") and result.stage1 is None:
+            failures.append(
+                f"{rule.key}: not measured, the test has no reranker; give the marker "
+                "rerankers=['none', 'hf-ce:/models/my-ce@100'] (or rerankers: in "
+                f"embedbench.yaml), or drop the rule  ({rule.origin})"
+            )
+            continue
         value, shown = value_of(result, rule.key)
         if rule.key.startswith("index.load.") and math.isnan(value):
             level = rule.key.removeprefix("index.load.c").partition(".")[0]
@@ -415,7 +439,24 @@ def check_thresholds(result: RetrievalResult, rules: list[Threshold]) -> list[st
             failures.append(
                 f"{rule.key} = {shown} is not {rule.op} {rule.limit:g}  ({rule.origin})"
             )
+            if rule.key.startswith("lift."):
+                failures.extend(_hurt(result, rule.key.split(".", 1)[1]))
     return failures
+
+
+def _hurt(result: RetrievalResult, metric: str) -> list[str]:
+    """Under a failing lift: the queries the reranker hurt most, against its first stage,
+    with the relevant documents it pushed out of the top (``lost``) and brought in."""
+    from ..records.querydiff import failure_lines, query_diff
+
+    assert result.stage1 is not None
+    diff = query_diff(
+        result.data(per_query=True),
+        result.stage1.data(per_query=True),
+        metric=metric,
+        against="the first stage",
+    )
+    return [] if diff is None else ["  " + line for line in failure_lines(diff)]
 
 
 def check_named(

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from ..core.exceptions import ConfigError
 from ..report.writers.tabular import CSV_FILES, INDEX_CSV
 from ..retrieval.indexes.spec import parse_indexes_option
+from ..retrieval.rerank.spec import parse_rerankers_option
 from .optionspec import (
     PRIORITIES,
     OptionSpec,
@@ -112,6 +113,16 @@ class Options:
         ini_help="thread counts an index's queries are sent from (e.g. 1,4,16)",
         parse=parse_concurrency,
         metavar="LEVELS",
+    )
+    rerankers: tuple[str, ...] | None = option(
+        None,
+        "--embedbench-rerankers",
+        "comma-separated reranker specs that replace every test's reranking axis (each "
+        "model's first stage once, then each reranker over its top depth), e.g. "
+        "'none,hf-ce:/models/ce@100'",
+        ini_help="comma-separated reranker specs that replace every test's reranking axis",
+        parse=parse_rerankers_option,
+        metavar="SPECS",
     )
     config: Path | None = path_option(
         "--embedbench-config",

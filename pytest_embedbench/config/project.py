@@ -65,6 +65,7 @@ from ..data.datasets import DOCUMENT_SUFFIXES, check_language
 from ..evaluation.metrics import parse_cutoffs, parse_metric
 from ..models.providers.spec import ModelSpec
 from ..retrieval.indexes import IndexSpec, check_engine_settings, named_indexes
+from ..retrieval.rerank import RerankerSpec, parse_rerankers
 from .options import PRIORITIES, Options
 
 __all__ = [
@@ -93,6 +94,7 @@ _TOP_KEYS = {
     "indexes",
     "index_engines",
     "judge",
+    "rerankers",
 }
 _DATASET_KEYS = {
     "path",
@@ -156,6 +158,8 @@ class ProjectConfig:
     index_names: Mapping[str, str] = field(default_factory=dict)
     #: ``index_engines:``: engine name -> where it runs (pgvector's ``dsn`` or ``dsn_env``)
     index_engines: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    #: the reranking axis (``rerankers:``): each model's first stage, then each reranker
+    rerankers: tuple[RerankerSpec, ...] = ()
     #: the file's content as written (the JSON report keeps it, secrets redacted)
     raw: Mapping[str, Any] = field(default_factory=dict)
     #: what reading this file generated (``evalset: {generate: ...}``): the file written, the
@@ -265,6 +269,7 @@ def load_config(path: Path) -> ProjectConfig:
         indexes=tuple(spec for _, spec in named),
         index_names={spec.spec: name for name, spec in named if name is not None},
         index_engines=engines,
+        rerankers=parse_rerankers(raw.get("rerankers"), f"{path}: rerankers"),
         raw=dict(raw),
         generated=tuple(generated),
     )

@@ -10,7 +10,8 @@ The tree::
     ├── ProviderError               a model failed to load or returned bad embeddings
     │   ├── MissingKeyError         a hosted model's API key is not set (its tests skip)
     │   ├── UnknownProviderError    a spec names no registered provider
-    │   └── MissingExtraError       the provider's optional dependency is not installed
+    │   ├── MissingExtraError       the provider's optional dependency is not installed
+    │   └── RerankerError           a reranker failed, or returned scores that cannot be used
     ├── CacheError                  the embedding cache cannot be used at all
     ├── RecordError                 saved data (a JSON report's tests) has the wrong shape
     │                               (names the key path: tests[3].result.metrics)
@@ -65,6 +66,11 @@ class UnknownProviderError(ProviderError, ConfigError):
 
 class MissingExtraError(ProviderError, ImportError):
     """A provider's optional dependency is not installed."""
+
+
+class RerankerError(ProviderError):
+    """A reranker failed (a server error, a missing model) or returned scores that cannot be
+    used (fewer than its candidates, NaN); the message names the reranker's spec and the fix."""
 
 
 class CacheError(EmbedBenchError, OSError):

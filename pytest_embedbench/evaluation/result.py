@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     from ..data.chunking import ChunkingSettings
     from ..retrieval.indexes import IndexRun
     from ..retrieval.pooling import PooledRun
+    from ..retrieval.rerank import RerankRun
 
 __all__ = ["RETRIEVED_KEPT", "RetrievalResult"]
 
@@ -162,6 +163,10 @@ class RetrievalResult:
         #: what an LLM judge added (``generate.judge.judge_result``): judged@k before and
         #: after, the metrics on human + LLM grades, the agreement; None without a judge
         self.judge: dict[str, Any] | None = None
+        #: what the reranking axis measured (None: no reranker, or ``none``), and the first
+        #: stage's result it reranked (see :mod:`~pytest_embedbench.evaluation.reranked`)
+        self.rerank: RerankRun | None = None
+        self.stage1: RetrievalResult | None = None
 
     def _set_run(
         self,
@@ -473,6 +478,20 @@ class RetrievalResult:
         assert self.exact is not None
         return self._paired(self.exact, name, f"{name} {run.spec} - exact")
 
+    # -- the reranking axis ----------------------------------------------------------------
+
+    def lift(self, name: str = "ndcg@10") -> Estimate:
+        """The reranker's lift on metric ``name``: the paired difference ``reranked - first
+        stage`` on the same queries, with its bootstrap interval and, as ``.p_value``, the
+        two-sided paired bootstrap p-value (the test the comparisons use). Above 0: the
+        reranker helps::
+
+            assert retrieval.lift("ndcg@10") >= 0      # the reranker may not make it worse
+        """
+        from .lift import lift_of
+
+        return lift_of(self, name)
+
     def _index_data(self) -> IndexData | None:
         run = self.index
         if run is None:
@@ -687,8 +706,16 @@ class RetrievalResult:
                 else None
             ),
             judge=self.judge,
+            rerank=self._rerank_data(per_query),
             **(self._per_query_detail() if per_query else {}),
         )
+
+    def _rerank_data(self, per_query: bool) -> Any:
+        if self.rerank is None:
+            return None
+        from .lift import rerank_data
+
+        return rerank_data(self, per_query=per_query, kept=RETRIEVED_KEPT)
 
     def _chunking_summary(self, chunking: ChunkingSettings) -> dict[str, Any]:
         """The chunking settings with the number of chunks and the chunk depths searched."""

@@ -46,8 +46,9 @@ from ..data.datasets import RetrievalDataset
 from ..evaluation.metrics import parse_cutoffs, parse_metric
 from ..evaluation.workloads import Workload, parse_workloads
 from ..models.providers import ModelSpec, spec_fingerprint
-from ..models.providers.registry import has_vectors
-from ..retrieval.indexes import IndexSpec, named_indexes
+from ..retrieval.indexes import IndexSpec
+from ..retrieval.rerank import RerankerSpec
+from .axes import with_axes
 
 __all__ = [
     "MARKER_KEYS",
@@ -95,6 +96,9 @@ class MarkerArgs:
     stress: Any = None
     #: index specs (``["exact", "faiss:hnsw(M=32)"]``): each embedding model once per index
     indexes: Any = None
+    #: reranker specs (``["none", "hf-ce:/models/ce@100"]``) or Reranker objects: each
+    #: model's first stage once, then each reranker over its top depth
+    rerankers: Any = None
 
     @classmethod
     def parse(cls, kwargs: Mapping[str, Any], args: Sequence[Any] = ()) -> MarkerArgs:
@@ -286,6 +290,10 @@ class Case:
     index_name: str | None = None
     #: the LLM judge (a JudgeSettings whose ``file`` is the judgments file), or None
     judge: Any = field(default=None, compare=False)
+    #: the reranker over its first stage (None: no reranking axis; ``none``: the first stage)
+    reranker: RerankerSpec | None = None
+    #: every depth the test's rerankers rerank to: the first stage retrieves that deep
+    stage_depths: tuple[int, ...] = ()
 
     @property
     def settings_fingerprint(self) -> str:
@@ -293,7 +301,16 @@ class Case:
         return spec_fingerprint(self.model, self.k)
 
     @property
+    def stage1(self) -> Case:
+        """The first stage of a reranked case: no reranker, retrieving as deep as the test's
+        deepest reranker (computed once, shared by every reranker of the model)."""
+        k = tuple(sorted({*self.k, *self.stage_depths}))
+        return replace(self, reranker=None, stage_depths=(), k=k)
+
+    @property
     def key(self) -> tuple[Any, ...]:
+        if self.reranker is not None:
+            return (*self.stage1.key, self.reranker, self.k)
         if self.workload is not None:
             return (self.model, self.dataset_key, self.k, self.workload)
         if self.index is not None:
@@ -307,6 +324,8 @@ class Case:
         name = self.model.short_name
         if self.index is not None:
             name = f"{name}-{self.index_name or self.index.id}"
+        if self.reranker is not None:
+            name = f"{name}-{self.reranker.id}"
         return name if self.workload is None else f"{name}-{self.workload.id}"
 
     @property
@@ -375,18 +394,7 @@ class CaseBuilder:
             for spec in specs
         ]
         self.model_names.update(spec.short_name for spec in specs)
-        indexes = self._indexes(marker, cfg, test_path)
-        if indexes:  # each embedding model x index, each its own test
-            if marker.stress is not None:
-                raise ConfigError(
-                    f"{test_path.name}: {MARKER} gives both stress= and indexes=; measure "
-                    "them in separate tests"
-                )
-            cases = [
-                replace(case, index=index, index_name=name) if has_vectors(case.model) else case
-                for case in cases
-                for name, index in (indexes if has_vectors(case.model) else ((None, None),))
-            ]
+        cases = with_axes(cases, self.options, marker, cfg, f"{test_path.name}: {MARKER}")
         points = self._workloads(marker.stress, test_path)
         if points:  # model x workload point, each its own test
             return [replace(case, workload=point) for case in cases for point in points]
@@ -470,27 +478,6 @@ class CaseBuilder:
         if ref.kind == "object":
             return f"dataset {ref.name!r}: chunking"
         return f"{cfg.path}: datasets.{marker.dataset}.chunking"
-
-    def _indexes(
-        self, marker: MarkerArgs, cfg: ProjectConfig, test_path: Path
-    ) -> tuple[tuple[str | None, IndexSpec], ...]:
-        """``--embedbench-indexes`` (ini ``embedbench_indexes``), which replaces every test's
-        index axis and gives one to the tests without (not to a stress test, which takes no
-        index axis); else the marker's ``indexes=``, else
-        embedbench.yaml's ``indexes:``; each index with its name (None: its spec names it).
-        A bad spec is a ConfigError naming where, with a did-you-mean."""
-        if self.options.indexes and marker.stress is None:
-            found = named_indexes(self.options.indexes, "--embedbench-indexes")
-        elif marker.indexes is not None:
-            found = named_indexes(marker.indexes, f"{test_path.name}: {MARKER} indexes")
-        else:
-            found = tuple((cfg.index_names.get(spec.spec), spec) for spec in cfg.indexes)
-        # where each engine runs (embedbench.yaml index_engines:, a database's DSN)
-        where, engines = f"{cfg.path}: index_engines", cfg.index_engines
-        return tuple(
-            (name, spec.with_settings(engines.get(spec.engine), f"{where}.{spec.engine}"))
-            for name, spec in found
-        )
 
     def _workloads(self, stress: Any, test_path: Path) -> list[Workload]:
         """The marker's ``stress=`` points (ConfigError naming the test file when bad)."""

@@ -80,7 +80,10 @@ class Gatekeeper:
     ) -> list[str]:
         """Thresholds, then the baseline gate: every failure line for this test's ``record``
         (``dataset`` gives the case's dataset, read only when the gate runs)."""
-        failures = check_thresholds(result, case.thresholds.for_test(test, case.model.short_name))
+        rules = case.thresholds.for_test(test, case.model.short_name)
+        if case.reranker is not None and case.reranker.is_none:  # the first stage: no lift
+            rules = [rule for rule in rules if not rule.key.startswith("lift.")]
+        failures = check_thresholds(result, rules)
         if record is None or record.result is None:
             return failures
         measured = result.measured_cutoffs

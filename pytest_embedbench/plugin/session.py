@@ -60,6 +60,8 @@ class EmbedBenchSession:
         self._datasets: dict[str, RetrievalDataset] = {}
         self._results: dict[tuple[Any, ...], RetrievalResult | BaseException] = {}
         self._searchers: dict[tuple[Any, ...], Searcher | BaseException] = {}
+        #: the rerankers built, by spec (one per run, shared by a depth sweep's tests)
+        self._rerankers: dict[tuple[str, int], Any] = {}
         #: nodeid -> record of every retrieval test that ran
         self.records: dict[str, TestRecord] = {}
         #: node ids of every collected test (before deselection), to find orphaned baselines
@@ -191,7 +193,9 @@ class EmbedBenchSession:
         if key not in self._results:
             try:
                 ds = self.dataset(case.dataset)
-                if case.workload is not None:
+                if case.reranker is not None:
+                    self._results[key] = self._reranked(case, ds)
+                elif case.workload is not None:
                     self._results[key] = self._stressed(case, ds)
                 elif case.index is not None:
                     from ..evaluation.indexed import evaluate_indexed
@@ -218,6 +222,24 @@ class EmbedBenchSession:
         if isinstance(found, BaseException):
             raise found
         return found
+
+    def _reranked(self, case: Case, ds: RetrievalDataset) -> RetrievalResult:
+        """A reranker's result over its model's first stage (computed once per model and
+        shared by every reranker of the test: ``none`` is the first stage itself); each
+        reranker is built once per run, whatever its depths."""
+        from ..evaluation.reranked import create_reranker, evaluate_reranked
+
+        assert case.reranker is not None
+        stage1 = self.result(case.stage1)
+        if case.reranker.is_none:
+            return stage1
+        spec = case.reranker
+        which = (spec.spec, id(spec.obj))
+        if which not in self._rerankers:
+            self._rerankers[which] = create_reranker(self.evaluator, spec)
+        return evaluate_reranked(
+            self.evaluator, stage1, ds, spec, k=case.k, reranker=self._rerankers[which]
+        )
 
     def _stressed(self, case: Case, ds: RetrievalDataset) -> RetrievalResult:
         """A workload point's result; a noise point's clean run is the unstressed case's, so

@@ -39,7 +39,9 @@ __all__ = [
     "IndexData",
     "LoadData",
     "LatencyData",
+    "LiftData",
     "MetricData",
+    "RerankData",
     "ResourcesData",
     "ResultData",
     "StressData",
@@ -231,6 +233,49 @@ class LanguageData:
 
 
 @dataclass(frozen=True)
+class LiftData:
+    """A reranker's lift on one metric: the paired mean difference (reranked minus first
+    stage) on the same queries, its bootstrap interval and its two-sided bootstrap p-value."""
+
+    value: float | None = None
+    low: float | None = None
+    high: float | None = None
+    n: int = 0
+    p_value: float | None = None
+
+
+@dataclass(frozen=True)
+class RerankData:
+    """What the reranking axis measured (``tests[].result.rerank``): the reranker (its spec
+    with the depth, its test-id name, what it is), the first stage's metrics on the same
+    queries and the lift over them, the ceiling (the first stage's recall at the depth: the
+    share of relevant documents the reranker was handed) and the share of it the reranked top
+    ``realised_at`` holds, the reranking's own latency per query, its tokens and cost per
+    1,000 queries; in a record, the first stage's per-query scores and top documents too, for
+    the per-query diffs between the stages."""
+
+    spec: str = ""
+    name: str = ""
+    depth: int = 0
+    description: str = ""
+    stage1_model: str = ""
+    stage1: dict[str, MetricData] = field(default_factory=dict)
+    lift: dict[str, LiftData] = field(default_factory=dict)
+    ceiling: MetricData | None = None
+    realised: float | None = None
+    realised_at: int = 0
+    p50_ms: float | None = None
+    p95_ms: float | None = None
+    mean_ms: float | None = None
+    load_s: float | None = None
+    tokens: int | None = None
+    tokens_per_1k_queries: float | None = None
+    cost_per_1k_queries: float | None = None
+    stage1_per_query: dict[str, dict[str, float]] | None = field(default=None, metadata=OMIT_NONE)
+    stage1_retrieved: dict[str, tuple[str, ...]] | None = field(default=None, metadata=OMIT_NONE)
+
+
+@dataclass(frozen=True)
 class ResultData:
     """One model's results on one dataset, as a record keeps them.
 
@@ -288,6 +333,10 @@ class ResultData:
         if not self.query_languages:
             return None
         return [self.query_languages.get(q, "") for q in query_ids]
+
+    #: the reranking axis's figures (absent when the test has no ``rerankers=``, or for
+    #: the first stage alone, reranker ``none``)
+    rerank: RerankData | None = field(default=None, metadata=OMIT_NONE)
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON report's form (non-finite numbers as null)."""

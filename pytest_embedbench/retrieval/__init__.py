@@ -11,5 +11,6 @@ Its rooms:
   beside it) and ``bm25`` (the bm25s index, keyed by its tokeniser, and its retriever);
 - ``fusion``: reciprocal rank fusion and the hybrid retriever that fuses its legs;
 - ``pooling``: document scores from chunk scores (max-pooling, the deeper search);
-- ``rerank/`` (not yet built): rerankers, which rescore a first stage's top ``depth``, go there.
+- ``rerank/``: rerankers, which rescore a first stage's top ``depth`` (the registry, specs, the
+  stage, the CrossEncoder and the bi-encoder rescorer).
 """

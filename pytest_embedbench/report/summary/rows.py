@@ -31,6 +31,8 @@ def model_rows(
         index = record.result.index if record.result is not None else None
         if index is not None and index.spec != "exact":
             continue  # an approximate, truncated or quantised index has its own section
+        if record.result is not None and record.result.rerank is not None:
+            continue  # a reranked first stage has its own section (stages)
         key = (record.dataset, record.model)
         row = by_key.get(key)
         if row is None:

@@ -37,6 +37,7 @@ from ..records.resultdata import (
 )
 from ..records.serial import from_data
 from .cutoffs import Cutoffs
+from .lift import lift_of, rerank_data
 from .measure import LatencyStats, Timings
 from .metrics import REPORTED, QrelArrays, compute, judge_arrays, parse_metric
 from .stats import Estimate, bootstrap, paired_bootstrap
@@ -488,8 +489,6 @@ class RetrievalResult:
 
             assert retrieval.lift("ndcg@10") >= 0      # the reranker may not make it worse
         """
-        from .lift import lift_of
-
         return lift_of(self, name)
 
     def _index_data(self) -> IndexData | None:
@@ -706,16 +705,13 @@ class RetrievalResult:
                 else None
             ),
             judge=self.judge,
-            rerank=self._rerank_data(per_query),
+            rerank=(
+                rerank_data(self, per_query=per_query, kept=RETRIEVED_KEPT)
+                if self.rerank is not None
+                else None
+            ),
             **(self._per_query_detail() if per_query else {}),
         )
-
-    def _rerank_data(self, per_query: bool) -> Any:
-        if self.rerank is None:
-            return None
-        from .lift import rerank_data
-
-        return rerank_data(self, per_query=per_query, kept=RETRIEVED_KEPT)
 
     def _chunking_summary(self, chunking: ChunkingSettings) -> dict[str, Any]:
         """The chunking settings with the number of chunks and the chunk depths searched."""

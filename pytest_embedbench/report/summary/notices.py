@@ -173,7 +173,7 @@ def judged_notes(datasets: Iterable[Any]) -> list[str]:
             f"({', '.join(shares)}): the qrels judge too little of the top 10, and every "
             "unjudged document counts as not relevant, so the metrics may understate "
             "unjudged but relevant results; condensed_ndcg@10 scores the judged documents "
-            "alone"
+            "alone, and an LLM judge (--embedbench-judge) can grade the rest"
         )
     return lines
 

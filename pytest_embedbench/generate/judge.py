@@ -459,7 +459,9 @@ def judge_result(
         new.append(verdict)
     file.append(new)
     found = _figures(result, holes, human_pairs, mine, depth)
-    requests = asker.report.requests if asker is not None else 0
+    requests = 0
+    if asker is not None:  # every request sent: a structured-output form the server refused too
+        requests = asker.report.requests + len(getattr(asker.backend, "refusals", []))
     tokens = int(getattr(asker.backend, "tokens", 0) or 0) if asker is not None else 0
     price = settings.price_per_1m_tokens
     found.update(

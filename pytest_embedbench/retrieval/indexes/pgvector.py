@@ -146,7 +146,11 @@ class _Database:
 
         try:
             conn = psycopg.connect(self.conninfo, autocommit=True, connect_timeout=10)
-        except psycopg.Error as exc:
+        # any failure of connect() is one to connect, and psycopg's C extension raises the
+        # error classes of the psycopg it was first loaded with: where psycopg was imported
+        # again (a pytester run in the same process drops its modules), they are not the
+        # classes psycopg.Error names now, and the DSN would reach the message unhidden
+        except Exception as exc:
             raise DatabaseError(
                 f"pgvector: cannot connect to the database ({self.shown}): "
                 f"{_hide(str(exc).strip(), self.conninfo)}; check the dsn (or the variable "

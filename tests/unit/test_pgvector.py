@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -25,6 +26,7 @@ from pytest_embedbench.retrieval.indexes import (
     check_engine_settings,
     close_engines,
     create_index,
+    measure_load,
     neighbour_recall,
 )
 from tests.index_engines import require_engine
@@ -163,6 +165,16 @@ def test_engine_against_exact_search(engines: None) -> None:
         assert "Index Scan using" in index.description and "fell back" not in index.note
         assert not index.deterministic and "takes no seed" in index.note
         assert index.nbytes is not None and index.nbytes > exact.nbytes
+    # under load, each thread searches on a connection of its own (the server counts them),
+    # with the spec's session settings: the threads' answers are the single thread's
+    clients = "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend'"
+    before = strong._conn.execute(clients).fetchone()[0]
+    levels = measure_load(strong, queries, 10, (1, 4), requests=90)
+    assert [(lv.concurrency, lv.requests) for lv in levels] == [(1, 90), (4, 90)]
+    assert strong._conn.execute(clients).fetchone()[0] >= before + 2
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        threaded = list(pool.map(lambda q: strong.search(q[None, :], 10)[0][0], queries))
+    assert np.array_equal(np.vstack(threaded), strong.search(queries, 10)[0])
     with pytest.raises(ConfigError, match=r"ef_search=10 is below the depth searched \(k=20\)"):
         weak.search(queries, 20)
     # the index gone behind the engine's back: EXPLAIN finds a sequential scan, and says so

@@ -19,7 +19,11 @@ index built on ``vector_ip_ops``, ``ANALYZE`` run; queries go one at a time as a
 statement with the session settings the spec names (``hnsw.ef_search``, ``ivfflat.probes``) and
 ``enable_seqscan = off`` for the index kinds, and ``EXPLAIN`` checks the planner's choice: a
 plan without the index (a sequential scan) is said in the run's note, since its figures are
-then exact search's, not the index's. The size is ``pg_total_relation_size`` of the table (its
+then exact search's, not the index's. Searches from other threads than the one that built the
+index (``--embedbench-concurrency``'s load) each take a connection of their own from a pool
+(psycopg_pool's ``ConnectionPool``, up to :data:`POOL_MAX` connections, each with the same
+session settings): one connection answers one statement at a time, so threads sharing it
+would measure a queue, not the server. The size is ``pg_total_relation_size`` of the table (its
 heap, TOAST and index). This module's name is the library's: ``import pgvector`` here is an
 absolute import and gets pgvector-python.
 """
@@ -29,6 +33,7 @@ from __future__ import annotations
 import itertools
 import os
 import secrets
+import threading
 import weakref
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
@@ -39,9 +44,14 @@ from ...core.exceptions import ConfigError, ProviderError
 from ...core.redaction import redact
 from .registry import EngineSpec, VectorIndex, missing_extra, register_index, unfilled
 
-__all__ = ["PgvectorIndex", "conninfo_shown"]
+__all__ = ["POOL_MAX", "PgvectorIndex", "conninfo_shown"]
 
 _SETTINGS = frozenset({"dsn", "dsn_env"})
+
+#: the most connections an index's pool opens for searches from other threads (a level of
+#: more threads waits for a free one, and its latency counts the wait): PostgreSQL's default
+#: ``max_connections`` is 100, and a user's database serves others too
+POOL_MAX = 32
 
 
 class DatabaseError(ProviderError):
@@ -95,6 +105,8 @@ class _Database:
         self.conninfo, self.shown, self.server = conninfo, shown, server
         self.schema = f"embedbench_{os.getpid()}_{secrets.token_hex(4)}"
         self.tables = itertools.count(1)
+        #: the indexes' connection pools, closed before the schema is dropped
+        self.pools: list[Any] = []
         self.admin = self.connect()
         import psycopg
 
@@ -171,6 +183,8 @@ class _Database:
         """Drop the schema and its tables, then stop the self-started server; a second call
         does nothing."""
         admin, self.admin = getattr(self, "admin", None), None
+        for pool in getattr(self, "pools", ()):
+            pool.close()
         try:
             if admin is not None:
                 try:
@@ -252,15 +266,29 @@ def close_databases() -> None:
         db.close()
 
 
-def _drop(table: str, conn: Any) -> None:
+def _drop(table: str, conn: Any, pools: list[Any]) -> None:
     """An index's table dropped when the index is collected, on the index's own connection
-    (nothing else uses it then; the schema goes at the session's end anyway)."""
+    (nothing else uses it then; the schema goes at the session's end anyway), after its
+    connection pool (``pools``: none or one) is closed."""
+    for pool in pools:
+        pool.close()
     try:
         conn.execute(f"DROP TABLE IF EXISTS {table}")
     except Exception:  # a server already stopped: the schema and folder are gone with it
         pass
     finally:
         conn.close()
+
+
+def _session_settings(spec: EngineSpec) -> list[str]:
+    """The session settings ``spec`` names: the index kinds' ``hnsw.ef_search`` or
+    ``ivfflat.probes``, and ``enable_seqscan = off`` so the planner takes the index."""
+    kind, p = spec.kind, spec.param
+    if kind == "exact":
+        return []
+    if kind == "hnsw":
+        return ["SET enable_seqscan = off", f"SET hnsw.ef_search = {int(p('ef_search', 40))}"]
+    return ["SET enable_seqscan = off", f"SET ivfflat.probes = {int(p('probes', 1))}"]
 
 
 def _uses_index(plan: Any) -> tuple[bool, str]:
@@ -340,7 +368,10 @@ class PgvectorIndex(VectorIndex):
         self._table = f'"{db.schema}".documents_{next(db.tables)}'
         conn = db.connect()
         self._conn = conn
-        weakref.finalize(self, _drop, self._table, conn)
+        self._owner = threading.get_ident()
+        self._pools: list[Any] = []  # the pool of other threads' connections, once opened
+        self._pool_lock = threading.Lock()
+        weakref.finalize(self, _drop, self._table, conn, self._pools)
         with_ = ""
         if kind == "hnsw":
             with_ = f"m = {int(p('m', 16))}, ef_construction = {int(p('ef_construction', 64))}"
@@ -363,12 +394,7 @@ class PgvectorIndex(VectorIndex):
                     f"WITH ({with_})"
                 )
             conn.execute(f"ANALYZE {self._table}")
-            if kind != "exact":
-                conn.execute("SET enable_seqscan = off")
-            if kind == "hnsw":
-                conn.execute(f"SET hnsw.ef_search = {int(p('ef_search', 40))}")
-            if kind == "ivfflat":
-                conn.execute(f"SET ivfflat.probes = {int(p('probes', 1))}")
+            self._session(conn)
         except psycopg.Error as exc:
             raise ConfigError(
                 f"index {self.spec.spec!r}: PostgreSQL refused it: "
@@ -389,6 +415,48 @@ class PgvectorIndex(VectorIndex):
             else "pgvector draws its HNSW levels and IVFFlat samples from PostgreSQL's random "
             "state, which takes no seed: the index may differ between runs"
         )
+
+    def _session(self, conn: Any) -> None:
+        """The session settings the spec names, on ``conn``."""
+        for statement in _session_settings(self.spec):
+            conn.execute(statement)
+
+    def _pool(self) -> Any:
+        """The pool other threads search through, opened at the first such search."""
+        with self._pool_lock:
+            if not self._pools:
+                try:
+                    from psycopg_pool import ConnectionPool
+                except ImportError:
+                    raise missing_extra(self.spec, "psycopg_pool", "pgvector") from None
+                db, statements = self._db, _session_settings(self.spec)
+
+                def configure(conn: Any) -> None:  # not a method: the pool keeps no index alive
+                    conn.add_notice_handler(lambda _notice: None)
+                    db._use(conn)
+                    for statement in statements:
+                        conn.execute(statement)
+
+                pool = ConnectionPool(
+                    db.conninfo,
+                    min_size=1,
+                    max_size=POOL_MAX,
+                    kwargs={"autocommit": True, "connect_timeout": 10},
+                    configure=configure,
+                    name=f"embedbench-{self._table}",
+                    open=False,
+                )
+                try:
+                    pool.open(wait=True, timeout=30)
+                except Exception as exc:  # psycopg_pool's PoolTimeout: the connect's reason
+                    pool.close()
+                    raise DatabaseError(
+                        f"index {self.spec.spec!r}: cannot open connections for the concurrent "
+                        f"searches ({db.shown}): {_hide(str(exc).strip(), db.conninfo)}"
+                    ) from None
+                self._pools.append(pool)
+                db.pools.append(pool)
+            return self._pools[0]
 
     def _check_plan(self, vector: np.ndarray, k: int) -> None:
         """EXPLAIN of the query at depth ``k``: whether the planner used the index."""
@@ -416,14 +484,24 @@ class PgvectorIndex(VectorIndex):
             )
         if k not in self._plans:
             self._check_plan(q[0], k)
-        cur = self._conn.cursor()
+        if threading.get_ident() == self._owner:
+            self._answer(self._conn, q, k, positions, scores)
+        else:  # a search of the load's threads: a connection of its own while it runs
+            with self._pool().connection() as conn:
+                self._answer(conn, q, k, positions, scores)
+        return positions, scores
+
+    def _answer(
+        self, conn: Any, q: np.ndarray, k: int, positions: np.ndarray, scores: np.ndarray
+    ) -> None:
+        """Each query of ``q`` on ``conn`` (a prepared statement), into the rows given."""
+        cur = conn.cursor()
         for row, vector in enumerate(q):
             found = cur.execute(self._sql, (vector, k), prepare=True).fetchall()
             # pgvector's <#> is the negated inner product; ties: document id descending
             hits = sorted(((-float(d), self._ids[int(p)], int(p)) for p, d in found), reverse=True)
             for col, (score, _, pos) in enumerate(hits[:k]):
                 positions[row, col], scores[row, col] = pos, score
-        return positions, scores
 
     @property
     def nbytes(self) -> int | None:

@@ -63,7 +63,7 @@ from ..core.yamlfile import read_yaml
 from ..data.chunking import ChunkingSettings
 from ..data.datasets import DOCUMENT_SUFFIXES, check_language
 from ..evaluation.metrics import parse_cutoffs, parse_metric
-from ..models.providers.spec import ModelSpec
+from ..models.providers.spec import ModelSpec, split_hybrid
 from ..retrieval.indexes import IndexSpec, check_engine_settings, named_indexes
 from ..retrieval.rerank import RerankerSpec, parse_rerankers
 from .options import PRIORITIES, Options
@@ -174,13 +174,21 @@ class ProjectConfig:
 
     def apply_provider_options(self, spec: ModelSpec) -> ModelSpec:
         """``spec`` with the configured options for its provider and its short name merged in
-        (the spec's own options win)."""
+        (the spec's own options win). A hybrid's legs take their own providers' options too
+        (``providers: {bm25: {language: zh}}`` segments the lexical leg of ``hybrid:A+bm25``
+        as it does plain ``bm25``), under the hybrid's ``left``/``right`` options, which win."""
         merged: dict[str, Any] = {}
         merged.update(self.providers.get(spec.provider, {}))
         merged.update(self.providers.get(spec.short_name, {}))
-        if not merged:
-            return spec
         merged.update(spec.options)
+        if spec.provider == "hybrid":
+            for side, leg in zip(("left", "right"), split_hybrid(spec.model), strict=True):
+                own = self.apply_provider_options(ModelSpec(leg)).options
+                given = merged.get(side)
+                if own and (given is None or isinstance(given, Mapping)):
+                    merged[side] = {**own, **dict(given or {})}
+        if merged == spec.options:
+            return spec
         return ModelSpec(spec.spec, spec.name, **merged)
 
 

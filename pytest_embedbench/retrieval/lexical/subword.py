@@ -43,7 +43,9 @@ class SubwordTokenizer(Tokenizer):
     def __init__(self, tokenizer: str | Path = DEFAULT_SUBWORD) -> None:
         #: the tokenizer as given (messages, repr)
         self.name = str(tokenizer)
-        self._tokenizer: Any = load_tokenizer(tokenizer)
+        self._tokenizer: Any = load_tokenizer(
+            tokenizer, needed_by="bm25 language='subword'", extras="bm25,docs"
+        )
         self._digest = hashlib.sha256(self._tokenizer.to_str().encode("utf-8")).hexdigest()[:12]
         self._unknown = getattr(self._tokenizer.model, "unk_token", None)
 

@@ -119,6 +119,10 @@ def rerank_data(result: RetrievalResult, *, per_query: bool, kept: int) -> Reran
         tokens=run.tokens,
         tokens_per_1k_queries=run.tokens_per_1k_queries,
         cost_per_1k_queries=run.cost_per_1k_queries,
+        unit=run.unit or None,
+        units=run.units,
+        units_per_1k_queries=run.units_per_1k_queries,
+        info=dict(run.info) or None,
         **detail,
     )
 

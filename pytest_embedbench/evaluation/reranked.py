@@ -20,11 +20,14 @@ reranker cannot pass.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..core.exceptions import ConfigError, did_you_mean
+from ..models import rerankers as _hosted  # noqa: F401 - registers cohere, voyage, bedrock
 from ..models.providers import ModelSpec
 from ..models.providers.registry import has_vectors
 from ..retrieval.rerank import (
@@ -42,7 +45,13 @@ if TYPE_CHECKING:
     from .evaluate import Evaluator
     from .result import RetrievalResult
 
-__all__ = ["check_reranker", "create_reranker", "evaluate_reranked"]
+__all__ = [
+    "check_reranker",
+    "create_reranker",
+    "evaluate_reranked",
+    "family_of",
+    "with_options",
+]
 
 
 def _embedding_providers() -> list[str]:
@@ -53,10 +62,49 @@ def _embedding_providers() -> list[str]:
     return sorted(n for n, c in PROVIDERS.items() if issubclass(c, EmbeddingProvider))
 
 
+def family_of(spec: RerankerSpec) -> type[Reranker] | None:
+    """The registered reranker class ``spec`` names (the hosted ones of
+    :mod:`~..models.rerankers` included), or None: the bi-encoder rescorer of an embedding
+    provider (``cohere:embed-v4.0`` rescores with Cohere's vectors, ``cohere:rerank-v3.5``
+    reranks with Cohere Rerank)."""
+    cls = reranker_class(spec.family)
+    return cls if cls is not None and cls.handles(spec.model) else None
+
+
+def with_options(
+    spec: RerankerSpec, providers: Mapping[str, Mapping[str, Any]], where: str
+) -> RerankerSpec:
+    """``spec`` with its options from ``providers:`` of embedbench.yaml: for the bi-encoder
+    rescorer, its embedding provider's (as a model of the run takes them); for a reranker,
+    those of its family it takes (``providers: {cohere: {base_url: ...}}``, shared with the
+    embedding provider), then those under its name or short name (``providers: {rerank-v3.5:
+    {max_tokens_per_doc: 512}}``), where an option it does not take is a ConfigError naming
+    ``where``, the key and what it takes."""
+    if spec.obj is not None or spec.is_none:
+        return spec
+    cls = family_of(spec)
+    if cls is None:  # the bi-encoder rescorer: the embedding provider's options, as a model's
+        rescorer: dict[str, Any] = {**providers.get(spec.family, {})}
+        rescorer.update(providers.get(spec.short_name, {}))
+        return replace(spec, options=tuple(sorted(rescorer.items())))
+    merged = {k: v for k, v in providers.get(spec.family, {}).items() if k in cls.options_taken}
+    for key in dict.fromkeys(n for n in (spec.name, spec.short_name) if n):
+        own = dict(providers.get(key, {}))
+        unknown = sorted(set(own) - cls.options_taken)
+        if unknown:
+            raise ConfigError(
+                f"{where}: providers.{key}: reranker {spec.text!r} takes no option "
+                f"{unknown[0]!r}{did_you_mean(unknown[0], cls.options_taken) or '.'} It takes "
+                f"{sorted(cls.options_taken)}"
+            )
+        merged.update(own)
+    return replace(spec, options=tuple(sorted(merged.items())))
+
+
 def check_reranker(spec: RerankerSpec, where: str) -> None:
     """A spec naming no reranker family and no embedding provider is a ConfigError naming
     ``where`` and the spec, with a did-you-mean and the known names (at collection)."""
-    if spec.obj is not None or spec.is_none or reranker_class(spec.family) is not None:
+    if spec.obj is not None or spec.is_none or family_of(spec) is not None:
         return
     if has_vectors(ModelSpec(spec.spec)):
         return  # the bi-encoder rescorer over that provider's vectors
@@ -76,13 +124,13 @@ def create_reranker(evaluator: Evaluator, spec: RerankerSpec) -> Reranker:
     so a model that is also a first stage loads once)."""
     if spec.obj is not None:
         return spec.obj
-    cls = reranker_class(spec.family)
+    cls = family_of(spec)
     if cls is not None:
-        return cls(spec.model)
+        return cls(spec.model, **dict(spec.options))
     check_reranker(spec, "reranker")
     from ..models.providers.base import EmbeddingProvider
 
-    provider = evaluator.provider(ModelSpec(spec.spec))
+    provider = evaluator.provider(ModelSpec(spec.spec, **dict(spec.options)))
     assert isinstance(provider, EmbeddingProvider)  # check_reranker: it has vectors
     return EmbeddingRescorer(provider, evaluator.cache, spec=spec.spec)
 

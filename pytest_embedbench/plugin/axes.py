@@ -83,8 +83,9 @@ def reranker_axis(
     """``--embedbench-rerankers`` (ini ``embedbench_rerankers``), which replaces every
     test's reranking axis (not a stress test's); else the marker's ``rerankers=``, else
     embedbench.yaml's ``rerankers:``. Each names a reranker or an embedding provider
-    (did-you-mean otherwise) and reranks at least as deep as the test's largest cut-off."""
-    from ..evaluation.reranked import check_reranker
+    (did-you-mean otherwise) and reranks at least as deep as the test's largest cut-off;
+    each takes its options from ``providers:`` of embedbench.yaml."""
+    from ..evaluation.reranked import check_reranker, with_options
 
     if options.rerankers and marker.stress is None:
         origin = "--embedbench-rerankers"
@@ -102,4 +103,5 @@ def reranker_axis(
                 f"test computes k up to {max(k)} (k={list(k)}); give a depth >= {max(k)} "
                 f"('{spec.spec}@{max(k)}'), or drop the cut-offs above {spec.depth}"
             )
-    return specs
+    where_yaml = str(cfg.path or "embedbench.yaml")
+    return tuple(with_options(s, cfg.providers, where_yaml) for s in specs)

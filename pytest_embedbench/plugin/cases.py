@@ -354,6 +354,8 @@ class CaseBuilder:
         )
         #: short names of every model a collected test uses (to check names in the config)
         self.model_names: set[str] = set()
+        #: names and short names of every reranker a collected test uses (``providers:`` keys)
+        self.reranker_names: set[str] = set()
 
     # -- what a marker, a fixture or embedbench.evaluate asks for ---------------------------
 
@@ -395,6 +397,13 @@ class CaseBuilder:
         ]
         self.model_names.update(spec.short_name for spec in specs)
         cases = with_axes(cases, self.options, marker, cfg, f"{test_path.name}: {MARKER}")
+        self.reranker_names.update(
+            n
+            for c in cases
+            if c.reranker is not None
+            for n in (c.reranker.name, c.reranker.short_name)
+            if n
+        )
         points = self._workloads(marker.stress, test_path)
         if points:  # model x workload point, each its own test
             return [replace(case, workload=point) for case in cases for point in points]
@@ -659,7 +668,7 @@ class CaseBuilder:
             return  # no retrieval test collected: nothing uses the names
         provider_class("bm25")  # the built-in providers and entry points are registered
         for cfg in self._configs.values():
-            known = self.model_names | {m.short_name for m in cfg.models}
+            known = self.model_names | {m.short_name for m in cfg.models} | self.reranker_names
             for key in cfg.providers:
                 if key in PROVIDERS or key in known:
                     continue

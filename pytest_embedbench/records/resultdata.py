@@ -271,6 +271,13 @@ class RerankData:
     tokens: int | None = None
     tokens_per_1k_queries: float | None = None
     cost_per_1k_queries: float | None = None
+    #: what a hosted reranker was billed by besides tokens (``"search units"``, Bedrock's
+    #: ``"queries"``), over every query and per 1,000 queries
+    unit: str | None = field(default=None, metadata=OMIT_NONE)
+    units: float | None = field(default=None, metadata=OMIT_NONE)
+    units_per_1k_queries: float | None = field(default=None, metadata=OMIT_NONE)
+    #: what the reranker says of itself: weights, the prompt and its hash, requests, retries
+    info: dict[str, Any] | None = field(default=None, metadata=OMIT_NONE)
     stage1_per_query: dict[str, dict[str, float]] | None = field(default=None, metadata=OMIT_NONE)
     stage1_retrieved: dict[str, tuple[str, ...]] | None = field(default=None, metadata=OMIT_NONE)
 

@@ -267,6 +267,7 @@ class EmbeddingProvider(Provider):
                 f"timeout > 0 (got {self.max_concurrency}, {self.max_retries}, {self.timeout})"
             )
         self.calls = {"requests": 0, "retries": 0, "failed": 0}
+        self.last_status: int | None = None
         #: wall seconds of each document batch (the first of a fresh model is the cold one)
         self._document_batches: list[float] = []
         self._lock = threading.Lock()
@@ -391,24 +392,33 @@ class EmbeddingProvider(Provider):
     # -- requests, retries and errors --------------------------------------------------------
 
     def _call_with_retries(self, batch: list[str], *, kind: Kind, number: int) -> Any:
-        """One batch through :meth:`embed_batch`, retried as :attr:`retry` says: backoff with
-        jitter on connection errors, timeouts, 408, 409, 425, 429 and 5xx (see retry.py)."""
+        """One batch through :meth:`embed_batch`, retried (see :meth:`with_retries`)."""
+        return self.with_retries(lambda: self.embed_batch(batch, kind=kind), f"batch {number}")
+
+    def with_retries(self, call: Callable[[], Any], where: str) -> Any:
+        """``call()`` (one request to the provider's API), retried as :attr:`retry` says:
+        backoff with jitter on connection errors, timeouts, 408, 409, 425, 429 and 5xx (see
+        retry.py), each attempt counted in :attr:`calls`; the last error a ProviderError
+        naming the provider, the model and ``where``, with every secret scrubbed. The hosted
+        rerankers send their requests through it too."""
         attempt = 0
         while True:
             self._count("requests")
             try:
-                return self.embed_batch(batch, kind=kind)
+                return call()
             except ProviderError as exc:
                 self._count("failed")
                 raise ProviderError(self.scrub(str(exc))) from None
             except Exception as exc:  # noqa: BLE001 - every SDK raises its own kinds
                 decision = self.classify_error(exc)
                 message = self.scrub(self.describe_error(exc))
+                status = status_of(exc)
             if decision is None or self.retry.gives_up(decision, attempt):
                 self._count("failed")
+                self.last_status = status  # of the last request that failed for good
                 tries = f" after {attempt + 1} attempts" if attempt else ""
                 raise ProviderError(
-                    f"provider {self.name!r} model {self.model!r} batch {number}: {message}{tries}"
+                    f"provider {self.name!r} model {self.model!r} {where}: {message}{tries}"
                 ) from None
             self._count("retries")
             time.sleep(self.retry.delay(decision, attempt))

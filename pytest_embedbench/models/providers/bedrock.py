@@ -44,13 +44,20 @@ class BedrockProvider(EmbeddingProvider):
         {"region", "profile", "endpoint_url", "dimensions", "truncate", "server_normalize"}
     )
 
+    #: the boto3 service the requests go to (the hosted reranker's client: the agent runtime)
+    service: ClassVar[str] = "bedrock-runtime"
+
+    @classmethod
+    def family_of(cls, model: str) -> str:
+        """``titan``, ``cohere`` or "" (a model this provider cannot embed with)."""
+        lowered = model.lower()
+        if "titan-embed-text" in lowered:
+            return "titan"
+        return "cohere" if "cohere.embed" in lowered else ""
+
     def __init__(self, model: str = "", **options: Any) -> None:
         lowered = model.lower()
-        self.family = (
-            "titan"
-            if "titan-embed-text" in lowered
-            else ("cohere" if "cohere.embed" in lowered else "")
-        )
+        self.family = self.family_of(model)
         if self.family == "titan":
             if int(options.get("batch_size", 1)) != 1:
                 raise ConfigError("bedrock Titan embeds one text a request: leave batch_size at 1")
@@ -89,7 +96,7 @@ class BedrockProvider(EmbeddingProvider):
         frozen = credentials.get_frozen_credentials()
         self._secrets.extend(s for s in (frozen.secret_key, frozen.token) if s)
         self._client = session.client(
-            "bedrock-runtime",
+            self.service,
             endpoint_url=self.options.get("endpoint_url"),
             config=Config(
                 retries={"total_max_attempts": 1},  # one attempt: the base class retries

@@ -38,13 +38,27 @@ class Reranker(ABC):
     #: options this family takes (a spec's ``name=`` options outside them are an error)
     options_taken: ClassVar[frozenset[str]] = frozenset()
     free: ClassVar[bool] = True
+    #: what :meth:`count_units` counts, when the vendor bills by something else than tokens
+    #: (``"search units"``); "" when it counts nothing
+    unit: ClassVar[str] = ""
 
     def __init__(self, model: str = "", *, depth: int | None = None, **options: Any) -> None:
         self.model = model
         self.depth = depth
         self.options = dict(options)
         self.price_per_1m_tokens: float | None = options.get("price_per_1m_tokens")
+        #: USD per 1,000 of :attr:`unit` (search units, queries), for the cost per 1,000 queries
+        self.price_per_1k_units: float | None = None
+        #: what the reports keep of this reranker beside its description (weights, prompt and
+        #: its hash, requests and retries ...), filled once it has run
+        self.info: dict[str, Any] = {}
         self._loaded = False
+
+    @classmethod
+    def handles(cls, model: str) -> bool:
+        """Whether this family reranks with ``model`` (a family that is an embedding provider
+        too, ``cohere``, reranks with its rerank models and rescores with the others)."""
+        return True
 
     def ensure_loaded(self) -> None:
         """:meth:`load` once."""
@@ -55,12 +69,20 @@ class Reranker(ABC):
     def load(self) -> None:  # noqa: B027 - an optional hook, empty by default
         """Load weights or open a client (called once, before the first query)."""
 
+    def begin_run(self) -> None:  # noqa: B027 - an optional hook, empty by default
+        """Called before each run over a first stage (after :meth:`load`): a reranker that
+        counts requests starts this run's count here."""
+
     @abstractmethod
     def score(self, query: str, documents: Sequence[Document]) -> Sequence[float]:
         """One score per document of ``documents`` (in their order; higher ranks first)."""
 
     def count_tokens(self, query: str, documents: Sequence[Document]) -> int | None:
         """The tokens scoring this query's candidates sends (None: not counted)."""
+        return None
+
+    def count_units(self, query: str, documents: Sequence[Document]) -> float | None:
+        """The :attr:`unit` s scoring this query's candidates was billed (None: not counted)."""
         return None
 
     def is_free(self) -> bool:

@@ -19,6 +19,7 @@ import math
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -53,6 +54,13 @@ class RerankRun:
     load_s: float = 0.0
     price_per_1m_tokens: float | None = None
     free: bool = True
+    #: what the reranker was billed by besides tokens (``"search units"``), over every query,
+    #: and its price per 1,000 (a hosted reranker's; None: not counted or not priced)
+    unit: str = ""
+    units: float | None = None
+    price_per_1k_units: float | None = None
+    #: what the reranker says of itself (weights, prompt and its hash, requests, retries)
+    info: dict[str, Any] = field(default_factory=dict)
 
     @property
     def depth(self) -> int:
@@ -83,11 +91,21 @@ class RerankRun:
         return self.tokens / len(self.seconds) * 1000.0
 
     @property
+    def units_per_1k_queries(self) -> float | None:
+        if self.units is None or not len(self.seconds):
+            return None
+        return self.units / len(self.seconds) * 1000.0
+
+    @property
     def cost_per_1k_queries(self) -> float | None:
         """USD to rerank 1,000 queries like these at the list price (0 for a local model;
-        None when the price or the tokens are not known)."""
+        None when the price or the tokens are not known): by the billed units where the
+        vendor bills by them (Cohere's search units), else by the tokens."""
         if self.free and self.price_per_1m_tokens is None:
             return 0.0
+        if self.price_per_1k_units is not None:
+            per_1k_units = self.units_per_1k_queries
+            return None if per_1k_units is None else per_1k_units * self.price_per_1k_units / 1000
         per_1k = self.tokens_per_1k_queries
         if per_1k is None or self.price_per_1m_tokens is None:
             return None
@@ -115,11 +133,13 @@ def rerank(
             f"reranker {spec.text!r} could not be loaded: {type(exc).__name__}: {exc}"
         ) from None
     load_s = time.perf_counter() - t0
+    reranker.begin_run()
     out_ids: list[list[str]] = []
     out_scores: list[list[float]] = []
     seconds = np.empty(len(queries))
     candidates: list[int] = []
     tokens: int | None = 0
+    units: float | None = 0.0
     for i, (query, ranking) in enumerate(zip(queries, rankings, strict=True)):
         ids = list(ranking[: spec.depth])
         docs = [documents[d] for d in ids]
@@ -133,6 +153,9 @@ def rerank(
         if tokens is not None:
             counted = reranker.count_tokens(query.text, docs)
             tokens = None if counted is None else tokens + counted
+        if units is not None:
+            billed = reranker.count_units(query.text, docs)
+            units = None if billed is None else units + billed
     return RerankRun(
         spec=spec,
         description=reranker.describe(),
@@ -144,6 +167,10 @@ def rerank(
         load_s=load_s,
         price_per_1m_tokens=reranker.price_per_1m_tokens,
         free=reranker.is_free(),
+        unit=reranker.unit,
+        units=units if reranker.unit else None,
+        price_per_1k_units=reranker.price_per_1k_units,
+        info=dict(getattr(reranker, "info", None) or {}),
     )
 
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 import argparse
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ...core.exceptions import ConfigError
@@ -55,6 +55,9 @@ class RerankerSpec:
     depth: int = DEFAULT_DEPTH
     name: str | None = None
     obj: Reranker | None = None
+    #: the reranker's options (``providers:`` of embedbench.yaml, by family and by name:
+    #: base_url, api_key, max_retries ...), as sorted pairs
+    options: tuple[tuple[str, Any], ...] = field(default=(), compare=False)
 
     @property
     def is_none(self) -> bool:

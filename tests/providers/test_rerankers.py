@@ -1,0 +1,265 @@
+"""The hosted rerankers (issue 43) through their real SDKs (cohere, voyageai, boto3's
+bedrock-agent-runtime) against loopback servers speaking each rerank API: the ranking is the
+server's scores sorted by the tie rule, retries are counted at the server, candidates go in
+requests of at most ``batch_size`` documents, truncation reaches the request, tokens and
+search units are the server's, and a refused request is an error with the fix and no key."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import pytest
+
+from pytest_embedbench.core.exceptions import ConfigError, MissingKeyError, RerankerError
+from pytest_embedbench.core.types import Document, Query
+from pytest_embedbench.models.rerankers import BedrockReranker, CohereReranker, VoyageReranker
+from pytest_embedbench.retrieval.rerank import parse_rerankers, rerank, sort_scored
+
+from .conftest import KEYS
+from .rerank_servers import (
+    BedrockRerankServer,
+    CohereRerankServer,
+    VoyageRerankServer,
+    relevance,
+)
+
+DOCS = [
+    Document("d1", "Reset your password from the login page."),
+    Document("d2", "Invoices are emailed every month as PDF."),
+    Document("d3", "Export workspace data as CSV from settings."),
+    Document("d4", "Change the card used for billing payments."),
+    Document("d5", "Reset the login of the mobile app."),
+    Document("d6", "The password page lists every login."),
+    Document("d7", "Billing invoices for every month."),
+]
+QUERIES = [Query("q1", "reset password login"), Query("q2", "monthly billing invoices")]
+BY_ID = {d.id: d for d in DOCS}
+FIRST_STAGE = [[d.id for d in DOCS], [d.id for d in reversed(DOCS)]]
+
+#: family -> (server class, spec model, options that point the client at the server)
+FAMILIES = {
+    "cohere": (CohereRerankServer, "rerank-v3.5", lambda url: {"base_url": url}),
+    "voyage": (VoyageRerankServer, "rerank-2.5", lambda url: {"base_url": url + "/v1"}),
+    "bedrock": (
+        BedrockRerankServer,
+        "cohere.rerank-v3-5:0",
+        lambda url: {"endpoint_url": url, "region": "us-east-1"},
+    ),
+}
+CLASSES = {"cohere": CohereReranker, "voyage": VoyageReranker, "bedrock": BedrockReranker}
+
+
+@pytest.fixture(params=sorted(FAMILIES))
+def family(request: pytest.FixtureRequest, keys: dict[str, str]) -> Iterator[tuple]:
+    server_class, model, where = FAMILIES[request.param]
+    with server_class(dim=8) as server:
+        yield request.param, server, model, where(server.url)
+
+
+def build(family: str, model: str, **options: object):
+    return CLASSES[family](model, max_retries=3, backoff=0.0, **options)
+
+
+def expected(query: Query, ids: list[str]) -> list[str]:
+    """The server's scores of these candidates, sorted by the tie rule by hand."""
+    return sort_scored(ids, [relevance(query.text, BY_ID[d].embed_text) for d in ids])[0]
+
+
+def run(reranker, depth: int = 7):
+    (spec,) = parse_rerankers([f"{reranker.name}:{reranker.model}@{depth}"], "test")
+    return rerank(reranker, spec, QUERIES, FIRST_STAGE, BY_ID)
+
+
+def test_the_ranking_is_the_servers_scores_sorted_by_the_tie_rule(family) -> None:
+    name, server, model, where = family
+    result = run(build(name, model, **where))
+    for query, ids, ranked in zip(QUERIES, FIRST_STAGE, result.rankings, strict=True):
+        assert ranked == expected(query, ids)
+    scores = [relevance(QUERIES[0].text, BY_ID[d].embed_text) for d in result.rankings[0]]
+    assert result.scores[0] == scores
+    assert len(set(scores)) < len(scores)  # ties were there, and the document id broke them
+    assert len(server.rerank_requests) == 2  # one request a query: 7 documents fit in one
+    assert result.info["requests"] == 2 and result.info["retries"] == 0
+
+
+def test_retries_on_429_and_5xx_are_counted_at_the_server(family) -> None:
+    name, server, model, where = family
+    server.script("429", "503")
+    result = run(build(name, model, **where))
+    assert len(server.rerank_requests) == 4  # 2 refused, then one a query
+    assert result.info["requests"] == 4 and result.info["retries"] == 2
+    assert result.rankings[0] == expected(QUERIES[0], FIRST_STAGE[0])
+
+
+def test_candidates_over_batch_size_go_in_several_requests(family) -> None:
+    name, server, model, where = family
+    result = run(build(name, model, batch_size=3, **where))
+    sizes = [len(_documents(name, r.body)) for r in server.rerank_requests]
+    assert sizes == [3, 3, 1, 3, 3, 1]  # scores of separate requests compare: one ranking
+    for query, ids, ranked in zip(QUERIES, FIRST_STAGE, result.rankings, strict=True):
+        assert ranked == expected(query, ids)
+
+
+def _documents(name: str, body: dict) -> list[str]:
+    if name == "bedrock":
+        return [s["inlineDocumentSource"]["textDocument"]["text"] for s in body["sources"]]
+    return body["documents"]
+
+
+def test_units_tokens_and_cost_per_1000_queries(keys: dict[str, str]) -> None:
+    with CohereRerankServer() as cohere_server, VoyageRerankServer() as voyage_server:
+        cohere = run(CohereReranker("rerank-v3.5", base_url=cohere_server.url))
+        voyage = run(VoyageReranker("rerank-2.5", base_url=voyage_server.url + "/v1"))
+    # Cohere bills search units (the server's count: one a query of up to 100 documents)
+    assert cohere.unit == "search units" and cohere.units == 2.0 and cohere.tokens is None
+    assert cohere.cost_per_1k_queries == pytest.approx(1000 * 2.00 / 1000)  # $2 per 1K searches
+    # Voyage bills the tokens its answers count
+    counted = sum(len(q.text.split()) * 7 + sum(len(d.text.split()) for d in DOCS) for q in QUERIES)
+    assert voyage.tokens == counted
+    assert voyage.cost_per_1k_queries == pytest.approx(counted / 2 * 1000 * 0.05 / 1e6)
+
+
+def test_bedrock_counts_queries_of_100_documents_and_sends_the_model_arn(
+    keys: dict[str, str],
+) -> None:
+    with BedrockRerankServer() as server:
+        reranker = BedrockReranker("amazon.rerank-v1:0", endpoint_url=server.url, max_chars=12)
+        result = run(reranker)
+        body = server.rerank_requests[0].body
+    config = body["rerankingConfiguration"]["bedrockRerankingConfiguration"]
+    arn = "arn:aws:bedrock:us-east-1::foundation-model/amazon.rerank-v1:0"
+    assert config["modelConfiguration"]["modelArn"] == arn
+    assert config["numberOfResults"] == 7
+    assert all(len(t) <= 12 for t in _documents("bedrock", body))  # max_chars truncates
+    assert result.units == 2 and result.cost_per_1k_queries == pytest.approx(1.00)
+    assert result.info["max_chars"] == 12
+
+
+def test_truncation_settings_reach_the_request(keys: dict[str, str]) -> None:
+    with CohereRerankServer() as cohere_server, VoyageRerankServer() as voyage_server:
+        run(CohereReranker("rerank-v3.5", base_url=cohere_server.url, max_tokens_per_doc=64))
+        assert cohere_server.rerank_requests[0].body["max_tokens_per_doc"] == 64
+        voyage_server.context_words = 3  # every document is over the limit
+        reranker = VoyageReranker("rerank-2.5", base_url=voyage_server.url + "/v1")
+        run(reranker)  # truncation on (the default): the server cuts them
+        assert voyage_server.rerank_requests[0].body["truncation"] is True
+        strict = VoyageReranker("rerank-2.5", base_url=voyage_server.url + "/v1", truncation=False)
+        with pytest.raises(RerankerError) as err:
+            run(strict)
+    message = str(err.value)
+    assert "HTTP 400" in message and "exceeds the context length" in message
+    assert "check the model id and the truncation options" in message
+
+
+@pytest.mark.parametrize(
+    ("status", "fix"),
+    [
+        ("401", "check the API key"),
+        ("404", "check the model id"),
+        ("500", "the API kept failing: retry later, or raise max_retries"),
+    ],
+)
+def test_a_refused_request_names_the_fix_and_never_the_key(
+    keys: dict[str, str], status: str, fix: str
+) -> None:
+    with CohereRerankServer() as server:
+        server.script(*[status] * 4)
+        with pytest.raises(RerankerError) as err:
+            run(CohereReranker("rerank-v3.5", base_url=server.url, max_retries=3, backoff=0.0))
+        sent = server.rerank_requests[0].headers["authorization"]
+    message = str(err.value)
+    assert message.startswith("reranker 'cohere:rerank-v3.5': provider 'cohere'")
+    assert f"HTTP {status}" in message and fix in message
+    assert KEYS["COHERE_API_KEY"] in sent and KEYS["COHERE_API_KEY"] not in message
+    if status == "401":
+        assert "COHERE_API_KEY or CO_API_KEY" in message
+    tries = 4 if status == "500" else 1  # a 401 and a 404 are not retried
+    assert len(server.rerank_requests) == tries
+
+
+@pytest.mark.parametrize(
+    ("behaviour", "message"),
+    [
+        ("nan", "*returned score nan for document 'd1' of query 'q1'*finite number*"),
+        ("fewer", "*returned 6 scores for the 7 documents of one request*batch_size*"),
+    ],
+)
+def test_a_nan_or_a_missing_score_is_an_error(
+    keys: dict[str, str], behaviour: str, message: str
+) -> None:
+    with VoyageRerankServer() as server:
+        server.script(behaviour)
+        with pytest.raises(RerankerError) as err:
+            run(VoyageReranker("rerank-2.5", base_url=server.url + "/v1"))
+    assert err.match(message.replace("*", ".*").replace("'", "'"))
+
+
+def test_bad_options_and_a_missing_key() -> None:
+    with pytest.raises(ConfigError, match=r"batch_size=5000 must be from 1 to the API's limit"):
+        CohereReranker("rerank-v3.5", batch_size=5000)
+    with pytest.raises(ConfigError, match=r"unknown option\(s\) \['output_dimension'\]"):
+        VoyageReranker("rerank-2.5", output_dimension=256)
+    with pytest.raises(MissingKeyError, match="COHERE_API_KEY or CO_API_KEY"):
+        CohereReranker("rerank-v3.5").ensure_loaded()
+
+
+PROJECT_TEST = """
+import pytest
+
+@pytest.mark.embedbench(dataset="tiny", models=["bm25"], k=[1, 3],
+                        rerankers=["none", "cohere:rerank-v3.5@5", "cohere:embed-english-v3.0@5"])
+def test_search(retrieval):
+    pass
+"""
+
+
+def test_through_the_plugin_with_options_from_embedbench_yaml(
+    pytester: pytest.Pytester, keys: dict[str, str]
+) -> None:
+    """``cohere:rerank-v3.5@5`` reranks with Cohere Rerank at the ``base_url`` of
+    ``providers: cohere`` (shared with the embedding provider, whose other options it leaves),
+    with ``max_tokens_per_doc`` from its own entry; ``cohere:embed-english-v3.0@5`` rescores
+    with Cohere's vectors; the report keeps units, cost and requests; no key is written."""
+    data = pytester.path / "data" / "tiny"
+    (data / "qrels").mkdir(parents=True)
+    (data / "corpus.jsonl").write_text(
+        "".join(json.dumps({"_id": d.id, "title": "", "text": d.text}) + "\n" for d in DOCS)
+    )
+    (data / "queries.jsonl").write_text(
+        "".join(json.dumps({"_id": q.id, "text": q.text}) + "\n" for q in QUERIES)
+    )
+    (data / "qrels" / "test.tsv").write_text("q1\td1\t1\nq1\td6\t1\nq2\td7\t1\n")
+    with CohereRerankServer(dim=16) as server:
+        pytester.makefile(
+            ".yaml",
+            embedbench=f"""
+datasets:
+  tiny: {{path: data/tiny}}
+providers:
+  cohere: {{base_url: "{server.url}", truncate: END, max_retries: 2, backoff: 0}}
+  rerank-v3.5: {{max_tokens_per_doc: 128}}
+""",
+        )
+        pytester.makepyfile(test_two=PROJECT_TEST)
+        out = pytester.runpytest("-p", "no:randomly", "--embedbench-json=r.json")
+        out.assert_outcomes(passed=3)
+        reranks = server.rerank_requests
+        embeds = [r for r in server.requests if r.path.startswith("/v2/embed")]
+    assert len(reranks) == 2 and all(r.body["max_tokens_per_doc"] == 128 for r in reranks)
+    assert embeds  # the bi-encoder rescorer embedded the candidates
+    report_text = (pytester.path / "r.json").read_text()
+    assert KEYS["COHERE_API_KEY"] not in report_text
+    report = json.loads(report_text)
+    by_id = {t["nodeid"].rpartition("[")[2].rstrip("]"): t for t in report["tests"]}
+    rerank_data = by_id["bm25-rerank-v3.5-top5"]["result"]["rerank"]
+    assert rerank_data["units"] == 2.0 and rerank_data["unit"] == "search units"
+    assert rerank_data["cost_per_1k_queries"] == pytest.approx(2.0)
+    assert rerank_data["info"]["requests"] == 2
+    ranked = by_id["bm25-rerank-v3.5-top5"]["result"]["retrieved"]
+    for query in QUERIES:  # the server's scores of BM25's top 5, sorted by the tie rule
+        candidates = list(rerank_data["stage1_retrieved"][query.id][:5])
+        assert len(candidates) == 5 and ranked[query.id] == expected(query, candidates)
+    assert "rescoring with cohere:embed-english-v3.0" in json.dumps(
+        by_id["bm25-embed-english-v3.0-top5"]["result"]["rerank"]
+    )

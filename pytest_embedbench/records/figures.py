@@ -35,6 +35,8 @@ __all__ = [
     "MACRO",
     "MIB",
     "NOISY",
+    "RERANK_FIGURES",
+    "RERANK_METRICS",
     "STORAGE",
     "Figure",
     "figure",
@@ -225,6 +227,36 @@ LOAD_FIGURES: tuple[Figure, ...] = (
     _timing("load.p99_ms", "p99 ms", ("p99_ms",), "{:.3f}", "ms"),
 )
 
+#: the reranking axis's own figures (``tests[].result.rerank``), by their gate and column key:
+#: the reranking's latency per query (what it adds to the first stage's), its tokens and its
+#: cost per 1,000 queries, the ceiling (the first stage's recall at the depth) and the share
+#: of it the reranked top realises. ``lift.<metric>`` (the paired lift over the first stage,
+#: higher is better, not noisy) is a family: :func:`figure` builds it
+RERANK_FIGURES: tuple[Figure, ...] = (
+    _timing("rerank.p50_ms", "+p50 ms", ("rerank", "p50_ms"), "{:.2f}", "ms"),
+    _timing("rerank.p95_ms", "+p95 ms", ("rerank", "p95_ms"), "{:.2f}", "ms"),
+    Figure(
+        "rerank.tokens_per_1k_queries",
+        "tokens/1k q",
+        ("rerank", "tokens_per_1k_queries"),
+        "{:,.0f}",
+        False,
+        unit="tokens",
+    ),
+    Figure(
+        "rerank.cost_per_1k_queries",
+        "$/1k q",
+        ("rerank", "cost_per_1k_queries"),
+        "{:.4f}",
+        False,
+        unit="USD",
+    ),
+    Figure("rerank.ceiling", "ceiling", ("rerank", "ceiling", "value"), "{:.4f}", True),
+    Figure("rerank.realised", "realised", ("rerank", "realised"), "{:.0%}", True, unit="share"),
+)
+#: the metrics the stages tables show per stage and as lifts, those the run computed
+RERANK_METRICS: tuple[str, ...] = ("ndcg@10", "mrr@10", "recall@10")
+
 #: the storage and indexing figures, by the name the thresholds, the baseline gate, a baseline
 #: entry's ``figures`` and :class:`~pytest_embedbench.result.RetrievalResult` use
 #: (``retrieval.bytes_per_doc``), in the order their messages list them
@@ -245,6 +277,9 @@ def _family(key: str) -> Figure | None:
     if name.startswith("delta."):
         metric = name.removeprefix("delta.")
         return Figure(key, f"Δ {metric}", ("index", "delta", metric, "value"), "{:+.4f}", True)
+    if key.startswith("lift."):
+        metric = key.removeprefix("lift.")
+        return Figure(key, f"lift {metric}", ("rerank", "lift", metric, "value"), "{:+.4f}", True)
     level, _, which = name.removeprefix("load.c").partition(".")
     base = _LOAD.get(f"load.{which}")
     if name.startswith("load.c") and level.isdigit() and int(level) >= 1 and base is not None:
@@ -255,14 +290,17 @@ def _family(key: str) -> Figure | None:
 
 
 _LOAD: dict[str, Figure] = {f.key: f for f in LOAD_FIGURES}
-_BY_NAME: dict[str, Figure] = {name: f for f in (*FIGURES, *INDEX_FIGURES) for name in f.names}
+_BY_NAME: dict[str, Figure] = {
+    name: f for f in (*FIGURES, *INDEX_FIGURES, *RERANK_FIGURES) for name in f.names
+}
 
 
 def figure(name: str) -> Figure | None:
-    """The figure called ``name`` (its key or an alias; ``index.neighbour_recall@K`` and
-    ``index.delta.<metric>`` too), None when there is none (a metric, an unknown name)."""
+    """The figure called ``name`` (its key or an alias; ``index.neighbour_recall@K``,
+    ``index.delta.<metric>`` and ``lift.<metric>`` too), None when there is none (a metric,
+    an unknown name)."""
     found = _BY_NAME.get(name)
-    if found is None and name.startswith("index."):
+    if found is None and name.startswith(("index.", "lift.")):
         return _family(name)
     return found
 

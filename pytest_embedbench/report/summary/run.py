@@ -9,7 +9,8 @@ the reference (:mod:`.comparisons`: paired randomization tests, Holm-adjusted, s
 baseline gate's differences and verdicts (:mod:`.gates`), picks the recommendations
 (:mod:`.recommend`), builds the stress grids (:mod:`.stress`) and cut-off tables
 (:mod:`.cutoffs`), the index
-rows (:mod:`.indexes`) and collects the notices (:mod:`.notices`). Every record is frozen.
+rows (:mod:`.indexes`), the two stages of reranked tests (:mod:`.stages`) and collects the
+notices (:mod:`.notices`). Every record is frozen.
 
 The JSON report keeps it (:meth:`Summary.to_dict` under ``"summary"``, beside the older
 sections ``comparisons``, ``recommendations``, ``baseline`` and ``stress``, which keep their
@@ -53,6 +54,7 @@ from .notices import (
 )
 from .recommend import recommendation_entry, recommendations
 from .rows import model_rows
+from .stages import StageSection, stage_sections
 from .state import RunState
 from .stress import StressSection, stress_points, stress_sections
 from .values import Delta, Value
@@ -103,6 +105,9 @@ class Summary:
     #: datasets in several languages: per dataset, each model's row per language and its
     #: macro average (absent from the JSON when no dataset has languages)
     languages: tuple[LanguageSection, ...] = ()
+    #: the reranking axis: per dataset, each reranker over its model's first stage (absent
+    #: from the JSON when no test has ``rerankers=``)
+    stages: tuple[StageSection, ...] = ()
     gates: tuple[Gate, ...] = ()
     #: per-query diffs: each gated test against its baseline entry, each model against the
     #: reference model (by dataset; :mod:`.querydiff`)
@@ -151,8 +156,8 @@ class Summary:
         ``tests``)."""
         out: dict[str, Any] = {"version": SUMMARY_VERSION}
         for f in dataclasses.fields(self):
-            if f.name in ("indexes", "languages") and not getattr(self, f.name):
-                continue  # a run without the index axis or languages keeps its JSON as it was
+            if f.name in ("indexes", "languages", "stages") and not getattr(self, f.name):
+                continue  # a run without these axes or languages keeps its JSON as it was
             if f.name != "records":
                 out[f.name] = to_data(getattr(self, f.name))
         return out
@@ -308,6 +313,7 @@ def summarize(
         cutoffs=cutoff_sections(cutoff_rows(found)),
         indexes=index_sections(found),
         languages=language_sections(found),
+        stages=stage_sections(found),
         gates=gates(found),
         query_diffs=query_diffs(found, reference),
         totals=totals(found, datasets),

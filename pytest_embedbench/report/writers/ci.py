@@ -34,13 +34,21 @@ from typing import Any
 from ...core.redaction import _secret_env_values, redact
 from ...core.text import inert
 from ...evaluation.record import TestRecord, as_record
-from ...records.figures import INDEX_FIGURES, JUDGED, LANGUAGE_METRICS, LOAD_FIGURES
+from ...records.figures import (
+    INDEX_FIGURES,
+    JUDGED,
+    LANGUAGE_METRICS,
+    LOAD_FIGURES,
+    RERANK_FIGURES,
+)
 from ...records.resultdata import ResultData
 from ..summary import DatasetSummary, Gate, ModelSummary, Summary
 from ..summary.columns import resolve_column
+from ..summary.stages import stage_diff
 from ..summary.values import Value, finite
 from .index_tables import index_tables, load_tables
 from .language_tables import language_tables
+from .stage_tables import stage_tables
 from .stress import TextTable, cutoff_tables, stress_tables
 from .text import delta_text
 
@@ -378,6 +386,7 @@ def sections(summary: Summary, secrets: list[str] | None = None) -> list[Section
         *(_dataset_section(d, summary.priority, found) for d in summary.datasets),
         _gate_section(summary.gates, found),
         *_diff_sections(summary, found),
+        _text_tables("Two stages", stage_tables(summary.stages), found),
         _text_tables("Languages", language_tables(summary.languages), found),
         _text_tables("Stress", stress_tables(summary.stress), found),
         _text_tables("Cut-offs", cutoff_tables(summary.cutoffs), found),
@@ -636,9 +645,45 @@ def junit_properties(record: TestRecord | Mapping[str, Any]) -> list[tuple[str, 
             at = f"index.load.c{level.concurrency}."
             named += [(at + f.key.removeprefix("load."), f.get(level)) for f in LOAD_FIGURES]
         out += [(PREFIX + key, finite(v)) for key, v in named if finite(v) is not None]
+    out.extend(_rerank_properties(result))
     # the plain name (xdist sends user_properties to the controller: plain values only)
     gate = str(record.baseline.status) if record.baseline is not None else ""
     out.append((PREFIX + "gate", gate or "none"))
+    return out
+
+
+def _rerank_properties(result: ResultData) -> list[tuple[str, Any]]:
+    """A reranked test's two stages (none without a reranker): ``embedbench.rerank`` (its
+    spec) and ``.depth``; per metric the first stage's value with its interval
+    (``embedbench.stage1.ndcg@10``, ``.low``, ``.high``) and the lift with its paired interval
+    and bootstrap p (``embedbench.lift.ndcg@10``, ``.low``, ``.high``, ``.p_value``); the
+    reranking's figures by their registry keys (``embedbench.rerank.ceiling``,
+    ``rerank.realised``, ``rerank.p95_ms``, ``rerank.cost_per_1k_queries`` ...) and the
+    per-query counts between the stages (``embedbench.rerank.improved``, ``.degraded``). The
+    Holm-adjusted p needs every reranker of the model, so it is the summary's (every other
+    writer's), not a test's property."""
+    rerank = result.rerank
+    if rerank is None:
+        return []
+    out: list[tuple[str, Any]] = [
+        (f"{PREFIX}rerank", redact(rerank.spec)),
+        (f"{PREFIX}rerank.depth", rerank.depth),
+    ]
+    values: list[tuple[str, Any]] = []
+    for name, metric in sorted(rerank.stage1.items()):
+        values += [(f"stage1.{name}", metric.value), (f"stage1.{name}.low", metric.low)]
+        values.append((f"stage1.{name}.high", metric.high))
+    for name, lift in sorted(rerank.lift.items()):
+        values += [(f"lift.{name}", lift.value), (f"lift.{name}.low", lift.low)]
+        values += [(f"lift.{name}.high", lift.high), (f"lift.{name}.p_value", lift.p_value)]
+    values += [(f.key, f.get(result)) for f in RERANK_FIGURES]
+    if rerank.ceiling is not None:
+        values += [("rerank.ceiling.low", rerank.ceiling.low)]
+        values += [("rerank.ceiling.high", rerank.ceiling.high)]
+    diff = stage_diff(result)
+    if diff is not None:
+        values += [("rerank.improved", diff.improved), ("rerank.degraded", diff.degraded)]
+    out += [(PREFIX + key, finite(v)) for key, v in values if finite(v) is not None]
     return out
 
 

@@ -23,6 +23,7 @@ from ..summary.cutoffs import CutoffSection, score_bins
 from ..summary.values import Value
 from .index_tables import index_tables, load_tables
 from .language_tables import language_tables
+from .stage_tables import stage_tables
 from .stress import TextTable, cutoff_tables, stress_tables
 from .text import delta_text, pct, tier_lines
 
@@ -152,6 +153,7 @@ def render_markdown(
         lines += _md_dataset(dataset, summary.priority)
     lines += _md_gates(summary)
     lines += md_diffs(summary.query_diffs)
+    lines += _md_section("Two stages", stage_tables(summary.stages))
     lines += _md_section("Languages", language_tables(summary.languages))
     lines += _md_section("Indexes", [*index_tables(summary.indexes), *load_tables(summary.indexes)])
     lines += _md_section("Stress", stress_tables(summary.stress))

@@ -33,11 +33,19 @@ from ..summary.stress import ChunkPoint, NoisePoint
 from ..summary.values import Value
 from .index_tables import index_columns, index_csv_rows, load_columns, load_csv_rows
 from .language_tables import language_columns, language_csv_rows
+from .stage_tables import (
+    stage_columns,
+    stage_csv_rows,
+    stage_query_columns,
+    stage_query_rows,
+)
 
 __all__ = [
     "CSV_FILES",
     "INDEX_CSV",
     "LOAD_CSV",
+    "STAGE_CSV",
+    "STAGE_QUERY_CSV",
     "csv_cell",
     "cutoff_columns",
     "cutoff_csv_rows",
@@ -58,6 +66,10 @@ __all__ = [
 INDEX_CSV = "indexes.csv"
 #: written beside :data:`CSV_FILES` when a dataset had several languages (``languages:``)
 LANGUAGE_CSV = "languages.csv"
+#: written beside :data:`CSV_FILES` when a test had a reranking axis (``rerankers=``): a row
+#: per reranked test and metric, and the queries each reranker hurt most
+STAGE_CSV = "stages.csv"
+STAGE_QUERY_CSV = "stage_queries.csv"
 #: written beside it when the index axis ran under load (``--embedbench-concurrency``)
 LOAD_CSV = "index_load.csv"
 #: the files ``--embedbench-csv`` writes into its folder
@@ -429,6 +441,10 @@ def write_csv(folder: Path, source: Summary | Mapping[str, Any]) -> list[Path]:
     if summary.languages:  # the per-language file, only where a dataset had languages
         tables[LANGUAGE_CSV] = (language_columns(), language_csv_rows(summary.languages))
         names.append(LANGUAGE_CSV)
+    if summary.stages:  # the two stages' files, only where a test had rerankers=
+        tables[STAGE_CSV] = (stage_columns(), stage_csv_rows(summary.stages))
+        tables[STAGE_QUERY_CSV] = (stage_query_columns(), stage_query_rows(summary.stages))
+        names += [STAGE_CSV, STAGE_QUERY_CSV]
     written = []
     for name in names:
         columns, rows = tables[name]

@@ -41,6 +41,7 @@ from ..summary.columns import (
 from ..summary.values import Delta
 from .index_tables import render_indexes
 from .language_tables import render_languages
+from .stage_tables import render_stages
 from .stress import render_cutoffs, render_stress
 from .text import delta_text, tier_lines
 
@@ -97,6 +98,7 @@ def render_summary(
     lines = _render(summary, verbosity=verbosity, columns=columns)
     return (
         lines  # the index, stress and cut-off tables show the controls in their texts too
+        + render_stages(summary.stages)
         + render_languages(summary.languages)
         + render_indexes(summary.indexes)
         + render_stress(summary.stress)

@@ -11,6 +11,7 @@ from .indexes import _indexes
 from .languages import _languages
 from .page import _anchor, _Page
 from .sections import _commit_line, _dataset, _environment, _gate, _notices, _stat_cards
+from .stages import _stages
 from .stress import _cutoffs, _stress
 
 
@@ -47,6 +48,8 @@ def render_html(
     links = [(f"ds-{_anchor(d.name)}", d.name) for d in summary.datasets]
     if any(s.chunks or s.noise or s.needles for s in summary.stress):
         links.append(("stress", "stress results"))
+    if summary.stages:
+        links.append(("stages", "two stages"))
     if summary.languages:
         links.append(("languages", "languages"))
     if summary.indexes:
@@ -62,6 +65,7 @@ def render_html(
     for dataset in summary.datasets:
         _dataset(page, summary, dataset, priority)
     _gate(page, summary)
+    _stages(page, summary)
     _languages(page, summary)
     _indexes(page, summary)
     _stress(page, summary)

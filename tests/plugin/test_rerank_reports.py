@@ -1,0 +1,147 @@
+"""The two stages in every writer (issue 43), through pytest as a user runs it: BM25 on the
+bundled support dataset as the first stage, reranked by the hashing model's vectors at a depth
+sweep (@10 and @20) and by the reversed reranker (the first stage upside down). One run writes
+every report; the test reads each writer's output of it and checks that the summary's figures
+are there, formatted: the lift with its paired interval, the Holm-adjusted p, the ceiling, the
+per-query changes between the stages and the documents a reranker pushed out of the top."""
+
+from __future__ import annotations
+
+import csv
+import json
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from pytest_embedbench.report.summary import Summary
+from pytest_embedbench.report.summary.stages import StageRow
+from pytest_embedbench.report.writers.stage_tables import p_text
+
+from .conftest import CONFTEST as CONFTEST_TEXT
+from .conftest import bench_module
+from .test_rerank_plugin import RERANKERS, SUPPORT
+
+MARKER = (
+    f"dataset={str(SUPPORT)!r}, models=['bm25'], k=[1, 5, 10], "
+    "rerankers=['none', 'hashing:h@10,20', 'reversed@20']"
+)
+
+
+def _lift_text(row: StageRow) -> str:
+    """The lift as the text writers print it: value and paired interval."""
+    lift = row.lift["ndcg@10"]
+    assert lift.difference is not None and lift.low is not None and lift.high is not None
+    return f"{lift.difference:+.4f} [{lift.low:+.3f}, {lift.high:+.3f}]"
+
+
+def test_every_writer_shows_the_two_stages(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Terminal, JSON, HTML, Markdown, CSV, job summary and JUnit properties all carry the
+    lift with its interval, the p Holm-adjusted across the model's three rerankers, the
+    ceiling, the improved and degraded counts; the reversed reranker's most hurt queries are
+    listed with the relevant documents it pushed out of the top; the sweep @10,20 is a curve
+    (HTML) and a table (the others)."""
+    pytester.makeconftest(CONFTEST_TEXT + RERANKERS)
+    pytester.makepyfile(test_stages=bench_module(MARKER))
+    step = pytester.path / "step-summary.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(step))
+    out = pytester.runpytest(
+        "-p",
+        "no:randomly",
+        "--embedbench-bootstrap=1000",  # the intervals' resamples, cut to keep the test cheap
+        "--embedbench-json=r.json",
+        "--embedbench-html=r.html",
+        "--embedbench-md=r.md",
+        "--embedbench-csv=csv",
+        "--junitxml=junit.xml",
+    )
+    out.assert_outcomes(passed=4)
+    report = json.loads((pytester.path / "r.json").read_text())
+    summary = Summary.from_json(report)
+    (section,) = summary.stages
+    rows = {r.reranker: r for r in section.rows}
+    assert sorted(rows) == ["h-top10", "h-top20", "reversed-top20"]
+    reversed_ = rows["reversed-top20"]
+
+    # the summary's figures: computed once, from the records
+    raw = {t["nodeid"]: t["result"] for t in report["tests"]}
+    p_values = {
+        name: raw[row.nodeid]["rerank"]["lift"]["ndcg@10"]["p_value"] for name, row in rows.items()
+    }
+    order = sorted(p_values, key=lambda r: p_values[r])
+    expected, running = {}, 0.0
+    for rank, name in enumerate(order):  # Holm's step-down over the three rerankers of bm25
+        running = max(running, min(1.0, (3 - rank) * p_values[name]))
+        expected[name] = running
+    for name, row in rows.items():
+        assert row.lift["ndcg@10"].p_holm == pytest.approx(expected[name], abs=1e-12)
+        ceiling = raw[row.nodeid]["rerank"]["ceiling"]["value"]
+        assert row.figures["rerank.ceiling"].value == ceiling
+    assert reversed_.lift["ndcg@10"].difference < 0 and reversed_.diff is not None
+    assert reversed_.diff.degraded > 0 and reversed_.diff.documents_known
+    hurt = reversed_.diff.worst[0]
+    assert hurt.lost, "the reversed reranker pushed the relevant documents out of its top 10"
+    assert hurt.change < 0
+    (sweep,) = section.sweeps
+    assert [p.depth for p in sweep.points] == [0, 10, 20]
+    assert summary.to_dict()["stages"] == report["summary"]["stages"]  # the JSON keeps them
+
+    lift_text = _lift_text(reversed_)
+    holm_text = p_text(reversed_.lift["ndcg@10"].p_holm)
+    ceiling_text = f"R@20 {reversed_.figures['rerank.ceiling'].value:.4f}"
+
+    terminal = out.stdout.str()
+    for text in (lift_text, ceiling_text, "two stages on 'support'", hurt.query_id):
+        assert text in terminal, text
+    lines = terminal.splitlines()
+    assert any(
+        "reversed-top20" in line
+        and "nDCG@10" in line
+        and f"{lift_text} worse" in line
+        and line.rstrip().endswith(holm_text)
+        for line in lines
+    )
+    hurt_at = lines.index(next(x for x in lines if "queries reversed-top20 hurt most" in x))
+    assert any(hurt.query_id in x and hurt.lost[0] in x for x in lines[hurt_at : hurt_at + 8])
+    assert "depth sweep of hashing:h over bm25 on 'support'" in terminal
+
+    markdown = (pytester.path / "r.md").read_text()
+    job = step.read_text()
+    for text in (markdown, job):
+        assert "Two stages" in text
+        assert lift_text.replace("[", "\\[").replace("]", "\\]") in text or lift_text in text
+        assert holm_text in text and ceiling_text in text
+        assert hurt.query_id in text and hurt.lost[0] in text
+        assert "depth sweep of hashing:h over bm25" in text
+
+    html = (pytester.path / "r.html").read_text()
+    assert '<section id="stages"><h2>Two stages</h2>' in html
+    assert f"{reversed_.lift['ndcg@10'].difference:+.4f}" in html and holm_text in html
+    assert f"{reversed_.figures['rerank.ceiling'].value:.4f}" in html
+    assert "nDCG@10 by rerank depth for hashing:h over bm25" in html  # the sweep's SVG
+    assert f"{reversed_.diff.degraded} degraded" in html and hurt.lost[0] in html
+
+    with (pytester.path / "csv" / "stages.csv").open(newline="") as f:
+        table = list(csv.DictReader(f))
+    mine = next(r for r in table if r["reranker"] == "reversed-top20" and r["metric"] == "ndcg@10")
+    assert float(mine["lift"]) == reversed_.lift["ndcg@10"].difference
+    assert float(mine["p_holm"]) == reversed_.lift["ndcg@10"].p_holm
+    assert float(mine["ceiling"]) == reversed_.figures["rerank.ceiling"].value
+    assert int(mine["degraded"]) == reversed_.diff.degraded
+    with (pytester.path / "csv" / "stage_queries.csv").open(newline="") as f:
+        queries = [r for r in csv.DictReader(f) if r["reranker"] == "reversed-top20"]
+    assert queries[0]["query"] == hurt.query_id and hurt.lost[0] in queries[0]["pushed_out"]
+
+    tree = ET.parse(pytester.path / "junit.xml")
+    case = next(c for c in tree.iter("testcase") if "reversed-top20" in c.get("name", ""))
+    props = {p.get("name"): p.get("value") for p in case.iter("property")}
+    lift = raw[reversed_.nodeid]["rerank"]["lift"]["ndcg@10"]
+    assert float(props["embedbench.lift.ndcg@10"]) == pytest.approx(lift["value"])
+    assert float(props["embedbench.lift.ndcg@10.low"]) == pytest.approx(lift["low"])
+    assert float(props["embedbench.lift.ndcg@10.p_value"]) == pytest.approx(lift["p_value"])
+    assert float(props["embedbench.rerank.ceiling"]) == pytest.approx(
+        reversed_.figures["rerank.ceiling"].value
+    )
+    assert int(float(props["embedbench.rerank.degraded"])) == reversed_.diff.degraded
+    assert props["embedbench.rerank"] == "reversed@20"

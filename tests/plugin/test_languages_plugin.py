@@ -6,6 +6,7 @@ gate's bootstrap resamples within each language."""
 
 from __future__ import annotations
 
+import csv
 import json
 from pathlib import Path
 
@@ -253,6 +254,15 @@ def test_every_writer_shows_the_language_table(
     by = {(r[header.index("language")], r[header.index("metric")]): r for r in csv_rows[1:]}
     assert float(by[("macro", "ndcg@10")][header.index("value")]) == macro["value"]
     assert float(by[("zh", "ndcg@10")][header.index("low")]) == zh["low"]
+    # queries.csv: each query's row names its language, the JSON report's
+    query_lines = (out / "csv" / "queries.csv").read_text().splitlines()
+    head = query_lines[0].split(",")
+    assert head[:6] == ["test", "dataset", "model", "query_id", "query", "language"]
+    shown = {}
+    for line in query_lines[1:]:
+        cells = next(csv.reader([line]))
+        shown[cells[head.index("query_id")]] = cells[head.index("language")]
+    assert shown == data["query_languages"]
     junit = (out / "junit.xml").read_text()
     assert f'name="embedbench.by_language.zh.ndcg@10" value="{zh["value"]}"' in junit
     assert f'name="embedbench.ndcg@10" value="{macro["value"]}"' in junit

@@ -100,10 +100,12 @@ def result_columns(metrics: Sequence[str]) -> list[str]:
     ]
 
 
-def query_columns(metrics: Sequence[str]) -> list[str]:
-    """The columns of ``queries.csv`` for a run with ``metrics`` (its header, rows or none)."""
+def query_columns(metrics: Sequence[str], *, languages: bool = False) -> list[str]:
+    """The columns of ``queries.csv`` for a run with ``metrics`` (its header, rows or none);
+    ``languages``: a dataset of the run has several, so each row names its query's."""
     return [
         *("test", "dataset", "model", "query_id", "query"),
+        *(("language",) if languages else ()),
         *metrics,
         *("latency_ms", "retrieved", "relevant"),
     ]
@@ -142,7 +144,8 @@ def result_rows(source: Summary | Mapping[str, Any]) -> list[dict[str, Any]]:
 
 def query_rows(source: Summary | Mapping[str, Any]) -> Iterator[dict[str, Any]]:
     """``queries.csv``: one row per test's model and query (a test's own queries in query id
-    order): its metrics, latency, retrieved and relevant ids (space-free ids joined by ``|``)."""
+    order): its language (a dataset in several languages), its metrics, latency, retrieved
+    and relevant ids (space-free ids joined by ``|``)."""
     records = _records(source)
     # every row has every column (a test with other cut-offs leaves its cells empty)
     names = metric_names([r.result for r in records])
@@ -156,6 +159,7 @@ def query_rows(source: Summary | Mapping[str, Any]) -> Iterator[dict[str, Any]]:
         # order, read in the order of its query texts; without them, no latency column)
         by_id = result.latency.by_query(list(texts))
         retrieved, relevant = result.retrieved or {}, result.relevant or {}
+        languages = result.query_languages or {}
         for qid in sorted(next(iter(per_query.values()), {})):
             row: dict[str, Any] = {
                 "test": record.nodeid,
@@ -163,6 +167,7 @@ def query_rows(source: Summary | Mapping[str, Any]) -> Iterator[dict[str, Any]]:
                 "model": record.model,
                 "query_id": qid,
                 "query": texts.get(qid),
+                "language": languages.get(qid),
             }
             for name in names:
                 row[name] = (per_query.get(name) or {}).get(qid)
@@ -424,7 +429,10 @@ def write_csv(folder: Path, source: Summary | Mapping[str, Any]) -> list[Path]:
     metrics = metric_names([r.result for r in _records(summary)])
     tables = {
         "results.csv": (result_columns(metrics), result_rows(summary)),
-        "queries.csv": (query_columns(metrics), list(query_rows(summary))),
+        "queries.csv": (
+            query_columns(metrics, languages=bool(summary.languages)),
+            list(query_rows(summary)),
+        ),
         "stress.csv": (stress_columns(), stress_csv_rows(summary)),
         "cutoffs.csv": (cutoff_columns(), cutoff_csv_rows(summary)),
         "cutoff_scores.csv": (score_columns(), score_csv_rows(summary)),

@@ -26,6 +26,7 @@ from ..records.resultdata import (
     ChunkHit,
     CostData,
     IndexData,
+    JudgeData,
     LanguageData,
     LatencyData,
     LoadData,
@@ -163,7 +164,7 @@ class RetrievalResult:
         self.exact: RetrievalResult | None = None
         #: what an LLM judge added (``generate.judge.judge_result``): judged@k before and
         #: after, the metrics on human + LLM grades, the agreement; None without a judge
-        self.judge: dict[str, Any] | None = None
+        self.judge: JudgeData | None = None
         #: what the reranking axis measured (None: no reranker, or ``none``), and the first
         #: stage's result it reranked (see :mod:`~pytest_embedbench.evaluation.reranked`)
         self.rerank: RerankRun | None = None

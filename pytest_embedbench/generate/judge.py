@@ -22,7 +22,13 @@ so several pytest-xdist workers or processes can append at once. Usage::
 
     settings = judge_settings({"model": "openai:qwen2.5", "base_url": "http://127.0.0.1:8000/v1"})
     judge_result(result, dataset, settings, Path("data/support/judgments.tsv"))
-    result.judge["judged_after"], result.judge["agreement"]["kappa_binary"]
+    result.judge.judged_after, result.judge.agreement.kappa_binary   # a JudgeData
+
+A judge that cannot go on (an unreachable server, a model it does not serve, a refused key: a
+:class:`~.settings.GenerationError`) stops there: the verdicts it gave are kept, the figures
+cover them, and ``JudgeData.error`` says why, so the test keeps its official metrics and the
+report names the judge's failure. A broken judgments file or a bad ``judge:`` setting is an
+error of the test (the user fixes the file or the setting).
 """
 
 from __future__ import annotations
@@ -41,7 +47,9 @@ import numpy as np
 from ..core.exceptions import ConfigError, EmbedBenchError, did_you_mean
 from ..core.io import append_text
 from ..evaluation.metrics import score_run
-from ..evaluation.stats import bootstrap
+from ..evaluation.stats import bootstrap, macro_mean
+from ..records.resultdata import AgreementData, JudgeData, MetricData
+from ..records.serial import from_data
 from .chat import _backend, _Generator, server_message
 from .report import GenerationReport
 from .settings import GenerationError, GenerationSettings
@@ -282,8 +290,9 @@ def judgments_path(dataset_path: Path | None, settings: JudgeSettings, base: Pat
         return (base / settings.file).resolve()
     if dataset_path is None:
         raise ConfigError(
-            "judge: this dataset was given as an object, so there is no eval set to keep the "
-            "judgments beside; set judge: {file: judgments.tsv}"
+            "judge: this dataset has no one eval set to keep the judgments beside (a dataset "
+            "in several languages, or one given as Python objects); set judge: {file: "
+            "judgments.tsv}"
         )
     if dataset_path.is_dir():
         return dataset_path / "judgments.tsv"
@@ -407,7 +416,7 @@ def _numpy_kappa(human: Sequence[int], llm: Sequence[int], weights: str | None) 
     return None if denominator == 0 else float(1 - (w * table).sum() / denominator)
 
 
-def agreement(pairs: Sequence[tuple[int, int]]) -> dict[str, Any]:
+def agreement(pairs: Sequence[tuple[int, int]]) -> AgreementData:
     """Cohen's kappa of the human grades against the judge's on the same pairs: binary
     (relevant: a human grade >= 1, a judge grade >= 2, "holds an answer") and graded (the
     grades as they are, clipped to 0-3, linear weights), with the confusion counts."""
@@ -420,69 +429,75 @@ def agreement(pairs: Sequence[tuple[int, int]]) -> dict[str, Any]:
         key = f"human {h} / judge {g}"
         confusion[key] = confusion.get(key, 0) + 1
     low = binary is None or binary < LOW_KAPPA
-    return {
-        "pairs": len(pairs),
-        "kappa_binary": binary,
-        "kappa_graded": graded,
-        "confusion": dict(sorted(confusion.items())),
-        "low": low,
-        "method": how,
-    }
+    return AgreementData(
+        pairs=len(pairs),
+        kappa_binary=binary,
+        kappa_graded=graded,
+        confusion=dict(sorted(confusion.items())),
+        low=low,
+        method=how,
+    )
 
 
 def judge_result(
     result: RetrievalResult, dataset: RetrievalDataset, settings: JudgeSettings, path: Path
-) -> dict[str, Any]:
+) -> JudgeData:
     """Grade the holes of ``result``'s top ``settings.depth`` and a seeded sample of human
     pairs, replaying the verdicts ``path`` holds for this judge and appending the new ones;
-    the figures (kept on ``result.judge``, in the JSON report's ``tests[].result.judge``)."""
+    the figures (kept on ``result.judge``, in the JSON report's ``tests[].result.judge``). A
+    judge that cannot go on stops with ``error`` set (module doc)."""
     depth = min(settings.depth, result.depth)
     holes, human_pairs = _pairs_to_grade(result, depth, settings.agreement_sample, settings.seed)
     file = JudgmentsFile(path)
     judge_id = settings.judge_id
     mine = {(v.query_id, v.doc_id): v for v in file.read() if v.judge_id == judge_id}
     texts = {d.id: d.embed_text if hasattr(d, "embed_text") else d.text for d in dataset.documents}
+    wanted = list(dict.fromkeys([*holes, *human_pairs]))
+    replayed = sum(1 for pair in wanted if pair in mine)
     asker: _Asker | None = None
     new: list[Verdict] = []
-    for qid, doc in dict.fromkeys([*holes, *human_pairs]):
-        if (qid, doc) in mine:
-            continue
-        if asker is None:
-            asker = _Asker(settings)
-        grade, served = asker.grade(result.query_texts[qid], texts.get(doc, ""))
-        if grade is None:
-            continue
-        verdict = Verdict(
-            qid, doc, grade, judge_id, settings.chat.model, served, JUDGE_PROMPT_SHA256
-        )
-        mine[(qid, doc)] = verdict
-        new.append(verdict)
+    error: str | None = None
+    try:
+        for qid, doc in wanted:
+            if (qid, doc) in mine:
+                continue
+            if asker is None:
+                asker = _Asker(settings)
+            grade, served = asker.grade(result.query_texts[qid], texts.get(doc, ""))
+            if grade is None:
+                continue
+            verdict = Verdict(
+                qid, doc, grade, judge_id, settings.chat.model, served, JUDGE_PROMPT_SHA256
+            )
+            mine[(qid, doc)] = verdict
+            new.append(verdict)
+    except GenerationError as exc:  # no later request can succeed: keep what was graded
+        error = str(exc)
     file.append(new)
-    found = _figures(result, holes, human_pairs, mine, depth)
     requests = 0
     if asker is not None:  # every request sent: a structured-output form the server refused too
         requests = asker.report.requests + len(getattr(asker.backend, "refusals", []))
     tokens = int(getattr(asker.backend, "tokens", 0) or 0) if asker is not None else 0
     price = settings.price_per_1m_tokens
-    found.update(
-        {
-            "judge_id": judge_id,
-            "model": settings.chat.model,
-            "server_model": sorted({v.server_model for v in mine.values()}),
-            "prompt_sha256": JUDGE_PROMPT_SHA256,
-            "file": str(path),
-            "depth": depth,
-            "asked": len(new),
-            "replayed": len([p for p in dict.fromkeys([*holes, *human_pairs]) if p in mine])
-            - len(new),
-            "requests": requests,
-            "requests_per_query": requests / len(result.query_ids) if result.query_ids else 0.0,
-            "failures": dict(sorted((asker.failures if asker else {}).items())),
-            "server_errors": dict(sorted((asker.server_errors if asker else {}).items())),
-            "no_grade_answers": list(asker.no_grade) if asker else [],
-            "tokens": tokens,
-            "cost_usd": None if price is None else tokens * float(price) / 1_000_000,
-        }
+    found = JudgeData(
+        judge_id=judge_id,
+        model=settings.chat.model,
+        server_model=tuple(sorted({v.server_model for v in mine.values()})),
+        prompt_sha256=JUDGE_PROMPT_SHA256,
+        file=str(path),
+        depth=depth,
+        asked=len(new),
+        replayed=replayed,
+        requests=requests,
+        requests_per_query=requests / len(result.query_ids) if result.query_ids else None,
+        tokens=tokens,
+        price_known=price is not None,
+        cost_usd=None if price is None else tokens * float(price) / 1_000_000,
+        failures=dict(sorted((asker.failures if asker else {}).items())),
+        server_errors=dict(sorted((asker.server_errors if asker else {}).items())),
+        no_grade_answers=tuple(asker.no_grade) if asker else (),
+        error=error,
+        **_figures(result, holes, human_pairs, mine, depth),
     )
     result.judge = found
     return found
@@ -512,23 +527,36 @@ def _figures(
     metrics = {}
     for name in names:
         values = [scored[name][qid] for qid in result.query_ids]
-        est = bootstrap(
-            values, n_resamples=result.n_resamples, level=result.level, seed=result.seed, name=name
+        est = bootstrap(  # as the official metrics: macro over languages where there are some
+            values,
+            n_resamples=result.n_resamples,
+            level=result.level,
+            seed=result.seed,
+            strata=result.query_languages,
+            macro=result.query_languages is not None,
+            name=name,
         )
-        metrics[name] = est.to_dict()
+        metrics[name] = from_data(MetricData, est.to_dict())
     pairs = [
         (qrels[qid][doc], verdicts[(qid, doc)].grade)
         for qid, doc in human_pairs
         if (qid, doc) in verdicts
     ]
     at = f"judged@{depth}"
+    before_values = [before[qid] for qid in result.query_ids]
     return {
         "llm_grades": used,
         "holes": len(holes),
-        "judged_before": float(np.mean([before[qid] for qid in result.query_ids]))
-        if result.query_ids
-        else None,
-        "judged_after": metrics[at]["value"],
+        "judged_before": (
+            (
+                macro_mean(before_values, result.query_languages)
+                if result.query_languages is not None
+                else float(np.mean(before_values))
+            )
+            if result.query_ids
+            else None
+        ),
+        "judged_after": metrics[at].value,
         "metrics": metrics,
         "agreement": agreement(pairs),
     }

@@ -210,10 +210,7 @@ class EmbedBenchSession:
                     )
                 else:
                     self._results[key] = self.evaluator.evaluate(case.model, ds, k=case.k)
-                    if case.judge is not None:
-                        from ..generate.judge import judge_result
-
-                        judge_result(self._results[key], ds, case.judge, Path(case.judge.file))
+                self._judge(case, ds, self._results[key])
             except (KeyboardInterrupt, SystemExit):
                 raise
             except BaseException as exc:  # noqa: BLE001 - isolate one model's failure
@@ -222,6 +219,18 @@ class EmbedBenchSession:
         if isinstance(found, BaseException):
             raise found
         return found
+
+    @staticmethod
+    def _judge(case: Case, ds: RetrievalDataset, found: RetrievalResult | BaseException) -> None:
+        """The case's LLM judge over its result's top k: a plain run, an index's or a
+        reranker's (a reranker ``none`` is its first stage, judged once). A stress point is
+        not judged (its queries or documents are altered; its clean run is)."""
+        if case.judge is None or case.workload is not None or isinstance(found, BaseException):
+            return
+        if found.judge is None:
+            from ..generate.judge import judge_result
+
+            judge_result(found, ds, case.judge, Path(case.judge.file))
 
     def _reranked(self, case: Case, ds: RetrievalDataset) -> RetrievalResult:
         """A reranker's result over its model's first stage (computed once per model and

@@ -30,6 +30,7 @@ from .serial import OMIT_NONE, from_data, to_data
 
 __all__ = [
     "MIB",
+    "AgreementData",
     "CacheData",
     "ChunkHit",
     "CostData",
@@ -37,6 +38,7 @@ __all__ = [
     "GateOutcome",
     "GateStatus",
     "IndexData",
+    "JudgeData",
     "LoadData",
     "LatencyData",
     "LiftData",
@@ -283,6 +285,61 @@ class RerankData:
 
 
 @dataclass(frozen=True)
+class AgreementData(ByKey):
+    """The judge against the humans on a seeded sample of human-judged pairs: Cohen's kappa
+    binary (relevant: human grade >= 1, judge grade >= 2) and graded (linear weights), the
+    confusion counts by ``"human H / judge J"``, whether agreement is too low to trust
+    (``low``: binary kappa below 0.4, or undefined) and what computed kappa (``method``)."""
+
+    pairs: int = 0
+    kappa_binary: float | None = None
+    kappa_graded: float | None = None
+    confusion: dict[str, int] = field(default_factory=dict)
+    low: bool = True
+    method: str = ""
+
+
+@dataclass(frozen=True)
+class JudgeData(ByKey):
+    """An LLM judge's figures on one result (``tests[].result.judge``).
+
+    ``holes``: the unjudged (query, document) pairs of the top ``depth``; ``llm_grades``: how
+    many of them an LLM grade filled; ``judged_before`` / ``judged_after``: judged@depth on the
+    human qrels and on human + LLM grades; ``metrics``: the metrics on human + LLM grades (the
+    official ones stay on the human qrels); ``asked`` / ``replayed``: verdicts asked now and
+    read from the judgments ``file``; ``requests`` (every request sent, retries and refused
+    structured-output forms included) and ``requests_per_query``; ``tokens`` and
+    ``cost_usd`` (None when no price is set: ``price_known`` false); ``failures`` by reason
+    with the server's words (``server_errors``) and up to three ``no_grade_answers``;
+    ``error``: why the judge stopped (an unreachable server, a missing model, a refused key),
+    None when it finished: the official metrics stand either way."""
+
+    judge_id: str = ""
+    model: str = ""
+    server_model: tuple[str, ...] = ()
+    prompt_sha256: str = ""
+    file: str = ""
+    depth: int = 0
+    holes: int = 0
+    llm_grades: int = 0
+    judged_before: float | None = None
+    judged_after: float | None = None
+    metrics: dict[str, MetricData] = field(default_factory=dict)
+    agreement: AgreementData = field(default_factory=AgreementData)
+    asked: int = 0
+    replayed: int = 0
+    requests: int = 0
+    requests_per_query: float | None = None
+    tokens: int = 0
+    price_known: bool = False
+    cost_usd: float | None = None
+    failures: dict[str, int] = field(default_factory=dict)
+    server_errors: dict[str, int] = field(default_factory=dict)
+    no_grade_answers: tuple[str, ...] = ()
+    error: str | None = field(default=None, metadata=OMIT_NONE)
+
+
+@dataclass(frozen=True)
 class ResultData:
     """One model's results on one dataset, as a record keeps them.
 
@@ -332,7 +389,7 @@ class ResultData:
     #: what the LLM judge added (absent without ``--embedbench-judge``): judged@k before and
     #: after, the metrics on human + LLM grades (``metrics``), the agreement with the humans,
     #: the requests and the verdicts replayed
-    judge: dict[str, Any] | None = field(default=None, metadata=OMIT_NONE)
+    judge: JudgeData | None = field(default=None, metadata=OMIT_NONE)
 
     def strata(self, query_ids: Sequence[str]) -> list[str] | None:
         """The language of each of ``query_ids`` (None: a dataset in one language), for a

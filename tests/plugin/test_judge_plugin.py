@@ -6,6 +6,7 @@ not retried, an answer without a grade, another judge's verdicts kept apart, a b
 
 from __future__ import annotations
 
+import csv
 import json
 import re
 from typing import Any
@@ -56,7 +57,9 @@ def test_verdicts_are_written_replayed_and_reported(
     human = qrels_file.read_text()
     with OpenAIChatServer(answerer=grader) as server:
         configure(pytester, server.url)
-        result = pytester.runpytest("--embedbench-json=r.json", "--junitxml=j.xml")
+        result = pytester.runpytest(
+            "--embedbench-json=r.json", "--junitxml=j.xml", "--embedbench-csv=csv"
+        )
         result.assert_outcomes(passed=1)
         asked = len(server.chat_requests)
         body = server.chat_requests[0].body
@@ -78,12 +81,30 @@ def test_verdicts_are_written_replayed_and_reported(
     junit = (pytester.path / "j.xml").read_text()
     assert f'name="embedbench.judge.judged_after" value="{first["judged_after"]}"' in junit
     assert f'name="embedbench.judge.requests" value="{asked}"' in junit
+    # judge.csv: one row, the JSON report's figures
+    with open(pytester.path / "csv" / "judge.csv", newline="") as handle:
+        (row,) = list(csv.DictReader(handle))
+    assert row["judge_id"] == first["judge_id"] and int(row["requests"]) == asked
+    assert float(row["judged_after"]) == first["judged_after"]
+    assert float(row["judged_before"]) == first["judged_before"]
+    assert int(row["llm_grades"]) == holes and int(row["agreement_pairs"]) == 12
+    assert float(row["llm.ndcg@10"]) == first["metrics"]["ndcg@10"]["value"]
+    assert float(row["llm.ndcg@10_low"]) == first["metrics"]["ndcg@10"]["low"]
+    kappa = first["agreement"]["kappa_binary"]
+    assert row["kappa_binary"] == ("" if kappa is None else repr(kappa))
+    assert row["confusion"] == "|".join(
+        f"{k}: {v}" for k, v in first["agreement"]["confusion"].items()
+    )
+    # no price set: the cost is empty and said to be unknown, with the tokens it would price
+    assert row["price_known"] == "False" and row["cost_usd"] == "" and first["cost_usd"] is None
+    assert float(row["requests_per_query"]) == first["requests_per_query"]
     # the metrics with LLM grades beside the official ones, and the agreement, in the notes
     result.stdout.fnmatch_lines(
         [
             f"*LLM judge openai:{MODEL}: judged@10 0.* -> 1.00; ndcg@10 0.* (human) / 0.* (human "
             f"+ {holes} LLM grades); kappa * binary, * graded on 12 human pairs*; {asked} "
-            "requests (* per query), 0 verdicts replayed*"
+            f"requests (* per query), 0 verdicts replayed from *, cost unknown ({first['tokens']} "
+            "tokens; no price set: judge: {price_per_1m_tokens: USD})"
         ]
     )
     # a second run asks the server nothing and gives the same figures
@@ -130,6 +151,45 @@ def test_server_errors_refusals_and_answers_without_a_grade(
         assert len(server.chat_requests) == 3
 
 
+def test_a_judge_that_stops_keeps_the_official_metrics_and_its_verdicts(
+    pytester: pytest.Pytester, thinned: dict[str, dict[str, int]]
+) -> None:
+    """Two answers, then the server refuses the key (401: every later request would fail the
+    same): the test passes on its official metrics, the report names why the judge stopped,
+    the two verdicts are kept, and the next run asks only for the rest. With a price, the cost
+    is priced."""
+    with OpenAIChatServer(answerer=grader) as server:
+        configure(pytester, server.url, agreement_sample=0, price_per_1m_tokens=2.0)
+        server.script("ok", "ok", "401")
+        result = pytester.runpytest("--embedbench-json=r.json", "--junitxml=j.xml")
+        result.assert_outcomes(passed=1)
+        assert len(server.chat_requests) == 3
+    judge = judge_of(pytester)
+    report = json.loads((pytester.path / "r.json").read_text())
+    assert report["tests"][0]["result"]["metrics"]["ndcg@10"]["value"] is not None
+    assert judge["asked"] == judge["llm_grades"] == 2 < judge["holes"]
+    assert "refused the request" in judge["error"] and "OPENAI_API_KEY" in judge["error"]
+    assert judge["cost_usd"] == judge["tokens"] * 2.0 / 1_000_000 and judge["price_known"]
+    result.stdout.fnmatch_lines(
+        [
+            "*LLM judge openai:*, cost $0.0000 (* tokens); the judge stopped: openai server at "
+            "* refused the request: *; the official metrics stand, and the 2 verdicts it gave "
+            "were kept"
+        ]
+    )
+    assert (
+        'name="embedbench.judge.error" value="openai server at'
+        in (pytester.path / "j.xml").read_text()
+    )
+    lines = (pytester.path / "data" / "thin" / "judgments.tsv").read_text().splitlines()
+    assert len(lines) == 2 + 2
+    with OpenAIChatServer(answerer=grader) as server:
+        configure(pytester, server.url, agreement_sample=0)
+        pytester.runpytest("--embedbench-json=r.json").assert_outcomes(passed=1)
+        assert len(server.chat_requests) == judge["holes"] - 2
+    assert "error" not in judge_of(pytester)
+
+
 def test_a_broken_judgments_line_is_named(
     pytester: pytest.Pytester, thinned: dict[str, dict[str, int]]
 ) -> None:
@@ -160,3 +220,60 @@ def test_bad_judge_settings_name_the_key(pytester: pytest.Pytester, thinned: Any
     result = pytester.runpytest("--embedbench-judge-depth", "5")
     result.stdout.fnmatch_lines(["*--embedbench-judge-depth needs a judge*"])
     assert result.ret != 0
+
+
+AXES = """
+import pytest
+from pytest_embedbench.retrieval.rerank import Reranker, register_reranker
+
+
+@register_reranker
+class Reversed(Reranker):
+    # the first stage upside down: its top 10 holds other documents than the first stage's
+    name = "reversed"
+
+    def score(self, query, documents):
+        return [float(i) for i in range(len(documents))]
+
+
+@pytest.mark.embedbench(models=["hashing:h"], dataset="thin", k=[10], indexes=["faiss:flat"])
+def test_index(retrieval):
+    pass
+
+
+@pytest.mark.embedbench(
+    models=["bm25"], dataset="thin", k=[10], rerankers=["none", "reversed@20"]
+)
+def test_rerank(retrieval):
+    pass
+"""
+
+
+@pytest.mark.slow
+def test_the_judge_grades_each_index_and_reranker(
+    pytester: pytest.Pytester, thinned: dict[str, dict[str, int]]
+) -> None:
+    """Each result of the index and reranking axes is judged over its own top 10: the
+    reranked top (other documents than the first stage's) and the first stage once."""
+    pytest.importorskip("faiss")
+    with OpenAIChatServer(answerer=grader) as server:
+        configure(pytester, server.url, agreement_sample=0)
+        pytester.makepyfile(test_thin=AXES)
+        result = pytester.runpytest("--embedbench-json=r.json")
+        result.assert_outcomes(passed=3)
+        asked = len(server.chat_requests)
+    report = json.loads((pytester.path / "r.json").read_text())
+    judges = {t["nodeid"].split("::")[1]: t["result"]["judge"] for t in report["tests"]}
+    assert sorted(judges) == [
+        "test_index[h-faiss:flat]",
+        "test_rerank[bm25-none]",
+        "test_rerank[bm25-reversed-top20]",
+    ], sorted(judges)
+    for name, judge in judges.items():
+        assert judge["judged_after"] == 1.0 and judge["llm_grades"] == judge["holes"] > 0, name
+    # a pair two results share is asked once: the file holds each pair once
+    lines = (pytester.path / "data" / "thin" / "judgments.tsv").read_text().splitlines()[2:]
+    assert len(lines) == asked == len({tuple(line.split("\t")[:2]) for line in lines})
+    stage1, reranked = judges["test_rerank[bm25-none]"], judges["test_rerank[bm25-reversed-top20]"]
+    assert reranked["asked"] > 0 and reranked["replayed"] < reranked["holes"]
+    assert stage1["metrics"] != reranked["metrics"]

@@ -190,52 +190,53 @@ def judge_notes(records: Iterable[TestRecord | Mapping[str, Any]]) -> list[str]:
     """What the LLM judge added to each test, in one line: judged@k before and after, nDCG@10
     on the human grades beside nDCG@10 on human + LLM grades (with the number of LLM grades),
     the agreement on the human pairs (and whether it is too low to trust), the requests per
-    query, what was replayed, the cost, and the failures with the server's words."""
+    query, what was replayed, the cost (or that no price is set), the failures with the
+    server's words, and why the judge stopped when it did (the official metrics stand)."""
     lines = []
     for record in sorted((as_record(r) for r in records), key=lambda r: r.nodeid):
-        result = record.result or ResultData()
-        judge = result.judge
-        if not isinstance(judge, Mapping):
+        judge = (record.result or ResultData()).judge
+        if judge is None:
             continue
-        depth = judge.get("depth")
-        metrics = judge.get("metrics") or {}
-        official = result.metrics.get("ndcg@10")
-        filled = (metrics.get("ndcg@10") or {}).get("value")
-        agree = judge.get("agreement") or {}
+        official = (record.result or ResultData()).metrics.get("ndcg@10")
+        filled = judge.metrics.get("ndcg@10")
+        agree = judge.agreement
         parts = [
-            f"judged@{depth} {_share(judge.get('judged_before'))} -> "
-            f"{_share(judge.get('judged_after'))}",
+            f"judged@{judge.depth} {_share(judge.judged_before)} -> {_share(judge.judged_after)}",
         ]
         if official is not None and filled is not None:
             parts.append(
-                f"ndcg@10 {_share(official.value)} (human) / {_share(filled)} (human + "
-                f"{judge.get('llm_grades', 0)} LLM grades)"
+                f"ndcg@10 {_share(official.value)} (human) / {_share(filled.value)} (human + "
+                f"{judge.llm_grades} LLM grades)"
             )
         parts.append(
-            f"kappa {_kappa_text(agree.get('kappa_binary'))} binary, "
-            f"{_kappa_text(agree.get('kappa_graded'))} graded on {agree.get('pairs', 0)} human "
-            "pairs"
-            + (
-                ": low agreement, do not trust these grades on this data"
-                if agree.get("low")
-                else ""
+            f"kappa {_kappa_text(agree.kappa_binary)} binary, "
+            f"{_kappa_text(agree.kappa_graded)} graded on {agree.pairs} human pairs"
+            + (": low agreement, do not trust these grades on this data" if agree.low else "")
+        )
+        if judge.cost_usd is not None:
+            cost = f"cost ${judge.cost_usd:.4f} ({judge.tokens} tokens)"
+        else:  # no price: the tokens are known, what they cost is not
+            cost = (
+                f"cost unknown ({judge.tokens} tokens; no price set: judge: "
+                "{price_per_1m_tokens: USD})"
             )
-        )
-        cost = judge.get("cost_usd")
         parts.append(
-            f"{judge.get('requests', 0)} requests ({_share(judge.get('requests_per_query'))} per "
-            f"query), {judge.get('replayed', 0)} verdicts replayed from {judge.get('file')}, "
-            f"cost {'unknown' if cost is None else f'${cost:.4f}'}"
+            f"{judge.requests} requests ({_share(judge.requests_per_query)} per query), "
+            f"{judge.replayed} verdicts replayed from {judge.file}, {cost}"
         )
-        failures = judge.get("failures") or {}
-        if failures:
-            said = "; ".join(f"{k!r} x{v}" for k, v in (judge.get("server_errors") or {}).items())
-            answers = "; ".join(repr(a) for a in judge.get("no_grade_answers") or [])
+        if judge.failures:
+            said = "; ".join(f"{k!r} x{v}" for k, v in judge.server_errors.items())
+            answers = "; ".join(repr(a) for a in judge.no_grade_answers)
             parts.append(
                 "not graded: "
-                + ", ".join(f"{n} {reason}" for reason, n in failures.items())
+                + ", ".join(f"{n} {reason}" for reason, n in judge.failures.items())
                 + (f" (the server said: {said})" if said else "")
                 + (f" (answers without a grade: {answers})" if answers else "")
             )
-        lines.append(f"{record.nodeid}: LLM judge {judge.get('model')}: " + "; ".join(parts))
+        if judge.error:
+            parts.append(
+                f"the judge stopped: {judge.error}; the official metrics stand, and the "
+                f"{judge.asked} verdicts it gave were kept"
+            )
+        lines.append(f"{record.nodeid}: LLM judge {judge.model}: " + "; ".join(parts))
     return lines

@@ -690,31 +690,34 @@ def _rerank_properties(result: ResultData) -> list[tuple[str, Any]]:
 def _judge_properties(result: ResultData) -> list[tuple[str, Any]]:
     """An LLM judge's figures (``embedbench.judge.judged_after``, ``.metrics.ndcg@10`` on
     human + LLM grades, ``.llm_grades``, ``.kappa_binary``, ``.kappa_graded``, ``.requests``,
-    ``.requests_per_query``, ``.cost_usd``), the JSON report's values; none without a judge."""
+    ``.requests_per_query``, ``.cost_usd``, ``.error``), the JSON report's values; none
+    without a judge."""
     judge = result.judge
-    if not isinstance(judge, Mapping):
+    if judge is None:
         return []
-    agreement = judge.get("agreement") or {}
+    agreement = judge.agreement
     found: list[tuple[str, Any]] = [
-        (f"{PREFIX}judge.model", redact(str(judge.get("model")))),
-        (f"{PREFIX}judge.judge_id", str(judge.get("judge_id"))),
+        (f"{PREFIX}judge.model", redact(judge.model)),
+        (f"{PREFIX}judge.judge_id", judge.judge_id),
     ]
-    values = {
-        "judged_before": judge.get("judged_before"),
-        "judged_after": judge.get("judged_after"),
-        "llm_grades": judge.get("llm_grades"),
-        "kappa_binary": agreement.get("kappa_binary"),
-        "kappa_graded": agreement.get("kappa_graded"),
-        "agreement_pairs": agreement.get("pairs"),
-        "requests": judge.get("requests"),
-        "requests_per_query": judge.get("requests_per_query"),
-        "cost_usd": judge.get("cost_usd"),
+    values: dict[str, Any] = {
+        "judged_before": judge.judged_before,
+        "judged_after": judge.judged_after,
+        "llm_grades": judge.llm_grades,
+        "kappa_binary": agreement.kappa_binary,
+        "kappa_graded": agreement.kappa_graded,
+        "agreement_pairs": agreement.pairs,
+        "requests": judge.requests,
+        "requests_per_query": judge.requests_per_query,
+        "cost_usd": judge.cost_usd,
     }
-    for name, metric in sorted((judge.get("metrics") or {}).items()):
-        values[f"metrics.{name}"] = (metric or {}).get("value")
+    for name, metric in sorted(judge.metrics.items()):
+        values[f"metrics.{name}"] = metric.value
     for name, value in values.items():
         if finite(value) is not None:  # a count stays an integer
             found.append(
                 (f"{PREFIX}judge.{name}", value if isinstance(value, int) else finite(value))
             )
+    if judge.error:
+        found.append((f"{PREFIX}judge.error", redact(judge.error)))
     return found

@@ -43,6 +43,7 @@ from .stage_tables import (
 __all__ = [
     "CSV_FILES",
     "INDEX_CSV",
+    "JUDGE_CSV",
     "LOAD_CSV",
     "STAGE_CSV",
     "STAGE_QUERY_CSV",
@@ -51,6 +52,8 @@ __all__ = [
     "cutoff_csv_rows",
     "gate_columns",
     "gate_csv_rows",
+    "judge_columns",
+    "judge_csv_rows",
     "query_columns",
     "query_rows",
     "result_columns",
@@ -70,6 +73,8 @@ LANGUAGE_CSV = "languages.csv"
 #: per reranked test and metric, and the queries each reranker hurt most
 STAGE_CSV = "stages.csv"
 STAGE_QUERY_CSV = "stage_queries.csv"
+#: written beside :data:`CSV_FILES` when a test had an LLM judge (``--embedbench-judge``)
+JUDGE_CSV = "judge.csv"
 #: written beside it when the index axis ran under load (``--embedbench-concurrency``)
 LOAD_CSV = "index_load.csv"
 #: the files ``--embedbench-csv`` writes into its folder
@@ -422,6 +427,68 @@ def gate_csv_rows(summary: Summary) -> list[dict[str, Any]]:
     return rows
 
 
+#: ``judge.csv``'s columns before the metrics on human + LLM grades
+_JUDGE_COLUMNS = (
+    *("test", "dataset", "model", "judge_model", "judge_id", "server_model", "depth"),
+    *("holes", "llm_grades", "judged_before", "judged_after"),
+    *("kappa_binary", "kappa_graded", "agreement_pairs", "agreement_low", "confusion"),
+    *("asked", "replayed", "requests", "requests_per_query", "tokens", "price_known"),
+    *("cost_usd", "failures", "error", "file"),
+)
+
+
+def _judge_metrics(records: Sequence[TestRecord]) -> list[str]:
+    """The metrics on human + LLM grades that the run's judges computed (sorted)."""
+    found = {n for r in records if r.result and r.result.judge for n in r.result.judge.metrics}
+    return sorted(found)
+
+
+def judge_columns(metrics: Sequence[str]) -> list[str]:
+    """The columns of ``judge.csv``: the judge's figures, then each metric on human + LLM
+    grades (``llm.ndcg@10``, ``_low``, ``_high``)."""
+    per_metric = [f"llm.{name}{end}" for name in metrics for end in ("", "_low", "_high")]
+    return [*_JUDGE_COLUMNS, *per_metric]
+
+
+def judge_csv_rows(source: Summary | Mapping[str, Any]) -> list[dict[str, Any]]:
+    """``judge.csv``: one row per test that had an LLM judge, the figures the notes and the
+    JSON report's ``tests[].result.judge`` give (``cost_usd`` empty when no price is set:
+    ``price_known`` false; ``confusion`` and ``failures`` as ``key: count`` joined by ``|``)."""
+    records = _records(source)
+    metrics = _judge_metrics(records)
+    rows = []
+    for record in records:
+        judge = record.result.judge if record.result is not None else None
+        if judge is None:
+            continue
+        agreement = judge.agreement
+        row: dict[str, Any] = {
+            "test": record.nodeid,
+            "dataset": record.dataset,
+            "model": record.model,
+            "judge_model": redact(judge.model),
+            "judge_id": judge.judge_id,
+            "server_model": "|".join(judge.server_model),
+            "agreement_pairs": agreement.pairs,
+            "agreement_low": agreement.low,
+            "kappa_binary": agreement.kappa_binary,
+            "kappa_graded": agreement.kappa_graded,
+            "confusion": "|".join(f"{k}: {v}" for k, v in agreement.confusion.items()),
+            "failures": "|".join(f"{k}: {v}" for k, v in judge.failures.items()),
+            "error": redact(judge.error) if judge.error else None,
+        }
+        for name in _JUDGE_COLUMNS:
+            if name not in row and name in type(judge).__dataclass_fields__:
+                row[name] = getattr(judge, name)
+        for name in metrics:
+            entry = judge.metrics.get(name)
+            row[f"llm.{name}"] = entry.value if entry is not None else None
+            row[f"llm.{name}_low"] = entry.low if entry is not None else None
+            row[f"llm.{name}_high"] = entry.high if entry is not None else None
+        rows.append(row)
+    return rows
+
+
 def write_csv(folder: Path, source: Summary | Mapping[str, Any]) -> list[Path]:
     """Write :data:`CSV_FILES` into ``folder`` (each atomically, each with its header even
     without rows) from a :class:`Summary` or a JSON report dict; their paths."""
@@ -446,6 +513,10 @@ def write_csv(folder: Path, source: Summary | Mapping[str, Any]) -> list[Path]:
         if loaded:  # and the levels under load, only with --embedbench-concurrency
             tables[LOAD_CSV] = (load_columns(), loaded)
             names.append(LOAD_CSV)
+    judged = judge_csv_rows(summary)
+    if judged:  # the judge's file, only where a test had an LLM judge
+        tables[JUDGE_CSV] = (judge_columns(_judge_metrics(_records(summary))), judged)
+        names.append(JUDGE_CSV)
     if summary.languages:  # the per-language file, only where a dataset had languages
         tables[LANGUAGE_CSV] = (language_columns(), language_csv_rows(summary.languages))
         names.append(LANGUAGE_CSV)

@@ -11,7 +11,7 @@ from typing import Any
 from ..evaluation.record import TestRecord, as_record
 from ..records.figures import figure
 from ..records.querydiff import QueryDiff, failure_lines, query_diff, query_label
-from ..records.resultdata import GateDelta, GateOutcome, GateStatus, ResultData
+from ..records.resultdata import GateDelta, GateOutcome, GateStatus, MetricData, ResultData
 from .settings import (
     DEFAULT_FIGURES,
     GATE_ALPHA,
@@ -20,7 +20,7 @@ from .settings import (
     GateSettings,
     figure_direction,
 )
-from .store import _PRECISION, BaselineEntry, as_entry, index_figures
+from .store import _PRECISION, BaselineEntry, as_entry, index_figures, rerank_figures
 
 __all__ = ["GateOutcome", "GateStatus", "gate"]
 
@@ -125,6 +125,10 @@ def _changes(record: TestRecord, entry: BaselineEntry) -> list[str]:
     base_index = entry.index
     if result.index is not None and base_index is not None and base_index.spec != result.index.spec:
         changes.append(f"the index changed ({base_index.spec!r} -> {result.index.spec!r})")
+    base_rerank = entry.rerank
+    if result.rerank is not None and base_rerank is not None:
+        if base_rerank.spec != result.rerank.spec:
+            changes.append(f"the reranker changed ({base_rerank.spec!r} -> {result.rerank.spec!r})")
     return changes
 
 
@@ -346,6 +350,15 @@ def _figure_values(
     key: str, result: ResultData, entry: BaselineEntry
 ) -> tuple[Any, Any, str | None]:
     """A gate figure's baseline and current values, or why it is not compared."""
+    if key.startswith(("lift.", "rerank.")):
+        if result.rerank is None:
+            return None, None, ""  # no reranker: nothing to say
+        if entry.rerank is None:
+            return None, None, "the baseline entry has no reranking figures"
+        base = entry.rerank.lift.get(key.removeprefix("lift."))
+        if key.startswith("rerank."):
+            base = getattr(entry.rerank, key.removeprefix("rerank."), None)
+        return base, rerank_figures(result).get(key), None
     if not key.startswith("index."):
         if entry.figures is None:
             return None, None, ""  # said once for the test
@@ -368,6 +381,9 @@ def _figure_gate(
     key = rule.key
     base, current, why = _figure_values(key, record.result or ResultData(), entry)
     if why == "":
+        return
+    if isinstance(base, MetricData):  # a lift: its value against the baseline's interval
+        _lift_gate(rule, base, current, outcome)
         return
     if why is None and _missing_value(base) and _missing_value(current):
         if rule.key not in dict(DEFAULT_FIGURES):  # named by the user: say it did nothing
@@ -403,6 +419,45 @@ def _figure_gate(
         f"intended re-record the baseline with --embedbench-update-baseline, or set "
         f"gate: figures: {{{key}: ...}} in embedbench.yaml (null stops gating it)"
     )
+
+
+def _lift_gate(rule: FigureRule, base: MetricData, current: Any, outcome: GateOutcome) -> None:
+    """``lift.<metric>``: the reranker's lift over its first stage may not fall below the 95%
+    paired interval the baseline recorded for it (minus the rule's tolerance): a lift that
+    dropped out of what the baseline's queries could tell apart from its value regressed,
+    as a metric's significant drop does."""
+    key = rule.key
+    value, low = _finite_value(base.value), _finite_value(base.low)
+    if value is None or low is None or _missing_value(current):
+        what = "the baseline" if value is None or low is None else "this run"
+        outcome.notes.append(f"{key} gate skipped: not measured in {what}")
+        return
+    current = float(current)
+    floor = low - rule.allowed(value)
+    regressed = current < floor - 1e-12
+    outcome.deltas[key] = GateDelta(
+        baseline=value,
+        current=current,
+        difference=current - value,
+        regressed=regressed,
+    )
+    if not regressed:
+        return
+    outcome.status = GateStatus.REGRESSED
+    high = _finite_value(base.high)
+    interval = f"[{low:+.4f}, {high:+.4f}]" if high is not None else f"low {low:+.4f}"
+    slack = f" minus the tolerance {rule.describe()}" if rule.tolerance else ""
+    outcome.failures.append(
+        f"{key} regressed: the reranker's lift over its first stage is {current:+.4f}, below "
+        f"the baseline's {value:+.4f} {interval} (its 95% paired interval{slack}). Fix the "
+        "reranker or its depth, or if the change is intended re-record the baseline with "
+        f"--embedbench-update-baseline, or set gate: figures: {{{key}: ...}} in "
+        "embedbench.yaml (null stops gating it)"
+    )
+
+
+def _finite_value(value: Any) -> float | None:
+    return None if _missing_value(value) else float(value)
 
 
 def _figure_text(value: float) -> str:

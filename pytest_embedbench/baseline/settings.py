@@ -9,7 +9,7 @@ from typing import Any
 
 from ..core.exceptions import ConfigError, unknown_hint
 from ..evaluation.metrics import parse_metric
-from ..records.figures import INDEX_FIGURES, NOISY, STORAGE, figure, gate_keys
+from ..records.figures import INDEX_FIGURES, NOISY, RERANK_GATED, STORAGE, figure, gate_keys
 from .store import KEPT_METRICS
 
 __all__ = [
@@ -47,6 +47,8 @@ DEFAULT_FIGURES: tuple[tuple[str, Any], ...] = (
     ("index.bytes", "5%"),
     ("index.neighbour_recall@10", 0.01),
     ("index.delta.ndcg@10", 0.01),
+    # a reranked test: its lift may not fall below the baseline's 95% interval
+    ("lift.ndcg@10", 0.0),
 )
 #: the gated figures that are timings or rates: compared only on the baseline's machine
 #: (the registry's noisy figures)
@@ -97,18 +99,26 @@ def _figure_key(key: Any, origin: str) -> str:
     from ..core.exceptions import did_you_mean
 
     text = str(key)
-    if text in STORAGE:
+    if text in STORAGE or text in RERANK_GATED:
         return text
+    if text.startswith("lift."):
+        from ..core.exceptions import MetricError
+
+        try:
+            return f"lift.{parse_metric(text.split('.', 1)[1])}"
+        except MetricError as exc:
+            raise ConfigError(f"{origin}.figures.{text}: {exc}; write e.g. lift.ndcg@10") from None
     if text.startswith("index."):
         found = checked_index_key(text, f"{origin}.figures.{text}")
         if found is not None:
             return found
-    known = [*gate_keys(), "index.neighbour_recall@10"]
+    known = [*gate_keys(), "index.neighbour_recall@10", "lift.ndcg@10"]
     raise ConfigError(
         f"{origin}.figures: unknown figure {text!r}{did_you_mean(text, known) or '.'} Gate "
         f"figures: {list(STORAGE)}, {[f.key for f in INDEX_FIGURES]}, "
         "index.neighbour_recall@K, index.delta.<metric> (e.g. index.delta.ndcg@10) and "
-        "index.load.c<N>.<qps|p50_ms|p95_ms|p99_ms> (with --embedbench-concurrency)"
+        "index.load.c<N>.<qps|p50_ms|p95_ms|p99_ms> (with --embedbench-concurrency); with "
+        f"rerankers=, lift.<metric> (e.g. lift.ndcg@10) and {list(RERANK_GATED)}"
     )
 
 

@@ -34,10 +34,12 @@ __all__ = [
     "BaselineUpdate",
     "EntryIndex",
     "EntryLatency",
+    "EntryRerank",
     "as_entry",
     "entry_from_record",
     "entry_problem",
     "index_figures",
+    "rerank_figures",
 ]
 
 BASELINE_SCHEMA = 1
@@ -86,6 +88,20 @@ class EntryIndex:
 
 
 @dataclass(frozen=True)
+class EntryRerank:
+    """The reranking an entry was recorded with (issue 43): the reranker's spec with its
+    depth, the lift over the first stage per metric with its paired interval (a later run's
+    lift below that interval fails the gate's ``lift.<metric>``), and the reranking's own
+    latency per query (``rerank.p50_ms``, ``rerank.p95_ms``: gated only when named, on the
+    baseline's machine)."""
+
+    spec: str | None = None
+    lift: dict[str, MetricData] = field(default_factory=dict)
+    p50_ms: float | None = None
+    p95_ms: float | None = None
+
+
+@dataclass(frozen=True)
 class BaselineEntry:
     """One test's baseline: what it ran on (model, spec, dataset, the fingerprints), its
     summary metrics, latency and storage figures, and the per-query scores of
@@ -110,6 +126,7 @@ class BaselineEntry:
     #: the storage figures by gate key (``bytes_per_doc``, ``index_mb`` ...)
     figures: dict[str, float | None] | None = field(default=None, metadata=OMIT_NONE)
     index: EntryIndex | None = field(default=None, metadata=OMIT_NONE)
+    rerank: EntryRerank | None = field(default=None, metadata=OMIT_NONE)
     #: each query's top of the ranking, so a later run can name the documents a degraded
     #: query lost and gained
     retrieved: dict[str, tuple[str, ...]] | None = field(default=None, metadata=OMIT_NONE)
@@ -166,6 +183,7 @@ def entry_from_record(record: TestRecord | Mapping[str, Any]) -> BaselineEntry:
             if result.index is not None
             else None
         ),
+        rerank=_entry_rerank(result),
         # the record keeps RETRIEVED_KEPT ids a query (absent from older records: not known)
         retrieved=(
             {str(q): tuple(str(d) for d in ids) for q, ids in sorted(result.retrieved.items())}
@@ -176,6 +194,28 @@ def entry_from_record(record: TestRecord | Mapping[str, Any]) -> BaselineEntry:
         dataset_parts=record.dataset_parts,
     )
     return BaselineEntry.from_dict(_round(entry.to_dict()))
+
+
+def _entry_rerank(result: ResultData) -> EntryRerank | None:
+    rerank = result.rerank
+    if rerank is None:
+        return None
+    lift = {
+        name: MetricData(value=e.value, low=e.low, high=e.high, n=e.n)
+        for name, e in sorted(rerank.lift.items())
+    }
+    return EntryRerank(spec=rerank.spec, lift=lift, p50_ms=rerank.p50_ms, p95_ms=rerank.p95_ms)
+
+
+def rerank_figures(result: ResultData) -> dict[str, float | None]:
+    """The reranking's gate figures of ``result`` by gate key (``lift.ndcg@10``,
+    ``rerank.p50_ms``, ``rerank.p95_ms``; empty without a reranker)."""
+    rerank = result.rerank
+    if rerank is None:
+        return {}
+    out: dict[str, float | None] = {f"lift.{n}": e.value for n, e in sorted(rerank.lift.items())}
+    out.update({"rerank.p50_ms": rerank.p50_ms, "rerank.p95_ms": rerank.p95_ms})
+    return out
 
 
 def index_figures(result: ResultData) -> dict[str, float | None]:
@@ -218,7 +258,7 @@ def entry_problem(entry: Any) -> str | None:
     """
     if not isinstance(entry, Mapping):
         return f"it is a {type(entry).__name__}, not a mapping"
-    for key in ("metrics", "latency", "per_query", "figures", "index"):
+    for key in ("metrics", "latency", "per_query", "figures", "index", "rerank"):
         if key in entry and not isinstance(entry[key], Mapping):
             return f"{key!r} is a {type(entry[key]).__name__}, not a mapping"
     for key in ("retrieved", "settings", "dataset_parts"):  # optional: null is not known

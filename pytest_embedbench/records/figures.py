@@ -36,6 +36,7 @@ __all__ = [
     "MIB",
     "NOISY",
     "RERANK_FIGURES",
+    "RERANK_GATED",
     "RERANK_METRICS",
     "STORAGE",
     "Figure",
@@ -257,6 +258,10 @@ RERANK_FIGURES: tuple[Figure, ...] = (
 #: the metrics the stages tables show per stage and as lifts, those the run computed
 RERANK_METRICS: tuple[str, ...] = ("ndcg@10", "mrr@10", "recall@10")
 
+#: the reranking figures the baseline gate compares when named (``lift.<metric>``, by default
+#: ``lift.ndcg@10``, besides): the reranking's own latency, noisy
+RERANK_GATED: tuple[str, ...] = ("rerank.p50_ms", "rerank.p95_ms")
+
 #: the storage and indexing figures, by the name the thresholds, the baseline gate, a baseline
 #: entry's ``figures`` and :class:`~pytest_embedbench.result.RetrievalResult` use
 #: (``retrieval.bytes_per_doc``), in the order their messages list them
@@ -306,9 +311,10 @@ def figure(name: str) -> Figure | None:
 
 
 def gate_keys() -> tuple[str, ...]:
-    """The plain figures the baseline gate can compare, by gate key: :data:`STORAGE`, then the
-    index axis's (``index.neighbour_recall@K`` and ``index.delta.<metric>`` besides)."""
-    return (*STORAGE, *(f.key for f in INDEX_FIGURES))
+    """The plain figures the baseline gate can compare, by gate key: :data:`STORAGE`, the
+    index axis's (``index.neighbour_recall@K`` and ``index.delta.<metric>`` besides), then the
+    reranking's latency (``lift.<metric>`` besides)."""
+    return (*STORAGE, *(f.key for f in INDEX_FIGURES), *RERANK_GATED)
 
 
 #: the gate figures that are timings or rates (noisy): compared only on the baseline's machine

@@ -145,3 +145,48 @@ def test_every_writer_shows_the_two_stages(
     )
     assert int(float(props["embedbench.rerank.degraded"])) == reversed_.diff.degraded
     assert props["embedbench.rerank"] == "reversed@20"
+
+
+def test_the_gate_fails_a_lift_dropped_below_the_baseline(pytester: pytest.Pytester) -> None:
+    """The baseline records each reranked test's lift with its paired interval and the
+    reranking's latency; a later run whose reranker (the same test id, ``rr``) lifts less than
+    the baseline's interval fails ``lift.ndcg@10`` (gated by default) and names the change of
+    reranker; ``rerank.p95_ms`` is gated when named, on the baseline's machine (this one)."""
+    pytester.makeconftest(CONFTEST_TEXT + RERANKERS)
+    gate = {"figures": {"rerank.p95_ms": "100000%"}}  # compared, never failing on noise
+
+    def write(reranker: str) -> None:
+        marker = (
+            f"dataset={str(SUPPORT)!r}, models=['bm25'], k=[1, 5, 10], "
+            f"rerankers=['none', 'rr={reranker}@20'], gate={gate!r}"
+        )
+        pytester.makepyfile(test_gate=bench_module(marker))
+
+    args = ("-p", "no:randomly", "--embedbench-bootstrap=1000", "--embedbench-json=r.json")
+    write("hashing:h")
+    pytester.runpytest(*args, "--embedbench-update-baseline").assert_outcomes(passed=2)
+    entries = json.loads((pytester.path / ".embedbench" / "baseline.json").read_text())
+    entry = next(e for key, e in entries["entries"].items() if key.endswith("[bm25-rr]"))
+    recorded = entry["rerank"]
+    assert recorded["spec"] == "hashing:h@20" and recorded["p95_ms"] > 0
+    lift = recorded["lift"]["ndcg@10"]
+    assert lift["low"] <= lift["value"] <= lift["high"]
+    assert all("rerank" not in e for k, e in entries["entries"].items() if k.endswith("-none]"))
+
+    write("reversed")
+    worse = pytester.runpytest(*args)
+    worse.assert_outcomes(passed=1, failed=1)
+    report = json.loads((pytester.path / "r.json").read_text())
+    outcome = next(t for t in report["tests"] if t["nodeid"].endswith("[bm25-rr]"))["baseline"]
+    assert outcome["deltas"]["lift.ndcg@10"]["regressed"] is True
+    assert outcome["deltas"]["lift.ndcg@10"]["current"] < lift["low"]
+    latency = outcome["deltas"]["rerank.p95_ms"]  # named, and this is the baseline's machine
+    assert latency["baseline"] == recorded["p95_ms"] and latency["regressed"] is False
+    worse.stdout.fnmatch_lines(
+        [
+            "*lift.ndcg@10 regressed: the reranker's lift over its first stage is -0.*, below "
+            f"the baseline's {lift['value']:+.4f} ?{lift['low']:+.4f}, {lift['high']:+.4f}? "
+            "(its 95% paired interval)*",
+            "*the reranker changed ('hashing:h@20' -> 'reversed@20')*",
+        ]
+    )

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import pytest_embedbench
-from pytest_embedbench.baseline.settings import NOISY_FIGURES, figure_direction
+from pytest_embedbench.baseline.settings import NOISY_FIGURES, GateConfig, figure_direction
 from pytest_embedbench.baseline.thresholds import parse_rule
 from pytest_embedbench.core.exceptions import ConfigError
 from pytest_embedbench.records.figures import (
@@ -68,6 +68,8 @@ def test_the_gate_reads_directions_and_noise_from_the_registry() -> None:
         "index.qps",
         "index.p50_ms",
         "index.p95_ms",
+        "rerank.p50_ms",
+        "rerank.p95_ms",
     )
     assert (
         NOISY_FIGURES
@@ -78,10 +80,14 @@ def test_the_gate_reads_directions_and_noise_from_the_registry() -> None:
             "index.p50_ms",
             "index.p95_ms",
             "index.build_s",
+            "rerank.p50_ms",
+            "rerank.p95_ms",
         }
     )
     higher = {"docs_per_s", "index.qps", "index.neighbour_recall@10", "index.delta.ndcg@10"}
-    for key in [*gate_keys(), "index.neighbour_recall@10", "index.delta.ndcg@10", "nope"]:
+    higher.add("lift.ndcg@10")  # a reranker's lift over its first stage
+    others = ["index.neighbour_recall@10", "index.delta.ndcg@10", "lift.ndcg@10", "nope"]
+    for key in [*gate_keys(), *others]:
         assert figure_direction(key) is (key in higher), key
 
 
@@ -119,3 +125,15 @@ def test_no_module_defines_a_figure_list_of_its_own() -> None:
         assert '("bytes_per_doc", "index_mb"' not in text, path
         if "report" in path.parts:
             assert "_ALIASES" not in text, path  # a figure's other name is in the registry
+
+
+def test_the_reranking_gate_keys_are_checked() -> None:
+    """``lift.<metric>`` and ``rerank.p50_ms``/``p95_ms`` are gate figures; a bad metric after
+    ``lift.`` names the key and the form, a misspelt latency the key it meant."""
+    parsed = GateConfig.parse({"figures": {"lift.NDCG@10": 0.01, "rerank.p95_ms": "20%"}}, "g")
+    keys = {rule.key: rule for rule in parsed.defaults.figures}
+    assert keys["lift.ndcg@10"].tolerance == 0.01 and keys["rerank.p95_ms"].relative
+    with pytest.raises(ConfigError, match=r"g\.figures\.lift\.ndcgg@10: unknown metric 'ndcgg'"):
+        GateConfig.parse({"figures": {"lift.ndcgg@10": 0}}, "g")
+    with pytest.raises(ConfigError, match="'rerank.p96_ms'; did you mean 'rerank.p95_ms'"):
+        GateConfig.parse({"figures": {"rerank.p96_ms": "5%"}}, "g")

@@ -52,6 +52,10 @@ from .evaluation.stats import (
     paired_bootstrap,
 )
 from .evaluation.workloads import StressedResult, Workload, evaluate_workload, parse_workloads
+
+# the rerankers of the floors above evaluation register here, so any use of the package
+# knows them (``llm:`` needs the chat client of generate/, which evaluation/ cannot import)
+from .generate.rerank import LLMReranker
 from .models.providers import (
     PROVIDERS,
     EmbeddingProvider,
@@ -70,6 +74,7 @@ __all__ = [
     "Chunk",
     "ChunkingSettings",
     "IngestWarning",
+    "LLMReranker",
     "chunk_documents",
     "load_documents",
     "BaselineError",

@@ -354,7 +354,8 @@ class CaseBuilder:
         )
         #: short names of every model a collected test uses (to check names in the config)
         self.model_names: set[str] = set()
-        #: names and short names of every reranker a collected test uses (``providers:`` keys)
+        #: names, short names and families of the rerankers of the collected tests (keys
+        #: ``providers:`` may have beside providers and models)
         self.reranker_names: set[str] = set()
 
     # -- what a marker, a fixture or embedbench.evaluate asks for ---------------------------
@@ -400,8 +401,8 @@ class CaseBuilder:
         self.reranker_names.update(
             n
             for c in cases
-            if c.reranker is not None
-            for n in (c.reranker.name, c.reranker.short_name)
+            if c.reranker is not None and not c.reranker.is_none
+            for n in (c.reranker.name, c.reranker.short_name, c.reranker.family)
             if n
         )
         points = self._workloads(marker.stress, test_path)

@@ -30,6 +30,8 @@ class CountingProxy:
     def __init__(self, upstream: str) -> None:
         self.upstream = upstream.rstrip("/")
         self.chat_requests = 0
+        #: (request body, status, answer body) of every chat request forwarded, in order
+        self.exchanges: list[tuple[bytes, int, bytes]] = []
         proxy = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -53,6 +55,8 @@ class CountingProxy:
                         status, data = answer.status, answer.read()
                 except urllib.error.HTTPError as exc:
                     status, data = exc.code, exc.read()
+                if self.path.rstrip("/").endswith("/chat/completions"):
+                    proxy.exchanges.append((body or b"", status, data))
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))

@@ -13,6 +13,8 @@ import pytest
 
 from pytest_embedbench.core.exceptions import ConfigError, MissingKeyError, RerankerError
 from pytest_embedbench.core.types import Document, Query
+from pytest_embedbench.generate.judge import JUDGE_PROMPT_SHA256
+from pytest_embedbench.generate.rerank import LLMReranker
 from pytest_embedbench.models.rerankers import BedrockReranker, CohereReranker, VoyageReranker
 from pytest_embedbench.retrieval.rerank import parse_rerankers, rerank, sort_scored
 
@@ -23,6 +25,7 @@ from .rerank_servers import (
     VoyageRerankServer,
     relevance,
 )
+from .servers import OpenAIChatServer
 
 DOCS = [
     Document("d1", "Reset your password from the login page."),
@@ -263,3 +266,60 @@ providers:
     assert "rescoring with cohere:embed-english-v3.0" in json.dumps(
         by_id["bm25-embed-english-v3.0-top5"]["result"]["rerank"]
     )
+
+
+# -- the LLM reranker against a loopback OpenAI-compatible chat server (the real SmolLM2 run
+# is tests/llm/test_llm_rerank.py) --------------------------------------------------------
+
+
+def _llm(server: OpenAIChatServer, **options: object) -> LLMReranker:
+    return LLMReranker(
+        "qwen2.5-7b-instruct", base_url=server.url + "/v1", max_retries=2, backoff=0.0, **options
+    )
+
+
+def test_the_llm_reranker_ranks_by_the_grades_with_the_tie_rule() -> None:
+    grades = {d.id: str(i % 3) for i, d in enumerate(DOCS)}  # 0, 1, 2, 0, ...: ties
+
+    def answer(body: dict) -> str:
+        prompt = body["messages"][-1]["content"]
+        doc = next(d for d in DOCS if f"Passage: {d.embed_text}\n" in prompt)
+        return json.dumps({"grade": int(grades[doc.id])})
+
+    with OpenAIChatServer(answerer=answer) as server:
+        server.script("503")
+        result = run(_llm(server))
+    for ids, ranked in zip(FIRST_STAGE, result.rankings, strict=True):
+        assert ranked == sort_scored(ids, [float(grades[d]) for d in ids])[0]
+    assert result.info["prompt_sha256"] == JUDGE_PROMPT_SHA256
+    assert result.info["requests"] == len(server.chat_requests) == 15  # 14 pairs, 1 retried
+    assert result.info["retries"] == 1
+    assert result.cost_per_1k_queries is None  # no price given: unknown, not free
+
+
+def test_an_llm_answer_without_a_grade_is_an_error_quoting_it_or_scores_zero() -> None:
+    with OpenAIChatServer(answerer=lambda body: "I think it is quite relevant!") as server:
+        with pytest.raises(RerankerError) as err:
+            run(_llm(server))
+        lenient = run(_llm(server, no_grade="zero", price_per_1m_tokens=0.5))
+    assert "answered 'I think it is quite relevant!' for document 'd1'" in str(err.value)
+    assert "no_grade: zero" in str(err.value)
+    assert lenient.info["no_grade"] == 14 and lenient.rankings[0] == sorted(
+        FIRST_STAGE[0], reverse=True
+    )  # every score 0: the document ids, descending
+    assert lenient.tokens == 28 and lenient.cost_per_1k_queries == pytest.approx(
+        14 * 1000 * 0.5 / 1e6
+    )  # the server's usage: 2 tokens an answer
+
+
+def test_llm_reranker_options_and_a_refusing_server() -> None:
+    with pytest.raises(ConfigError, match=r"no_grade 'skip': use 'error'"):
+        LLMReranker("m", no_grade="skip")
+    with pytest.raises(ConfigError, match=r"unknown option\(s\) \['temperature'\]"):
+        LLMReranker("m", temperature=0.7)
+    with pytest.raises(ConfigError, match=r"max_tokens 0 must be a whole number from 1"):
+        LLMReranker("m", max_tokens=0)
+    with OpenAIChatServer() as server:
+        server.script("500", "500", "500")
+        with pytest.raises(RerankerError, match=r"failed on document 'd1': HTTP 500.*max_retries"):
+            run(_llm(server))

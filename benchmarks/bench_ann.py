@@ -9,11 +9,14 @@ query latency (one query vector at a time: p50, p95, QPS) with QPS as a ratio to
 against exact on the same queries. LanceDB, Chroma, pgvector and Qdrant rows are skipped when
 their packages are not installed (the ``lancedb``, ``chroma``, ``pgvector`` and ``qdrant``
 extras). pgvector's HNSW returns at most ``ef_search`` rows: run its rows with ``--k 1,10``.
+With ``--concurrency 1,4,16`` each index's queries also go from that many threads at once
+(``--embedbench-concurrency``'s measure: 1,000 requests a level, at most 10 s), and a second
+table gives QPS and p99 per level, QPS as a ratio to the same index at one thread (the anchor).
 
 Usage::
 
     python benchmarks/bench_ann.py [--data ../shared/data/scifact] [--model SPEC]
-        [--cache DIR] [--json OUT] [--index SPEC ...] [--k 1,10,100]
+        [--cache DIR] [--json OUT] [--index SPEC ...] [--k 1,10,100] [--concurrency 1,4,16]
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import time
 from pathlib import Path
 
 from pytest_embedbench import load_dataset
+from pytest_embedbench.config.optionspec import parse_concurrency
 from pytest_embedbench.evaluation.evaluate import Evaluator
 from pytest_embedbench.evaluation.indexed import evaluate_indexed
 from pytest_embedbench.models.providers import ModelSpec
@@ -71,6 +75,12 @@ def main() -> None:
         help="cut-offs, comma-separated (default 1,10,100); the largest is the search depth, "
         "which an hnswlib-based engine (Chroma) takes as its ef when above ef_search",
     )
+    parser.add_argument(
+        "--concurrency",
+        type=parse_concurrency,
+        default=(),
+        help="thread counts each index's queries are sent from, e.g. 1,4,16 (default: none)",
+    )
     args = parser.parse_args()
     ks = tuple(int(k) for k in args.k.split(","))
 
@@ -99,7 +109,7 @@ def main() -> None:
             print(f"{index.spec}: skipped, {index.engine} is not installed")
             continue
         t1 = time.perf_counter()
-        result = evaluate_indexed(ev, spec, ds, index, k=ks)
+        result = evaluate_indexed(ev, spec, ds, index, k=ks, concurrency=args.concurrency)
         run = result.index
         assert run is not None
         delta = result.delta_vs_exact("ndcg@10")
@@ -116,6 +126,11 @@ def main() -> None:
                 "neighbour_recall@10": [float(recall), recall.low, recall.high],
                 "ndcg@10": [float(result.ndcg10), result.ndcg10.low, result.ndcg10.high],
                 "delta_ndcg@10": [float(delta), delta.low, delta.high],
+                "load": [
+                    {"threads": lv.concurrency, "requests": lv.requests, "qps": lv.qps}
+                    | {"p50_ms": lv.p50_ms, "p95_ms": lv.p95_ms, "p99_ms": lv.p99_ms}
+                    for lv in run.load
+                ],
                 "wall_s": time.perf_counter() - t1,
             }
         )
@@ -134,6 +149,24 @@ def main() -> None:
             f"{r['p95_ms']:.3f} | {r['qps']:,.0f} | {ratio} | {nr[0]:.4f} [{nr[1]:.3f}, "
             f"{nr[2]:.3f}] | {nd[0]:.4f} | {d[0]:+.4f} [{d[1]:+.4f}, {d[2]:+.4f}] |"
         )
+    if args.concurrency:
+        levels = args.concurrency
+        print()
+        print(
+            "| index | "
+            + " | ".join(f"QPS at {n} | x{n} / x1 | p99 ms at {n}" for n in levels)
+            + " |"
+        )
+        print("| --- |" + " --- | --- | --- |" * len(levels))
+        for r in rows:
+            by = {lv["threads"]: lv for lv in r["load"]}
+            one = by.get(1, {}).get("qps")
+            cells = []
+            for n in levels:
+                lv = by[n]
+                ratio = f"{lv['qps'] / one:.2f}x" if one else "-"
+                cells.append(f"{lv['qps']:,.0f} | {ratio} | {lv['p99_ms']:.3f}")
+            print(f"| `{r['index']}` | " + " | ".join(cells) + " |")
     if args.json:
         Path(args.json).write_text(
             json.dumps({"corpus_s": corpus_s, "model": spec.spec, "k": ks, "rows": rows}, indent=2)

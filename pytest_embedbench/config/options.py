@@ -108,9 +108,11 @@ class Options:
     concurrency: tuple[int, ...] | None = option(  # retrieval.indexes.measure_load
         None,
         "--embedbench-concurrency",
-        "send each index's queries from this many threads at once, one level each, and "
-        "report QPS and p50/p95/p99 per level, e.g. '1,4,16'",
-        ini_help="thread counts an index's queries are sent from (e.g. 1,4,16)",
+        "send each index's queries (and each provider's query embedding, to a loopback "
+        "server) from this many threads at once, one level each, and report QPS and "
+        "p50/p95/p99 per level, e.g. '1,4,16'",
+        ini_help="thread counts an index's queries and a provider's query embedding are sent "
+        "from (e.g. 1,4,16)",
         parse=parse_concurrency,
         metavar="LEVELS",
     )

@@ -162,6 +162,7 @@ class RetrievalResult:
         self.index: IndexRun | None = None
         #: the exact search's result on the same query vectors (with :attr:`index`)
         self.exact: RetrievalResult | None = None
+        self.query_load: tuple[Any, ...] = ()  # the provider's queries under load (LoadLevel)
         #: what an LLM judge added (``generate.judge.judge_result``): judged@k before and
         #: after, the metrics on human + LLM grades, the agreement; None without a judge
         self.judge: JudgeData | None = None
@@ -699,6 +700,7 @@ class RetrievalResult:
             chunking=self._chunking_summary(self.chunking) if self.chunking is not None else None,
             cutoffs=self._cutoffs.to_dict() if self._cutoffs is not None else None,
             index=self._index_data(),
+            query_load=tuple(from_data(LoadData, vars(lv)) for lv in self.query_load) or None,
             languages=self.languages_data(),
             query_languages=(
                 dict(zip(self.query_ids, self.query_languages, strict=True))

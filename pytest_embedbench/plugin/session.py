@@ -62,6 +62,8 @@ class EmbedBenchSession:
         self._searchers: dict[tuple[Any, ...], Searcher | BaseException] = {}
         #: the rerankers built, by spec (one per run, shared by a depth sweep's tests)
         self._rerankers: dict[tuple[str, int], Any] = {}
+        #: the provider's query embedding under load, per model and dataset (measured once)
+        self._query_loads: dict[tuple[Any, ...], tuple[Any, ...]] = {}
         #: nodeid -> record of every retrieval test that ran
         self.records: dict[str, TestRecord] = {}
         #: node ids of every collected test (before deselection), to find orphaned baselines
@@ -211,6 +213,8 @@ class EmbedBenchSession:
                 else:
                     self._results[key] = self.evaluator.evaluate(case.model, ds, k=case.k)
                 self._judge(case, ds, self._results[key])
+                if case.reranker is None and case.workload is None:
+                    self._results[key].query_load = self._query_load(case, ds)  # type: ignore[union-attr]
             except (KeyboardInterrupt, SystemExit):
                 raise
             except BaseException as exc:  # noqa: BLE001 - isolate one model's failure
@@ -231,6 +235,24 @@ class EmbedBenchSession:
             from ..generate.judge import judge_result
 
             judge_result(found, ds, case.judge, Path(case.judge.file))
+
+    def _query_load(self, case: Case, ds: RetrievalDataset) -> tuple[Any, ...]:
+        """The provider's query embedding under ``--embedbench-concurrency``'s levels against
+        its loopback server (none: no option, or no such server), once per model and dataset."""
+        if not self.options.concurrency:
+            return ()
+        which = (case.model, case.dataset_key)
+        if which not in self._query_loads:
+            from ..evaluation.query_load import measure_query_load
+
+            levels = measure_query_load(
+                self.provider(case.model),
+                [q.text for q in ds.queries],
+                self.options.concurrency,
+                seed=self.options.seed,
+            )
+            self._query_loads[which] = levels or ()
+        return self._query_loads[which]
 
     def _reranked(self, case: Case, ds: RetrievalDataset) -> RetrievalResult:
         """A reranker's result over its model's first stage (computed once per model and

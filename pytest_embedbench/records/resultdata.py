@@ -182,8 +182,9 @@ class StressData:
 
 @dataclass(frozen=True)
 class LoadData:
-    """The index's queries at one concurrency level (``--embedbench-concurrency``): requests
-    answered, wall-clock seconds, queries per second and the request latency percentiles."""
+    """The index's queries (or a provider's query embedding) at one concurrency level
+    (``--embedbench-concurrency``): requests answered, wall-clock seconds, queries per second
+    and the request latency percentiles."""
 
     concurrency: int = 1
     requests: int = 0
@@ -381,6 +382,9 @@ class ResultData:
     winning_chunks: dict[str, tuple[ChunkHit, ...]] | None = field(default=None, metadata=OMIT_NONE)
     #: the index axis's figures (absent when the test has no ``indexes=``)
     index: IndexData | None = field(default=None, metadata=OMIT_NONE)
+    #: the provider's query embedding against its loopback server, one level per concurrency
+    #: of ``--embedbench-concurrency`` (absent without it, or without such a server)
+    query_load: tuple[LoadData, ...] | None = field(default=None, metadata=OMIT_NONE)
     #: a dataset in several languages: each language's figures (``metrics`` are then their
     #: macro average), and each query's language, which the paired comparisons and the gate
     #: resample within (absent for a dataset in one language)

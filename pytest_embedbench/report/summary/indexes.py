@@ -16,7 +16,15 @@ from ...evaluation.record import TestRecord
 from ...records.resultdata import LoadData, MetricData
 from .values import Delta, Value, bootstrap_delta, finite
 
-__all__ = ["IndexRow", "IndexSection", "function_id", "index_sections"]
+__all__ = [
+    "IndexRow",
+    "IndexSection",
+    "QueryLoadRow",
+    "QueryLoadSection",
+    "function_id",
+    "index_sections",
+    "query_load_sections",
+]
 
 
 @dataclass(frozen=True)
@@ -137,4 +145,52 @@ def index_sections(records: Iterable[TestRecord]) -> tuple[IndexSection, ...]:
     return tuple(
         IndexSection(name, *depth[name], rows=_named(rows))
         for name, rows in sorted(by_dataset.items())
+    )
+
+
+@dataclass(frozen=True)
+class QueryLoadRow:
+    """A model's query embedding against its loopback server under load
+    (``--embedbench-concurrency``), measured once per model and dataset: ``test`` is the first
+    test that ran it (its function's node id), ``nodeid`` that test's full node id."""
+
+    model: str
+    load: tuple[LoadData, ...]
+    test: str = ""
+    nodeid: str = ""
+
+
+@dataclass(frozen=True)
+class QueryLoadSection:
+    """A dataset's models whose query embedding ran under load, one row each."""
+
+    dataset: str
+    rows: tuple[QueryLoadRow, ...] = ()
+
+    def label(self, row: QueryLoadRow) -> str:
+        """A row's name outside the table (a chart's line): the model."""
+        return row.model
+
+
+def query_load_sections(records: Iterable[TestRecord]) -> tuple[QueryLoadSection, ...]:
+    """The records whose result holds the provider's query embedding under load, by dataset
+    (sorted), a row per model (its first test in node id order: every test of the model and
+    dataset shares the one measure)."""
+    by_dataset: dict[str, dict[str, QueryLoadRow]] = {}
+    for record in sorted(records, key=lambda r: r.nodeid):
+        result = record.result
+        if result is None or not result.query_load:
+            continue
+        rows = by_dataset.setdefault(record.dataset, {})
+        rows.setdefault(
+            record.model,
+            QueryLoadRow(
+                record.model,
+                tuple(result.query_load),
+                test=function_id(record.nodeid),
+                nodeid=record.nodeid,
+            ),
+        )
+    return tuple(
+        QueryLoadSection(name, tuple(rows.values())) for name, rows in sorted(by_dataset.items())
     )

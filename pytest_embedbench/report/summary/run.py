@@ -42,7 +42,7 @@ from .comparisons import comparison_entry, comparisons, query_diffs
 from .cutoffs import CutoffSection, cutoff_rows, cutoff_sections
 from .datasets import DatasetSummary, dataset_summary
 from .gates import Gate, gates
-from .indexes import IndexSection, index_sections
+from .indexes import IndexSection, QueryLoadSection, index_sections, query_load_sections
 from .languages import LanguageSection, language_sections
 from .notices import (
     baseline_notices,
@@ -102,6 +102,9 @@ class Summary:
     #: the index axis: per dataset, each model through each index (absent from the JSON
     #: when no test has ``indexes=``)
     indexes: tuple[IndexSection, ...] = ()
+    #: the providers' query embedding under load (``--embedbench-concurrency``, a loopback
+    #: server): per dataset, a row per model
+    query_load: tuple[QueryLoadSection, ...] = ()
     #: datasets in several languages: per dataset, each model's row per language and its
     #: macro average (absent from the JSON when no dataset has languages)
     languages: tuple[LanguageSection, ...] = ()
@@ -156,7 +159,8 @@ class Summary:
         ``tests``)."""
         out: dict[str, Any] = {"version": SUMMARY_VERSION}
         for f in dataclasses.fields(self):
-            if f.name in ("indexes", "languages", "stages") and not getattr(self, f.name):
+            optional = f.name in ("indexes", "query_load", "languages", "stages")
+            if optional and not getattr(self, f.name):
                 continue  # a run without these axes or languages keeps its JSON as it was
             if f.name != "records":
                 out[f.name] = to_data(getattr(self, f.name))
@@ -312,6 +316,7 @@ def summarize(
         stress=stress_sections(stress if stress is not None else stress_points(found)),
         cutoffs=cutoff_sections(cutoff_rows(found)),
         indexes=index_sections(found),
+        query_load=query_load_sections(found),
         languages=language_sections(found),
         stages=stage_sections(found),
         gates=gates(found),

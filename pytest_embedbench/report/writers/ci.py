@@ -46,7 +46,7 @@ from ..summary import DatasetSummary, Gate, ModelSummary, Summary
 from ..summary.columns import resolve_column
 from ..summary.stages import stage_diff
 from ..summary.values import Value, finite
-from .index_tables import index_tables, load_tables
+from .index_tables import index_tables, load_tables, query_load_tables
 from .language_tables import language_tables
 from .stage_tables import stage_tables
 from .stress import TextTable, cutoff_tables, stress_tables
@@ -391,7 +391,13 @@ def sections(summary: Summary, secrets: list[str] | None = None) -> list[Section
         _text_tables("Stress", stress_tables(summary.stress), found),
         _text_tables("Cut-offs", cutoff_tables(summary.cutoffs), found),
         _text_tables(
-            "Indexes", [*index_tables(summary.indexes), *load_tables(summary.indexes)], found
+            "Indexes",
+            [
+                *index_tables(summary.indexes),
+                *load_tables(summary.indexes),
+                *query_load_tables(summary.query_load),
+            ],
+            found,
         ),
         _notes_section(summary, found),
     ]
@@ -646,6 +652,11 @@ def junit_properties(record: TestRecord | Mapping[str, Any]) -> list[tuple[str, 
             named += [(at + f.key.removeprefix("load."), f.get(level)) for f in LOAD_FIGURES]
         out += [(PREFIX + key, finite(v)) for key, v in named if finite(v) is not None]
     out.extend(_rerank_properties(result))
+    for level in result.query_load or ():  # the provider's query embedding: query_load.c4.qps ...
+        at = f"query_load.c{level.concurrency}."
+        for f in LOAD_FIGURES:
+            if finite(f.get(level)) is not None:
+                out.append((PREFIX + at + f.key.removeprefix("load."), finite(f.get(level))))
     # the plain name (xdist sends user_properties to the controller: plain values only)
     gate = str(record.baseline.status) if record.baseline is not None else ""
     out.append((PREFIX + "gate", gate or "none"))

@@ -8,7 +8,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from ...records.figures import INDEX_FIGURES, LOAD_FIGURES, Figure, figure
-from ..summary.indexes import IndexRow, IndexSection
+from ...records.resultdata import LoadData
+from ..summary.indexes import IndexRow, IndexSection, QueryLoadSection
 from ..summary.values import Delta, Value
 from .stress import TextTable, text_lines
 
@@ -21,11 +22,17 @@ __all__ = [
     "index_csv_rows",
     "index_figure",
     "index_tables",
+    "level_cells",
+    "LEVEL_HEADERS",
     "LOAD_LEGEND",
     "load_columns",
     "load_csv_rows",
     "load_tables",
+    "QUERY_LOAD_LEGEND",
     "metric_label",
+    "query_load_columns",
+    "query_load_csv_rows",
+    "query_load_tables",
     "render_indexes",
     "size_text",
 ]
@@ -152,20 +159,36 @@ LOAD_LEGEND = (
 )
 
 
+#: the columns of one concurrency level, after a load table's row names
+LEVEL_HEADERS = ("threads", "requests", *(f.header for f in LOAD_FIGURES))
+
+
+def level_cells(level: LoadData) -> tuple[str, ...]:
+    """One concurrency level's cells, as :data:`LEVEL_HEADERS` names them."""
+    return (
+        str(level.concurrency),
+        str(level.requests),
+        *(f.text(f.get(level)) for f in LOAD_FIGURES),
+    )
+
+
+def _level_csv(level: LoadData) -> dict[str, Any]:
+    """One concurrency level's CSV cells, unrounded."""
+    return {
+        "concurrency": level.concurrency,
+        "requests": level.requests,
+        "seconds": level.seconds,
+        **{f.key.removeprefix("load."): f.get(level) for f in LOAD_FIGURES},
+    }
+
+
 def load_tables(sections: Sequence[IndexSection]) -> list[TextTable]:
     """One table per dataset whose indexes ran under load: a row per test, model, index and
     concurrency level (``--embedbench-concurrency``)."""
     tables = []
     for section in sections:
         rows = tuple(
-            (
-                r.test,
-                r.model,
-                r.index,
-                str(level.concurrency),
-                str(level.requests),
-                *(f.text(f.get(level)) for f in LOAD_FIGURES),
-            )
+            (r.test, r.model, r.index, *level_cells(level))
             for r in section.rows
             for level in r.load
         )
@@ -173,8 +196,7 @@ def load_tables(sections: Sequence[IndexSection]) -> list[TextTable]:
             tables.append(
                 TextTable(
                     f"indexes on {section.dataset!r} under concurrent load",
-                    ("test", "model", "index", "threads", "requests")
-                    + tuple(f.header for f in LOAD_FIGURES),
+                    ("test", "model", "index", *LEVEL_HEADERS),
                     rows,
                     (LOAD_LEGEND,),
                 )
@@ -182,9 +204,55 @@ def load_tables(sections: Sequence[IndexSection]) -> list[TextTable]:
     return tables
 
 
-def render_indexes(sections: Sequence[IndexSection]) -> list[str]:
-    """The index section's lines for the terminal: the index tables, then those under load."""
-    return text_lines([*index_tables(sections), *load_tables(sections)])
+#: the line under a table of a provider's query embedding under load
+QUERY_LOAD_LEGEND = (
+    "threads: the dataset's queries sent to the provider's loopback server from that many "
+    "threads at once, one query text a request in a seeded order; QPS: requests answered per "
+    "second of wall-clock time; p50/p95/p99: each request's latency at that level"
+)
+
+
+def query_load_tables(sections: Sequence[QueryLoadSection]) -> list[TextTable]:
+    """One table per dataset whose models' query embedding ran under load: a row per model
+    and concurrency level."""
+    return [
+        TextTable(
+            f"query embedding on {section.dataset!r} under concurrent load",
+            ("test", "model", *LEVEL_HEADERS),
+            tuple((r.test, r.model, *level_cells(level)) for r in section.rows for level in r.load),
+            (QUERY_LOAD_LEGEND,),
+        )
+        for section in sections
+        if section.rows
+    ]
+
+
+def query_load_columns() -> list[str]:
+    """The columns of ``query_load.csv``."""
+    return [
+        *("test", "dataset", "model", "concurrency", "requests", "seconds"),
+        *(f.key.removeprefix("load.") for f in LOAD_FIGURES),
+    ]
+
+
+def query_load_csv_rows(sections: Sequence[QueryLoadSection]) -> list[dict[str, Any]]:
+    """``query_load.csv``: one row per dataset, model and concurrency level, unrounded."""
+    return [
+        {"test": r.nodeid, "dataset": section.dataset, "model": r.model, **_level_csv(level)}
+        for section in sections
+        for r in section.rows
+        for level in r.load
+    ]
+
+
+def render_indexes(
+    sections: Sequence[IndexSection], query_load: Sequence[QueryLoadSection] = ()
+) -> list[str]:
+    """The index section's lines for the terminal: the index tables, then those under load
+    (the indexes', then the providers' query embedding)."""
+    return text_lines(
+        [*index_tables(sections), *load_tables(sections), *query_load_tables(query_load)]
+    )
 
 
 def load_columns() -> list[str]:
@@ -203,10 +271,7 @@ def load_csv_rows(sections: Sequence[IndexSection]) -> list[dict[str, Any]]:
             "dataset": section.dataset,
             "model": r.model,
             "index": r.index,
-            "concurrency": level.concurrency,
-            "requests": level.requests,
-            "seconds": level.seconds,
-            **{f.key.removeprefix("load."): f.get(level) for f in LOAD_FIGURES},
+            **_level_csv(level),
         }
         for section in sections
         for r in section.rows

@@ -21,7 +21,7 @@ from ...records.querydiff import QueryChange, QueryDiff, excerpt
 from ..summary import DatasetSummary, Summary, summary_of
 from ..summary.cutoffs import CutoffSection, score_bins
 from ..summary.values import Value
-from .index_tables import index_tables, load_tables
+from .index_tables import index_tables, load_tables, query_load_tables
 from .language_tables import language_tables
 from .stage_tables import stage_tables
 from .stress import TextTable, cutoff_tables, stress_tables
@@ -155,7 +155,14 @@ def render_markdown(
     lines += md_diffs(summary.query_diffs)
     lines += _md_section("Two stages", stage_tables(summary.stages))
     lines += _md_section("Languages", language_tables(summary.languages))
-    lines += _md_section("Indexes", [*index_tables(summary.indexes), *load_tables(summary.indexes)])
+    lines += _md_section(
+        "Indexes",
+        [
+            *index_tables(summary.indexes),
+            *load_tables(summary.indexes),
+            *query_load_tables(summary.query_load),
+        ],
+    )
     lines += _md_section("Stress", stress_tables(summary.stress))
     lines += _md_section(
         "Cut-offs", [*cutoff_tables(summary.cutoffs), *distribution_tables(summary.cutoffs)]

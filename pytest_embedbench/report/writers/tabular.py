@@ -31,7 +31,14 @@ from ..summary.columns import metric_names
 from ..summary.cutoffs import score_bins
 from ..summary.stress import ChunkPoint, NoisePoint
 from ..summary.values import Value
-from .index_tables import index_columns, index_csv_rows, load_columns, load_csv_rows
+from .index_tables import (
+    index_columns,
+    index_csv_rows,
+    load_columns,
+    load_csv_rows,
+    query_load_columns,
+    query_load_csv_rows,
+)
 from .language_tables import language_columns, language_csv_rows
 from .stage_tables import (
     stage_columns,
@@ -45,6 +52,7 @@ __all__ = [
     "INDEX_CSV",
     "JUDGE_CSV",
     "LOAD_CSV",
+    "QUERY_LOAD_CSV",
     "STAGE_CSV",
     "STAGE_QUERY_CSV",
     "csv_cell",
@@ -77,6 +85,8 @@ STAGE_QUERY_CSV = "stage_queries.csv"
 JUDGE_CSV = "judge.csv"
 #: written beside it when the index axis ran under load (``--embedbench-concurrency``)
 LOAD_CSV = "index_load.csv"
+#: written when a provider's query embedding ran under load (a loopback server)
+QUERY_LOAD_CSV = "query_load.csv"
 #: the files ``--embedbench-csv`` writes into its folder
 CSV_FILES = (
     "results.csv",
@@ -517,6 +527,9 @@ def write_csv(folder: Path, source: Summary | Mapping[str, Any]) -> list[Path]:
     if judged:  # the judge's file, only where a test had an LLM judge
         tables[JUDGE_CSV] = (judge_columns(_judge_metrics(_records(summary))), judged)
         names.append(JUDGE_CSV)
+    if summary.query_load:  # the providers' query embedding under load, only where measured
+        tables[QUERY_LOAD_CSV] = (query_load_columns(), query_load_csv_rows(summary.query_load))
+        names.append(QUERY_LOAD_CSV)
     if summary.languages:  # the per-language file, only where a dataset had languages
         tables[LANGUAGE_CSV] = (language_columns(), language_csv_rows(summary.languages))
         names.append(LANGUAGE_CSV)

@@ -100,7 +100,7 @@ def render_summary(
         lines  # the index, stress and cut-off tables show the controls in their texts too
         + render_stages(summary.stages)
         + render_languages(summary.languages)
-        + render_indexes(summary.indexes)
+        + render_indexes(summary.indexes, summary.query_load)
         + render_stress(summary.stress)
         + render_cutoffs(summary.cutoffs)
     )

@@ -23,7 +23,14 @@ from .chroma import ChromaIndex
 from .exact import ExactVectorIndex
 from .faiss import FaissIndex
 from .lancedb import LanceIndex
-from .measure import IndexRun, LoadLevel, measure_index, measure_load, neighbour_recall
+from .measure import (
+    IndexRun,
+    LoadLevel,
+    measure_calls,
+    measure_index,
+    measure_load,
+    neighbour_recall,
+)
 from .pgvector import PgvectorIndex
 from .qdrant import QdrantIndex
 from .registry import (
@@ -56,6 +63,7 @@ __all__ = [
     "close_engines",
     "create_index",
     "index_class",
+    "measure_calls",
     "measure_index",
     "measure_load",
     "named_indexes",

@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -33,6 +33,7 @@ __all__ = [
     "LoadLevel",
     "Measured",
     "Searcher",
+    "measure_calls",
     "measure_index",
     "measure_load",
     "neighbour_recall",
@@ -123,17 +124,40 @@ def measure_load(
     concurrent requests in one process (as a server with a thread pool takes them)."""
     if not len(vectors) or not levels:
         return ()
-    rng = np.random.default_rng(seed)
-    total = max(requests, len(vectors))
-    passes = -(-total // len(vectors))
-    order = np.concatenate([rng.permutation(len(vectors)) for _ in range(passes)])[:total]
     rows = np.ascontiguousarray(vectors, dtype=np.float32)
     index.search(rows[:1], depth)  # warm-up
-    return tuple(_level(index, rows, depth, order, level, seconds) for level in levels)
+
+    def send(i: int) -> None:
+        index.search(rows[i][None, :], depth)
+
+    return measure_calls(send, len(rows), levels, seed=seed, requests=requests, seconds=seconds)
+
+
+def measure_calls(
+    send: Callable[[int], object],
+    items: int,
+    levels: Sequence[int],
+    *,
+    seed: int = 0,
+    requests: int = LOAD_REQUESTS,
+    seconds: float = LOAD_SECONDS,
+) -> tuple[LoadLevel, ...]:
+    """:func:`measure_load`'s levels for any request: ``send(i)`` sends item ``i`` of
+    ``items`` (a query vector to an index, a query text to a provider's server) and returns
+    when it is answered; the order is a seeded shuffle of the items, repeated to ``requests``
+    (every item at least once), the same at every level; an error of ``send`` stops the
+    measure with its own message."""
+    if not items or not levels:
+        return ()
+    rng = np.random.default_rng(seed)
+    total = max(requests, items)
+    passes = -(-total // items)
+    order = np.concatenate([rng.permutation(items) for _ in range(passes)])[:total]
+    return tuple(_level(send, order, level, seconds) for level in levels)
 
 
 def _level(
-    index: Searcher, rows: np.ndarray, depth: int, order: np.ndarray, level: int, seconds: float
+    send: Callable[[int], object], order: np.ndarray, level: int, seconds: float
 ) -> LoadLevel:
     latency = np.full(len(order), np.nan)
     lock = threading.Lock()
@@ -150,7 +174,7 @@ def _level(
             if i >= len(order) or time.perf_counter() > deadline[0]:
                 return
             t0 = time.perf_counter()
-            index.search(rows[order[i]][None, :], depth)
+            send(int(order[i]))
             latency[i] = (time.perf_counter() - t0) * 1000.0
 
     with ThreadPoolExecutor(max_workers=level, thread_name_prefix="embedbench-load") as pool:

@@ -5,17 +5,21 @@ metric and paired delta against exact search included. Every figure is the summa
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
-from ....records.figures import LOAD_FIGURES
+from ....records.resultdata import LoadData
 from ...summary import Summary
 from ...summary.indexes import IndexSection
 from ..index_tables import (
     INDEX_LEGEND,
+    LEVEL_HEADERS,
     LOAD_LEGEND,
     PER_DOC,
+    QUERY_LOAD_LEGEND,
     SIZE,
     TIMED,
     index_figure,
+    level_cells,
     metric_label,
     size_text,
 )
@@ -35,7 +39,8 @@ def _indexes(page: _Page, summary: Summary) -> None:
         page.add(_chart(page, section))
         _table(page, section)
         if any(r.load for r in section.rows):
-            page.add(f"<h4>Under concurrent load</h4>\n{_load_chart(page, section)}")
+            lines = [(section.label(r), r.load) for r in section.rows]
+            page.add(f"<h4>Under concurrent load</h4>\n{_load_chart(page, lines)}")
             _load_table(page, section)
     page.add(f'<p class="muted">{page.esc(INDEX_LEGEND)}.</p>\n</section>\n')
 
@@ -136,17 +141,33 @@ def _table(page: _Page, section: IndexSection) -> None:
     page.add("</table></div>\n")
 
 
-def _load_chart(page: _Page, section: IndexSection) -> str:
-    """QPS (y) against the number of threads (x, one step a level), a line per row."""
-    rows = [r for r in section.rows if any(level.qps for level in r.load)]
-    levels = sorted({level.concurrency for r in rows for level in r.load})
+def _query_load(page: _Page, summary: Summary) -> None:
+    """The providers' query embedding under load (nothing without it): per dataset, QPS
+    against the number of threads, a line per model, above its table."""
+    if not summary.query_load:
+        return
+    page.add('<section id="query-load"><h2>Query embedding under concurrent load</h2>\n')
+    for section in summary.query_load:
+        lines = [(section.label(r), r.load) for r in section.rows]
+        page.add(f"<h3>On {page.esc(section.dataset)}</h3>\n{_load_chart(page, lines)}")
+        _level_rows(
+            page, ("model",), [(r.nodeid, r.test, (r.model,), r.load) for r in section.rows]
+        )
+    page.add(f'<p class="muted">{page.esc(QUERY_LOAD_LEGEND)}.</p>\n</section>\n')
+
+
+def _load_chart(page: _Page, lines: Sequence[tuple[str, tuple[LoadData, ...]]]) -> str:
+    """QPS (y) against the number of threads (x, one step a level), a line per
+    ``(label, levels)`` of ``lines``."""
+    rows = [(name, load) for name, load in lines if any(level.qps for level in load)]
+    levels = sorted({level.concurrency for _, load in rows for level in load})
     if not rows or not levels:
         return ""
-    longest = max(len(section.label(r)) for r in rows)
+    longest = max(len(name) for name, _ in rows)
     left, bottom, top, plot_w = 64.0, 36.0, 12.0, 340.0
     width, height = left + plot_w + 40.0 + 6.8 * longest, max(240.0, 40.0 + 16.0 * len(rows))
     plot_h = height - top - bottom
-    peak = max(level.qps or 0.0 for r in rows for level in r.load) or 1.0
+    peak = max(level.qps or 0.0 for _, load in rows for level in load) or 1.0
 
     def sx(concurrency: int) -> float:
         step = plot_w / max(1, len(levels) - 1)
@@ -179,10 +200,10 @@ def _load_chart(page: _Page, section: IndexSection) -> str:
         f'<text x="12" y="{_c(top + plot_h / 2)}" font-size="11" text-anchor="middle" '
         f'transform="rotate(-90 12 {_c(top + plot_h / 2)})">QPS</text>'
     )
-    for i, r in enumerate(rows):
+    for i, (name, load) in enumerate(rows):
         color = _PALETTE[i % len(_PALETTE)]
-        label = page.esc(section.label(r))
-        points = [(sx(lv.concurrency), sy(lv.qps), lv) for lv in r.load if lv.qps is not None]
+        label = page.esc(name)
+        points = [(sx(lv.concurrency), sy(lv.qps), lv) for lv in load if lv.qps is not None]
         path = "M" + "L".join(f"{_c(x)} {_c(y)}" for x, y, _ in points)
         parts.append(f'<path d="{path}" stroke="{color}" stroke-width="2" fill="none"/>')
         for x, y, lv in points:
@@ -196,20 +217,30 @@ def _load_chart(page: _Page, section: IndexSection) -> str:
 
 
 def _load_table(page: _Page, section: IndexSection) -> None:
+    rows = [(r.nodeid, r.test, (r.model, r.index), r.load) for r in section.rows]
+    _level_rows(page, ("model", "index"), rows)
+    page.add(f'<p class="muted">{page.esc(LOAD_LEGEND)}.</p>\n')
+
+
+def _level_rows(
+    page: _Page,
+    names: tuple[str, ...],
+    rows: Sequence[tuple[str, str, tuple[str, ...], tuple[LoadData, ...]]],
+) -> None:
+    """A table of load levels: per ``(nodeid, test, cells named by names, levels)``, a row a
+    level, its cells :func:`~..index_tables.level_cells`'s."""
     page.add(
-        '<div class="wide"><table class="stress"><tr><th class="t">test</th><th>model</th>'
-        '<th class="t">index</th><th>threads</th><th>requests</th>'
-        + "".join(f"<th>{f.header}</th>" for f in LOAD_FIGURES)
+        '<div class="wide"><table class="stress"><tr><th class="t">test</th>'
+        + "".join(f"<th>{page.esc(n)}</th>" for n in names)
+        + "".join(f"<th>{page.esc(h)}</th>" for h in LEVEL_HEADERS)
         + "</tr>\n"
     )
-    for r in section.rows:
-        for level in r.load:
+    for nodeid, test, cells, load in rows:
+        for level in load:
             page.add(
-                f'<tr><td class="t"><code title="{page.esc(r.nodeid)}">{page.esc(r.test)}'
-                f'</code></td><td>{page.esc(r.model)}</td><td class="t"><code>'
-                f"{page.esc(r.index)}</code></td><td>{level.concurrency}</td>"
-                f"<td>{level.requests}</td>"
-                + "".join(f"<td>{page.esc(f.text(f.get(level)))}</td>" for f in LOAD_FIGURES)
+                f'<tr><td class="t"><code title="{page.esc(nodeid)}">{page.esc(test)}</code></td>'
+                + "".join(f"<td>{page.esc(c)}</td>" for c in cells)
+                + "".join(f"<td>{page.esc(c)}</td>" for c in level_cells(level))
                 + "</tr>\n"
             )
-    page.add(f'</table></div>\n<p class="muted">{page.esc(LOAD_LEGEND)}.</p>\n')
+    page.add("</table></div>\n")

@@ -7,7 +7,7 @@ from typing import Any
 
 from ...summary import Summary, summary_of
 from .assets import _CSS, CSP
-from .indexes import _indexes
+from .indexes import _indexes, _query_load
 from .languages import _languages
 from .page import _anchor, _Page
 from .sections import _commit_line, _dataset, _environment, _gate, _notices, _stat_cards
@@ -54,6 +54,8 @@ def render_html(
         links.append(("languages", "languages"))
     if summary.indexes:
         links.append(("indexes", "indexes"))
+    if summary.query_load:
+        links.append(("query-load", "query embedding under load"))
     if summary.cutoffs:
         links.append(("cutoffs", "score cut-offs"))
     if links:
@@ -68,6 +70,7 @@ def render_html(
     _stages(page, summary)
     _languages(page, summary)
     _indexes(page, summary)
+    _query_load(page, summary)
     _stress(page, summary)
     _cutoffs(page, summary)
     _notices(page, summary)

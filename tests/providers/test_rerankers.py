@@ -288,11 +288,11 @@ def test_the_llm_reranker_ranks_by_the_grades_with_the_tie_rule() -> None:
 
     with OpenAIChatServer(answerer=answer) as server:
         server.script("503")
-        result = run(_llm(server))
+        result = run(_llm(server), depth=4)
     for ids, ranked in zip(FIRST_STAGE, result.rankings, strict=True):
-        assert ranked == sort_scored(ids, [float(grades[d]) for d in ids])[0]
+        assert ranked == sort_scored(ids[:4], [float(grades[d]) for d in ids[:4]])[0]
     assert result.info["prompt_sha256"] == JUDGE_PROMPT_SHA256
-    assert result.info["requests"] == len(server.chat_requests) == 15  # 14 pairs, 1 retried
+    assert result.info["requests"] == len(server.chat_requests) == 9  # 8 pairs, 1 retried
     assert result.info["retries"] == 1
     assert result.cost_per_1k_queries is None  # no price given: unknown, not free
 
@@ -323,3 +323,33 @@ def test_llm_reranker_options_and_a_refusing_server() -> None:
         server.script("500", "500", "500")
         with pytest.raises(RerankerError, match=r"failed on document 'd1': HTTP 500.*max_retries"):
             run(_llm(server))
+
+
+def test_a_hosted_reranker_without_its_key_skips_its_test_only(pytester: pytest.Pytester) -> None:
+    """No COHERE_API_KEY: the reranker's test is skipped with the variable named; the first
+    stage's test runs."""
+    data = pytester.path / "data" / "tiny"
+    (data / "qrels").mkdir(parents=True)
+    (data / "corpus.jsonl").write_text(
+        "".join(json.dumps({"_id": d.id, "title": "", "text": d.text}) + "\n" for d in DOCS)
+    )
+    (data / "queries.jsonl").write_text(
+        "".join(json.dumps({"_id": q.id, "text": q.text}) + "\n" for q in QUERIES)
+    )
+    (data / "qrels" / "test.tsv").write_text("q1\td1\t1\nq2\td7\t1\n")
+    pytester.makefile(".yaml", embedbench="datasets:\n  tiny: {path: data/tiny}\n")
+    pytester.makepyfile(test_two=PROJECT_TEST.replace(', "cohere:embed-english-v3.0@5"', ""))
+    out = pytester.runpytest("-rs")
+    out.assert_outcomes(passed=1, skipped=1)
+    out.stdout.fnmatch_lines(["*SKIPPED*COHERE_API_KEY or CO_API_KEY*"])
+
+
+def test_a_depth_sweep_counts_each_runs_requests(keys: dict[str, str]) -> None:
+    """One reranker serves every depth of a sweep; each run counts its own requests."""
+    with CohereRerankServer() as server:
+        reranker = CohereReranker("rerank-v3.5", base_url=server.url, batch_size=2)
+        deep = run(reranker, depth=7)
+        shallow = run(reranker, depth=3)
+        assert len(server.rerank_requests) == 8 + 4
+    assert deep.info["requests"] == 8 and shallow.info["requests"] == 4
+    assert shallow.rankings[0] == expected(QUERIES[0], FIRST_STAGE[0][:3])

@@ -27,7 +27,9 @@ several languages (where a metric key is the macro average), ``by_language.<lang
 one language's mean (``by_language.zh.ndcg@10``); with a reranking axis (docs/rerankers.md),
 ``lift.<metric>`` (the reranker's paired lift over its first stage: ``lift.ndcg@10: ">= 0"``,
 the reranker may not make it worse; a failure names the queries it hurt most and the relevant
-documents it pushed out of the top).
+documents it pushed out of the top); with ``--embedbench-concurrency`` and a provider on a
+loopback server, ``query_load.c<N>.<qps|p50_ms|p95_ms|p99_ms>`` (its query embedding from N
+threads, docs/indexes.md).
 """
 
 from __future__ import annotations
@@ -93,6 +95,8 @@ _PLAIN = {"peak_rss_mb", "documents_per_s", "cache.hit_rate", *STORAGE}
 #: and ``index.delta.<metric>`` (the paired delta against exact) take a cut-off
 _INDEX = {f.key.removeprefix("index.") for f in INDEX_FIGURES}
 _SECTIONS = {"defaults", "models", "tests"}
+#: ``query_load.c<N>.<figure>``: one level of a provider's query embedding under load
+_QUERY_LOAD = re.compile(r"^query_load\.c([0-9]+)\.(qps|p50_ms|p95_ms|p99_ms)$")
 #: the keys under a prefix: ``latency.<name>`` and ``timings.<stage>_s``
 _GROUPS = {"latency.": ("latency", _LATENCY), "timings.": ("timing", _TIMINGS)}
 
@@ -128,6 +132,15 @@ def _check_key(key: str, origin: str) -> str:
             return key
     if key.startswith("index."):
         return _check_index_key(key, origin)
+    if key.startswith("query_load."):
+        found = _QUERY_LOAD.match(key)
+        if found is None or int(found.group(1)) < 1:
+            raise ConfigError(
+                f"{origin}: unknown query load key {key!r}; write "
+                "query_load.c<N>.<qps|p50_ms|p95_ms|p99_ms> with N a level of "
+                "--embedbench-concurrency, e.g. query_load.c4.qps"
+            )
+        return f"query_load.c{int(found.group(1))}.{found.group(2)}"
     if key.startswith("lift."):
         try:
             return f"lift.{parse_metric(key.split('.', 1)[1])}"
@@ -340,6 +353,11 @@ def value_of(result: RetrievalResult, key: str) -> tuple[float, str]:
         return value, f"{value:.4g}"
     if key.startswith("index."):
         return _index_value(result, key.split(".", 1)[1])
+    if key.startswith("query_load.c"):  # a level of the provider's query embedding under load
+        level, _, which = key.removeprefix("query_load.c").partition(".")
+        at = next((lv for lv in result.query_load if lv.concurrency == int(level)), None)
+        value = math.nan if at is None else float(getattr(at, which))
+        return value, f"{value:.4g}"
     if key.startswith("by_language."):
         _, language, metric = key.split(".", 2)
         est = result.by_language[language].metric(metric)
@@ -425,6 +443,15 @@ def check_thresholds(result: RetrievalResult, rules: list[Threshold]) -> list[st
                 f"{rule.key}: not measured, the run sent no queries from {level} threads; run "
                 f"with --embedbench-concurrency naming {level} (e.g. 1,{level}), or drop the "
                 f"rule  ({rule.origin})"
+            )
+            continue
+        if rule.key.startswith("query_load.") and math.isnan(value):
+            level = rule.key.removeprefix("query_load.c").partition(".")[0]
+            failures.append(
+                f"{rule.key}: not measured, the run sent the provider's server no queries from "
+                f"{level} threads; run with --embedbench-concurrency naming {level} (e.g. "
+                f"1,{level}) and a provider whose base_url or host is on loopback (127.0.0.1), "
+                f"or drop the rule  ({rule.origin})"
             )
             continue
         if rule.key in _NOT_MEASURED and math.isnan(value):

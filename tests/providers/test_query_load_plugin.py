@@ -41,7 +41,10 @@ providers:
             test_search="""
 import pytest
 
-@pytest.mark.embedbench(dataset="tiny")
+@pytest.mark.embedbench(
+    dataset="tiny",
+    thresholds={"query_load.c4.qps": ">= 1", "query_load.c2.p99_ms": "<= 60000"},
+)
 def test_search(retrieval):
     assert [lv.concurrency for lv in retrieval.query_load] == [1, 2, 4]
     # the load's 3,000 requests are not the run's embedding cost
@@ -113,3 +116,44 @@ def test_only_a_loopback_server_is_loaded() -> None:
     )
     assert measure_query_load(remote, ["a query"], (1, 4), seed=0) is None
     assert measure_query_load(create_provider(ModelSpec("bm25")), ["q"], (1,), seed=0) is None
+
+
+def test_a_query_load_threshold_without_a_loopback_server_says_what_is_missing(
+    pytester: pytest.Pytester,
+) -> None:
+    write_tiny(pytester)  # the hashing provider: in process, no server to load
+    pytester.makefile(".yaml", embedbench="datasets:\n  tiny: {path: data/tiny}\n")
+    pytester.makepyfile(
+        test_gated="""
+import pytest
+
+@pytest.mark.embedbench(dataset="tiny", models=["hashing:h"],
+                        thresholds={"query_load.c1.qps": ">= 1"})
+def test_gated(retrieval):
+    assert retrieval.query_load == ()
+""",
+        test_bad="""
+import pytest
+
+@pytest.mark.embedbench(dataset="tiny", models=["hashing:h"],
+                        thresholds={"query_load.c0.qps": ">= 1"})
+def test_bad(retrieval):
+    pass
+""",
+    )
+    bad = pytester.runpytest("-p", "no:randomly", "--embedbench-concurrency=1", "test_bad.py")
+    assert bad.ret == pytest.ExitCode.INTERRUPTED  # a collection error, before any model loads
+    bad.stdout.fnmatch_lines(
+        [
+            "*test_bad.py marker: defaults.query_load.c0.qps: unknown query load key "
+            "'query_load.c0.qps'; write query_load.c<N>.<qps|p50_ms|p95_ms|p99_ms>*",
+        ]
+    )
+    result = pytester.runpytest("-p", "no:randomly", "--embedbench-concurrency=1", "test_gated.py")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*query_load.c1.qps: not measured, the run sent the provider's server no queries "
+            "from 1 threads; run with --embedbench-concurrency naming 1*loopback*",
+        ]
+    )

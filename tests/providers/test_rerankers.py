@@ -207,6 +207,19 @@ def test_bad_options_and_a_missing_key() -> None:
         CohereReranker("rerank-v3.5").ensure_loaded()
 
 
+def write_dataset(pytester: pytest.Pytester) -> None:
+    """DOCS and QUERIES as a BEIR folder under ``data/tiny``."""
+    data = pytester.path / "data" / "tiny"
+    (data / "qrels").mkdir(parents=True)
+    (data / "corpus.jsonl").write_text(
+        "".join(json.dumps({"_id": d.id, "title": "", "text": d.text}) + "\n" for d in DOCS)
+    )
+    (data / "queries.jsonl").write_text(
+        "".join(json.dumps({"_id": q.id, "text": q.text}) + "\n" for q in QUERIES)
+    )
+    (data / "qrels" / "test.tsv").write_text("q1\td1\t1\nq1\td6\t1\nq2\td7\t1\n")
+
+
 PROJECT_TEST = """
 import pytest
 
@@ -224,15 +237,7 @@ def test_through_the_plugin_with_options_from_embedbench_yaml(
     ``providers: cohere`` (shared with the embedding provider, whose other options it leaves),
     with ``max_tokens_per_doc`` from its own entry; ``cohere:embed-english-v3.0@5`` rescores
     with Cohere's vectors; the report keeps units, cost and requests; no key is written."""
-    data = pytester.path / "data" / "tiny"
-    (data / "qrels").mkdir(parents=True)
-    (data / "corpus.jsonl").write_text(
-        "".join(json.dumps({"_id": d.id, "title": "", "text": d.text}) + "\n" for d in DOCS)
-    )
-    (data / "queries.jsonl").write_text(
-        "".join(json.dumps({"_id": q.id, "text": q.text}) + "\n" for q in QUERIES)
-    )
-    (data / "qrels" / "test.tsv").write_text("q1\td1\t1\nq1\td6\t1\nq2\td7\t1\n")
+    write_dataset(pytester)
     with CohereRerankServer(dim=16) as server:
         pytester.makefile(
             ".yaml",
@@ -328,15 +333,7 @@ def test_llm_reranker_options_and_a_refusing_server() -> None:
 def test_a_hosted_reranker_without_its_key_skips_its_test_only(pytester: pytest.Pytester) -> None:
     """No COHERE_API_KEY: the reranker's test is skipped with the variable named; the first
     stage's test runs."""
-    data = pytester.path / "data" / "tiny"
-    (data / "qrels").mkdir(parents=True)
-    (data / "corpus.jsonl").write_text(
-        "".join(json.dumps({"_id": d.id, "title": "", "text": d.text}) + "\n" for d in DOCS)
-    )
-    (data / "queries.jsonl").write_text(
-        "".join(json.dumps({"_id": q.id, "text": q.text}) + "\n" for q in QUERIES)
-    )
-    (data / "qrels" / "test.tsv").write_text("q1\td1\t1\nq2\td7\t1\n")
+    write_dataset(pytester)
     pytester.makefile(".yaml", embedbench="datasets:\n  tiny: {path: data/tiny}\n")
     pytester.makepyfile(test_two=PROJECT_TEST.replace(', "cohere:embed-english-v3.0@5"', ""))
     out = pytester.runpytest("-rs")
@@ -353,3 +350,48 @@ def test_a_depth_sweep_counts_each_runs_requests(keys: dict[str, str]) -> None:
         assert len(server.rerank_requests) == 8 + 4
     assert deep.info["requests"] == 8 and shallow.info["requests"] == 4
     assert shallow.rankings[0] == expected(QUERIES[0], FIRST_STAGE[0][:3])
+
+
+HOSTED_TEST = """
+import pytest
+
+@pytest.mark.embedbench(dataset="tiny", models=["bm25"], k=[1, 3], rerankers=["none", {spec!r}])
+def test_search(retrieval):
+    pass
+"""
+
+
+@pytest.mark.parametrize(
+    ("spec", "options"),
+    [
+        ("voyage:rerank-2.5@5", lambda url: {"base_url": url + "/v1", "backoff": 0}),
+        ("bedrock:amazon.rerank-v1:0@5", lambda url: {"endpoint_url": url, "backoff": 0}),
+    ],
+    ids=["voyage", "bedrock"],
+)
+def test_voyage_and_bedrock_through_the_plugin(
+    pytester: pytest.Pytester, keys: dict[str, str], spec: str, options
+) -> None:
+    """The other two SDKs as a user runs them: options from ``providers:``, two requests
+    refused then retried (counted at the server and in the report), the reranked order the
+    server's scores sorted by the tie rule."""
+    family = spec.split(":", 1)[0]
+    server_class = VoyageRerankServer if family == "voyage" else BedrockRerankServer
+    write_dataset(pytester)
+    with server_class() as server:
+        server.script("429", "500")
+        config = {"datasets": {"tiny": {"path": "data/tiny"}}}
+        config["providers"] = {family: options(server.url)}
+        pytester.makefile(".yaml", embedbench=json.dumps(config))
+        pytester.makepyfile(test_hosted=HOSTED_TEST.format(spec=spec))
+        out = pytester.runpytest("-p", "no:randomly", "--embedbench-json=r.json")
+        out.assert_outcomes(passed=2)
+        requests = len(server.rerank_requests)
+    report = json.loads((pytester.path / "r.json").read_text())
+    (reranked,) = [t["result"] for t in report["tests"] if "rerank" in t["result"]]
+    rerank_data = reranked["rerank"]
+    assert requests == rerank_data["info"]["requests"] == 4
+    assert rerank_data["info"]["retries"] == 2
+    for query in QUERIES:
+        candidates = list(rerank_data["stage1_retrieved"][query.id][:5])
+        assert reranked["retrieved"][query.id] == expected(query, candidates)

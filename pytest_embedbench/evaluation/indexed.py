@@ -57,6 +57,15 @@ def evaluate_indexed(
     from ..retrieval.base import BuildStats
     from ..retrieval.pooling import PooledRetriever
 
+    if dataset.separate_corpora and len(dataset.languages) > 1:
+        # one index a language, each with its own build, size and neighbour recall: figures
+        # with no one sum across languages, so the axis runs on one corpus at a time
+        raise ConfigError(
+            f"indexes=: dataset {dataset.name!r} keeps a corpus per language "
+            f"{list(dataset.languages)}, and the index axis measures one index over one corpus: "
+            "name each language as a dataset of its own in embedbench.yaml (datasets: "
+            f"{{{dataset.name}-{dataset.languages[0]}: {{path: ...}}}}) and run indexes= on it"
+        )
     provider = evaluator.provider(model)
     stats = BuildStats()
     built = evaluator.build_retriever(provider, dataset, stats=stats)

@@ -303,3 +303,49 @@ def test_subword_bm25_from_the_yaml(pytester: pytest.Pytester) -> None:
     settings = test["result"]["model_info"]["settings"]
     assert settings["tokenizer"].startswith("subword:tokenizer.json sha256="), settings
     assert sorted(test["result"]["languages"]) == ["en", "ja", "zh"]
+
+
+MORE = """
+import pytest
+
+@pytest.mark.embedbench(dataset="django", models=["hashing:h"], indexes=["faiss:flat"])
+def test_index(retrieval):
+    pass
+"""
+
+
+@pytest.mark.slow
+def test_the_judge_on_three_languages_and_the_index_axis_error(pytester: pytest.Pytester) -> None:
+    """The LLM judge on a dataset with a corpus per language (its judgments file named by
+    ``file:``): its judged@5 before is the official macro judged@5, every hole graded. The
+    index axis, one index over one corpus, is an error that says to name a language's dataset
+    on its own."""
+    pytest.importorskip("faiss")
+    from tests.providers.servers import OpenAIChatServer
+
+    with OpenAIChatServer(answerer=lambda body: '{"grade": 1}') as server:
+        judge = {
+            "model": "openai:qwen2.5-7b-instruct",
+            "base_url": server.url + "/v1",
+            "agreement_sample": 0,
+            "depth": 5,
+            "file": "judgments.tsv",
+        }
+        three_languages(pytester, "judge: " + json.dumps(judge) + "\n")
+        pytester.makepyfile(test_more=MORE)
+        result = pytester.runpytest("--embedbench-json", "r.json")
+        result.assert_outcomes(passed=1, errors=1)
+    report = json.loads((pytester.path / "r.json").read_text())
+    data = next(t for t in report["tests"] if "three_languages" in t["nodeid"])["result"]
+    found = data["judge"]
+    assert found["judged_before"] == data["metrics"]["judged@5"]["value"]  # both macro
+    assert found["judged_after"] == 1.0 and found["llm_grades"] == found["holes"] > 0
+    lines = (pytester.path / "judgments.tsv").read_text().splitlines()
+    assert len(lines) == 2 + found["holes"]
+    result.stdout.fnmatch_lines(
+        [
+            "*indexes=: dataset 'django' keeps a corpus per language [[]'en', 'zh', 'ja'[]], and "
+            "the index axis measures one index over one corpus: name each language as a dataset "
+            "of its own in embedbench.yaml*"
+        ]
+    )

@@ -14,7 +14,8 @@ from .settings import PROMPT_VERSION, GenerationSettings
 REJECT_REASONS: dict[str, str] = {
     "markup": "holds JSON or markup debris ('}', '{', '\"question\"'): the model's text ran "
     "into the next object",
-    "no_question_mark": "does not end with a question mark ('?', '？' and the other scripts' marks)",
+    "no_question_mark": "does not end with a question mark ('?', '？' and the other scripts' "
+    "marks)",
     "too_short": "fewer words than min_question_words",
     "too_long": "more words than max_question_words",
     "refers_to_source": "mentions 'this passage', 'the document', 'the text', 'the author'...",

@@ -167,8 +167,8 @@ WORDS = [f"{a}{b}" for a in ("zor", "mip", "tal", "ven") for b in "abcdefghij"]
 
 def thinned_dataset(folder: Path, seed: int = 7, n_queries: int = 8) -> dict[str, dict[str, int]]:
     """40 documents that share words with 8 queries (the first ``n_queries`` kept); each query
-    judges 8 documents (grades 0 to 2), then loses a seeded half of its judgments. The thinned qrels are written and
-    returned."""
+    judges 8 documents (grades 0 to 2), then loses a seeded half of its judgments. The thinned
+    qrels are written and returned."""
     rng = np.random.default_rng(seed)
     corpus = [
         {"_id": f"d{i:02d}", "title": "", "text": " ".join(rng.choice(WORDS, 6))} for i in range(40)

@@ -80,7 +80,10 @@ def test_a_chinese_paragraph_is_no_short_chunk_beside_english_ones() -> None:
     # 53 Han characters and CJK commas weigh 159 against min_chunk_chars 80: kept; counted as 53
     # characters it was "short", had no room in either neighbour and was dropped
     english = "Export all the data of a workspace as CSV from the settings page of its admin site."
-    chinese = "数据导出功能可以把工作区的数据保存为表格文件，也可以在设置页面中选择导出的字段、格式和编码方式以及文件名。"
+    chinese = (
+        "数据导出功能可以把工作区的数据保存为表格文件，"
+        "也可以在设置页面中选择导出的字段、格式和编码方式以及文件名。"
+    )
     text = f"{english}\n\n{chinese}\n\n{english}"
     chunks = chunk_documents([Document("d", text)], strategy="recursive", size=100, overlap=0)
     assert [c.text for c in chunks] == [english, chinese, english]

@@ -20,7 +20,14 @@ from .settings import (
     GateSettings,
     figure_direction,
 )
-from .store import _PRECISION, BaselineEntry, as_entry, index_figures, rerank_figures
+from .store import (
+    _PRECISION,
+    BaselineEntry,
+    as_entry,
+    index_figures,
+    query_load_figures,
+    rerank_figures,
+)
 
 __all__ = ["GateOutcome", "GateStatus", "gate"]
 
@@ -359,6 +366,10 @@ def _figure_values(
         if key.startswith("rerank."):
             base = getattr(entry.rerank, key.removeprefix("rerank."), None)
         return base, rerank_figures(result).get(key), None
+    if key.startswith("query_load."):
+        if not result.query_load:
+            return None, None, ""  # no query embedding under load: nothing to say
+        return (entry.figures or {}).get(key), query_load_figures(result).get(key), None
     if not key.startswith("index."):
         if entry.figures is None:
             return None, None, ""  # said once for the test

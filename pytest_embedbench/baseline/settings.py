@@ -112,12 +112,16 @@ def _figure_key(key: Any, origin: str) -> str:
         found = checked_index_key(text, f"{origin}.figures.{text}")
         if found is not None:
             return found
+    if text.startswith("query_load.c") and figure(text) is not None:  # query_load.c4.qps
+        level, _, which = text.removeprefix("query_load.c").partition(".")
+        return f"query_load.c{int(level)}.{which}"
     known = [*gate_keys(), "index.neighbour_recall@10", "lift.ndcg@10"]
     raise ConfigError(
         f"{origin}.figures: unknown figure {text!r}{did_you_mean(text, known) or '.'} Gate "
         f"figures: {list(STORAGE)}, {[f.key for f in INDEX_FIGURES]}, "
         "index.neighbour_recall@K, index.delta.<metric> (e.g. index.delta.ndcg@10) and "
-        "index.load.c<N>.<qps|p50_ms|p95_ms|p99_ms> (with --embedbench-concurrency); with "
+        "index.load.c<N>.<qps|p50_ms|p95_ms|p99_ms> and query_load.c<N>.<...> (with "
+        "--embedbench-concurrency); with "
         f"rerankers=, lift.<metric> (e.g. lift.ndcg@10) and {list(RERANK_GATED)}"
     )
 

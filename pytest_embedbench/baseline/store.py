@@ -39,6 +39,7 @@ __all__ = [
     "entry_from_record",
     "entry_problem",
     "index_figures",
+    "query_load_figures",
     "rerank_figures",
 ]
 
@@ -177,7 +178,7 @@ def entry_from_record(record: TestRecord | Mapping[str, Any]) -> BaselineEntry:
             per_query_ms=latency.per_query_ms,
         ),
         per_query={m: per_query[m] for m in KEPT_METRICS if m in per_query},
-        figures=result.storage,
+        figures={**result.storage, **query_load_figures(result)},
         index=(
             EntryIndex(spec=result.index.spec, figures=index_figures(result))
             if result.index is not None
@@ -215,6 +216,16 @@ def rerank_figures(result: ResultData) -> dict[str, float | None]:
         return {}
     out: dict[str, float | None] = {f"lift.{n}": e.value for n, e in sorted(rerank.lift.items())}
     out.update({"rerank.p50_ms": rerank.p50_ms, "rerank.p95_ms": rerank.p95_ms})
+    return out
+
+
+def query_load_figures(result: ResultData) -> dict[str, float | None]:
+    """A provider's query embedding under load by gate key (``query_load.c4.qps`` ...; empty
+    without ``--embedbench-concurrency`` or a loopback server), kept with the storage figures."""
+    out: dict[str, float | None] = {}
+    for level in result.query_load or ():
+        at = f"query_load.c{level.concurrency}."
+        out.update({at + f: getattr(level, f) for f in ("qps", "p50_ms", "p95_ms", "p99_ms")})
     return out
 
 

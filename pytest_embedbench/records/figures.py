@@ -273,8 +273,9 @@ def _family(key: str) -> Figure | None:
     (the share of exact search's top K the index returns) or ``index.delta.<metric>`` (the
     index's metric minus exact search's), both higher is better and neither noisy (the same
     vectors give the same figure); ``index.load.c<N>.<qps|p50_ms|p95_ms|p99_ms>``, the queries
-    under N threads (``--embedbench-concurrency``), noisy."""
-    name = key.removeprefix("index.")
+    under N threads (``--embedbench-concurrency``), and ``query_load.c<N>.<...>``, a
+    provider's query embedding under N threads, both noisy."""
+    name = key.removeprefix("query_" if key.startswith("query_load.") else "index.")
     if name.startswith("neighbour_recall@"):
         k = name.partition("@")[2]
         path = ("index", "neighbour_recall", name, "value")
@@ -305,7 +306,7 @@ def figure(name: str) -> Figure | None:
     ``index.delta.<metric>`` and ``lift.<metric>`` too), None when there is none (a metric,
     an unknown name)."""
     found = _BY_NAME.get(name)
-    if found is None and name.startswith(("index.", "lift.")):
+    if found is None and name.startswith(("index.", "lift.", "query_load.")):
         return _family(name)
     return found
 

@@ -89,3 +89,36 @@ def test_a_level_is_a_threshold_and_gate_key_only_when_named() -> None:
     with pytest.raises(ConfigError, match=r"index.load.c<N>.<qps\|p50_ms\|p95_ms\|p99_ms>"):
         parse_rule("index.load.c4.qpz", ">= 1", "t")
     assert not any(key.startswith("index.load.") for key, _ in DEFAULT_FIGURES)
+
+
+def test_a_query_load_level_is_gated_only_when_named_and_on_the_baselines_machine() -> None:
+    from pytest_embedbench.baseline import GateConfig, entry_from_record, gate
+    from pytest_embedbench.records.figures import figure
+    from tests.unit.test_baseline import record, scores
+
+    qps = figure("query_load.c4.qps")
+    assert qps is not None and qps.noisy and qps.higher_is_better
+    assert figure("query_load.c0.qps") is None and figure("query_load.c4.qpz") is None
+
+    def loaded(rate: float, machine: str = "m1") -> dict:
+        found = record(scores(20, 0), machine=machine)
+        level = {"concurrency": 4, "requests": 1000, "seconds": 1000 / rate, "qps": rate}
+        found["result"]["query_load"] = [level | {"p50_ms": 2, "p95_ms": 4, "p99_ms": 8}]
+        return found
+
+    entry = entry_from_record(loaded(400.0))
+    assert entry.figures is not None and entry.figures["query_load.c4.qps"] == 400.0
+    named = GateConfig.parse({"figures": {"query_load.c04.qps": "20%"}}, "gate").defaults
+    assert [r.key for r in named.figures if r.key.startswith("query_load.")] == [
+        "query_load.c4.qps"
+    ]
+    fell = gate(loaded(200.0), entry, named)
+    assert fell.status == "regressed"
+    assert any("query_load.c4.qps regressed: baseline 400, current 200" in f for f in fell.failures)
+    assert gate(loaded(380.0), entry, named).status == "passed"  # within 20%
+    elsewhere = gate(loaded(200.0, machine="m2"), entry, named)
+    assert elsewhere.status == "passed"
+    assert "query_load.c4.qps gate skipped: this machine differs from the baseline's" in (
+        elsewhere.notes
+    )
+    assert gate(loaded(200.0), entry, GateConfig.parse({}, "gate").defaults).status == "passed"

@@ -7,6 +7,7 @@ not retried, an answer without a grade, another judge's verdicts kept apart, a b
 from __future__ import annotations
 
 import csv
+import html
 import json
 import re
 from typing import Any
@@ -51,14 +52,17 @@ def judge_of(pytester: pytest.Pytester) -> dict[str, Any]:
 
 
 def test_verdicts_are_written_replayed_and_reported(
-    pytester: pytest.Pytester, thinned: dict[str, dict[str, int]]
+    pytester: pytest.Pytester, thinned: dict[str, dict[str, int]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     qrels_file = pytester.path / "data" / "thin" / "qrels" / "test.tsv"
     human = qrels_file.read_text()
+    step = pytester.path / "step.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(step))
     with OpenAIChatServer(answerer=grader) as server:
         configure(pytester, server.url)
         result = pytester.runpytest(
-            "--embedbench-json=r.json", "--junitxml=j.xml", "--embedbench-csv=csv"
+            *("--embedbench-json=r.json", "--junitxml=j.xml", "--embedbench-csv=csv"),
+            *("--embedbench-md=r.md", "--embedbench-html=r.html"),
         )
         result.assert_outcomes(passed=1)
         asked = len(server.chat_requests)
@@ -107,6 +111,13 @@ def test_verdicts_are_written_replayed_and_reported(
             "tokens; no price set: judge: {price_per_1m_tokens: USD})"
         ]
     )
+    # the same note in the Markdown, the job summary and the HTML report
+    (note,) = [line for line in result.stdout.lines if ": LLM judge openai:" in line]
+    figures = note.split(": LLM judge ", 1)[1].split(", 0 verdicts replayed")[0]
+    for name in ("r.md", "step.md", "r.html"):
+        # Markdown escapes its markup characters, HTML its entities: the note's text beneath
+        text = html.unescape((pytester.path / name).read_text()).replace("\\", "")
+        assert figures in text, name
     # a second run asks the server nothing and gives the same figures
     with OpenAIChatServer(answerer=grader) as server:
         configure(pytester, server.url)

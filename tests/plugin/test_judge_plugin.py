@@ -14,6 +14,8 @@ from typing import Any
 
 import pytest
 
+from pytest_embedbench.report.writers.tabular import write_csv
+
 from ..providers.servers import OpenAIChatServer
 from .conftest import BENCH
 
@@ -99,6 +101,12 @@ def test_verdicts_are_written_replayed_and_reported(
     assert row["confusion"] == "|".join(
         f"{k}: {v}" for k, v in first["agreement"]["confusion"].items()
     )
+    # the saved JSON report gives the same judge.csv (embedbench report r.json --csv DIR)
+    saved = json.loads((pytester.path / "r.json").read_text())
+    write_csv(pytester.path / "again", saved)
+    assert (pytester.path / "again" / "judge.csv").read_bytes() == (
+        pytester.path / "csv" / "judge.csv"
+    ).read_bytes()
     # no price set: the cost is empty and said to be unknown, with the tokens it would price
     assert row["price_known"] == "False" and row["cost_usd"] == "" and first["cost_usd"] is None
     assert float(row["requests_per_query"]) == first["requests_per_query"]

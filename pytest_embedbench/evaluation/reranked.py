@@ -78,8 +78,9 @@ def with_options(
     rescorer, its embedding provider's (as a model of the run takes them); for a reranker,
     those of its family it takes (``providers: {cohere: {base_url: ...}}``, shared with the
     embedding provider), then those under its name or short name (``providers: {rerank-v3.5:
-    {max_tokens_per_doc: 512}}``), where an option it does not take is a ConfigError naming
-    ``where``, the key and what it takes."""
+    {max_tokens_per_doc: 512}}``). An option that neither the reranker nor its family's
+    embedding provider takes (a typo) is a ConfigError naming ``where``, the key and what the
+    reranker takes."""
     if spec.obj is not None or spec.is_none:
         return spec
     cls = family_of(spec)
@@ -87,18 +88,35 @@ def with_options(
         rescorer: dict[str, Any] = {**providers.get(spec.family, {})}
         rescorer.update(providers.get(spec.short_name, {}))
         return replace(spec, options=tuple(sorted(rescorer.items())))
-    merged = {k: v for k, v in providers.get(spec.family, {}).items() if k in cls.options_taken}
-    for key in dict.fromkeys(n for n in (spec.name, spec.short_name) if n):
-        own = dict(providers.get(key, {}))
-        unknown = sorted(set(own) - cls.options_taken)
+    family = dict(providers.get(spec.family, {}))
+    merged = {k: v for k, v in family.items() if k in cls.options_taken}
+    shared = _provider_options(spec.family)  # the embedding provider's, when there is one
+    entries = [(spec.family, family, cls.options_taken | shared)]
+    entries += [
+        (key, dict(providers.get(key, {})), cls.options_taken)
+        for key in dict.fromkeys(n for n in (spec.name, spec.short_name) if n)
+        if key != spec.family
+    ]
+    for index, (key, own, taken) in enumerate(entries):
+        unknown = sorted(set(own) - taken)
         if unknown:
             raise ConfigError(
                 f"{where}: providers.{key}: reranker {spec.text!r} takes no option "
                 f"{unknown[0]!r}{did_you_mean(unknown[0], cls.options_taken) or '.'} It takes "
                 f"{sorted(cls.options_taken)}"
             )
-        merged.update(own)
+        if index:
+            merged.update(own)
     return replace(spec, options=tuple(sorted(merged.items())))
+
+
+def _provider_options(name: str) -> frozenset[str]:
+    """The options the embedding provider ``name`` takes (none when no provider is so named)."""
+    from ..models.providers import PROVIDERS, provider_class
+
+    provider_class("bm25")  # the built-ins and entry points are registered
+    found = PROVIDERS.get(name)
+    return found.all_option_names() if found is not None else frozenset()
 
 
 def check_reranker(spec: RerankerSpec, where: str) -> None:

@@ -13,6 +13,7 @@ import pytest
 
 from pytest_embedbench.core.exceptions import ConfigError, MissingKeyError, RerankerError
 from pytest_embedbench.core.types import Document, Query
+from pytest_embedbench.evaluation.reranked import with_options
 from pytest_embedbench.generate.judge import JUDGE_PROMPT_SHA256
 from pytest_embedbench.generate.rerank import LLMReranker
 from pytest_embedbench.models.rerankers import BedrockReranker, CohereReranker, VoyageReranker
@@ -395,3 +396,19 @@ def test_voyage_and_bedrock_through_the_plugin(
     for query in QUERIES:
         candidates = list(rerank_data["stage1_retrieved"][query.id][:5])
         assert reranked["retrieved"][query.id] == expected(query, candidates)
+
+
+def test_reranker_options_from_embedbench_yaml_are_checked() -> None:
+    (llm,) = parse_rerankers(["llm:qwen2.5@10"], "here")
+    (cohere,) = parse_rerankers(["cohere:rerank-v3.5@10"], "here")
+    with pytest.raises(ConfigError, match=r"providers.llm: .*'base_ur'; did you mean 'base_url'"):
+        with_options(llm, {"llm": {"base_ur": "http://127.0.0.1:8000/v1"}}, "embedbench.yaml")
+    with pytest.raises(ConfigError, match=r"providers.rerank-v3.5: .*takes no option 'truncate'"):
+        with_options(cohere, {"rerank-v3.5": {"truncate": "END"}}, "embedbench.yaml")
+    # the family's entry serves the embedding provider too: the reranker takes what it knows
+    found = with_options(
+        cohere,
+        {"cohere": {"truncate": "END", "base_url": "http://127.0.0.1:1"}, "rerank-v3.5": {}},
+        "embedbench.yaml",
+    )
+    assert found.options == (("base_url", "http://127.0.0.1:1"),)

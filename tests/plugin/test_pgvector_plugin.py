@@ -112,7 +112,9 @@ def test_pgvector_on_a_database_named_by_a_dsn(project: pytest.Pytester, databas
     project.makepyfile(test_pg=TESTS)
     os.environ["BENCH_PG_DSN"] = database
     try:
-        result = project.runpytest("-p", "no:randomly", "--embedbench-json=out.json")
+        result = project.runpytest(
+            "-p", "no:randomly", "--embedbench-json=out.json", "--embedbench-concurrency=1,4"
+        )
     finally:
         del os.environ["BENCH_PG_DSN"]
     result.assert_outcomes(passed=4)
@@ -128,12 +130,25 @@ def test_pgvector_on_a_database_named_by_a_dsn(project: pytest.Pytester, databas
     figures = {t["result"]["index"]["spec"]: t["result"]["index"] for t in report["tests"]}
     assert figures["pgvector:exact"]["deterministic"] is True
     assert "dbname=postgres user=postgres" in figures[HNSW]["description"]
+    # under load each index answered from 1 and 4 threads (a connection each from its pool)
+    assert [lv["concurrency"] for lv in figures[HNSW]["load"]] == [1, 4]
+    assert all(lv["requests"] > 0 and lv["qps"] > 0 for lv in figures[HNSW]["load"])
     # the session's schema is gone with its tables; the database is otherwise as it was
     import psycopg
 
     with psycopg.connect(database) as conn:
         left = conn.execute("SELECT nspname FROM pg_namespace WHERE nspname LIKE 'embedbench%'")
         assert left.fetchall() == []
+        # and no connection of the session's (its pools' and its indexes' included) is left
+        # open: a closed one's backend leaves pg_stat_activity within moments
+        clients = (
+            "SELECT count(*) FROM pg_stat_activity "
+            "WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()"
+        )
+        deadline = time.monotonic() + 10
+        while conn.execute(clients).fetchone() != (0,) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert conn.execute(clients).fetchone() == (0,)
         assert conn.execute("SELECT count(*) FROM pg_extension WHERE extname = 'vector'")
         tables = conn.execute("SELECT count(*) FROM pg_tables WHERE schemaname = 'public'")
         assert tables.fetchone() == (0,)

@@ -107,6 +107,9 @@ class _Database:
         self.tables = itertools.count(1)
         #: the indexes' connection pools, closed before the schema is dropped
         self.pools: list[Any] = []
+        #: every connection opened (the indexes' own included), closed with the session: an
+        #: index still referenced at the session's end keeps no connection to the database
+        self.conns: list[Any] = []
         self.admin = self.connect()
         import psycopg
 
@@ -168,6 +171,7 @@ class _Database:
                 f"{_hide(str(exc).strip(), self.conninfo)}; check the dsn (or the variable "
                 "dsn_env names) in embedbench.yaml index_engines.pgvector"
             ) from None
+        self.conns.append(conn)
         conn.add_notice_handler(lambda _notice: None)  # ivfflat's "little data" notices
         if getattr(self, "extension_schema", None):
             self._use(conn)
@@ -190,7 +194,8 @@ class _Database:
                 try:
                     admin.execute(f'DROP SCHEMA IF EXISTS "{self.schema}" CASCADE')
                 finally:
-                    admin.close()
+                    for conn in [*getattr(self, "conns", ()), admin]:
+                        conn.close()
         finally:
             server, self.server = self.server, None
             if server is not None:

@@ -64,6 +64,32 @@ _preload_package()
 REPO = Path(__file__).resolve().parent.parent
 
 
+#: third-party pytest plugins the suite's own pytest runs (pytester's, xdist's workers, the
+#: subprocess runs) have no use for, and that cost most of a fresh process's start: langsmith's
+#: (installed with voyageai, through langchain) imports its client, hypothesis's imports
+#: hypothesis; together about two thirds of the CPU of a two-worker xdist run of a trivial test
+QUIET_PLUGINS = "-p no:langsmith_plugin -p no:hypothesispytest"
+
+
+def _quiet_runs() -> None:
+    """The suite's pytest runs start without :data:`QUIET_PLUGINS` (the variable every pytest
+    process reads, and that its children inherit); this session loaded them already."""
+    addopts = os.environ.get("PYTEST_ADDOPTS", "")
+    if QUIET_PLUGINS not in addopts:
+        os.environ["PYTEST_ADDOPTS"] = f"{addopts} {QUIET_PLUGINS}".strip()
+
+
+_quiet_runs()
+
+
+@pytest.fixture
+def pytester(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
+    """pytester, whose runs start without :data:`QUIET_PLUGINS` too (pytester removes
+    PYTEST_ADDOPTS from the environment of its runs)."""
+    monkeypatch.setenv("PYTEST_ADDOPTS", QUIET_PLUGINS)
+    return pytester
+
+
 def pytest_configure(config: pytest.Config) -> None:
     """EMBEDBENCH_DURATIONS=N (set by .ci/run) lists the N slowest phases at the end, as
     ``--durations=N`` would, so CI's log says where its time went while it runs the README's

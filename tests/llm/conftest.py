@@ -91,6 +91,19 @@ def _ready(base_url: str) -> bool:
         return False
 
 
+def _die_with_parent() -> None:
+    """In the server's process before it starts: on Linux, the kernel sends it SIGTERM when
+    the pytest process that started it dies, so a session killed before its teardown (SIGKILL,
+    an xdist worker lost with its controller) leaves no server behind; elsewhere the fixture's
+    teardown alone stops it."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+        import signal
+
+        pr_set_pdeathsig = 1
+        ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGTERM)
+
+
 @pytest.fixture(scope="session")
 def local_llm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalLLM]:
     """The real chat model on 127.0.0.1, for the whole session."""
@@ -122,7 +135,9 @@ def local_llm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalLLM]:
     ]
     base_url = f"http://127.0.0.1:{port}/v1"
     with open(log, "wb") as out:
-        server = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT)
+        server = subprocess.Popen(
+            command, stdout=out, stderr=subprocess.STDOUT, preexec_fn=_die_with_parent
+        )
     try:
         deadline = time.monotonic() + READY_S
         while not _ready(base_url):

@@ -119,6 +119,11 @@ def test_verdicts_are_written_replayed_and_reported(
             "tokens; no price set: judge: {price_per_1m_tokens: USD})"
         ]
     )
+    confusion = ", ".join(
+        f"{key.split()[1]}/{key.split()[-1]} x{n}"
+        for key, n in first["agreement"]["confusion"].items()
+    )
+    assert f"12 human pairs (human/judge grades: {confusion})" in result.stdout.str()
     # the same note in the Markdown, the job summary and the HTML report
     (note,) = [line for line in result.stdout.lines if ": LLM judge openai:" in line]
     figures = note.split(": LLM judge ", 1)[1].split(", 0 verdicts replayed")[0]

@@ -208,9 +208,15 @@ def judge_notes(records: Iterable[TestRecord | Mapping[str, Any]]) -> list[str]:
                 f"ndcg@10 {_share(official.value)} (human) / {_share(filled.value)} (human + "
                 f"{judge.llm_grades} LLM grades)"
             )
+        # the confusion counts, human grade / judge grade: "0/0 x3, 1/2 x1"
+        confusion = ", ".join(
+            f"{key.replace('human ', '').replace(' / judge ', '/')} x{count}"
+            for key, count in agree.confusion.items()
+        )
         parts.append(
             f"kappa {_kappa_text(agree.kappa_binary)} binary, "
             f"{_kappa_text(agree.kappa_graded)} graded on {agree.pairs} human pairs"
+            + (f" (human/judge grades: {confusion})" if confusion else "")
             + (": low agreement, do not trust these grades on this data" if agree.low else "")
         )
         if judge.cost_usd is not None:

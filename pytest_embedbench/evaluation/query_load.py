@@ -23,6 +23,8 @@ from collections.abc import Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
+from ..core.exceptions import ProviderError
+from ..core.redaction import redact
 from ..retrieval.indexes import LoadLevel, measure_calls
 from ..retrieval.indexes.measure import LOAD_REQUESTS, LOAD_SECONDS
 
@@ -72,6 +74,14 @@ def measure_query_load(
     provider.embed_batch(prepared[:1], kind="query")  # warm-up: the client's connection
 
     def send(i: int) -> None:
-        provider.embed_batch([prepared[i]], kind="query")
+        try:
+            provider.embed_batch([prepared[i]], kind="query")
+        except Exception as exc:  # noqa: BLE001 - every SDK raises its own kinds
+            raise ProviderError(
+                f"provider {provider.name!r} model {provider.model!r} under "
+                f"--embedbench-concurrency (a query embedded by "
+                f"{redact(str(loopback_server(provider)))}): "
+                f"{provider.scrub(provider.describe_error(exc))}"
+            ) from None
 
     return measure_calls(send, len(prepared), levels, seed=seed, requests=requests, seconds=seconds)

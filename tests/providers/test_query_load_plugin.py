@@ -12,6 +12,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
+from pytest_embedbench.core.exceptions import ProviderError
 from pytest_embedbench.evaluation.query_load import loopback_server, measure_query_load
 from pytest_embedbench.models.providers import ModelSpec
 from pytest_embedbench.models.providers.registry import create_provider
@@ -101,7 +102,11 @@ def test_search(retrieval):
 def test_only_a_loopback_server_is_loaded() -> None:
     with OpenAIServer(dim=16) as server:
         local = create_provider(
-            ModelSpec("openai:text-embedding-3-small", base_url=f"{server.url}/v1", api_key="k")
+            ModelSpec(
+                "openai:text-embedding-3-small",
+                base_url=f"{server.url}/v1",
+                api_key="sk-test-SECRETKEY-0002",
+            )
         )
         local.ensure_loaded()
         assert loopback_server(local) == f"{server.url}/v1"
@@ -109,6 +114,11 @@ def test_only_a_loopback_server_is_loaded() -> None:
         assert levels is not None and [lv.requests for lv in levels] == [10, 10]
         assert len(server.embed_requests) == 1 + 2 * 10  # the warm-up, then each level's
         assert local.calls["requests"] == 0  # the load is not the run's embedding cost
+        # a server refusing under load stops the measure with its status, the key hidden
+        server.script("ok", "ok", "503")
+        with pytest.raises(ProviderError, match="under --embedbench-concurrency") as info:
+            measure_query_load(local, ["a query"], (1,), seed=0, requests=10)
+        assert "HTTP 503" in str(info.value) and "SECRETKEY" not in str(info.value)
     remote = create_provider(
         ModelSpec(
             "openai:text-embedding-3-small", base_url="https://api.example.com/v1", api_key="k"

@@ -71,7 +71,6 @@ def measure_query_load(
     if loopback_server(provider) is None:
         return None
     prepared = [provider.prepare(text, "query") for text in texts]
-    provider.embed_batch(prepared[:1], kind="query")  # warm-up: the client's connection
 
     def send(i: int) -> None:
         try:
@@ -84,4 +83,5 @@ def measure_query_load(
                 f"{provider.scrub(provider.describe_error(exc))}"
             ) from None
 
+    send(0)  # warm-up: the client's connection, untimed
     return measure_calls(send, len(prepared), levels, seed=seed, requests=requests, seconds=seconds)

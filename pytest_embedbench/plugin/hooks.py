@@ -24,7 +24,7 @@ from ..evaluation.workloads import Workload
 from ..models.providers.base import Provider
 from ..models.search import Searcher
 from ..report.artifacts import EXIT_ARTIFACT_FAILED
-from ..report.writers.ci import junit_properties
+from ..report.writers.ci import junit_properties, junit_suite_properties
 from ..report.writers.terminal import ProgressLines, ProgressPrinter
 from ..retrieval.indexes import close_engines
 from . import finish, hookspec
@@ -399,6 +399,18 @@ class SessionHooks:
             message = getattr(crash, "message", None) or str(report.longrepr).strip()
             message = message.removeprefix("Failed: ")
         self.session.set_status(report.nodeid, report.when, report.outcome, message)
+
+    @pytest.hookimpl(tryfirst=True)  # before junitxml's, which writes the file
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        """With ``--junitxml``: the figures of the run as a whole (a reranker's Holm-adjusted
+        p needs every reranker of its model) as ``<testsuite>`` properties."""
+        from _pytest.junitxml import xml_key  # what pytest's record_testsuite_property uses
+
+        xml = session.config.stash.get(xml_key, None)
+        if self.worker or xml is None:
+            return
+        for name, value in junit_suite_properties(list(self.session.records.values())):
+            xml.add_global_property(name, value)
 
 
 __all__ = ["EmbedBenchHandle", "ProgressLines", "SessionHooks", "XDistHooks"]

@@ -145,6 +145,9 @@ def test_every_writer_shows_the_two_stages(
     )
     assert int(float(props["embedbench.rerank.degraded"])) == reversed_.diff.degraded
     assert props["embedbench.rerank"] == "reversed@20"
+    suite = {p.get("name"): p.get("value") for p in tree.getroot().iter("property")}
+    holm = suite[f"embedbench.{reversed_.nodeid}.lift.ndcg@10.p_holm"]  # the run's, not a test's
+    assert float(holm) == pytest.approx(reversed_.lift["ndcg@10"].p_holm)
 
 
 def test_the_gate_fails_a_lift_dropped_below_the_baseline(pytester: pytest.Pytester) -> None:

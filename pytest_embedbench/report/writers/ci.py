@@ -44,7 +44,7 @@ from ...records.figures import (
 from ...records.resultdata import ResultData
 from ..summary import DatasetSummary, Gate, ModelSummary, Summary
 from ..summary.columns import resolve_column
-from ..summary.stages import stage_diff
+from ..summary.stages import stage_diff, stage_sections
 from ..summary.values import Value, finite
 from .index_tables import index_tables, load_tables, query_load_tables
 from .language_tables import language_tables
@@ -61,6 +61,7 @@ __all__ = [
     "fit",
     "github_run_url",
     "junit_properties",
+    "junit_suite_properties",
     "render_github_summary",
     "render_pr_comment",
     "sections",
@@ -663,6 +664,21 @@ def junit_properties(record: TestRecord | Mapping[str, Any]) -> list[tuple[str, 
     return out
 
 
+def junit_suite_properties(
+    records: Iterable[TestRecord | Mapping[str, Any]],
+) -> list[tuple[str, Any]]:
+    """The ``<testsuite>`` properties of a run: each reranked test's lifts with their p
+    Holm-adjusted across the rerankers of its first stage
+    (``embedbench.<node id>.lift.ndcg@10.p_holm``), as the summary's stages compute them."""
+    out: list[tuple[str, Any]] = []
+    for section in stage_sections([as_record(r) for r in records]):
+        for row in section.rows:
+            for metric, lift in sorted(row.lift.items()):
+                if lift.p_holm is not None:
+                    out.append((f"{PREFIX}{row.nodeid}.lift.{metric}.p_holm", lift.p_holm))
+    return out
+
+
 def _rerank_properties(result: ResultData) -> list[tuple[str, Any]]:
     """A reranked test's two stages (none without a reranker): ``embedbench.rerank`` (its
     spec) and ``.depth``; per metric the first stage's value with its interval
@@ -671,8 +687,8 @@ def _rerank_properties(result: ResultData) -> list[tuple[str, Any]]:
     reranking's figures by their registry keys (``embedbench.rerank.ceiling``,
     ``rerank.realised``, ``rerank.p95_ms``, ``rerank.cost_per_1k_queries`` ...) and the
     per-query counts between the stages (``embedbench.rerank.improved``, ``.degraded``). The
-    Holm-adjusted p needs every reranker of the model, so it is the summary's (every other
-    writer's), not a test's property."""
+    Holm-adjusted p needs every reranker of the model: it is a ``<testsuite>`` property
+    (:func:`junit_suite_properties`), not a test's."""
     rerank = result.rerank
     if rerank is None:
         return []

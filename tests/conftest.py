@@ -98,6 +98,8 @@ def pytest_configure(config: pytest.Config) -> None:
     wanted = os.environ.pop("EMBEDBENCH_DURATIONS", "")
     if wanted.isdigit() and not config.option.durations:
         config.option.durations = int(wanted)
+
+
 SCIFACT = Path(os.environ.get("EMBEDBENCH_SCIFACT", REPO.parent / "shared" / "data" / "scifact"))
 
 

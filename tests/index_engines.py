@@ -1,6 +1,6 @@
 """The optional index engines (LanceDB, Chroma, pgvector, Qdrant) in tests: skipped when their
-package is not installed, except under EMBEDBENCH_REQUIRE_INDEX_ENGINES=1 (.ci/run installs the extras and sets
-it), where a missing engine fails the test instead of hiding it."""
+package is not installed, except under EMBEDBENCH_REQUIRE_INDEX_ENGINES=1 (.ci/run installs
+the extras and sets it), where a missing engine fails the test instead of hiding it."""
 
 from __future__ import annotations
 

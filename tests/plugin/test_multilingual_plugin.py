@@ -29,6 +29,7 @@ def test_chinese(retrieval):
 """
 
 
+@pytest.mark.slow  # the multilingual model through pytest: ~10 s idle, ~50 s under load
 def test_e5_and_its_hybrid_pass_on_chinese_where_whitespace_words_fail(
     pytester: pytest.Pytester,
 ) -> None:

@@ -41,6 +41,7 @@ def minilm_tokens(text: str) -> list[str]:
     return [t for t in tokens if t != "[UNK]" and re.search(r"[^\W_]", t)]
 
 
+@pytest.mark.slow  # MiniLM's tokenizer over two corpora and bm25s twice: ~14 s idle
 def test_subword_equals_bm25s_over_minilm_tokens_and_beats_whitespace_on_chinese() -> None:
     from pytest_embedbench.evaluation.evaluate import Evaluator
 

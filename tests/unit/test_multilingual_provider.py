@@ -140,7 +140,10 @@ def test_tokens_are_the_engines_with_one_pair_of_specials_a_window() -> None:
 
 @pytest.mark.parametrize(
     ("locale", "language"),
-    [("zh_Hans", "zh"), pytest.param("ja", "ja", marks=pytest.mark.slow)],  # ~7 s each
+    [  # ~7 s each idle, many times that under load: the full suite
+        pytest.param("zh_Hans", "zh", marks=pytest.mark.slow),
+        pytest.param("ja", "ja", marks=pytest.mark.slow),
+    ],
 )
 def test_e5_on_cjk_is_far_above_whitespace_words_and_its_hybrid_is_measured(
     evaluator: Evaluator, locale: str, language: str

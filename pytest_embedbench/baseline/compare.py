@@ -256,6 +256,7 @@ def _metric_gate(
     subset); the smallest detectable drop is read from the differences weighted as the macro
     average weighs them."""
     from ..evaluation.stats import (
+        excludes_zero,
         macro_mean,
         macro_weighted,
         minimum_detectable_effect,
@@ -286,7 +287,7 @@ def _metric_gate(
         low=diff.low,
         high=diff.high,
         shared_queries=len(pairs.shared),
-        significant=bool(diff.high < 0 or diff.low > 0),
+        significant=excludes_zero(diff.low, diff.high),
         regressed=bool(regressed),
         inconclusive=bool(material and not regressed),
         minimum_detectable=minimum_detectable_effect(spread, alpha=GATE_ALPHA),

@@ -30,6 +30,7 @@ __all__ = [
     "bootstrap",
     "bootstrap_interval",
     "compare_scores",
+    "excludes_zero",
     "holm",
     "macro_mean",
     "minimum_detectable_effect",
@@ -353,6 +354,13 @@ def minimum_detectable_effect(
 
 
 TESTS = ("bootstrap", "t", "randomization")
+
+
+def excludes_zero(low: float | None, high: float | None) -> bool:
+    """The one rule for a difference without a p-value (a paired bootstrap's): significant when
+    its 95% interval ``[low, high]`` lies wholly above or below 0 (False without an interval,
+    or with a NaN bound)."""
+    return bool(low is not None and high is not None and (high < 0 or low > 0))
 
 
 class Comparison:

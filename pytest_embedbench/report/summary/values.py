@@ -5,7 +5,7 @@ verdict), and the one rule for each decision they carry.
 Decided here and nowhere else: a difference is *significant* when its p-value (Holm-adjusted
 when set) is below :data:`ALPHA` (:meth:`~pytest_embedbench.stats.Comparison.significant`), or,
 for a bootstrap difference without a p-value, when its 95% interval excludes 0
-(:func:`excludes_zero`); its *verdict*
+(:func:`~pytest_embedbench.evaluation.stats.excludes_zero`, re-exported here); its *verdict*
 (:func:`verdict`, which :func:`decided` applies to every Delta it builds) is ``regressed``
 when a gate failed on it, else ``worse``/``better`` when it
 is significant, else ``inconclusive`` when a gate could not tell, else empty. The best value of
@@ -18,6 +18,8 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from ...evaluation.stats import excludes_zero
 
 __all__ = [
     "ALPHA",
@@ -144,12 +146,6 @@ def p_significant(p_value: float | None, p_holm: float | None) -> bool:
     )
     comparison.p_holm = None if p_holm is None else float(p_holm)
     return comparison.significant(ALPHA)
-
-
-def excludes_zero(low: float | None, high: float | None) -> bool:
-    """The one rule for a difference without a p-value (a paired bootstrap's): significant when
-    its 95% interval ``[low, high]`` lies wholly above or below 0 (False without an interval)."""
-    return low is not None and high is not None and (high < 0 or low > 0)
 
 
 def bootstrap_delta(

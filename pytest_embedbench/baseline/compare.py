@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ..core.io import missing
 from ..evaluation.record import TestRecord, as_record
 from ..records.figures import figure
 from ..records.querydiff import QueryDiff, failure_lines, query_diff, query_label
@@ -397,15 +398,15 @@ def _figure_gate(
     if isinstance(base, MetricData):  # a lift: its value against the baseline's interval
         _lift_gate(rule, base, current, outcome)
         return
-    if why is None and _missing_value(base) and _missing_value(current):
+    if why is None and missing(base) and missing(current):
         if rule.key not in dict(DEFAULT_FIGURES):  # named by the user: say it did nothing
             outcome.notes.append(
                 f"{key} gate skipped: measured in neither this run nor the "
                 "baseline (a cut-off the test lacks, or a model without it)"
             )
         return  # a default measured in neither (a lexical model's cache_mb): nothing to say
-    if why is None and (_missing_value(base) or _missing_value(current)):
-        why = "not measured in " + ("the baseline" if _missing_value(base) else "this run")
+    if why is None and (missing(base) or missing(current)):
+        why = "not measured in " + ("the baseline" if missing(base) else "this run")
     found = figure(key)
     if why is None and (key in NOISY_FIGURES or (found is not None and found.noisy)):
         if entry.machine_fingerprint != record.machine_fingerprint:
@@ -440,7 +441,7 @@ def _lift_gate(rule: FigureRule, base: MetricData, current: Any, outcome: GateOu
     as a metric's significant drop does."""
     key = rule.key
     value, low = _finite_value(base.value), _finite_value(base.low)
-    if value is None or low is None or _missing_value(current):
+    if value is None or low is None or missing(current):
         what = "the baseline" if value is None or low is None else "this run"
         outcome.notes.append(f"{key} gate skipped: not measured in {what}")
         return
@@ -469,15 +470,11 @@ def _lift_gate(rule: FigureRule, base: MetricData, current: Any, outcome: GateOu
 
 
 def _finite_value(value: Any) -> float | None:
-    return None if _missing_value(value) else float(value)
+    return None if missing(value) else float(value)
 
 
 def _figure_text(value: float) -> str:
     return f"{value:.4f}" if abs(value) < 10 else f"{value:.6g}"
-
-
-def _missing_value(value: Any) -> bool:
-    return value is None or (isinstance(value, float) and not math.isfinite(value))
 
 
 def _not_timed(p95: Any) -> bool:

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.exceptions import BaselineError, RecordError
+from ..core.io import finite
 from ..evaluation.record import TestRecord, as_record
 from ..records.resultdata import MetricData, ResultData
 from ..records.serial import OMIT_NONE, from_data, to_data
@@ -57,16 +58,6 @@ KEPT_METRICS = (
     "condensed_ndcg@10",
 )
 _PRECISION = 6
-
-
-def _round(value: Any) -> Any:
-    if isinstance(value, float):
-        return round(value, _PRECISION) if math.isfinite(value) else None
-    if isinstance(value, Mapping):
-        return {k: _round(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_round(v) for v in value]
-    return value
 
 
 @dataclass(frozen=True)
@@ -194,7 +185,7 @@ def entry_from_record(record: TestRecord | Mapping[str, Any]) -> BaselineEntry:
         settings=record.settings,
         dataset_parts=record.dataset_parts,
     )
-    return BaselineEntry.from_dict(_round(entry.to_dict()))
+    return BaselineEntry.from_dict(finite(entry.to_dict(), digits=_PRECISION))
 
 
 def _entry_rerank(result: ResultData) -> EntryRerank | None:

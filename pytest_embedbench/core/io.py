@@ -32,22 +32,33 @@ __all__ = [
     "atomic_write_json",
     "atomic_write_text",
     "finite",
+    "missing",
     "remove_stale_temps",
     "write_target",
 ]
 
 
-def finite(value: Any) -> Any:
+def finite(value: Any, *, digits: int | None = None) -> Any:
     """NaN and infinities become null, in mappings, lists and tuples too: the file stays
     strict JSON. The one rule for it: the JSON writes here, the records' serial form
-    (:func:`~pytest_embedbench.records.serial.to_data`) and the cut-offs' JSON use it."""
+    (:func:`~pytest_embedbench.records.serial.to_data`), the cut-offs' JSON, a reranker's
+    latencies and the baseline's entries use it (the baseline also rounds every finite float
+    to ``digits`` decimals). A value it turns into null is :func:`missing`."""
     if isinstance(value, float):
-        return value if math.isfinite(value) else None
+        if not math.isfinite(value):
+            return None
+        return value if digits is None else round(value, digits)
     if isinstance(value, Mapping):
-        return {k: finite(v) for k, v in value.items()}
+        return {k: finite(v, digits=digits) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [finite(v) for v in value]
+        return [finite(v, digits=digits) for v in value]
     return value
+
+
+def missing(value: Any) -> bool:
+    """Whether a figure was not measured: None, or a float that :func:`finite` turns into
+    null (NaN or an infinity)."""
+    return value is None or (isinstance(value, float) and not math.isfinite(value))
 
 
 #: a temporary file of an interrupted write is removed after this long (or once its pid is gone)

@@ -8,10 +8,10 @@ test the comparisons use (:func:`~.stats.compare_scores`).
 
 from __future__ import annotations
 
-import math
 from typing import TYPE_CHECKING, Any
 
 from ..core.exceptions import ConfigError, MetricError
+from ..core.io import finite
 from ..records.resultdata import LiftData, MetricData, RerankData
 from ..records.serial import from_data
 from .metrics import parse_metric
@@ -112,9 +112,9 @@ def rerank_data(result: RetrievalResult, *, per_query: bool, kept: int) -> Reran
         ceiling=metric(ceiling) if ceiling is not None else None,
         realised=realised,
         realised_at=at,
-        p50_ms=_finite(run.p50_ms),
-        p95_ms=_finite(run.p95_ms),
-        mean_ms=_finite(run.mean_ms),
+        p50_ms=finite(run.p50_ms),
+        p95_ms=finite(run.p95_ms),
+        mean_ms=finite(run.mean_ms),
         load_s=run.load_s,
         tokens=run.tokens,
         tokens_per_1k_queries=run.tokens_per_1k_queries,
@@ -125,7 +125,3 @@ def rerank_data(result: RetrievalResult, *, per_query: bool, kept: int) -> Reran
         info=dict(run.info) or None,
         **detail,
     )
-
-
-def _finite(value: float) -> float | None:
-    return value if math.isfinite(value) else None

@@ -18,11 +18,11 @@ stage, the chunking settings, the cut-offs' own JSON) stay mappings.
 from __future__ import annotations
 
 import enum
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..core.io import missing
 from .figures import MIB, STORAGE, figure
 from .keyed import ByKey
 from .querydiff import QueryDiff
@@ -96,7 +96,7 @@ class LatencyData:
     def interval(self, key: str) -> tuple[float, float] | None:
         """``p50_ms``'s or ``p95_ms``'s interval (None when not measured)."""
         found = getattr(self, key.replace("_ms", "_interval_ms"), None)
-        if not found or len(found) != 2 or any(_missing(v) for v in found):
+        if not found or len(found) != 2 or any(missing(v) for v in found):
             return None
         return float(found[0]), float(found[1])
 
@@ -232,7 +232,7 @@ class LanguageData:
     def metric_value(self, name: str) -> float | None:
         """``name``'s mean (None when not measured or not finite)."""
         found = self.metrics.get(name)
-        return None if found is None or _missing(found.value) else found.value
+        return None if found is None or missing(found.value) else found.value
 
 
 @dataclass(frozen=True)
@@ -423,7 +423,7 @@ class ResultData:
     def metric_value(self, name: str) -> float | None:
         """``name``'s mean (None when not measured or not finite)."""
         found = self.metrics.get(name)
-        return None if found is None or _missing(found.value) else found.value
+        return None if found is None or missing(found.value) else found.value
 
     @property
     def storage(self) -> dict[str, float | None]:
@@ -448,7 +448,7 @@ def storage_figures(
     for name in STORAGE:
         found = figure(name)
         value = found.get(result) if found is not None else None
-        out[name] = None if _missing(value) else value
+        out[name] = None if missing(value) else value
     return out
 
 
@@ -548,7 +548,3 @@ def as_outcome(
     if value is None or isinstance(value, GateOutcome):
         return value
     return GateOutcome.from_dict(value, at=at)
-
-
-def _missing(value: Any) -> bool:
-    return value is None or (isinstance(value, float) and not math.isfinite(value))

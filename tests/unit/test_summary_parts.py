@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from pytest_embedbench.core.io import finite as finite_data
+from pytest_embedbench.core.io import missing
 from pytest_embedbench.evaluation.record import Status, TestRecord
 from pytest_embedbench.records.resultdata import GateDelta, IndexData, MetricData, ResultData
 from pytest_embedbench.records.serial import to_data
@@ -114,6 +115,11 @@ def test_nan_becomes_null_by_one_rule() -> None:
     data = to_data(level)
     assert data["threshold"] is None and data["lets_random"] is None
     assert finite_data({"level": vars(level)})["level"]["keeps_relevant_low"] is None
+    # the baseline's entries: the same rule, rounding what stays; missing() names what goes
+    rounded = finite_data({"a": [1.23456789, math.nan], "b": 7}, digits=6)
+    assert rounded == {"a": [1.234568, None], "b": 7}
+    for scalar in (None, math.nan, math.inf, -math.inf, 0.0, 1.5, 3, "x"):
+        assert missing(scalar) is (finite_data(scalar) is None)
 
 
 def test_the_histogram_shares_are_the_summarys() -> None:

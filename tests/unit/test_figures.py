@@ -24,7 +24,12 @@ from pytest_embedbench.records.figures import (
     gate_keys,
 )
 from pytest_embedbench.records.resultdata import ResourcesData, ResultData, storage_figures
-from pytest_embedbench.report.summary.columns import column_names, direction, resolve_column
+from pytest_embedbench.report.summary.columns import (
+    column_names,
+    default_columns,
+    direction,
+    resolve_column,
+)
 
 PACKAGE = Path(pytest_embedbench.__file__).parent
 
@@ -107,6 +112,16 @@ def test_columns_accept_a_figure_by_its_key_or_its_alias() -> None:
     assert "bytes_per_doc" not in column_names()  # --help lists each figure once, by key
     assert direction("p95_ms") is False and direction("ndcg@10") is True
     assert direction("dimension") is None
+
+
+def test_the_default_figure_columns_take_header_and_format_from_the_registry() -> None:
+    """The default table's figure columns (latency, docs/s, +RSS) are the registry's figures:
+    a header or a number format changed there changes the table."""
+    figures = {f.key: f for f in FIGURES}
+    shown = [c for c in default_columns() if c.key in figures]
+    assert [c.key for c in shown] == ["p50_ms", "p95_ms", "documents_per_s", "added_rss_mb"]
+    for column in shown:
+        assert (column.header, column.fmt) == (figures[column.key].header, figures[column.key].fmt)
 
 
 def test_no_module_defines_a_figure_list_of_its_own() -> None:

@@ -15,7 +15,7 @@ from typing import Any
 
 from ...core.exceptions import MetricError
 from ...evaluation.metrics import parse_metric
-from ...records.figures import FIGURES, JUDGED, figure, path_value
+from ...records.figures import FIGURES, JUDGED, Figure, figure, path_value
 
 __all__ = [
     "JUDGED_COLUMN",
@@ -57,32 +57,36 @@ class Column:
     quiet: bool  # shown under -q
 
 
+def _figure_column(found: Figure, quiet: bool = True) -> Column:
+    """The column of a registry's figure: its key, header and number format are the figure's."""
+    return Column(found.key, found.header, found.fmt, quiet)
+
+
 #: judged@10's column: the default table adds it for a dataset with holes in its judgments
 #: (:attr:`~.datasets.DatasetSummary.holes`)
-JUDGED_COLUMN = Column(JUDGED.key, JUDGED.header, JUDGED.fmt, True)
+JUDGED_COLUMN = _figure_column(JUDGED)
+
+#: the registry's table figures by key (the index axis's figures are no column)
+_BY_KEY = {f.key: f for f in FIGURES}
 
 _COLUMNS: list[Column] = [
     Column("ndcg@10", "nDCG@10", "{:.4f}", True),
     Column("mrr@10", "MRR@10", "{:.4f}", False),
     Column("recall@10", "R@10", "{:.4f}", False),
     Column("recall@100", "R@100", "{:.4f}", True),
-    Column("p50_ms", "p50 ms", "{:.1f}", False),
-    Column("p95_ms", "p95 ms", "{:.1f}", True),
-    Column("documents_per_s", "docs/s", "{:.0f}", False),
+    _figure_column(_BY_KEY["p50_ms"], False),
+    _figure_column(_BY_KEY["p95_ms"], True),
+    _figure_column(_BY_KEY["documents_per_s"], False),
     # what the model added to the process (its load included), not the process's peak
-    Column("added_rss_mb", "+RSS MB", "{:.0f}", False),
+    _figure_column(_BY_KEY["added_rss_mb"], False),
 ]
-
-
-#: the keys of the registry's table figures (the index axis's figures are no column)
-_KEYS = frozenset(f.key for f in FIGURES)
 
 
 def direction(key: str) -> bool | None:
     """Which way a summary figure is better: True (higher) for every metric, a
     :class:`~pytest_embedbench.records.figures.Figure`'s own direction, None (neither: no best is
     marked) for the others."""
-    found = figure(key) if key in _KEYS else None
+    found = figure(key) if key in _BY_KEY else None
     return found.higher_is_better if found is not None else True
 
 
@@ -95,7 +99,7 @@ def latency_keys() -> frozenset[str]:
 def _figure_columns() -> dict[str, Column]:
     """Every figure of the registry (the CSV's) as a column ``--embedbench-columns`` can
     choose; the default table keeps :data:`_COLUMNS`."""
-    return {f.key: Column(f.key, f.header, f.fmt, True) for f in FIGURES}
+    return {f.key: _figure_column(f) for f in FIGURES}
 
 
 def column_names() -> list[str]:
@@ -108,7 +112,7 @@ def resolve_column(name: str) -> Column | None:
     key ``bytes_per_doc``), or any metric ``family@k``."""
     key = name.strip().lower()
     found = figure(key)
-    key = found.key if found is not None and found.key in _KEYS else key
+    key = found.key if found is not None and found.key in _BY_KEY else key
     for column in _COLUMNS:
         if column.key == key or column.header.lower() == key:
             return column

@@ -22,14 +22,9 @@ from ..core.exceptions import ConfigError, MetricError
 from ..data.datasets import RetrievalDataset
 from ..models.providers import ModelSpec, Provider
 from ..records.resultdata import (
-    CacheData,
-    ChunkHit,
     CostData,
-    IndexData,
     JudgeData,
     LanguageData,
-    LatencyData,
-    LoadData,
     MetricData,
     ResourcesData,
     ResultData,
@@ -38,22 +33,19 @@ from ..records.resultdata import (
 )
 from ..records.serial import from_data
 from .cutoffs import Cutoffs
-from .lift import lift_of, rerank_data
+from .lift import lift_of
 from .measure import LatencyStats, Timings
 from .metrics import REPORTED, QrelArrays, compute, judge_arrays, parse_metric
+from .snapshot import RETRIEVED_KEPT, resources_of, result_data, retrieved_rows
 from .stats import Estimate, bootstrap, paired_bootstrap
 
 if TYPE_CHECKING:
     from ..core.types import Chunk
-    from ..data.chunking import ChunkingSettings
     from ..retrieval.indexes import IndexRun
     from ..retrieval.pooling import PooledRun
     from ..retrieval.rerank import RerankRun
 
 __all__ = ["RETRIEVED_KEPT", "RetrievalResult"]
-
-#: the top documents of each query kept in the report (``retrieved``): enough to read a miss
-RETRIEVED_KEPT = 10
 
 T = TypeVar("T")
 
@@ -493,33 +485,6 @@ class RetrievalResult:
         """
         return lift_of(self, name)
 
-    def _index_data(self) -> IndexData | None:
-        run = self.index
-        if run is None:
-            return None
-
-        def metric(est: Estimate) -> MetricData:
-            return from_data(MetricData, est.to_dict())
-
-        return IndexData(
-            spec=run.spec.spec,
-            engine=run.spec.engine,
-            description=run.description,
-            deterministic=run.deterministic,
-            note=run.note,
-            build_s=run.build_s,
-            bytes=run.nbytes,
-            bytes_per_document=run.bytes_per_document,
-            p50_ms=run.p50_ms,
-            p95_ms=run.p95_ms,
-            qps=run.qps,
-            neighbour_recall={
-                f"neighbour_recall@{k}": metric(self.neighbour_recall(k)) for k in run.neighbours
-            },
-            delta={name: metric(self.delta_vs_exact(name)) for name in self.metrics()},
-            load=tuple(from_data(LoadData, vars(level)) for level in run.load) or None,
-        )
-
     @property
     def tokens(self) -> TokensData:
         """Tokens of the documents and queries as sent, and whether they are estimated
@@ -588,36 +553,7 @@ class RetrievalResult:
         was loaded earlier, or every document came from the cache); warm figures are the
         other batches'. Tokens per second are the embedded documents' tokens over the
         document embedding time (the cached documents' share left out)."""
-        m = self.measured
-        batches = [float(x) for x in m.get("document_batch_s") or []]
-        cold = batches[0] if batches and m.get("cold_model") else None
-        warm = batches[1:] if cold is not None else batches
-        index_bytes = m.get("index_bytes")
-        tokens = self.tokens.documents
-        embedded = self.cache.misses
-        seconds = self.timings.document_embedding_s
-        tokens_per_s = None
-        if tokens is not None and embedded and seconds > 0 and self.n_documents:
-            tokens_per_s = tokens * (embedded / self.n_documents) / seconds
-        return ResourcesData(
-            dimension=m.get("dimension"),
-            index_bytes=index_bytes,
-            bytes_per_document=(
-                index_bytes / self.n_documents
-                if index_bytes is not None and self.n_documents
-                else None
-            ),
-            cache_bytes=_cache_bytes(m.get("cache_vectors"), m.get("dimension")),
-            model_load_s=self.timings.model_load_s,
-            document_batches=len(batches),
-            cold_batch_ms=cold * 1000.0 if cold is not None else None,
-            warm_batch_p50_ms=float(np.percentile(warm, 50)) * 1000.0 if warm else None,
-            warm_batch_p95_ms=float(np.percentile(warm, 95)) * 1000.0 if warm else None,
-            tokens_per_s=tokens_per_s,
-            vram_peak_mb=m.get("vram_peak_mb"),
-            vram_source=m.get("vram_source"),
-            device=m.get("device"),
-        )
+        return resources_of(self)
 
     # -- storage and indexing figures (docs/baselines.md "Storage and indexing gates") -------
 
@@ -666,135 +602,13 @@ class RetrievalResult:
         """What the JSON report, an xdist worker and the baseline keep of this result, typed;
         ``per_query``: with each query's scores, text, top ids, judgements and, on a chunked
         dataset, winning chunks, and the timed queries' latencies by id."""
-        latency = self.latency.to_dict()
-        if per_query:
-            # the timed queries only (a seeded sample by default), by id; empty when none was
-            latency["per_query_ms"] = self.latency.by_query(self.query_ids)
-        return ResultData(
-            model=self.name,
-            spec=self.model.spec,
-            dataset=self.dataset_name,
-            dataset_fingerprint=self.dataset_fingerprint,
-            queries=len(self.query_ids),
-            documents=self.n_documents,
-            k=tuple(self.k),
-            metrics={
-                name: from_data(MetricData, est.to_dict()) for name, est in self.metrics().items()
-            },
-            latency=from_data(LatencyData, latency),
-            cold_query_ms=self.cold_query_ms,
-            timings=self.timings.to_dict(),
-            documents_per_s=self.documents_per_s,
-            peak_rss_mb=self.peak_rss_mb,
-            added_rss_mb=self.added_rss_mb,
-            process_peak_rss_mb=self.process_peak_rss_mb,
-            start_rss_mb=self.start_rss_mb,
-            environment=dict(self.environment),
-            cache=from_data(CacheData, self.cache.to_dict()),
-            query_cache=from_data(CacheData, self.query_cache.to_dict()),
-            tokens=self.tokens,
-            cost=self.cost,
-            model_info={k: v for k, v in self.model_info.items() if _jsonable(v)},
-            resources=self.resources,
-            seed=self.seed,
-            chunking=self._chunking_summary(self.chunking) if self.chunking is not None else None,
-            cutoffs=self._cutoffs.to_dict() if self._cutoffs is not None else None,
-            index=self._index_data(),
-            query_load=tuple(from_data(LoadData, vars(lv)) for lv in self.query_load) or None,
-            languages=self.languages_data(),
-            query_languages=(
-                dict(zip(self.query_ids, self.query_languages, strict=True))
-                if self.query_languages is not None
-                else None
-            ),
-            judge=self.judge,
-            rerank=(
-                rerank_data(self, per_query=per_query, kept=RETRIEVED_KEPT)
-                if self.rerank is not None
-                else None
-            ),
-            **(self._per_query_detail() if per_query else {}),
-        )
-
-    def _chunking_summary(self, chunking: ChunkingSettings) -> dict[str, Any]:
-        """The chunking settings with the number of chunks and the chunk depths searched."""
-        depths = self.chunk_depths
-        return {
-            **chunking.as_dict(),
-            "chunks": len(self.chunks),
-            "chunk_depth": {"max": max(depths), "mean": sum(depths) / len(depths)}
-            if depths
-            else None,
-        }
-
-    def _per_query_detail(self) -> dict[str, Any]:
-        """Each metric per query, and for the report's per-query drill-down what came back
-        against what was wanted (with the winning chunks on a chunked dataset)."""
-        out: dict[str, Any] = {
-            "per_query": {
-                name: dict(zip(self.query_ids, self.per_query(name).tolist(), strict=True))
-                for name in self.metrics()
-            },
-            "query_texts": dict(self.query_texts),
-            "retrieved": {qid: tuple(ids[:RETRIEVED_KEPT]) for qid, ids in self.rankings.items()},
-            "relevant": {
-                qid: {doc: grade for doc, grade in sorted(j.items()) if grade > 0}
-                for qid, j in self._qrels.items()
-            },
-        }
-        if self.winning_chunks is not None:
-            out["winning_chunks"] = {
-                qid: tuple(from_data(ChunkHit, hit) for hit in hits)
-                for qid, hits in self.retrieved().items()
-            }
-        return out
+        return result_data(self, per_query=per_query)
 
     def retrieved(self) -> dict[str, list[dict[str, Any]]]:
         """Per query, each retrieved document with its score and the chunk that won it (id,
         character span, PDF page): the JSON report's per-query detail on a chunked dataset.
         The first :data:`RETRIEVED_KEPT` and the relevant ones also keep the start of the
-        chunk's text (:data:`EXCERPT_CHARS` characters on one line), for the reports' per-query
+        chunk's text (:data:`~pytest_embedbench.records.querydiff.EXCERPT_CHARS` characters on
+        one line), for the reports' per-query
         diffs."""
-        out: dict[str, list[dict[str, Any]]] = {}
-        for qid, ids in self.rankings.items():
-            won = (self.winning_chunks or {}).get(qid, [])
-            wanted = {doc for doc, grade in self._qrels.get(qid, {}).items() if grade > 0}
-            rows = []
-            for rank, (did, score, cid) in enumerate(zip(ids, self.scores[qid], won, strict=True)):
-                chunk = self.chunks[cid]
-                row = {
-                    "doc_id": did,
-                    "score": score,
-                    "chunk_id": cid,
-                    "start": chunk.start,
-                    "end": chunk.end,
-                }
-                if chunk.page is not None:
-                    row["page"] = chunk.page
-                if rank < RETRIEVED_KEPT or did in wanted:
-                    row["text"] = _excerpt(chunk.text)
-                rows.append(row)
-            out[qid] = rows
-        return out
-
-
-#: the characters of a winning chunk's text the per-query detail keeps
-EXCERPT_CHARS = 160
-
-
-def _cache_bytes(vectors: Any, dimension: Any) -> int | None:
-    """The float32 bytes of ``vectors`` cached vectors of ``dimension`` values (None: not
-    known)."""
-    if vectors is None or not dimension:
-        return None
-    return int(vectors) * int(dimension) * 4
-
-
-def _excerpt(text: str) -> str:
-    """The start of ``text`` on one line, at most :data:`EXCERPT_CHARS` characters."""
-    flat = " ".join(text.split())
-    return flat if len(flat) <= EXCERPT_CHARS else flat[: EXCERPT_CHARS - 1].rstrip() + "…"
-
-
-def _jsonable(value: Any) -> bool:
-    return isinstance(value, (str, int, float, bool, type(None), list, dict))
+        return retrieved_rows(self)

@@ -18,6 +18,7 @@ __all__ = [
     "PER_DOC",
     "SIZE",
     "TIMED",
+    "cell_text",
     "index_columns",
     "index_csv_rows",
     "index_figure",
@@ -45,7 +46,9 @@ INDEX_LEGEND = (
 )
 
 
-def _interval(value: Value | None) -> str:
+def cell_text(value: Value | None) -> str:
+    """A metric with its interval: ``0.6457 [0.549, 0.745]`` (``-``: not computed); the index,
+    language and stage tables' one form of it."""
     if value is None or value.value is None:
         return "-"
     if value.low is None or value.high is None:
@@ -113,9 +116,9 @@ def index_tables(sections: Sequence[IndexSection]) -> list[TextTable]:
                 r.test,
                 r.model,
                 r.index,
-                _interval(r.metric),
+                cell_text(r.metric),
                 _signed(r.delta),
-                _interval(r.neighbour_recall),
+                cell_text(r.neighbour_recall),
                 *(_num(index_figure(r, f), f.fmt) for f in TIMED),
                 size_text(r.bytes),
                 PER_DOC.text(r.bytes_per_document),

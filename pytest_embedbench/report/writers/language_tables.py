@@ -10,8 +10,7 @@ from typing import Any
 
 from ...records.figures import MACRO
 from ..summary.languages import LanguageRow, LanguageSection
-from ..summary.values import Value
-from .index_tables import metric_label
+from .index_tables import cell_text, metric_label
 from .stress import TextTable, text_lines
 
 __all__ = [
@@ -28,15 +27,6 @@ LANGUAGE_LEGEND = (
     "means (each language counts once), its 95% interval from resampling the queries within "
     "each language; paired comparisons and the baseline gate resample within languages too"
 )
-
-
-def cell_text(value: Value | None) -> str:
-    """A metric with its interval: ``0.6457 [0.549, 0.745]`` (``-``: not computed)."""
-    if value is None or value.value is None:
-        return "-"
-    if value.low is None or value.high is None:
-        return f"{value.value:.4f}"
-    return f"{value.value:.4f} [{value.low:.3f}, {value.high:.3f}]"
 
 
 def row_label(row: LanguageRow) -> str:

@@ -16,8 +16,7 @@ from ...records.figures import RERANK_FIGURES, figure
 from ...records.querydiff import FAILURE_QUERIES, QueryDiff, query_label
 from ..summary.stages import StageRow, StageSection
 from ..summary.values import Delta, Value
-from .index_tables import metric_label
-from .language_tables import cell_text
+from .index_tables import cell_text, metric_label
 from .stress import TextTable, text_lines
 from .text import delta_text
 

@@ -10,6 +10,7 @@ line naming the file, the OS reason and the fix, and the run exits with
 from __future__ import annotations
 
 import errno
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -123,13 +124,25 @@ def write_reports(
         atomic_write_text(path, render_markdown(summary, context=report))
         return [("Markdown", path)]
 
+    return _write_each(
+        (
+            (html, page, "HTML report", "choose another path with --embedbench-html"),
+            (csv, tables, "CSV folder", "choose another folder with --embedbench-csv"),
+            (md, markdown, "Markdown file", "choose another path with --embedbench-md"),
+        )
+    )
+
+
+#: one file to write: its path (None: not asked for), the writer (what it wrote, labelled),
+#: what the file is and the fix a failure line gives
+_Job = tuple[Path | None, Callable[[Path], list[tuple[str, Path]]], str, str]
+
+
+def _write_each(jobs: Sequence[_Job]) -> tuple[list[tuple[str, Path]], list[str]]:
+    """Run each job whose path was given, in order: what was written (label, path) and a
+    :func:`write_failure` line for each one the OS refused."""
     written: list[tuple[str, Path]] = []
     failures: list[str] = []
-    jobs = (
-        (html, page, "HTML report", "choose another path with --embedbench-html"),
-        (csv, tables, "CSV folder", "choose another folder with --embedbench-csv"),
-        (md, markdown, "Markdown file", "choose another path with --embedbench-md"),
-    )
     for target, write, what, fix in jobs:
         if target is None:
             continue
@@ -159,40 +172,32 @@ def write_ci_reports(
 
     shown = [(label, _shown(path, base)) for label, path in artifacts or []]
     titled: dict[str, Any] = {"title": title} if title else {}
-    written: list[tuple[str, Path]] = []
-    failures: list[str] = []
-    if github_summary is not None:
+
+    def job_summary(path: Path) -> list[tuple[str, Path]]:
         text = render_github_summary(summary, artifacts=shown, run_url=run_url, **titled)
-        try:
-            # appended, the whole block or nothing: GitHub collects the file after the step,
-            # and other tools of the step may have appended their own summaries before this
-            # one; after what is there, on a line of its own (a blank line ends any table)
-            append_text(github_summary, text, separator="\n")
-            written.append(("GitHub job summary", github_summary))
-        except OSError as exc:
-            failures.append(
-                write_failure(
-                    "GitHub job summary",
-                    github_summary,
-                    exc,
-                    "choose another path with --embedbench-github-summary",
-                )
-            )
-    if pr_comment is not None:
-        comment = render_pr_comment(summary, artifacts=shown, run_url=run_url, **titled)
-        try:
-            atomic_write_text(pr_comment, comment)
-            written.append(("PR comment", pr_comment))
-        except OSError as exc:
-            failures.append(
-                write_failure(
-                    "PR comment",
-                    pr_comment,
-                    exc,
-                    "choose another path with --embedbench-pr-comment",
-                )
-            )
-    return written, failures
+        # appended, the whole block or nothing: GitHub collects the file after the step, and
+        # other tools of the step may have appended their own summaries before this one;
+        # after what is there, on a line of its own (a blank line ends any table)
+        append_text(path, text, separator="\n")
+        return [("GitHub job summary", path)]
+
+    def comment(path: Path) -> list[tuple[str, Path]]:
+        atomic_write_text(
+            path, render_pr_comment(summary, artifacts=shown, run_url=run_url, **titled)
+        )
+        return [("PR comment", path)]
+
+    return _write_each(
+        (
+            (
+                github_summary,
+                job_summary,
+                "GitHub job summary",
+                "choose another path with --embedbench-github-summary",
+            ),
+            (pr_comment, comment, "PR comment", "choose another path with --embedbench-pr-comment"),
+        )
+    )
 
 
 def _shown(path: Path, base: Path | None) -> str:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from ...evaluation.record import TestRecord
 from ...records.figures import LANGUAGE_METRICS, MACRO
-from ...records.resultdata import MetricData
+from ...records.resultdata import LanguageData, MetricData, ResultData
 from .values import Value, finite
 
 __all__ = ["LanguageRow", "LanguageSection", "language_sections"]
@@ -75,7 +75,12 @@ def language_sections(records: Iterable[TestRecord]) -> tuple[LanguageSection, .
         languages.setdefault(record.dataset, set()).update(result.languages)
         found = rows.setdefault(record.dataset, [])
         common = {"model": record.model, "status": record.status.value, "nodeid": record.nodeid}
-        for language, data in sorted(result.languages.items()):
+        # each language (sorted), then the macro row: the whole result's figures
+        parts: list[tuple[str, LanguageData | ResultData]] = [
+            *sorted(result.languages.items()),
+            (MACRO, result),
+        ]
+        for language, data in parts:
             found.append(
                 LanguageRow(
                     language=language,
@@ -85,15 +90,6 @@ def language_sections(records: Iterable[TestRecord]) -> tuple[LanguageSection, .
                     **common,
                 )
             )
-        found.append(
-            LanguageRow(
-                language=MACRO,
-                queries=result.queries,
-                documents=result.documents,
-                figures=_figures(result.metrics, names),
-                **common,
-            )
-        )
     return tuple(
         LanguageSection(
             name,

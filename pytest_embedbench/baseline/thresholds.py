@@ -90,6 +90,16 @@ _NOT_MEASURED = {
     "cache_mb": "the run used no embedding cache (--embedbench-no-cache, or the cache was "
     "unavailable)",
 }
+
+#: a load figure's key prefix (then ``c<threads>.``) -> what a run that sent no queries at that
+#: concurrency did not do, and how to make it (``{level}``: the thread count)
+_UNSENT_LOAD = {
+    "index.load.": "the run sent no queries from {level} threads; run with "
+    "--embedbench-concurrency naming {level} (e.g. 1,{level})",
+    "query_load.": "the run sent the provider's server no queries from {level} threads; run "
+    "with --embedbench-concurrency naming {level} (e.g. 1,{level}) and a provider whose "
+    "base_url or host is on loopback (127.0.0.1)",
+}
 _PLAIN = {"peak_rss_mb", "documents_per_s", "cache.hit_rate", *STORAGE}
 #: the index axis's figures (``index.<name>``, the registry's); ``index.neighbour_recall@K``
 #: and ``index.delta.<metric>`` (the paired delta against exact) take a cut-off
@@ -99,6 +109,15 @@ _SECTIONS = {"defaults", "models", "tests"}
 _QUERY_LOAD = re.compile(r"^query_load\.c([0-9]+)\.(qps|p50_ms|p95_ms|p99_ms)$")
 #: the keys under a prefix: ``latency.<name>`` and ``timings.<stage>_s``
 _GROUPS = {"latency.": ("latency", _LATENCY), "timings.": ("timing", _TIMINGS)}
+
+
+def _unsent_load(key: str) -> str | None:
+    """Why the load figure ``key`` (``index.load.c4.qps``) has no value: the thread count it
+    was not measured at, and the fix (None: not a load figure)."""
+    for prefix, why in _UNSENT_LOAD.items():
+        if key.startswith(prefix):
+            return why.format(level=key.removeprefix(prefix + "c").partition(".")[0])
+    return None
 
 
 @dataclass(frozen=True)
@@ -437,21 +456,10 @@ def check_thresholds(result: RetrievalResult, rules: list[Threshold]) -> list[st
             )
             continue
         value, shown = value_of(result, rule.key)
-        if rule.key.startswith("index.load.") and math.isnan(value):
-            level = rule.key.removeprefix("index.load.c").partition(".")[0]
+        unsent = _unsent_load(rule.key) if math.isnan(value) else None
+        if unsent is not None:
             failures.append(
-                f"{rule.key}: not measured, the run sent no queries from {level} threads; run "
-                f"with --embedbench-concurrency naming {level} (e.g. 1,{level}), or drop the "
-                f"rule  ({rule.origin})"
-            )
-            continue
-        if rule.key.startswith("query_load.") and math.isnan(value):
-            level = rule.key.removeprefix("query_load.c").partition(".")[0]
-            failures.append(
-                f"{rule.key}: not measured, the run sent the provider's server no queries from "
-                f"{level} threads; run with --embedbench-concurrency naming {level} (e.g. "
-                f"1,{level}) and a provider whose base_url or host is on loopback (127.0.0.1), "
-                f"or drop the rule  ({rule.origin})"
+                f"{rule.key}: not measured, {unsent}, or drop the rule  ({rule.origin})"
             )
             continue
         if rule.key in _NOT_MEASURED and math.isnan(value):

@@ -13,7 +13,16 @@ The judgments file is TSV, one verdict a line::
 
     # embedbench judgments 1
     # prompt <sha256> <the prompt template, as JSON>
-    query_id  doc_id  grade  judge_id  model  server_model  prompt_sha256
+    query_id  doc_id  grade  judge_id  model  server_model  prompt_sha256  [note]
+
+``grade`` is 0-3, or ``-`` for a pair the judge answered for good without a grade (an answer
+that holds none, a request the server refused as invalid: at temperature 0 it would say the
+same again), with the reason in the eighth column, ``note``: a replay asks nothing for it and
+the figures count it unjudged. A fault that may pass (a 5xx or a timeout that outlasted the
+retries, a lost connection) is not written, so the next run asks again. Query and document
+ids that hold a tab or a line break cannot be written (a :class:`JudgmentsError` names them).
+Two lines of one judge for the same pair with different grades (two branches merged) are an
+error naming both lines; the same line twice is read once.
 
 A verdict belongs to its ``judge_id`` (a hash of the prompt and the model): a file that holds
 another judge's verdicts keeps them apart and never mixes them in. New verdicts are appended
@@ -69,10 +78,17 @@ __all__ = [
     "parse_grade",
 ]
 
-#: the first line of a judgments file
-HEADER = "# embedbench judgments 1"
+#: the first line of a judgments file: its format and version
+HEADER_PREFIX = "# embedbench judgments "
+#: the version this module writes and reads
+VERSION = 1
+HEADER = f"{HEADER_PREFIX}{VERSION}"
 #: the columns of a verdict line
 COLUMNS = ("query_id", "doc_id", "grade", "judge_id", "model", "server_model", "prompt_sha256")
+#: the optional eighth column: why a ``-`` line has no grade
+NOTE = "note"
+#: the grade cell of a pair the judge answered without a grade
+NO_GRADE = "-"
 
 _SYSTEM = "You are a search quality rater who judges how well a passage answers a search query."
 
@@ -209,21 +225,46 @@ def parse_grade(content: str) -> int | None:
     return int(digits[0]) if len(digits) == 1 and digits[0] in "0123" else None
 
 
+def _one_line(text: str, limit: int = 200) -> str:
+    """``text`` on one line without tabs (a note of the judgments file), cut to ``limit``."""
+    return " ".join(text.split())[:limit]
+
+
+def check_id(value: str, what: str, path: Path | str) -> None:
+    """A query or document id that a judgments file (TSV) can hold: one without a tab or a
+    line break; else a :class:`JudgmentsError` naming the id, the file and the fix."""
+    if any(c in value for c in "\t\n\r"):
+        raise JudgmentsError(
+            f"{path}: {what} id {value!r} holds a tab or a line break, which a judgments file "
+            "(one tab-separated line per verdict) cannot hold; rename it in the eval set (its "
+            "corpus, queries and qrels)"
+        )
+
+
 @dataclass(frozen=True)
 class Verdict:
-    """One line of a judgments file."""
+    """One line of a judgments file: ``grade`` None for a pair the judge answered without
+    one (written ``-``, ``note`` says why)."""
 
     query_id: str
     doc_id: str
-    grade: int
+    grade: int | None
     judge_id: str
     model: str
     server_model: str
     prompt_sha256: str
+    note: str = ""
 
     def line(self) -> str:
-        cells = [self.query_id, self.doc_id, str(self.grade), self.judge_id, self.model]
+        grade = NO_GRADE if self.grade is None else str(self.grade)
+        cells = [self.query_id, self.doc_id, grade, self.judge_id, self.model]
         cells += [self.server_model, self.prompt_sha256]
+        if self.note:
+            cells.append(_one_line(self.note))
+        if any(c in cell for cell in cells for c in "\t\n\r"):
+            raise JudgmentsError(
+                f"a verdict with a tab or a line break in a field cannot be written: {cells!r}"
+            )
         return "\t".join(cells) + "\n"
 
 
@@ -236,28 +277,75 @@ class JudgmentsFile:
         self.lock_path = path.with_name(path.name + ".lock")
 
     def read(self) -> list[Verdict]:
-        """Every verdict of the file (none when it does not exist)."""
+        """Every verdict of the file (none when it does not exist or is empty), each once. A
+        first line other than :data:`HEADER`, a broken line, or two lines of one judge that
+        grade one pair differently are errors naming the file, the lines and the fix."""
         if not self.path.is_file():
             return []
-        verdicts = []
         text = self.path.read_text(encoding="utf-8")
-        for number, line in enumerate(text.splitlines(), start=1):
-            if not line.strip() or line.startswith("#"):
+        # lines end with "\n" only (an id may hold other Unicode line breaks); "\r\n" too
+        lines = [line.removesuffix("\r") for line in text.split("\n")]
+        verdicts: list[Verdict] = []
+        seen: dict[tuple[str, str, str], tuple[int, Verdict]] = {}
+        header = False
+        for number, line in enumerate(lines, start=1):
+            if not line.strip():
                 continue
-            cells = line.split("\t")
-            where = f"{self.path} line {number}"
-            if len(cells) != len(COLUMNS):
-                raise JudgmentsError(
-                    f"{where}: {len(cells)} tab-separated fields, expected {len(COLUMNS)} "
-                    f"({', '.join(COLUMNS)}): {line[:120]!r}; fix or delete the line (it is "
-                    "asked again on the next run)"
-                )
-            if cells[2] not in ("0", "1", "2", "3"):
-                raise JudgmentsError(
-                    f"{where}: grade {cells[2]!r} is not 0, 1, 2 or 3; fix or delete the line"
-                )
-            verdicts.append(Verdict(cells[0], cells[1], int(cells[2]), *cells[3:]))
+            if not header:
+                self._check_header(line, number)
+                header = True
+                continue
+            if line.startswith("#"):
+                continue
+            verdict = self._verdict(line, f"{self.path} line {number}")
+            key = (verdict.judge_id, verdict.query_id, verdict.doc_id)
+            if key in seen:
+                first, before = seen[key]
+                if before.grade != verdict.grade:
+                    raise JudgmentsError(
+                        f"{self.path} lines {first} and {number}: judge {verdict.judge_id} "
+                        f"grades query {verdict.query_id!r}, document {verdict.doc_id!r} "
+                        f"twice, {_grade_text(before.grade)} and {_grade_text(verdict.grade)} "
+                        "(two runs' files merged?); delete the line you do not want, or both "
+                        "(the pair is asked again on the next run)"
+                    )
+                continue  # the same grade twice (a merge of the same verdict): read once
+            seen[key] = (number, verdict)
+            verdicts.append(verdict)
         return verdicts
+
+    def _check_header(self, line: str, number: int) -> None:
+        """The first line: :data:`HEADER` (a newer version or another file is an error)."""
+        version = line.removeprefix(HEADER_PREFIX).strip()
+        if line.startswith(HEADER_PREFIX) and version.isdigit():
+            if int(version) <= VERSION:
+                return
+            raise JudgmentsError(
+                f"{self.path} line {number}: judgments file version {version}, newer than "
+                f"the {VERSION} this pytest-embedbench reads; upgrade pytest-embedbench"
+            )
+        raise JudgmentsError(
+            f"{self.path} line {number}: {line[:120]!r} is not a judgments file's first line "
+            f"({HEADER!r}); point judge: {{file: ...}} at a judgments file, or move this file "
+            "away (a new one is written)"
+        )
+
+    def _verdict(self, line: str, where: str) -> Verdict:
+        """The verdict of one line (``where``: its file and line, for the errors)."""
+        cells = line.split("\t")
+        if len(cells) not in (len(COLUMNS), len(COLUMNS) + 1):
+            raise JudgmentsError(
+                f"{where}: {len(cells)} tab-separated fields, expected {len(COLUMNS)} "
+                f"({', '.join(COLUMNS)}) or {len(COLUMNS) + 1} (and {NOTE}): {line[:120]!r}; "
+                "fix or delete the line (it is asked again on the next run)"
+            )
+        if cells[2] not in ("0", "1", "2", "3", NO_GRADE):
+            raise JudgmentsError(
+                f"{where}: grade {cells[2]!r} is not 0, 1, 2, 3 or {NO_GRADE} (no grade); fix "
+                "or delete the line"
+            )
+        grade = None if cells[2] == NO_GRADE else int(cells[2])
+        return Verdict(cells[0], cells[1], grade, *cells[3:])
 
     def append(self, verdicts: Sequence[Verdict]) -> None:
         """Append ``verdicts`` that the file does not hold yet (another process may have added
@@ -274,13 +362,20 @@ class JudgmentsFile:
             new = [v for v in verdicts if (v.query_id, v.doc_id, v.judge_id) not in known]
             if not new:
                 return
+            for verdict in new:
+                check_id(verdict.query_id, "query", self.path)
+                check_id(verdict.doc_id, "document", self.path)
             text = self.path.read_text(encoding="utf-8") if self.path.is_file() else ""
-            lines = [] if text else [HEADER + "\n"]
+            lines = [] if text.strip() else [HEADER + "\n"]
             if f"# prompt {JUDGE_PROMPT_SHA256} " not in text:
                 lines.append(f"# prompt {JUDGE_PROMPT_SHA256} {json.dumps(JUDGE_PROMPT)}\n")
             lines += [v.line() for v in new]
             separator = "" if not text or text.endswith("\n") else "\n"
             append_text(self.path, separator + "".join(lines))
+
+
+def _grade_text(grade: int | None) -> str:
+    return NO_GRADE + " (no grade)" if grade is None else str(grade)
 
 
 def judgments_path(dataset_path: Path | None, settings: JudgeSettings, base: Path) -> Path:
@@ -338,8 +433,11 @@ class _Asker:
         self.server_errors: dict[str, int] = {}
         self.no_grade: list[str] = []
 
-    def grade(self, query: str, passage: str) -> tuple[int | None, str]:
-        """The grade of one pair and the server's model id (None: counted as a failure)."""
+    def grade(self, query: str, passage: str) -> tuple[int | None, str, str | None]:
+        """The grade of one pair, the server's model id, and why there is no grade: a note
+        for a final answer (an answer without a grade, a refusal: recorded), None for a
+        grade or a fault that may pass (not recorded: asked again next run). Every pair
+        without a grade is counted in :attr:`failures`."""
         prompt = JUDGE_PROMPT.format(query=query, passage=passage[:PASSAGE_CHARS])
         messages = [{"role": "system", "content": _SYSTEM}, {"role": "user", "content": prompt}]
         try:
@@ -353,14 +451,18 @@ class _Asker:
             self.failures[reason] = self.failures.get(reason, 0) + 1
             said = self.generator.scrub(server_message(exc))
             self.server_errors[said] = self.server_errors.get(said, 0) + 1
-            return None, ""
+            # a request the server calls invalid gets the same answer again: recorded
+            return None, "", f"{reason}: {said}" if reason == "request_refused" else None
         served = str(getattr(self.backend, "served_model", None) or self.settings.chat.model_name)
+        served = _one_line(served)
         grade = parse_grade(content)
         if grade is None:  # an answer, but no grade: deterministic at temperature 0, not retried
             self.failures["no_grade"] = self.failures.get("no_grade", 0) + 1
+            answer = self.generator.scrub(_one_line(content, 120))
             if len(self.no_grade) < 3:
-                self.no_grade.append(self.generator.scrub(" ".join(content.split())[:120]))
-        return grade, served
+                self.no_grade.append(answer)
+            return None, served, f"no_grade: {answer!r}"
+        return grade, served, None
 
 
 def _pairs_to_grade(
@@ -453,6 +555,10 @@ def judge_result(
     mine = {(v.query_id, v.doc_id): v for v in file.read() if v.judge_id == judge_id}
     texts = {d.id: d.embed_text if hasattr(d, "embed_text") else d.text for d in dataset.documents}
     wanted = list(dict.fromkeys([*holes, *human_pairs]))
+    for qid, doc in wanted:  # before any request: a verdict the file cannot hold is not asked
+        if (qid, doc) not in mine:
+            check_id(qid, "query", path)
+            check_id(doc, "document", path)
     replayed = sum(1 for pair in wanted if pair in mine)
     asker: _Asker | None = None
     new: list[Verdict] = []
@@ -463,11 +569,18 @@ def judge_result(
                 continue
             if asker is None:
                 asker = _Asker(settings)
-            grade, served = asker.grade(result.query_texts[qid], texts.get(doc, ""))
-            if grade is None:
+            grade, served, note = asker.grade(result.query_texts[qid], texts.get(doc, ""))
+            if grade is None and note is None:  # a fault that may pass: asked again next run
                 continue
             verdict = Verdict(
-                qid, doc, grade, judge_id, settings.chat.model, served, JUDGE_PROMPT_SHA256
+                qid,
+                doc,
+                grade,
+                judge_id,
+                settings.chat.model,
+                served,
+                JUDGE_PROMPT_SHA256,
+                note or "",
             )
             mine[(qid, doc)] = verdict
             new.append(verdict)
@@ -482,12 +595,13 @@ def judge_result(
     found = JudgeData(
         judge_id=judge_id,
         model=settings.chat.model,
-        server_model=tuple(sorted({v.server_model for v in mine.values()})),
+        server_model=tuple(sorted({v.server_model for v in mine.values() if v.server_model})),
         prompt_sha256=JUDGE_PROMPT_SHA256,
         file=str(path),
         depth=depth,
         asked=len(new),
         replayed=replayed,
+        ungraded=sum(1 for pair in wanted if pair in mine and mine[pair].grade is None),
         requests=requests,
         requests_per_query=requests / len(result.query_ids) if result.query_ids else None,
         tokens=tokens,
@@ -511,13 +625,14 @@ def _figures(
     depth: int,
 ) -> dict[str, Any]:
     """judged@k before and after, the metrics on human plus LLM grades (the human grades
-    always win) and the agreement on the human pairs."""
+    always win; a pair without a grade stays unjudged) and the agreement on the human
+    pairs."""
     qrels = result.qrels
     filled = {qid: dict(judged) for qid, judged in qrels.items()}
     used = 0
     for qid, doc in holes:
         verdict = verdicts.get((qid, doc))
-        if verdict is not None and doc not in filled[qid]:
+        if verdict is not None and verdict.grade is not None and doc not in filled[qid]:
             filled[qid][doc] = verdict.grade
             used += 1
     ks = sorted({*result.k, depth})
@@ -538,9 +653,9 @@ def _figures(
         )
         metrics[name] = from_data(MetricData, est.to_dict())
     pairs = [
-        (qrels[qid][doc], verdicts[(qid, doc)].grade)
+        (qrels[qid][doc], grade)
         for qid, doc in human_pairs
-        if (qid, doc) in verdicts
+        if (qid, doc) in verdicts and (grade := verdicts[(qid, doc)].grade) is not None
     ]
     at = f"judged@{depth}"
     before_values = [before[qid] for qid in result.query_ids]

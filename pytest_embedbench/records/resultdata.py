@@ -305,9 +305,12 @@ class JudgeData(ByKey):
     """An LLM judge's figures on one result (``tests[].result.judge``).
 
     ``holes``: the unjudged (query, document) pairs of the top ``depth``; ``llm_grades``: how
-    many of them an LLM grade filled; ``judged_before`` / ``judged_after``: judged@depth on the
-    human qrels and on human + LLM grades; ``metrics``: the metrics on human + LLM grades (the
-    official ones stay on the human qrels); ``asked`` / ``replayed``: verdicts asked now and
+    many of them an LLM grade filled; ``ungraded``: the pairs asked of the judge (holes and
+    agreement sample) whose verdict in the judgments file holds no grade (an answer without
+    one, a refusal: recorded, never asked again, counted unjudged); ``judged_before`` /
+    ``judged_after``: judged@depth on the human qrels and on human + LLM grades; ``metrics``:
+    the metrics on human + LLM grades (the official ones stay on the human qrels);
+    ``asked`` / ``replayed``: verdicts asked now (with or without a grade) and
     read from the judgments ``file``; ``requests`` (every request sent, retries and refused
     structured-output forms included) and ``requests_per_query``; ``tokens`` and
     ``cost_usd`` (None when no price is set: ``price_known`` false); ``failures`` by reason
@@ -329,6 +332,7 @@ class JudgeData(ByKey):
     agreement: AgreementData = field(default_factory=AgreementData)
     asked: int = 0
     replayed: int = 0
+    ungraded: int = 0
     requests: int = 0
     requests_per_query: float | None = None
     tokens: int = 0

@@ -167,12 +167,50 @@ def test_server_errors_refusals_and_answers_without_a_grade(
     assert any("Service unavailable" in said for said in judge["server_errors"])
     assert judge["no_grade_answers"] == ["I cannot tell."]
     assert judge["llm_grades"] == judge["holes"] - 3
+    assert judge["ungraded"] == 2 and judge["asked"] == judge["holes"] - 1
     result.stdout.fnmatch_lines(["*not graded: 1 no_grade, 1 request_failed, 1 request_refused*"])
-    # the failed pairs were not written: the next run asks for exactly those again
+    result.stdout.fnmatch_lines(["*; 2 pairs without a grade in the judgments file (*"])
+    # the refusal and the answer without a grade are final: written as '-' with the reason;
+    # the 503 may pass, so it is not written
+    file = pytester.path / "data" / "thin" / "judgments.tsv"
+    rows = [line.split("\t") for line in file.read_text().splitlines()[2:]]
+    assert len(rows) == judge["holes"] - 1
+    ungraded = [row for row in rows if row[2] == "-"]
+    assert [len(row) for row in ungraded] == [8, 8]
+    assert ungraded[0][7].startswith("request_refused: ") and "Bad request." in ungraded[0][7]
+    assert ungraded[1][7] == "no_grade: 'I cannot tell.'"
+    assert all(len(row) == 7 and row[2] in "0123" for row in rows if row[2] != "-")
+    # the next run asks only for the pair whose fault may pass
     with OpenAIChatServer(answerer=grader) as server:
         configure(pytester, server.url, agreement_sample=0)
         pytester.runpytest("--embedbench-json=r.json").assert_outcomes(passed=1)
-        assert len(server.chat_requests) == 3
+        assert len(server.chat_requests) == 1
+    again = judge_of(pytester)
+    assert again["ungraded"] == 2 and again["llm_grades"] == again["holes"] - 2
+    assert again["requests"] == 1 and again["failures"] == {}
+    # the pairs without a grade stay unjudged: judged@10 after is a direct count
+    found = json.loads((pytester.path / "r.json").read_text())["tests"][0]["result"]
+    rows = [line.split("\t") for line in file.read_text().splitlines()[2:]]
+    assert len(rows) == judge["holes"]  # the pair asked again is written now
+    graded = {(row[0], row[1]) for row in rows if row[2] != "-"}
+    graded |= {(q, d) for q, judged in thinned.items() for d in judged}
+    retrieved = found["retrieved"]
+    shares = [
+        sum((q, d) in graded for d in retrieved[q][:10]) / min(10, len(retrieved[q]))
+        for q in thinned
+    ]
+    assert again["judged_after"] == pytest.approx(sum(shares) / len(shares))
+    assert again["judged_after"] < 1.0
+    # and a third run asks nothing: every outcome is recorded, the figures are the same
+    with OpenAIChatServer(answerer=grader) as server:
+        configure(pytester, server.url, agreement_sample=0)
+        pytester.runpytest("--embedbench-json=r.json").assert_outcomes(passed=1)
+        assert server.chat_requests == []
+    third = judge_of(pytester)
+    assert third["replayed"] == third["holes"] and third["ungraded"] == 2
+    assert json.dumps(third["metrics"], sort_keys=True) == json.dumps(
+        again["metrics"], sort_keys=True
+    )
 
 
 def test_a_judge_that_stops_keeps_the_official_metrics_and_its_verdicts(
@@ -228,6 +266,30 @@ def test_a_broken_judgments_line_is_named(
         [f"*{file}*line 2: 3 tab-separated fields, expected 7 (query_id, doc_id, grade, *"]
     )
     assert result.ret != 0
+
+
+def test_an_id_a_judgments_file_cannot_hold_is_refused(
+    pytester: pytest.Pytester, thinned: dict[str, dict[str, int]]
+) -> None:
+    """A document id with a tab (a JSONL corpus can hold one; a TSV line cannot): the test
+    errors naming the id and the judgments file before any request, and nothing is written."""
+    corpus = pytester.path / "data" / "thin" / "corpus.jsonl"
+    judged = {d for docs in thinned.values() for d in docs}
+    records = [json.loads(line) for line in corpus.read_text().splitlines()]
+    for record in records:
+        if record["_id"] not in judged:  # every unjudged document: the judge's holes
+            record["_id"] = record["_id"].replace("d", "d\t", 1)
+    corpus.write_text("".join(json.dumps(r) + "\n" for r in records))
+    file = pytester.path / "data" / "thin" / "judgments.tsv"
+    with OpenAIChatServer(answerer=grader) as server:
+        configure(pytester, server.url)
+        result = pytester.runpytest()
+        assert server.chat_requests == []
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(
+        [f"*{file}: document id 'd\\t*' holds a tab or a line break, which a judgments file*"]
+    )
+    assert not file.exists()
 
 
 def test_bad_judge_settings_name_the_key(pytester: pytest.Pytester, thinned: Any) -> None:

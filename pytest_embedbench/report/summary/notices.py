@@ -239,6 +239,12 @@ def judge_notes(records: Iterable[TestRecord | Mapping[str, Any]]) -> list[str]:
                 + (f" (the server said: {said})" if said else "")
                 + (f" (answers without a grade: {answers})" if answers else "")
             )
+        if judge.ungraded:
+            parts.append(
+                f"{judge.ungraded} pairs without a grade in the judgments file (an answer "
+                "without one, a refusal): counted unjudged, not asked again (delete their '-' "
+                "lines to ask again)"
+            )
         if judge.error:
             parts.append(
                 f"the judge stopped: {judge.error}; the official metrics stand, and the "

@@ -715,10 +715,10 @@ def _rerank_properties(result: ResultData) -> list[tuple[str, Any]]:
 
 
 def _judge_properties(result: ResultData) -> list[tuple[str, Any]]:
-    """An LLM judge's figures (``embedbench.judge.judged_after``, ``.metrics.ndcg@10`` on
-    human + LLM grades, ``.llm_grades``, ``.kappa_binary``, ``.kappa_graded``, ``.requests``,
-    ``.requests_per_query``, ``.cost_usd``, ``.error``), the JSON report's values; none
-    without a judge."""
+    """An LLM judge's figures (``embedbench.judge.judged_after``, ``.metrics.ndcg@10`` and
+    the other metrics on human + LLM grades, ``.llm_grades``, ``.ungraded``,
+    ``.kappa_binary``, ``.kappa_graded``, ``.requests``, ``.requests_per_query``,
+    ``.cost_usd``, ``.error``), the JSON report's values; none without a judge."""
     judge = result.judge
     if judge is None:
         return []
@@ -731,6 +731,7 @@ def _judge_properties(result: ResultData) -> list[tuple[str, Any]]:
         "judged_before": judge.judged_before,
         "judged_after": judge.judged_after,
         "llm_grades": judge.llm_grades,
+        "ungraded": judge.ungraded,
         "kappa_binary": agreement.kappa_binary,
         "kappa_graded": agreement.kappa_graded,
         "agreement_pairs": agreement.pairs,

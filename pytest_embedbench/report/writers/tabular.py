@@ -442,8 +442,8 @@ _JUDGE_COLUMNS = (
     *("test", "dataset", "model", "judge_model", "judge_id", "server_model", "depth"),
     *("holes", "llm_grades", "judged_before", "judged_after"),
     *("kappa_binary", "kappa_graded", "agreement_pairs", "agreement_low", "confusion"),
-    *("asked", "replayed", "requests", "requests_per_query", "tokens", "price_known"),
-    *("cost_usd", "failures", "error", "file"),
+    *("asked", "replayed", "ungraded", "requests", "requests_per_query", "tokens"),
+    *("price_known", "cost_usd", "failures", "error", "file"),
 )
 
 

@@ -90,6 +90,13 @@ NOTE = "note"
 #: the grade cell of a pair the judge answered without a grade
 NO_GRADE = "-"
 
+#: the relevance level of the official metrics: a human grade >= 1 is relevant (trec_eval's
+#: default, :mod:`~pytest_embedbench.evaluation.metrics`' convention)
+HUMAN_RELEVANT = 1
+#: the judge's grade from which a document is relevant: UMBRELA's 2, "holds an answer" (1 is
+#: "on topic but does not answer it"; TREC's 0-3 scales read binary relevance from 2 too)
+JUDGE_RELEVANT = 2
+
 _SYSTEM = "You are a search quality rater who judges how well a passage answers a search query."
 
 #: the pinned prompt: the UMBRELA scale (0-3) and its instruction to think through intent and
@@ -204,6 +211,14 @@ def judge_settings(raw: Any, where: str = "judge") -> JudgeSettings:
     settings = JudgeSettings(**dict(raw))
     settings.chat.check(where)  # the chat client's own checks (provider, timeout, retries)
     return settings
+
+
+def on_human_scale(grade: int) -> int:
+    """A judge's grade (0-3) as the human qrels are read: moved down so that the judge's
+    :data:`JUDGE_RELEVANT` lands on :data:`HUMAN_RELEVANT` (3 -> 2, 2 -> 1, 1 and 0 -> 0).
+    The one rule for the metrics on human + LLM grades (their binary metrics count a judge's
+    2 and 3 relevant, nDCG's gain starts at a judge's 2) and for the agreement's kappa."""
+    return max(grade - (JUDGE_RELEVANT - HUMAN_RELEVANT), 0)
 
 
 def parse_grade(content: str) -> int | None:
@@ -519,15 +534,19 @@ def _numpy_kappa(human: Sequence[int], llm: Sequence[int], weights: str | None) 
 
 
 def agreement(pairs: Sequence[tuple[int, int]]) -> AgreementData:
-    """Cohen's kappa of the human grades against the judge's on the same pairs: binary
-    (relevant: a human grade >= 1, a judge grade >= 2, "holds an answer") and graded (the
-    grades as they are, clipped to 0-3, linear weights), with the confusion counts."""
+    """Cohen's kappa of the human grades against the judge's on the same pairs, the judge's
+    read as the metrics on human + LLM grades read them (:func:`on_human_scale`): binary
+    (relevant: a human grade >= :data:`HUMAN_RELEVANT`, a judge grade >= :data:`JUDGE_RELEVANT`,
+    "holds an answer") and graded (the human grades clipped to 0-3 against the judge's on the
+    human scale, linear weights), with the confusion counts (the judge's own grades)."""
     human = [min(h, 3) for h, _ in pairs]
-    llm = [g for _, g in pairs]
-    binary, how = _kappa([int(h >= 1) for h in human], [int(g >= 2) for g in llm], None)
+    llm = [on_human_scale(g) for _, g in pairs]
+    binary, how = _kappa(
+        [int(h >= HUMAN_RELEVANT) for h in human], [int(g >= HUMAN_RELEVANT) for g in llm], None
+    )
     graded, _ = _kappa(human, llm, "linear")
     confusion: dict[str, int] = {}
-    for h, g in zip(human, llm, strict=True):
+    for h, (_, g) in zip(human, pairs, strict=True):
         key = f"human {h} / judge {g}"
         confusion[key] = confusion.get(key, 0) + 1
     low = binary is None or binary < LOW_KAPPA
@@ -624,19 +643,19 @@ def _figures(
     verdicts: Mapping[tuple[str, str], Verdict],
     depth: int,
 ) -> dict[str, Any]:
-    """judged@k before and after, the metrics on human plus LLM grades (the human grades
-    always win; a pair without a grade stays unjudged) and the agreement on the human
-    pairs."""
+    """judged@k before and after, every metric the result reports (``result.metrics()``) on
+    human plus LLM grades (the human grades always win; the judge's on the human scale,
+    :func:`on_human_scale`; a pair without a grade stays unjudged) and the agreement on the
+    human pairs."""
     qrels = result.qrels
     filled = {qid: dict(judged) for qid, judged in qrels.items()}
     used = 0
     for qid, doc in holes:
         verdict = verdicts.get((qid, doc))
         if verdict is not None and verdict.grade is not None and doc not in filled[qid]:
-            filled[qid][doc] = verdict.grade
+            filled[qid][doc] = on_human_scale(verdict.grade)
             used += 1
-    ks = sorted({*result.k, depth})
-    names = [f"{family}@{k}" for family in ("ndcg", "recall", "mrr", "judged") for k in ks]
+    names = list(dict.fromkeys([*result.metrics(), f"judged@{depth}"]))
     scored = score_run(filled, result.run, names)
     before = score_run(qrels, result.run, [f"judged@{depth}"])[f"judged@{depth}"]
     metrics = {}

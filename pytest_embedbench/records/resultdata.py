@@ -288,8 +288,9 @@ class RerankData:
 @dataclass(frozen=True)
 class AgreementData(ByKey):
     """The judge against the humans on a seeded sample of human-judged pairs: Cohen's kappa
-    binary (relevant: human grade >= 1, judge grade >= 2) and graded (linear weights), the
-    confusion counts by ``"human H / judge J"``, whether agreement is too low to trust
+    binary (relevant: human grade >= 1, judge grade >= 2, the rule of the metrics on human +
+    LLM grades) and graded (linear weights, the judge's grade less one), the confusion counts
+    by ``"human H / judge J"`` (the judge's own grade), whether agreement is too low to trust
     (``low``: binary kappa below 0.4, or undefined) and what computed kappa (``method``)."""
 
     pairs: int = 0
@@ -309,8 +310,8 @@ class JudgeData(ByKey):
     agreement sample) whose verdict in the judgments file holds no grade (an answer without
     one, a refusal: recorded, never asked again, counted unjudged); ``judged_before`` /
     ``judged_after``: judged@depth on the human qrels and on human + LLM grades; ``metrics``:
-    the metrics on human + LLM grades (the official ones stay on the human qrels);
-    ``asked`` / ``replayed``: verdicts asked now (with or without a grade) and
+    every metric the result reports, on human + LLM grades (the official ones stay on the
+    human qrels); ``asked`` / ``replayed``: verdicts asked now (with or without a grade) and
     read from the judgments ``file``; ``requests`` (every request sent, retries and refused
     structured-output forms included) and ``requests_per_query``; ``tokens`` and
     ``cost_usd`` (None when no price is set: ``price_known`` false); ``failures`` by reason

@@ -151,6 +151,66 @@ def test_verdicts_are_written_replayed_and_reported(
     assert len(file.read_text().splitlines()) == 2 + 2 * asked
 
 
+def test_human_and_llm_metrics_read_the_judge_as_the_humans_are_read(
+    pytester: pytest.Pytester, thinned: dict[str, dict[str, int]]
+) -> None:
+    """One rule for the judge's grades: the official metrics count a human grade >= 1
+    relevant, so a judge's grade counts from UMBRELA's 2 ("holds an answer") on, moved down
+    by one (3 -> 2, 2 -> 1, 1 and 0 -> 0) in the metrics on human + LLM grades as in the
+    binary kappa. Every metric the result reports is computed on them, equal to pytrec_eval
+    on the qrels filled that way, and judge.csv has each."""
+    pytrec_eval = pytest.importorskip("pytrec_eval")
+    with OpenAIChatServer(answerer=grader) as server:
+        configure(pytester, server.url)
+        pytester.runpytest("--embedbench-json=r.json", "--embedbench-csv=csv").assert_outcomes(
+            passed=1
+        )
+    found = json.loads((pytester.path / "r.json").read_text())["tests"][0]["result"]
+    judge = found["judge"]
+    assert set(judge["metrics"]) == set(found["metrics"])  # every metric the result reports
+    assert {"map@10", "precision@10", "hit@10", "condensed_ndcg@10"} <= set(judge["metrics"])
+    lines = (pytester.path / "data" / "thin" / "judgments.tsv").read_text().splitlines()[2:]
+    grades = {(c[0], c[1]): int(c[2]) for c in (line.split("\t") for line in lines)}
+    assert {1, 2} <= set(grades.values())  # the grades the rule tells apart
+    filled = {q: dict(judged) for q, judged in thinned.items()}
+    for (q, d), grade in grades.items():
+        filled[q].setdefault(d, max(grade - 1, 0))  # the human grade wins
+    run = {
+        q: {d: float(10 - r) for r, d in enumerate(ids[:10])}
+        for q, ids in found["retrieved"].items()
+    }
+    trec = {  # our name: pytrec_eval's measure, its key, condensed (trec_eval -J)
+        "ndcg@10": ("ndcg_cut.10", "ndcg_cut_10", False),
+        "recall@10": ("recall.10", "recall_10", False),
+        "precision@10": ("P.10", "P_10", False),
+        "mrr@10": ("recip_rank", "recip_rank", False),  # the run holds the top 10
+        "hit@10": ("success.10", "success_10", False),
+        "map@10": ("map_cut.10", "map_cut_10", False),
+        "condensed_ndcg@10": ("ndcg_cut.10", "ndcg_cut_10", True),
+    }
+    for name, (measure, key, condensed) in trec.items():
+        evaluator = pytrec_eval.RelevanceEvaluator(
+            filled, {measure}, judged_docs_only_flag=condensed
+        )
+        values = [v[key] for v in evaluator.evaluate(run).values()]
+        expected = sum(values) / len(thinned)
+        assert judge["metrics"][name]["value"] == pytest.approx(expected, abs=1e-12), name
+    # the binary kappa: human >= 1 against judge >= 2, the same rule
+    sample = [(q, d) for q, docs in thinned.items() for d in docs if (q, d) in grades]
+    assert judge["agreement"]["pairs"] == len(sample) > 0
+    human = [int(thinned[q][d] >= 1) for q, d in sample]
+    llm = [int(grades[(q, d)] >= 2) for q, d in sample]
+    agree = sum(h == g for h, g in zip(human, llm, strict=True)) / len(sample)
+    chance = sum((human.count(v) / len(sample)) * (llm.count(v) / len(sample)) for v in (0, 1))
+    kappa = judge["agreement"]["kappa_binary"]
+    assert kappa == pytest.approx((agree - chance) / (1 - chance)) if chance < 1 else kappa is None
+    # judge.csv has every one of them
+    with open(pytester.path / "csv" / "judge.csv", newline="") as handle:
+        (row,) = list(csv.DictReader(handle))
+    for name, metric in judge["metrics"].items():
+        assert float(row[f"llm.{name}"]) == metric["value"], name
+
+
 def test_server_errors_refusals_and_answers_without_a_grade(
     pytester: pytest.Pytester, thinned: dict[str, dict[str, int]]
 ) -> None:

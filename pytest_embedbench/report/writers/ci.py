@@ -716,7 +716,7 @@ def _rerank_properties(result: ResultData) -> list[tuple[str, Any]]:
 
 def _judge_properties(result: ResultData) -> list[tuple[str, Any]]:
     """An LLM judge's figures (``embedbench.judge.judged_after``, ``.metrics.ndcg@10`` and
-    the other metrics on human + LLM grades, ``.llm_grades``, ``.ungraded``,
+    every other metric on human + LLM grades, ``.llm_grades``, ``.ungraded``,
     ``.kappa_binary``, ``.kappa_graded``, ``.requests``, ``.requests_per_query``,
     ``.cost_usd``, ``.error``), the JSON report's values; none without a judge."""
     judge = result.judge

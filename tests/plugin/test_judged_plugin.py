@@ -1,11 +1,15 @@
 """judged@k and the condensed-list metrics through pytest: on a dataset whose qrels lost a
 seeded half of each query's judgments, judged@10 in the JSON report is a direct count of the
 judged documents among the retrieved ones, condensed nDCG@10 is trec_eval's ``-J`` on those
-rankings, and the terminal table, the notices, the thresholds and the baseline gate read it."""
+rankings, and the terminal table, the notices, the thresholds and the baseline gate read it;
+below 0.9 it is a column of the Markdown, job summary and HTML tables (and always of
+results.csv)."""
 
 from __future__ import annotations
 
+import csv
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -77,3 +81,75 @@ def test_judged_is_a_threshold_and_a_gate_key(
     result.assert_outcomes(passed=1)
     gate = json.loads(Path("r.json").read_text())["tests"][0]["baseline"]
     assert "judged@10" in json.dumps(gate)
+
+
+def _table(markdown: str, first: str) -> tuple[list[str], list[str]]:
+    """The header and the bm25 row of the Markdown table whose header starts with ``first``."""
+    rows = [line.strip("|").split(" | ") for line in markdown.splitlines() if line.startswith("|")]
+    start = next(i for i, row in enumerate(rows) if row[0].strip() == first)
+    header = [cell.strip() for cell in rows[start]]
+    row = next(r for r in rows[start + 2 :] if r[0].strip() == "bm25")
+    return header, [cell.strip() for cell in row]
+
+
+def _html_accuracy(text: str) -> tuple[list[str], list[str]]:
+    """The header and the bm25 row of the HTML report's Accuracy table (cells' text)."""
+    table = text.split("<h3>Accuracy</h3>", 1)[1].split("</table>", 1)[0]
+    header = re.findall(r"<th[^>]*>(.*?)</th>", table)
+    row = next(r for r in table.split("<tr>") if r.startswith("<td>bm25</td>"))
+    cells = [re.sub(r"<[^>]+>", " ", c).strip() for c in re.findall(r"<td>(.*?)</td>", row)]
+    return header, cells
+
+
+def _is_judged(heading: str) -> bool:
+    """A column heading of judged@10 ("judged@10", "judged@10 \\[95%\\]"), not its bounds."""
+    return heading.split(" ", 1)[0] == "judged@10"
+
+
+def _written(pytester: pytest.Pytester, step: Path) -> dict[str, tuple[list[str], list[str]]]:
+    """The header and bm25's row of each table that shows the metrics: Markdown, the job
+    summary, the HTML report's Accuracy table, results.csv."""
+    pytester.runpytest(
+        *("--embedbench-json=r.json", "--embedbench-md=r.md", "--embedbench-html=r.html"),
+        "--embedbench-csv=csv",
+    ).assert_outcomes(passed=1)
+    with open(pytester.path / "csv" / "results.csv", newline="") as handle:
+        (row,) = list(csv.DictReader(handle))
+    return {
+        "markdown": _table((pytester.path / "r.md").read_text(), "model"),
+        "job summary": _table(step.read_text(), "model"),
+        "html": _html_accuracy((pytester.path / "r.html").read_text()),
+        "results.csv": (list(row), list(row.values())),
+    }
+
+
+def test_judged_at_10_is_a_column_of_every_table_when_below_0_9(
+    pytester: pytest.Pytester, thinned: dict[str, dict[str, int]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    step = pytester.path / "step.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(step))
+    pytester.makepyfile(test_thin=BENCH.format(extra="", body="pass"))
+    tables = _written(pytester, step)
+    report = json.loads((pytester.path / "r.json").read_text())
+    value = report["tests"][0]["result"]["metrics"]["judged@10"]["value"]
+    assert value < 0.9
+    for name, (header, row) in tables.items():
+        (column,) = [i for i, h in enumerate(header) if _is_judged(h)]
+        shown = row[column].split()[0]
+        # each writer's own precision: 2 decimals in the job summary, 4 elsewhere, all in CSV
+        assert float(shown) == pytest.approx(value, abs=0.5 * 10 ** -len(shown.split(".")[1]))
+        assert name == "results.csv" or header.index("status") > column, name
+    # every document judged (the added ones graded 0): judged@10 is 1, and the tables that
+    # show it only below 0.9 leave the column out (results.csv keeps every metric)
+    qrels = pytester.path / "data" / "thin" / "qrels" / "test.tsv"
+    docs = [f"d{i:02d}" for i in range(40)]
+    lines = ["query-id\tcorpus-id\tscore"] + [
+        f"{q}\t{d}\t{thinned[q].get(d, 0)}" for q in sorted(thinned) for d in docs
+    ]
+    qrels.write_text("\n".join(lines) + "\n")
+    step.unlink()
+    tables = _written(pytester, step)
+    report = json.loads((pytester.path / "r.json").read_text())
+    assert report["tests"][0]["result"]["metrics"]["judged@10"]["value"] == 1.0
+    for name, (header, _) in tables.items():
+        assert any(map(_is_judged, header)) == (name == "results.csv"), name

@@ -135,7 +135,99 @@ def test_a_dsn_that_cannot_connect_names_the_host_never_the_password(
         create_index(spec).build(docs, ids)
 
 
+def test_int8_is_refused_with_pgvectors_types() -> None:
+    with pytest.raises(ConfigError) as info:
+        IndexSpec.parse("pgvector:hnsw(m=16)+int8", "here")
+    said = str(info.value)
+    assert said.startswith("here: index 'pgvector:hnsw(m=16)+int8': engine 'pgvector' cannot ")
+    assert "pgvector has no int8 vector type" in said and "['exact', 'faiss']" in said
+
+
 # -- the engine on its own server ----------------------------------------------------------
+
+
+@pytest.mark.slow  # a server start and six builds
+def test_float16_as_halfvec_and_binary_as_bit(engines: None) -> None:
+    import psycopg
+    from pgvector import HalfVector
+    from pgvector.psycopg import register_vector
+
+    from pytest_embedbench.retrieval.indexes.pgvector import _OPEN
+    from pytest_embedbench.retrieval.indexes.precision import open_index
+
+    docs, queries, ids = _vectors(n=300, dim=384)
+    queries /= np.linalg.norm(queries, axis=1, keepdims=True)
+
+    def built(raw: str):  # type: ignore[no-untyped-def]
+        index = open_index(IndexSpec.parse(raw, "here"))
+        index.build(docs, ids)
+        return index, *index.search(queries, 10)
+
+    # the exact scans rank as exact search at the same precision, equal Hamming distances
+    # included (document id descending)
+    for precision in ("float16", "binary", "binary(rescore=4)"):
+        ours, found, scores = built(f"pgvector:exact+{precision}")
+        _, want, want_scores = built(f"exact+{precision}")
+        assert np.array_equal(found, want), precision
+        # halfvec's <#> takes two halfvecs: the query is rounded to float16 too
+        np.testing.assert_allclose(scores, want_scores, atol=2e-3 if precision == "float16" else 0)
+        assert ours.deterministic and "Seq Scan" in ours.description
+    hnsw, found, scores = built("pgvector:hnsw(m=16,ef_construction=64,ef_search=40)+float16")
+    assert "halfvec(384)" in hnsw.description and "halfvec_ip_ops" in hnsw.description
+    assert "Index Scan using" in hnsw.description
+    binary, _, _ = built("pgvector:hnsw(m=16,ef_search=40)+binary(rescore=4)")
+    assert "bit(384)" in binary.description and "bit_hamming_ops" in binary.description
+    assert "Index Scan using" in binary.description and "rescored in float32" in binary.description
+
+    db = next(iter(_OPEN.values()))
+    with psycopg.connect(db.conninfo, autocommit=True) as conn:
+        conn.execute(f"SET search_path TO {db.schema}, {db.extension_schema}")
+        register_vector(conn)
+        # the stored bits are pgvector's own binary_quantize of the float32 vectors
+        table = binary.inner._table
+        stored = dict(conn.execute(f"SELECT pos, embedding::text FROM {table}").fetchall())
+        given = binary.inner._given
+        for pos in (0, 17, 299):
+            quantized = conn.execute(
+                "SELECT binary_quantize(%b)::text", (docs[given[pos]],)
+            ).fetchone()[0]
+            assert stored[pos] == quantized
+        # the vector payload: 1 bit a dimension (and a 1-byte varlena header and the bit
+        # length), 53 bytes, 1/29 of vector(384)'s 1,544; 2 bytes a dimension for halfvec
+        payload = {
+            column: float(
+                conn.execute(
+                    f"SELECT avg(pg_column_size(embedding)) FROM {index.inner._table}"
+                ).fetchone()[0]
+            )
+            for column, index in (("bit", binary), ("halfvec", hnsw))
+        }
+        assert payload == {"bit": 384 / 8 + 5, "halfvec": 384 * 2 + 8}
+        # the HNSW over halfvec as a user queries it directly, same server, same vectors
+        conn.execute("CREATE TABLE direct (pos bigint, embedding halfvec(384))")
+        with conn.cursor().copy("COPY direct FROM STDIN WITH (FORMAT BINARY)") as copy:
+            copy.set_types(["int8", "halfvec"])
+            for i, v in enumerate(docs):
+                copy.write_row((i, HalfVector(v)))
+        conn.execute(
+            "CREATE INDEX ON direct USING hnsw (embedding halfvec_ip_ops) "
+            "WITH (m = 16, ef_construction = 64)"
+        )
+        conn.execute("SET hnsw.ef_search = 40")
+        conn.execute("SET enable_seqscan = off")
+        direct = [
+            [
+                pos
+                for pos, _ in conn.execute(
+                    "SELECT pos, embedding <#> %b AS d FROM direct ORDER BY d LIMIT 10",
+                    (HalfVector(q),),
+                )
+            ]
+            for q in queries
+        ]
+    assert found.tolist() == direct
+    assert hnsw.bytes_per_document is not None and binary.bytes_per_document is not None
+    assert binary.bytes_per_document < hnsw.bytes_per_document
 
 
 @pytest.mark.slow  # a server start and three builds: about ten seconds

@@ -29,6 +29,11 @@ def _vectors(n: int = 1500, dim: int = 32) -> tuple[np.ndarray, np.ndarray, list
         ("qdrant:hnsw(ef_construction=8)", "did you mean 'ef_construct'?"),
         ("qdrant:hsnw", "has no kind 'hsnw'; did you mean 'hnsw'?"),
         ("qdrant:exact(m=4)", "'m=4' is not a parameter of qdrant:exact"),
+        # a quantisation the engine would ignore, or that is not the spec's, is refused: why
+        ("qdrant:exact+int8", "cannot store int8: qdrant:exact is qdrant-client's local mode"),
+        ("qdrant:exact+binary", "ignores a search's quantization parameters"),
+        ("qdrant:hnsw(m=16)+binary", "keeps the float32 vectors beside its codes"),
+        ("qdrant:hnsw+float16", "engine 'qdrant' cannot store float16: qdrant:hnsw's"),
     ],
 )
 def test_bad_specs_name_the_spec(raw: str, message: str) -> None:

@@ -13,19 +13,25 @@ the session's own, ``embedbench_<pid>_<hex>``, dropped at the session's end with
 it. A database without the ``vector`` extension gets it (``CREATE EXTENSION vector``, in the
 schema the database puts it) and keeps it: it is the database's, not the session's.
 
-Each index is a table ``documents_<n>`` (``pos bigint``, ``embedding vector(d)``) filled by a
-binary ``COPY`` (psycopg 3 with pgvector-python's adapters: the float32 values exactly), the
-index built on ``vector_ip_ops``, ``ANALYZE`` run; queries go one at a time as a prepared
-statement with the session settings the spec names (``hnsw.ef_search``, ``ivfflat.probes``) and
-``enable_seqscan = off`` for the index kinds, and ``EXPLAIN`` checks the planner's choice: a
-plan without the index (a sequential scan) is said in the run's note, since its figures are
-then exact search's, not the index's. Searches from other threads than the one that built the
-index (``--embedbench-concurrency``'s load) each take a connection of their own from a pool
-(psycopg_pool's ``ConnectionPool``, up to :data:`POOL_MAX` connections, each with the same
-session settings): one connection answers one statement at a time, so threads sharing it
-would measure a queue, not the server. The size is ``pg_total_relation_size`` of the table (its
-heap, TOAST and index). This module's name is the library's: ``import pgvector`` here is an
-absolute import and gets pgvector-python.
+With a precision (:mod:`.precision`) the column is pgvector's own smaller type: ``+float16`` a
+``halfvec(d)`` on ``halfvec_ip_ops`` (the query rounded to halfvec too: its operators take two),
+``+binary`` a ``bit(d)`` of the sign bits (equal to ``binary_quantize``) on ``bit_hamming_ops``,
+searched by Hamming distance ``<~>``; pgvector has no int8 type, and ``+int8`` is refused.
+
+Each index is a table ``documents_<n>`` (``pos bigint``: the row's place in exact search's
+storage order, document id descending, which breaks the exact scan's equal distances;
+``embedding vector(d)``) filled by a binary ``COPY`` (psycopg 3 with pgvector-python's
+adapters: the float32 values exactly), the index built on ``vector_ip_ops``, ``ANALYZE`` run;
+queries go one at a time as a prepared statement with the session settings the spec names
+(``hnsw.ef_search``, ``ivfflat.probes``) and ``enable_seqscan = off`` for the index kinds, and
+``EXPLAIN`` checks the planner's choice: a plan without the index (a sequential scan) is said
+in the run's note, since its figures are then exact search's, not the index's. Searches from
+other threads than the one that built the index (``--embedbench-concurrency``'s load) each take
+a connection of their own from a pool (psycopg_pool's ``ConnectionPool``, up to
+:data:`POOL_MAX` connections, each with the same session settings): one connection answers one
+statement at a time, so threads sharing it would measure a queue, not the server. The size is
+``pg_total_relation_size`` of the table (its heap, TOAST and index). This module's name is the
+library's: ``import pgvector`` here is an absolute import and gets pgvector-python.
 """
 
 from __future__ import annotations
@@ -42,6 +48,7 @@ import numpy as np
 
 from ...core.exceptions import ConfigError, ProviderError
 from ...core.redaction import redact
+from ..exact import storage_order
 from .registry import EngineSpec, VectorIndex, missing_extra, register_index, unfilled
 
 __all__ = ["POOL_MAX", "PgvectorIndex", "conninfo_shown"]
@@ -84,6 +91,15 @@ def _hide(text: str, conninfo: str) -> str:
             text = text.replace(secret, "***")
     return str(redact(text))
 
+
+#: the column type, the index's operator class and the distance operator of each precision:
+#: float32 ``vector`` and float16 ``halfvec`` by the negated inner product, the sign bits as
+#: ``bit`` by Hamming distance
+_STORED = {
+    "": ("vector", "vector_ip_ops", "<#>"),
+    "float16": ("halfvec", "halfvec_ip_ops", "<#>"),
+    "binary": ("bit", "bit_hamming_ops", "<~>"),
+}
 
 #: the schema holding the vector extension and its version (the name unquoted)
 _EXTENSION = (
@@ -323,6 +339,12 @@ class PgvectorIndex(VectorIndex):
     deterministic. The exact scan is."""
 
     name = "pgvector"
+    #: ``+float16`` as ``halfvec``, ``+binary`` as ``bit`` (pgvector's own types)
+    precisions = frozenset({"float16", "binary"})
+    precision_refusals: ClassVar[dict[str, str]] = {
+        "int8": "pgvector has no int8 vector type (its types are vector, halfvec, bit and "
+        "sparsevec); its smaller vectors are halfvec (+float16) and bit (+binary)"
+    }
     kinds = {
         "exact": frozenset(),
         "hnsw": frozenset({"m", "ef_construction", "ef_search"}),
@@ -359,8 +381,11 @@ class PgvectorIndex(VectorIndex):
             import psycopg
         except ImportError:
             raise missing_extra(self.spec, "psycopg and pgvector", "pgvector") from None
-        x = np.ascontiguousarray(vectors, dtype=np.float32)
-        n, dim = x.shape
+        precision = self.codec.precision if self.codec is not None else ""
+        x = np.ascontiguousarray(vectors, dtype=np.uint8 if precision == "binary" else None)
+        n, dim = len(x), (self.codec.dim if self.codec is not None else x.shape[1])
+        column, opclass, operator = _STORED[precision]
+        self._precision, self._dim = precision, dim
         kind, p = self.spec.kind, self.spec.param
         if kind == "ivfflat" and int(p("lists", 100)) > n:
             raise ConfigError(
@@ -368,6 +393,11 @@ class PgvectorIndex(VectorIndex):
                 f"IVFFlat's k-means needs at least one document per list: give lists <= {n}"
             )
         self._ids = list(ids)
+        # a row's pos is its place in the exact search's storage order (document id
+        # descending), so the exact scan breaks equal distances by it as exact search does
+        self._given = storage_order(self._ids)
+        stored = np.empty(n, dtype=np.int64)
+        stored[self._given] = np.arange(n)
         db = _database(self.spec)
         self._db = db
         self._table = f'"{db.schema}".documents_{next(db.tables)}'
@@ -385,17 +415,17 @@ class PgvectorIndex(VectorIndex):
         try:
             conn.execute(
                 f"CREATE TABLE {self._table} "
-                f"(pos bigint NOT NULL, embedding vector({dim}) NOT NULL)"
+                f"(pos bigint NOT NULL, embedding {column}({dim}) NOT NULL)"
             )
             with conn.cursor().copy(
                 f"COPY {self._table} (pos, embedding) FROM STDIN WITH (FORMAT BINARY)"
             ) as copy:
-                copy.set_types(["int8", "vector"])
+                copy.set_types(["int8", column])
                 for i in range(n):
-                    copy.write_row((i, x[i]))
+                    copy.write_row((int(stored[i]), self._value(x[i])))
             if kind != "exact":
                 conn.execute(
-                    f"CREATE INDEX ON {self._table} USING {kind} (embedding vector_ip_ops) "
+                    f"CREATE INDEX ON {self._table} USING {kind} (embedding {opclass}) "
                     f"WITH ({with_})"
                 )
             conn.execute(f"ANALYZE {self._table}")
@@ -405,14 +435,16 @@ class PgvectorIndex(VectorIndex):
                 f"index {self.spec.spec!r}: PostgreSQL refused it: "
                 f"{_hide(str(exc).strip(), db.conninfo)}"
             ) from None
+        # an index scan serves ORDER BY the distance alone; the exact scan sorts equal
+        # distances by pos (document id descending), as exact search ranks them
         self._sql = (
-            f"SELECT pos, embedding <#> %b AS distance FROM {self._table} "
-            "ORDER BY distance LIMIT %s"
+            f"SELECT pos, embedding {operator} %b AS distance FROM {self._table} "
+            f"ORDER BY distance{', pos' if kind == 'exact' else ''} LIMIT %s"
         )
         built = f"USING {kind} ({with_})" if kind != "exact" else "no index (sequential scan)"
         self.description = (
             f"pgvector {db.pgvector_version} on PostgreSQL {db.server_version} ({db.shown}), "
-            f"{built}, vector_ip_ops"
+            f"{column}({dim}), {built}, {opclass}" + (f", {operator}" if precision else "")
         )
         self.note = (
             "a sequential scan in table order: deterministic"
@@ -420,6 +452,20 @@ class PgvectorIndex(VectorIndex):
             else "pgvector draws its HNSW levels and IVFFlat samples from PostgreSQL's random "
             "state, which takes no seed: the index may differ between runs"
         )
+
+    def _value(self, row: np.ndarray) -> Any:
+        """One stored or query vector as psycopg sends it: float32 as ``vector``, float16 (a
+        float32 query rounded to it: pgvector's halfvec operators take two halfvecs) as
+        ``halfvec``, packed sign bits as ``bit`` of the spec's width."""
+        if self._precision == "float16":
+            from pgvector import HalfVector
+
+            return HalfVector(np.asarray(row, dtype=np.float16))
+        if self._precision == "binary":
+            from pgvector import Bit
+
+            return Bit(np.unpackbits(row)[: self._dim].astype(bool))
+        return np.asarray(row, dtype=np.float32)
 
     def _session(self, conn: Any) -> None:
         """The session settings the spec names, on ``conn``."""
@@ -465,7 +511,8 @@ class PgvectorIndex(VectorIndex):
 
     def _check_plan(self, vector: np.ndarray, k: int) -> None:
         """EXPLAIN of the query at depth ``k``: whether the planner used the index."""
-        plan = self._conn.execute(f"EXPLAIN (FORMAT JSON) {self._sql}", (vector, k)).fetchone()[0]
+        sql = f"EXPLAIN (FORMAT JSON) {self._sql}"
+        plan = self._conn.execute(sql, (self._value(vector), k)).fetchone()[0]
         used, nodes = _uses_index(plan)
         self._plans[k] = nodes
         self.planner = nodes
@@ -477,7 +524,7 @@ class PgvectorIndex(VectorIndex):
         self.description += f"; plan at k={k}: {nodes}"
 
     def search(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-        q = np.ascontiguousarray(np.atleast_2d(queries), dtype=np.float32)
+        q = np.atleast_2d(np.asarray(queries))
         positions, scores = unfilled(len(q), k)
         if len(q) == 0 or k == 0:
             return positions, scores
@@ -501,10 +548,18 @@ class PgvectorIndex(VectorIndex):
     ) -> None:
         """Each query of ``q`` on ``conn`` (a prepared statement), into the rows given."""
         cur = conn.cursor()
+        binary, given = self._precision == "binary", self._given
         for row, vector in enumerate(q):
-            found = cur.execute(self._sql, (vector, k), prepare=True).fetchall()
-            # pgvector's <#> is the negated inner product; ties: document id descending
-            hits = sorted(((-float(d), self._ids[int(p)], int(p)) for p, d in found), reverse=True)
+            found = cur.execute(self._sql, (self._value(vector), k), prepare=True).fetchall()
+            # <#> is the negated inner product; <~> the Hamming distance, scored as the other
+            # engines score bits (bits - 2 x Hamming); ties: document id descending
+            hits = sorted(
+                (
+                    (self._dim - 2 * float(d) if binary else -float(d), int(p), int(given[p]))
+                    for p, d in found
+                ),
+                key=lambda hit: (-hit[0], hit[1]),
+            )
             for col, (score, _, pos) in enumerate(hits[:k]):
                 positions[row, col], scores[row, col] = pos, score
 

@@ -12,7 +12,9 @@ index against the float32 exact search of the same model::
 Width works with every engine (the engine is given the truncated vectors). Precision needs an
 engine that stores the codes itself (``VectorIndex.precisions``): ``exact`` searches them in
 NumPy, ``faiss`` with its own structures (``SQfp16``, ``SQ8_direct_signed``, the binary
-indexes); another engine's spec with a precision is an error that names the ones that can.
+indexes), ``pgvector`` as ``halfvec`` and ``bit``; another engine's spec with a precision is an
+error that says why (``VectorIndex.precision_refusals``: Qdrant's local mode would ignore it)
+and names the ones that can.
 
 Quantisation is sentence-transformers' ``quantize_embeddings``: ``int8`` maps each dimension's
 range in a calibration sample (``calibration`` documents drawn with the run's seed, 1,000 or the
@@ -100,10 +102,11 @@ def _number(text: str, name: str, raw: str, where: str) -> int:
     return number
 
 
-def parse_sizing(parts: Sequence[str], engine: str, raw: str, where: str) -> Sizing:
-    """The ``+`` parts after an engine's spec: ``dim=N`` at most once, one precision at most
-    (with its parameters); a precision the engine does not store is a ConfigError naming the
-    engines that do."""
+def parse_sizing(parts: Sequence[str], engine: str, raw: str, where: str, kind: str = "") -> Sizing:
+    """The ``+`` parts after an engine's spec (of kind ``kind``): ``dim=N`` at most once, one
+    precision at most (with its parameters); a precision the engine does not store is a
+    ConfigError saying why (the engine's ``precision_refusals``) and naming the engines that
+    do."""
     dim: int | None = None
     precision = ""
     params: tuple[tuple[str, int], ...] = ()
@@ -128,12 +131,15 @@ def parse_sizing(parts: Sequence[str], engine: str, raw: str, where: str) -> Siz
             )
         precision, params = name, _params(name, body[:-1], raw, where)
     if precision:
-        stores = index_class(engine, where).precisions
-        if precision not in stores:
+        cls = index_class(engine, where)
+        refusals = cls.precision_refusals
+        why = refusals.get(f"{kind}+{precision}") or refusals.get(precision, "")
+        if precision not in cls.precisions or f"{kind}+{precision}" in refusals:
             able = sorted(n for n, c in INDEXES.items() if precision in c.precisions)
             raise ConfigError(
-                f"{where}: index {raw!r}: engine {engine!r} stores float32 vectors only; "
-                f"{precision} is measured with the engines {able}, e.g. 'exact+{precision}'"
+                f"{where}: index {raw!r}: engine {engine!r} "
+                + (f"cannot store {precision}: {why}" if why else "stores float32 vectors only")
+                + f"; {precision} is measured with the engines {able}, e.g. 'exact+{precision}'"
             )
     return Sizing(dim, precision, params)
 
@@ -311,6 +317,7 @@ class SizedIndex(VectorIndex):
         self._rank: np.ndarray | None = None
         self.deterministic = inner.deterministic  # type: ignore[misc]
         self.documents = 0
+        self._done = ""
         if sizing.precision in ("int8", "binary"):
             _quantize()  # its import (torch) now: the build time is the index's, not an import's
 
@@ -339,8 +346,25 @@ class SizedIndex(VectorIndex):
             self.inner.build(self._codes, ids)
         else:
             self.inner.build(x, ids)
-        self.description = self.inner.description + "; " + "; ".join(done)
-        self.note = self.inner.note
+        self._done = "; " + "; ".join(done)
+
+    # the engine's own description and note, read when shown: an engine adds to them as it
+    # searches (pgvector's query plan, its fall back to a sequential scan)
+    @property
+    def description(self) -> str:
+        return self.inner.description + self._done if self._done else self.spec.spec
+
+    @description.setter
+    def description(self, value: str) -> None:  # VectorIndex.__init__ sets the spec's text
+        pass
+
+    @property
+    def note(self) -> str:
+        return self.inner.note
+
+    @note.setter
+    def note(self, value: str) -> None:
+        pass
 
     def search(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         q = np.atleast_2d(np.asarray(queries, dtype=np.float32))

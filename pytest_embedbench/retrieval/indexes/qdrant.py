@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from importlib.metadata import version
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -31,6 +31,16 @@ from .registry import VectorIndex, missing_extra, register_index, unfilled
 __all__ = ["QdrantIndex"]
 
 _BATCH = 1000
+_LOCAL = (
+    "qdrant:exact is qdrant-client's local mode, a brute-force scan of the float32 vectors "
+    "that creates its collections with quantization_config=None and ignores a search's "
+    "quantization parameters, so its figures would be float32's under another name"
+)
+_EDGE = (
+    "qdrant:hnsw's quantisation (qdrant-edge-py's quantization_config) keeps the float32 "
+    "vectors beside its codes (and takes int8 ranges from its own quantile), so it is not "
+    "this spec's store; the engine does not measure it yet"
+)
 
 
 def allocated_bytes(folder: str) -> int:
@@ -50,6 +60,12 @@ class QdrantIndex(VectorIndex):
 
     name = "qdrant"
     kinds = {"exact": frozenset(), "hnsw": frozenset({"m", "ef_construct", "ef"})}
+    #: none measured: the local mode would ignore a quantisation, and qdrant-edge-py's own
+    #: (scalar int8 on its quantile, binary, float16 storage) keeps the float32 vectors
+    #: beside the codes and calibrates its own way, which this engine does not measure yet
+    precision_refusals: ClassVar[dict[str, str]] = {
+        f"exact+{precision}": _LOCAL for precision in ("float16", "int8", "binary")
+    } | {precision: _EDGE for precision in ("float16", "int8", "binary")}
 
     def __init__(self, spec: Any, *, seed: int = 0) -> None:
         super().__init__(spec, seed=seed)

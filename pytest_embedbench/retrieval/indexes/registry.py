@@ -86,6 +86,10 @@ class VectorIndex(ABC):
     #: :mod:`.precision`); ``build`` and ``search`` are then given codes of that dtype
     #: (float16, int8, packed bits as uint8), a width (``+dim=N``) works with every engine
     precisions: ClassVar[frozenset[str]] = frozenset()
+    #: why the engine does not store a precision (``"int8"``, or ``"exact+int8"`` for one kind
+    #: only) -> a sentence, said in the spec's error: a quantisation the engine would ignore
+    #: is refused, never reported
+    precision_refusals: ClassVar[dict[str, str]] = {}
     #: the keys embedbench.yaml's ``index_engines: {ENGINE: {...}}`` may give the engine: where
     #: it runs (a database), not what it builds; they reach it as the spec's ``settings``
     setting_keys: ClassVar[frozenset[str]] = frozenset()

@@ -133,7 +133,7 @@ class IndexSpec:
                 raise ConfigError(f"{where}: index {raw!r}: {name} is given twice")
             real = name in cls_.real_params
             params.append((name, _value(name, value.strip(), real=real, raw=raw, where=where)))
-        return cls(engine, kind, tuple(params), parse_sizing(sized, engine, raw, where))
+        return cls(engine, kind, tuple(params), parse_sizing(sized, engine, raw, where, kind))
 
 
 def _value(name: str, text: str, *, real: bool, raw: str, where: str) -> int | float:

@@ -128,8 +128,19 @@ def test_a_dsn_that_cannot_connect_names_the_host_never_the_password(
     with pytest.raises(Exception, match="cannot connect") as info:
         create_index(spec).build(docs, ids)
     said = str(info.value)
+    # the index first, then the engine, the database shown without its password, libpq's reason
+    assert said.startswith("index 'pgvector:exact': pgvector: cannot connect to the database ")
     assert "host=127.0.0.1 port=9 dbname=shop user=bench" in said
+    assert "Connection refused" in said and "index_engines.pgvector" in said
     assert "hunter2" not in said
+    # a socket folder that does not exist: libpq's own reason, the spec with its parameters
+    monkeypatch.setenv("BENCH_PG", "host=/nonexistent/embedbench dbname=shop password=hunter2")
+    hnsw = IndexSpec.parse("pgvector:hnsw(m=16,ef_search=40)", "w")
+    with pytest.raises(Exception, match="cannot connect") as info:
+        create_index(hnsw.with_settings({"dsn_env": "BENCH_PG"}, "e.yaml")).build(docs, ids)
+    said = str(info.value)
+    assert said.startswith("index 'pgvector:hnsw(m=16,ef_search=40)': pgvector: cannot connect")
+    assert "No such file or directory" in said and "hunter2" not in said
     monkeypatch.delenv("BENCH_PG")
     with pytest.raises(ConfigError, match=r"e\.yaml: dsn_env: the environment variable 'BENCH_PG'"):
         create_index(spec).build(docs, ids)

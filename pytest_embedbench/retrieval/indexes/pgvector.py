@@ -398,7 +398,10 @@ class PgvectorIndex(VectorIndex):
         self._given = storage_order(self._ids)
         stored = np.empty(n, dtype=np.int64)
         stored[self._given] = np.arange(n)
-        db = _database(self.spec)
+        try:
+            db = _database(self.spec)
+        except DatabaseError as exc:  # the spec first: which index could not reach it
+            raise DatabaseError(f"index {self.spec.spec!r}: {exc}") from None
         self._db = db
         self._table = f'"{db.schema}".documents_{next(db.tables)}'
         conn = db.connect()

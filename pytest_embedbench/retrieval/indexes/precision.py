@@ -12,9 +12,11 @@ index against the float32 exact search of the same model::
 Width works with every engine (the engine is given the truncated vectors). Precision needs an
 engine that stores the codes itself (``VectorIndex.precisions``): ``exact`` searches them in
 NumPy, ``faiss`` with its own structures (``SQfp16``, ``SQ8_direct_signed``, the binary
-indexes), ``pgvector`` as ``halfvec`` and ``bit``; another engine's spec with a precision is an
-error that says why (``VectorIndex.precision_refusals``: Qdrant's local mode would ignore it)
-and names the ones that can.
+indexes), ``pgvector`` as ``halfvec`` and ``bit``, ``qdrant:hnsw`` with Qdrant's own
+quantisation (``VectorIndex.quantises``: given the float32 vectors, it codes and rescores them
+itself); another engine's spec with a precision is an error that says why
+(``VectorIndex.precision_refusals``: Qdrant's local mode would ignore it) and names the ones
+that can, and so is a parameter an engine's own quantisation has no setting for.
 
 Quantisation is sentence-transformers' ``quantize_embeddings``: ``int8`` maps each dimension's
 range in a calibration sample (``calibration`` documents drawn with the run's seed, 1,000 or the
@@ -141,6 +143,16 @@ def parse_sizing(parts: Sequence[str], engine: str, raw: str, where: str, kind: 
                 + (f"cannot store {precision}: {why}" if why else "stores float32 vectors only")
                 + f"; {precision} is measured with the engines {able}, e.g. 'exact+{precision}'"
             )
+        for name, _ in params:  # a parameter the engine's own quantisation has no setting for
+            why = refusals.get(f"{kind}+{precision}({name})") or refusals.get(
+                f"{precision}({name})", ""
+            )
+            if why:
+                raise ConfigError(
+                    f"{where}: index {raw!r}: engine {engine!r} takes no {name} for "
+                    f"{precision}: {why}; leave it out, or measure it with 'exact+{precision}"
+                    f"({name}=...)'"
+                )
     return Sizing(dim, precision, params)
 
 
@@ -306,7 +318,9 @@ class SizedIndex(VectorIndex):
     """An engine given truncated and/or quantised vectors: the corpus truncated to ``dim``
     (renormalised), coded at the precision (the codec fitted on the corpus with the run's
     seed) and handed to the engine, each query truncated and coded the same way, and with
-    ``rescore`` the engine's top ``rescore x k`` scored again in float32."""
+    ``rescore`` the engine's top ``rescore x k`` scored again in float32. An engine that
+    quantises by itself (``VectorIndex.quantises``: ``qdrant:hnsw``) is given the float32
+    vectors at the width and does its own coding and rescoring."""
 
     def __init__(self, spec: EngineSpec, inner: VectorIndex, sizing: Sizing) -> None:
         super().__init__(spec, seed=inner.seed)
@@ -318,7 +332,10 @@ class SizedIndex(VectorIndex):
         self.deterministic = inner.deterministic  # type: ignore[misc]
         self.documents = 0
         self._done = ""
-        if sizing.precision in ("int8", "binary"):
+        self._built = False
+        #: the engine quantises the float32 vectors itself (``VectorIndex.quantises``)
+        self.engine_quantises = sizing.precision in inner.quantises
+        if sizing.precision in ("int8", "binary") and not self.engine_quantises:
             _quantize()  # its import (torch) now: the build time is the index's, not an import's
 
     def build(self, vectors: np.ndarray, ids: Sequence[str]) -> None:
@@ -327,7 +344,7 @@ class SizedIndex(VectorIndex):
             x = truncated(x, self.sizing.dim, self.spec.spec)
         self.documents = len(x)
         done = [f"the first {self.sizing.dim} dimensions, renormalised"] if self.sizing.dim else []
-        if self.sizing.precision:
+        if self.sizing.precision and not self.engine_quantises:
             self.codec = Codec.fit(
                 self.sizing.precision,
                 x,
@@ -344,15 +361,16 @@ class SizedIndex(VectorIndex):
                 self._rank = given_to_stored
             self.inner.codec = self.codec
             self.inner.build(self._codes, ids)
-        else:
+        else:  # float32, or the engine's own quantisation (its description says it)
             self.inner.build(x, ids)
-        self._done = "; " + "; ".join(done)
+        self._done = "; " + "; ".join(done) if done else ""
+        self._built = True
 
     # the engine's own description and note, read when shown: an engine adds to them as it
     # searches (pgvector's query plan, its fall back to a sequential scan)
     @property
     def description(self) -> str:
-        return self.inner.description + self._done if self._done else self.spec.spec
+        return self.inner.description + self._done if self._built else self.spec.spec
 
     @description.setter
     def description(self, value: str) -> None:  # VectorIndex.__init__ sets the spec's text

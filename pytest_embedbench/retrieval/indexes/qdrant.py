@@ -15,6 +15,16 @@ to their least, so even a small corpus is indexed and searched through the graph
 the search's ``hnsw_ef``; Qdrant searches with ``max(ef, k)`` candidates. The size is the
 folder's allocated bytes (Qdrant preallocates sparse files: their apparent size is far larger
 than what they hold). This module's name is not a library's.
+
+``qdrant:hnsw`` takes a precision (:mod:`.precision`) with Qdrant's own quantisation, given the
+float32 vectors: ``+float16`` the ``Float16`` datatype (Qdrant converts the query too),
+``+int8`` scalar int8 quantisation (the range Qdrant's own, from its quantile: the spec's
+``calibration`` is refused, no Qdrant setting matches it), ``+binary`` one-bit binary
+quantisation; ``rescore=R`` is Qdrant's ``rescore=True, oversampling=R`` (with the float32
+originals), and without it the search sets ``rescore=False``. Qdrant keeps the float32
+originals beside int8 and binary codes, so the size stays the folder's, both; the description
+gives the codes' own bytes. The indexed segment's ``segment.json`` is read back, and a
+precision it does not record is an error.
 """
 
 from __future__ import annotations
@@ -26,20 +36,23 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from ...core.exceptions import EmbedBenchError
 from .registry import VectorIndex, missing_extra, register_index, unfilled
 
 __all__ = ["QdrantIndex"]
 
 _BATCH = 1000
+_PRECISIONS = ("float16", "int8", "binary")
 _LOCAL = (
     "qdrant:exact is qdrant-client's local mode, a brute-force scan of the float32 vectors "
     "that creates its collections with quantization_config=None and ignores a search's "
-    "quantization parameters, so its figures would be float32's under another name"
+    "quantization parameters, so its figures would be float32's under another name; "
+    "qdrant:hnsw measures it with Qdrant's own quantisation"
 )
-_EDGE = (
-    "qdrant:hnsw's quantisation (qdrant-edge-py's quantization_config) keeps the float32 "
-    "vectors beside its codes (and takes int8 ranges from its own quantile), so it is not "
-    "this spec's store; the engine does not measure it yet"
+_CALIBRATION = (
+    "Qdrant's scalar quantisation takes its int8 range itself, from the quantile of the "
+    "corpus' values (ScalarQuantizationConfig.quantile, left at Qdrant's default), and has no "
+    "setting for a calibration sample"
 )
 
 
@@ -60,16 +73,19 @@ class QdrantIndex(VectorIndex):
 
     name = "qdrant"
     kinds = {"exact": frozenset(), "hnsw": frozenset({"m", "ef_construct", "ef"})}
-    #: none measured: the local mode would ignore a quantisation, and qdrant-edge-py's own
-    #: (scalar int8 on its quantile, binary, float16 storage) keeps the float32 vectors
-    #: beside the codes and calibrates its own way, which this engine does not measure yet
+    #: qdrant:hnsw quantises with qdrant-edge-py's own settings (float16 storage, scalar int8,
+    #: binary); the local mode (qdrant:exact) would ignore a quantisation
+    precisions = frozenset(_PRECISIONS)
+    quantises = frozenset(_PRECISIONS)
     precision_refusals: ClassVar[dict[str, str]] = {
-        f"exact+{precision}": _LOCAL for precision in ("float16", "int8", "binary")
-    } | {precision: _EDGE for precision in ("float16", "int8", "binary")}
+        f"exact+{precision}": _LOCAL for precision in _PRECISIONS
+    } | {"int8(calibration)": _CALIBRATION}
 
     def __init__(self, spec: Any, *, seed: int = 0) -> None:
         super().__init__(spec, seed=seed)
         self.deterministic = spec.kind == "exact"  # type: ignore[misc]
+        #: what Qdrant recorded for a precision (:func:`read_stored`), after ``build``
+        self.stored: dict[str, Any] = {}
 
     def build(self, vectors: np.ndarray, ids: Sequence[str]) -> None:
         import tempfile
@@ -114,12 +130,17 @@ class QdrantIndex(VectorIndex):
             raise missing_extra(self.spec, "qdrant-edge-py", "qdrant") from None
         p = self.spec.param
         m, ef_construct = int(p("m", 16)), int(p("ef_construct", 100))
+        sizing = getattr(self.spec, "sizing", None)
+        precision = sizing.precision if sizing else ""
+        rescore = sizing.param("rescore") if sizing else None
+        stored, quantization = _precision(qe, precision)
         config = qe.EdgeConfig(
-            vectors=qe.EdgeVectorParams(size=x.shape[1], distance=qe.Distance.Dot),
+            vectors=qe.EdgeVectorParams(size=x.shape[1], distance=qe.Distance.Dot, datatype=stored),
             # the least thresholds (KB): every segment indexed, and searched through its graph
             hnsw_config=qe.HnswIndexConfig(
                 m=m, ef_construct=ef_construct, full_scan_threshold=1, max_indexing_threads=1
             ),
+            quantization_config=quantization,
             optimizers=qe.EdgeOptimizersConfig(indexing_threshold=1, default_segment_number=1),
             wal_enabled=False,
         )
@@ -130,7 +151,12 @@ class QdrantIndex(VectorIndex):
         shard.optimize()
         shard.flush()
         indexed = shard.info().indexed_vectors_count
-        self._params = qe.SearchParams(hnsw_ef=int(p("ef", 64)))
+        searched = None
+        if quantization is not None:  # the spec's rescore, else Qdrant's codes alone
+            searched = qe.QuantizationSearchParams(
+                rescore=bool(rescore), oversampling=float(rescore) if rescore else None
+            )
+        self._params = qe.SearchParams(hnsw_ef=int(p("ef", 64)), quantization=searched)
         self._qe = qe
         self.description = (
             f"qdrant-edge-py {version('qdrant-edge-py')} EdgeShard, "
@@ -145,7 +171,60 @@ class QdrantIndex(VectorIndex):
                 f"; only {indexed} of {len(x)} vectors are in the HNSW graph, the others are "
                 "scanned in full"
             )
+        if precision:
+            try:
+                self.stored = read_stored(self._folder.name)
+                self._say_stored(precision, rescore, len(x), indexed)
+            except BaseException:
+                _close(shard, self._folder)  # no shard or folder left behind
+                raise
         return shard
+
+    def _say_stored(self, precision: str, rescore: int | None, n: int, indexed: int) -> None:
+        """Check that Qdrant's segments record the precision (a quantisation it ignored would
+        be float32's figures under another name) and say what it stores, in bytes a vector."""
+        stored, each = self.stored, (lambda nbytes: f"{nbytes / max(n, 1):.0f} bytes a vector")
+        recorded = stored["datatype"] if precision == "float16" else stored["quantization"]
+        wanted = {"float16": "float16", "int8": "scalar int8", "binary": "binary"}[precision]
+        if precision != "float16" and indexed < n:
+            raise EmbedBenchError(
+                f"index {self.spec.spec!r}: Qdrant indexed {indexed} of {n} vectors, and it "
+                f"quantises only the segments its optimizer indexes: the others are scanned as "
+                f"float32, so the figures would not be {precision}'s (a corpus under Qdrant's "
+                f"least indexing threshold, 1 KB of vectors, stays unindexed); give a larger "
+                f"corpus, or measure {precision} with 'exact+{precision}'"
+            )
+        if n and recorded != wanted:
+            raise EmbedBenchError(
+                f"index {self.spec.spec!r}: Qdrant's indexed segment records "
+                f"{recorded or 'no quantisation'!r}, not {wanted!r}: its figures would not be "
+                f"{precision}'s; qdrant-edge-py {version('qdrant-edge-py')} may not support it"
+            )
+        if precision == "float16":
+            size = f" ({each(stored['vectors'])})" if stored["vectors"] else ""
+            self.description += (
+                f"; stored as Qdrant's float16 datatype{size}, the query converted to float16 too"
+            )
+            return
+        self.description += (
+            f"; Qdrant's {wanted} quantisation (its codes {each(stored['codes'])}, beside the "
+            f"float32 originals, {each(stored['vectors'])})"
+            + (
+                "; the int8 range from Qdrant's own quantile of the corpus"
+                if precision == "int8"
+                else "; 1 bit a dimension, the query binarised too"
+            )
+            + (
+                f"; the top {rescore} x k (oversampling={rescore}) rescored by Qdrant with "
+                "the float32 originals"
+                if rescore
+                else "; scored by the codes alone (rescore=False)"
+            )
+        )
+        self.note += (
+            "; bytes/doc is the shard's whole folder: Qdrant keeps the float32 originals beside "
+            f"the {precision} codes (the codes alone: {each(stored['codes'])})"
+        )
 
     def search(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         q = np.atleast_2d(np.asarray(queries, dtype=np.float32))
@@ -173,6 +252,52 @@ class QdrantIndex(VectorIndex):
     @property
     def nbytes(self) -> int | None:
         return allocated_bytes(self._folder.name)
+
+
+def _precision(qe: Any, precision: str) -> tuple[Any, Any]:
+    """qdrant-edge-py's vector datatype and quantisation config of a precision."""
+    if precision == "float16":
+        return qe.VectorStorageDatatype.Float16, None
+    if precision == "int8":  # quantile unset: Qdrant's default range
+        return None, qe.ScalarQuantizationConfig(type=qe.ScalarType.Int8)
+    if precision == "binary":
+        return None, qe.BinaryQuantizationConfig(
+            encoding=qe.BinaryQuantizationEncoding.OneBit,
+            query_encoding=qe.BinaryQuantizationQueryEncoding.Binary,
+        )
+    return None, None
+
+
+def read_stored(folder: str) -> dict[str, Any]:
+    """What Qdrant recorded for the shard's indexed segments (their ``segment.json``; the
+    plain ones when none is indexed): the quantisation (``"scalar int8"``, ``"binary"``,
+    ``""``) and datatype (``"float16"``, ``"float32"``), and the bytes of its stored vectors
+    (``matrix.dat``) and of its quantised codes (``quantized.data``), the files' sizes summed
+    over the segments."""
+    import json
+
+    out: dict[str, Any] = {"quantization": "", "datatype": "", "vectors": 0, "codes": 0}
+    vectors = []
+    for segment in sorted(Path(folder, "segments").iterdir()):
+        try:
+            config = json.loads((segment / "segment.json").read_text())["config"]
+        except (OSError, ValueError, KeyError):
+            continue
+        vectors.append((segment, config.get("vector_data", {}).get("", {})))
+    # the indexed segments; the plain appendable one holds the points only when none is
+    indexed = [(seg, v) for seg, v in vectors if v.get("index", {}).get("type") == "hnsw"]
+    for segment, vector in indexed or vectors:
+        found = vector.get("quantization_config") or {}
+        if "scalar" in found:
+            out["quantization"] = f"scalar {found['scalar'].get('type', '')}"
+        elif found:
+            out["quantization"] = next(iter(found))
+        out["datatype"] = vector.get("datatype") or "float32"
+        storage = segment / "vector_storage"
+        for name, key in (("matrix.dat", "vectors"), ("quantized.data", "codes")):
+            if (storage / name).is_file():
+                out[key] += (storage / name).stat().st_size
+    return out
 
 
 def _close(store: Any, folder: Any) -> None:

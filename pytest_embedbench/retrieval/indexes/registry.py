@@ -90,6 +90,12 @@ class VectorIndex(ABC):
     #: only) -> a sentence, said in the spec's error: a quantisation the engine would ignore
     #: is refused, never reported
     precision_refusals: ClassVar[dict[str, str]] = {}
+    #: the precisions (of ``precisions``) the engine quantises itself, with its own codes and
+    #: rescoring: ``build`` and ``search`` are then given the float32 vectors (at the spec's
+    #: width) and the engine reads the precision and its parameters from ``spec.sizing``; a
+    #: parameter it has no setting for is refused as ``"int8(calibration)"`` in
+    #: ``precision_refusals``
+    quantises: ClassVar[frozenset[str]] = frozenset()
     #: the keys embedbench.yaml's ``index_engines: {ENGINE: {...}}`` may give the engine: where
     #: it runs (a database), not what it builds; they reach it as the spec's ``settings``
     setting_keys: ClassVar[frozenset[str]] = frozenset()

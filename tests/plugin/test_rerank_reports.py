@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -34,18 +37,15 @@ def _lift_text(row: StageRow) -> str:
     return f"{lift.difference:+.4f} [{lift.low:+.3f}, {lift.high:+.3f}]"
 
 
-def test_every_writer_shows_the_two_stages(
+def _run(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Terminal, JSON, HTML, Markdown, CSV, job summary and JUnit properties all carry the
-    lift with its interval, the p Holm-adjusted across the model's three rerankers, the
-    ceiling, the improved and degraded counts; the reversed reranker's most hurt queries are
-    listed with the relevant documents it pushed out of the top; the sweep @10,20 is a curve
-    (HTML) and a table (the others)."""
+) -> tuple[pytest.RunResult, dict[str, Any], Summary]:
+    """BM25 on support, reranked by the sweep hashing:h@10,20 and by the reversed reranker,
+    every report asked for (the job summary through ``GITHUB_STEP_SUMMARY``): the run's
+    output, its JSON report and the summary read back from it."""
     pytester.makeconftest(CONFTEST_TEXT + RERANKERS)
     pytester.makepyfile(test_stages=bench_module(MARKER))
-    step = pytester.path / "step-summary.md"
-    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(step))
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(pytester.path / "step-summary.md"))
     out = pytester.runpytest(
         "-p",
         "no:randomly",
@@ -58,7 +58,19 @@ def test_every_writer_shows_the_two_stages(
     )
     out.assert_outcomes(passed=4)
     report = json.loads((pytester.path / "r.json").read_text())
-    summary = Summary.from_json(report)
+    return out, report, Summary.from_json(report)
+
+
+def test_every_writer_shows_the_two_stages(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Terminal, JSON, HTML, Markdown, CSV, job summary and JUnit properties all carry the
+    lift with its interval, the p Holm-adjusted across the model's three rerankers, the
+    ceiling, the improved and degraded counts; the reversed reranker's most hurt queries are
+    listed with the relevant documents it pushed out of the top; the sweep @10,20 is a curve
+    (HTML) and a table (the others)."""
+    out, report, summary = _run(pytester, monkeypatch)
+    step = pytester.path / "step-summary.md"
     (section,) = summary.stages
     rows = {r.reranker: r for r in section.rows}
     assert sorted(rows) == ["h-top10", "h-top20", "reversed-top20"]
@@ -193,3 +205,78 @@ def test_the_gate_fails_a_lift_dropped_below_the_baseline(pytester: pytest.Pytes
             "*the reranker changed ('hashing:h@20' -> 'reversed@20')*",
         ]
     )
+
+
+#: each element of the stages section wider than the box that holds it (a table scrolled
+#: inside its .wide box counts: the reader has to scroll to see a column)
+_STAGES_OVERFLOW = """() => [...document.querySelectorAll('#stages, #stages .wide, #stages figure')]
+  .filter(e => e.scrollWidth > e.clientWidth + 1)
+  .map(e => `${e.tagName.toLowerCase()}.${e.className}: ${e.scrollWidth} > ${e.clientWidth}`)"""
+
+
+def test_the_two_stages_render_in_chromium(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The HTML report's Two stages section of the reranked run, laid out in Chromium at 1280
+    and 1920 px: visible, its two tables (per reranker, per metric) with a row per reranker,
+    the depth sweep's SVG with its curve, a point per depth and every point's label (none
+    dropped, none over another or out of the chart), the reversed reranker's most hurt query
+    with the relevant document it pushed down; nothing wider than the page or its box, and
+    no console error (``offline_page``). The screenshot of the section is kept in tmp_path,
+    and in ``EMBEDBENCH_ARTIFACTS`` when set."""
+    from .test_html_report import _LABEL_PROBLEMS, BROWSER_ARGS, CHROMIUM, offline_page
+
+    # .ci/run sets EMBEDBENCH_REQUIRE_BROWSER=1: in CI a missing browser fails, never skips
+    if not CHROMIUM.exists() and not os.environ.get("EMBEDBENCH_REQUIRE_BROWSER"):
+        pytest.skip(f"no Chromium at {CHROMIUM} (apt-get install chromium)")
+    pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
+    _, _, summary = _run(pytester, monkeypatch)
+    (section,) = summary.stages
+    reversed_ = next(r for r in section.rows if r.reranker == "reversed-top20")
+    assert reversed_.diff is not None
+    hurt = reversed_.diff.worst[0]
+    (sweep,) = section.sweeps
+    label = f"nDCG@10 by rerank depth for {sweep.spec} over {sweep.model}"
+    keep = os.environ.get("EMBEDBENCH_ARTIFACTS")  # CI keeps the screenshots beside its logs
+    with offline_page(pytester.path / "r.html", 1280, BROWSER_ARGS) as page:
+        stages = page.locator("#stages")
+        assert stages.is_visible()
+        assert stages.locator("h2").inner_text() == "Two stages"
+        assert page.locator("nav a[href='#stages']").count() == 1
+        tables = stages.locator("table.stress")
+        assert tables.count() == 2 and tables.first.is_visible() and tables.last.is_visible()
+        for row in section.rows:  # a row per reranker, and a row per metric in the lifts
+            assert tables.first.locator("tr", has_text=row.reranker).count() == 1
+            assert tables.last.locator("tr", has_text=row.reranker).count() == len(section.metrics)
+        chart = stages.locator(f"svg[aria-label='{label}']")
+        assert chart.is_visible()
+        box = chart.bounding_box()
+        assert box is not None and box["width"] > 300 and box["height"] > 150
+        assert chart.locator("polyline.curve").count() == 1
+        assert chart.locator("circle.point").count() == len(sweep.points) == 3
+        texts = chart.locator("text").all_text_contents()
+        for name in ("first stage", "@10", "@20", "p95 latency the reranking adds (ms)"):
+            assert name in texts, (name, texts)
+        diff = stages.locator(".qdiff", has_text="reversed-top20")
+        assert diff.is_visible()
+        assert (
+            diff.locator(".qcounts")
+            .inner_text()
+            .startswith(f"{reversed_.diff.improved} improved · {reversed_.diff.degraded} degraded")
+        )
+        first = diff.locator("tr.qtext").first
+        assert first.is_visible() and hurt.query_id in first.inner_text()
+        assert hurt.lost[0] in diff.locator("td.lost").first.inner_text()
+        for width in (1280, 1920):
+            page.set_viewport_size({"width": width, "height": 900})
+            scroll, inner = page.evaluate(
+                "[document.documentElement.scrollWidth, window.innerWidth]"
+            )
+            shot = tmp_path / f"stages-{width}.png"
+            stages.screenshot(path=str(shot))
+            assert scroll <= inner, f"{width} px: the page is {scroll} px wide ({shot})"
+            assert page.evaluate(_STAGES_OVERFLOW) == [], f"{width} px ({shot})"
+            assert page.evaluate(_LABEL_PROBLEMS) == [], f"{width} px ({shot})"
+            if keep:
+                Path(keep).mkdir(parents=True, exist_ok=True)
+                (Path(keep) / f"stages-{width}.png").write_bytes(shot.read_bytes())

@@ -61,7 +61,7 @@ class EmbedBenchSession:
         self._results: dict[tuple[Any, ...], RetrievalResult | BaseException] = {}
         self._searchers: dict[tuple[Any, ...], Searcher | BaseException] = {}
         #: the rerankers built, by spec (one per run, shared by a depth sweep's tests)
-        self._rerankers: dict[tuple[str, int], Any] = {}
+        self._rerankers: dict[tuple[str, int, str], Any] = {}
         #: the provider's query embedding under load, per model and dataset (measured once)
         self._query_loads: dict[tuple[Any, ...], tuple[Any, ...]] = {}
         #: nodeid -> record of every retrieval test that ran
@@ -265,7 +265,9 @@ class EmbedBenchSession:
         if case.reranker.is_none:
             return stage1
         spec = case.reranker
-        which = (spec.spec, id(spec.obj))
+        # the options too: they take no part in a spec's equality, and two named rerankers
+        # of one spec may have their own under providers:
+        which = (spec.spec, id(spec.obj), repr(spec.options))
         if which not in self._rerankers:
             self._rerankers[which] = create_reranker(self.evaluator, spec)
         return evaluate_reranked(

@@ -177,6 +177,38 @@ def test_obj(retrieval):
     out.stdout.fnmatch_lines(["*test_obj?bm25-reversed-top10? PASSED*"])
 
 
+#: a family whose ``reverse`` option turns the first stage's order upside down
+TILTED = """
+
+@register_reranker
+class Tilted(Reranker):
+    name = "tilted"
+    options_taken = frozenset({"reverse"})
+
+    def score(self, query, documents):
+        n = len(documents)
+        return [float(i if self.options.get("reverse") else n - i) for i in range(n)]
+"""
+
+
+def test_named_rerankers_of_one_spec_keep_their_own_options(project: pytest.Pytester) -> None:
+    """Two rerankers of the same spec told apart by their names, each with its own options
+    under ``providers:``: each is built with its own (the session once kept the first one
+    built for both, as the options take no part in a spec's equality)."""
+    project.makeconftest(CONFTEST_TEXT + RERANKERS + TILTED)
+    project.makefile(
+        ".yaml", embedbench="providers:\n  keep: {reverse: false}\n  flip: {reverse: true}\n"
+    )
+    body = (
+        "assert (float(retrieval.lift('ndcg@10')) < 0) == request.node.callspec.id.endswith('flip')"
+    )
+    module = bench_module(on_support(["keep=tilted@20", "flip=tilted@20"]), body)
+    project.makepyfile(test_named=module.replace("(retrieval)", "(retrieval, request)"))
+    out = project.runpytest("-v", "-p", "no:randomly")
+    out.assert_outcomes(passed=2)
+    out.stdout.fnmatch_lines(["*bm25-keep? PASSED*", "*bm25-flip? PASSED*"])
+
+
 @pytest.mark.parametrize(
     ("reranker", "message"),
     [

@@ -67,8 +67,8 @@ def test_every_writer_shows_the_two_stages(
     """Terminal, JSON, HTML, Markdown, CSV, job summary and JUnit properties all carry the
     lift with its interval, the p Holm-adjusted across the model's three rerankers, the
     ceiling, the improved and degraded counts; the reversed reranker's most hurt queries are
-    listed with the relevant documents it pushed out of the top; the sweep @10,20 is a curve
-    (HTML) and a table (the others)."""
+    listed with the relevant documents it pushed out of the top (in JUnit as properties);
+    the sweep @10,20 is a curve (HTML) and a table (the others)."""
     out, report, summary = _run(pytester, monkeypatch)
     step = pytester.path / "step-summary.md"
     (section,) = summary.stages
@@ -157,6 +157,19 @@ def test_every_writer_shows_the_two_stages(
     )
     assert int(float(props["embedbench.rerank.degraded"])) == reversed_.diff.degraded
     assert props["embedbench.rerank"] == "reversed@20"
+    # the queries it hurt most, worst first, with the relevant documents pushed out of the top
+    hurt_props = sorted(k for k in props if k.startswith("embedbench.rerank.hurt."))
+    assert len(hurt_props) == 6 * min(5, len(reversed_.diff.worst))
+    for rank, change in enumerate(reversed_.diff.worst[:5], start=1):
+        at = f"embedbench.rerank.hurt.{rank}."
+        assert props[at + "query"] == change.query_id
+        assert float(props[at + "first_stage"]) == pytest.approx(change.before)
+        assert float(props[at + "reranked"]) == pytest.approx(change.after)
+        assert float(props[at + "change"]) == pytest.approx(change.change)
+        assert change.lost is not None and change.gained is not None
+        assert props[at + "pushed_out"].split() == list(change.lost)
+        assert props[at + "brought_in"].split() == list(change.gained)
+    assert props["embedbench.rerank.hurt.1.pushed_out"].split() == list(hurt.lost)
     suite = {p.get("name"): p.get("value") for p in tree.getroot().iter("property")}
     holm = suite[f"embedbench.{reversed_.nodeid}.lift.ndcg@10.p_holm"]  # the run's, not a test's
     assert float(holm) == pytest.approx(reversed_.lift["ndcg@10"].p_holm)

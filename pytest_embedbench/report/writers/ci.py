@@ -41,6 +41,7 @@ from ...records.figures import (
     LOAD_FIGURES,
     RERANK_FIGURES,
 )
+from ...records.querydiff import FAILURE_QUERIES, QueryDiff
 from ...records.resultdata import ResultData
 from ..summary import DatasetSummary, Gate, ModelSummary, Summary
 from ..summary.columns import resolve_column
@@ -686,7 +687,8 @@ def _rerank_properties(result: ResultData) -> list[tuple[str, Any]]:
     and bootstrap p (``embedbench.lift.ndcg@10``, ``.low``, ``.high``, ``.p_value``); the
     reranking's figures by their registry keys (``embedbench.rerank.ceiling``,
     ``rerank.realised``, ``rerank.p95_ms``, ``rerank.cost_per_1k_queries`` ...) and the
-    per-query counts between the stages (``embedbench.rerank.improved``, ``.degraded``). The
+    per-query counts between the stages (``embedbench.rerank.improved``, ``.degraded``) and
+    the queries it hurt most (:func:`_hurt_properties`). The
     Holm-adjusted p needs every reranker of the model: it is a ``<testsuite>`` property
     (:func:`junit_suite_properties`), not a test's."""
     rerank = result.rerank
@@ -711,6 +713,31 @@ def _rerank_properties(result: ResultData) -> list[tuple[str, Any]]:
     if diff is not None:
         values += [("rerank.improved", diff.improved), ("rerank.degraded", diff.degraded)]
     out += [(PREFIX + key, finite(v)) for key, v in values if finite(v) is not None]
+    if diff is not None:
+        out += _hurt_properties(diff)
+    return out
+
+
+def _hurt_properties(diff: QueryDiff) -> list[tuple[str, Any]]:
+    """The queries the reranker hurt most (the stage diff's, worst first, as many as a
+    failure names): ``embedbench.rerank.hurt.1.query``, ``.first_stage``, ``.reranked``,
+    ``.change``, and the relevant documents it pushed out of the first stage's top and
+    brought in (``.pushed_out``, ``.brought_in``: ids joined by spaces, as
+    ``stage_queries.csv`` has them; "" for none)."""
+    out: list[tuple[str, Any]] = []
+    for rank, change in enumerate(diff.worst[:FAILURE_QUERIES], start=1):
+        at = f"{PREFIX}rerank.hurt.{rank}."
+        out.append((at + "query", redact(change.query_id)))
+        for key, value in (
+            ("first_stage", change.before),
+            ("reranked", change.after),
+            ("change", change.change),
+        ):
+            if finite(value) is not None:
+                out.append((at + key, finite(value)))
+        for key, ids in (("pushed_out", change.lost), ("brought_in", change.gained)):
+            if ids is not None:
+                out.append((at + key, redact(" ".join(ids))))
     return out
 
 

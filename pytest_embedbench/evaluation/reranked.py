@@ -166,6 +166,11 @@ def evaluate_reranked(
     at most the depth), with the run and the first stage attached (see the module doc)."""
     from .result import RetrievalResult
 
+    if spec.is_none:
+        raise ConfigError(
+            "reranker 'none' is the first stage alone: nothing to rerank; use the first "
+            "stage's result itself, or give a reranker spec such as 'hf-ce:/models/my-ce@100'"
+        )
     if max(k) > spec.depth:
         raise ConfigError(
             f"reranker {spec.text!r} reranks the top {spec.depth}, but the test computes k up "

@@ -227,3 +227,34 @@ def test_minilm_on_full_scifact_reproduces_mteb(scifact_path: Path, scifact_cach
     )
     assert len(result.query_ids) == 300 and result.n_documents == 5183
     assert abs(float(result.ndcg10) - 0.64508) <= 0.002, result.ndcg10
+
+
+def test_evaluate_reranked_checks_its_spec_and_depth() -> None:
+    """The library call names the fix for what the session never hands it: ``none`` (the first
+    stage alone), a depth deeper than the first stage retrieved, cut-offs past the depth; a
+    reranked result is paired with the first stage it was given."""
+    from pytest_embedbench.core.exceptions import ConfigError
+    from pytest_embedbench.evaluation.reranked import evaluate_reranked
+    from pytest_embedbench.retrieval.rerank import parse_rerankers
+
+    ds = RetrievalDataset.from_dicts(
+        {f"d{i}": f"document {i} about topic {i % 3}" for i in range(12)},
+        {"q1": "topic 1", "q2": "topic 2"},
+        {"q1": {"d1": 1}, "q2": {"d2": 1}},
+    )
+    ev = Evaluator(cache=False, seed=0, n_resamples=200)
+    stage1 = ev.evaluate("bm25", ds, k=(1, 10))
+    none, deep = parse_rerankers(["none", "hashing:h@20"], "here")
+    with pytest.raises(ConfigError, match="'none' is the first stage alone: nothing to rerank"):
+        evaluate_reranked(ev, stage1, ds, none, k=(1, 10))
+    with pytest.raises(ConfigError, match="reranks the top 20, but the first stage retrieved 10"):
+        evaluate_reranked(ev, stage1, ds, deep, k=(1, 10))
+    (shallow,) = parse_rerankers(["hashing:h@5"], "here")
+    with pytest.raises(ConfigError, match=r"give a depth >= 10 \('hashing:h@10'\)"):
+        evaluate_reranked(ev, stage1, ds, shallow, k=(1, 10))
+    (spec,) = parse_rerankers(["hashing:h@10"], "here")
+    reranked = evaluate_reranked(ev, stage1, ds, spec, k=(1, 10))
+    assert reranked.stage1 is stage1 and reranked.rerank is not None
+    assert reranked.rerank.depth == 10
+    paired = reranked.per_query("ndcg@10") - stage1.per_query("ndcg@10")
+    assert float(reranked.lift("ndcg@10")) == pytest.approx(float(paired.mean()), abs=1e-12)

@@ -481,15 +481,17 @@ def check_thresholds(result: RetrievalResult, rules: list[Threshold]) -> list[st
 
 def _hurt(result: RetrievalResult, metric: str) -> list[str]:
     """Under a failing lift: the queries the reranker hurt most, against its first stage,
-    with the relevant documents it pushed out of the top (``lost``) and brought in."""
+    with the relevant documents it pushed out of the top (``lost``), brought in, and pushed
+    down among its candidates (with their ranks before and after)."""
     from ..records.querydiff import failure_lines, query_diff
 
-    assert result.stage1 is not None
+    assert result.stage1 is not None and result.rerank is not None
     diff = query_diff(
         result.data(per_query=True),
         result.stage1.data(per_query=True),
         metric=metric,
         against="the first stage",
+        candidates=result.rerank.depth,
     )
     return [] if diff is None else ["  " + line for line in failure_lines(diff)]
 

@@ -6,7 +6,11 @@ its baseline entry or of the run's reference model: each query whose score moved
 Experiment reports the same counts against a baseline). The most degraded queries are kept with
 the relevant documents they lost and gained from the top of the ranking (the retrieved lists a
 record keeps, :data:`~pytest_embedbench.result.RETRIEVED_KEPT` deep) and, on a chunked dataset,
-the text of the chunks that won this run's top documents.
+the text of the chunks that won this run's top documents. Between a reranker and its first
+stage (``candidates``: the depth the reranker reordered) each also keeps the relevant documents
+the reranker pushed down, with their ranks before and after (:class:`RankDrop`): a reranker
+at depth 10 only reorders the first stage's top 10, so it loses and gains nothing from the top
+10 and only these say what it did wrong.
 
 A baseline entry keeps per-query scores, not retrieved lists: against it, what a query lost is
 not known, and the diff says so (``documents_known`` False, ``note``) and lists the relevant
@@ -19,6 +23,8 @@ writer formats the :class:`QueryDiff` records. Usage::
 
     diff = query_diff(record.result, entry, metric="ndcg@10", against="baseline")
     diff.improved, diff.degraded, diff.unchanged, diff.worst[0].lost
+    stages = query_diff(reranked, stage1, metric="ndcg@10", against="bm25 alone", candidates=10)
+    stages.worst[0].pushed_down[0]      # RankDrop("d3", grade=1, before=1, after=None)
 """
 
 from __future__ import annotations
@@ -26,20 +32,25 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
+
+from .serial import OMIT_NONE
 
 __all__ = [
     "CHANGE_EPSILON",
     "EXCERPT_CHARS",
     "FAILURE_QUERIES",
     "KEPT_QUERIES",
+    "PUSHED_KEPT",
     "ChunkExcerpt",
     "QueryChange",
     "QueryDiff",
+    "RankDrop",
     "counts_text",
     "excerpt",
     "failure_lines",
+    "pushed_down_text",
     "query_diff",
     "query_label",
 ]
@@ -53,6 +64,9 @@ KEPT_QUERIES = 10
 FAILURE_QUERIES = 5
 #: the characters of a winning chunk's text a report shows
 EXCERPT_CHARS = 160
+#: the relevant documents a degraded query keeps as pushed down (the highest grades, then the
+#: farthest falls)
+PUSHED_KEPT = 5
 #: winning chunks kept per degraded query: this run's first document's, then relevant ones'
 _CHUNKS_PER_QUERY = 3
 
@@ -80,6 +94,24 @@ class ChunkExcerpt:
 
 
 @dataclass(frozen=True)
+class RankDrop:
+    """A relevant document a reranker pushed down: its grade, its rank in the first stage's
+    list (``before``, 1 = first) and in the reranked one (``after``; None: beyond the reranked
+    list the record keeps, shown as ``out``)."""
+
+    doc_id: str
+    grade: float
+    before: int
+    after: int | None = None
+
+    @property
+    def text(self) -> str:
+        """``d3 1→7``, ``d5 2→out``; the grade after it when it is not 1: ``d3 1→7 (grade 2)``."""
+        line = f"{self.doc_id} {self.before}→{'out' if self.after is None else self.after}"
+        return line if self.grade == 1 else f"{line} (grade {self.grade:g})"
+
+
+@dataclass(frozen=True)
 class QueryChange:
     """One query's score before (the baseline's or the reference model's) and now."""
 
@@ -99,6 +131,10 @@ class QueryChange:
     top_relevant: bool = False
     #: on a chunked dataset, the chunks that won this run's first and relevant documents
     chunks: tuple[ChunkExcerpt, ...] = ()
+    #: between the stages, the relevant documents among the first stage's candidates whose rank
+    #: the reranker made worse: highest grade first, then the farthest fall (at most
+    #: :data:`PUSHED_KEPT`; None: not a diff between stages, and absent from the JSON)
+    pushed_down: tuple[RankDrop, ...] | None = field(default=None, metadata=OMIT_NONE)
 
 
 @dataclass(frozen=True)
@@ -200,6 +236,7 @@ def query_diff(
     precision: int | None = None,
     query_texts: Mapping[str, str] | None = None,
     keep: int = KEPT_QUERIES,
+    candidates: int | None = None,
 ) -> QueryDiff | None:
     """``result``'s queries (a record's ``ResultData``: ``per_query``, ``retrieved``,
     ``relevant``, ``query_texts``, ``winning_chunks``) against ``before`` (a baseline entry as
@@ -207,7 +244,10 @@ def query_diff(
     either side lacks its per-query scores.
 
     ``precision``: round this run's scores to the decimals the baseline keeps (the gate's
-    pairs). ``query_texts`` (id -> text) fills in texts the result lacks."""
+    pairs). ``query_texts`` (id -> text) fills in texts the result lacks. ``candidates``: the
+    depth of ``before``'s list that ``result`` reranked (a diff between the stages): each
+    degraded query then lists the relevant documents among them whose rank fell
+    (``pushed_down``, as far as both kept lists go)."""
     now = _scores(result, metric)
     then = _scores(before, metric)
     shared = sorted(set(now) & set(then))
@@ -259,6 +299,7 @@ def query_diff(
                 None if earlier is None else earlier.get(q) or [],
                 relevant.get(q) or {},
                 chunks.get(q) if isinstance(chunks, Mapping) else None,
+                candidates,
             )
             for _, q in worst
         ),
@@ -274,12 +315,15 @@ def _change(
     had: Sequence[str] | None,
     relevant: Mapping[str, Any],
     won: Any,
+    candidates: int | None = None,
 ) -> QueryChange:
     wanted = {d for d, grade in relevant.items() if _positive(grade)}
-    lost = gained = None
+    lost = gained = pushed = None
     if had is not None:
         lost = tuple(d for d in had if d in wanted and d not in got)
         gained = tuple(d for d in got if d in wanted and d not in had)
+        if candidates is not None:
+            pushed = _pushed_down(had[:candidates], got, relevant)
     return QueryChange(
         query_id=qid,
         before=before,
@@ -292,7 +336,25 @@ def _change(
         top=got[0] if got else None,
         top_relevant=bool(got) and got[0] in wanted,
         chunks=_excerpts(won, wanted),
+        pushed_down=pushed,
     )
+
+
+def _pushed_down(
+    had: Sequence[str], got: Sequence[str], relevant: Mapping[str, Any]
+) -> tuple[RankDrop, ...]:
+    """The relevant documents of ``had`` (the candidates, in the first stage's order) ranked
+    lower in ``got`` (the reranked list; absent: ``out``), highest grade first, then the
+    farthest fall (``out`` falls past the list's end), then the first stage's order."""
+    ranks = {doc: rank for rank, doc in enumerate(got, start=1)}
+    drops = [
+        RankDrop(doc, relevant[doc], before, ranks.get(doc))
+        for before, doc in enumerate(had, start=1)
+        if _positive(relevant.get(doc)) and ranks.get(doc, math.inf) > before
+    ]
+    beyond = len(got) + 1
+    drops.sort(key=lambda d: (-d.grade, d.before - (d.after or beyond), d.before))
+    return tuple(drops[:PUSHED_KEPT])
 
 
 def _positive(grade: Any) -> bool:
@@ -342,9 +404,18 @@ def _ids(ids: Sequence[str]) -> str:
     return ", ".join(ids) if ids else "none"
 
 
+def pushed_down_text(drops: Sequence[RankDrop] | None) -> str:
+    """The relevant documents a reranker pushed down, each with its ranks before and after
+    (``d3 1→7, d5 2→out``; ``none``; ``-`` when not known): what every writer shows."""
+    if drops is None:
+        return "-"
+    return ", ".join(d.text for d in drops) if drops else "none"
+
+
 def change_text(change: QueryChange, diff: QueryDiff) -> str:
     """One degraded query on one line: its scores, and what it lost and gained (or which
-    relevant documents are missing now, when the before list is not known)."""
+    relevant documents are missing now, when the before list is not known), and between the
+    stages which relevant documents the reranker pushed down."""
     line = (
         f"{query_label(change.query_id, change.text)}: {change.before:.3f} -> "
         f"{change.after:.3f} ({change.change:+.3f})"
@@ -353,6 +424,8 @@ def change_text(change: QueryChange, diff: QueryDiff) -> str:
         line += f"; lost {_ids(change.lost)}; gained {_ids(change.gained)}"
     elif change.missing and diff.depth:
         line += f"; relevant not in the top {diff.depth} now: {_ids(change.missing)}"
+    if change.pushed_down is not None:
+        line += f"; pushed down {pushed_down_text(change.pushed_down)}"
     if change.top is not None and not change.top_relevant:
         line += f"; first now: {change.top}"
         top = next((c for c in change.chunks if c.rank == 1), None)

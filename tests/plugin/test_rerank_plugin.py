@@ -142,8 +142,9 @@ def test_two_stages_equal_a_direct_computation(project: pytest.Pytester) -> None
 
 def test_a_reversed_reranker_fails_its_lift_threshold(project: pytest.Pytester) -> None:
     """``lift.ndcg@10 >= 0``: the first stage upside down fails it, and the failure names the
-    queries it hurt most with the relevant documents it pushed out of the top; the first
-    stage's own row has no lift and passes."""
+    queries it hurt most with the relevant documents it pushed out of the top and those it
+    pushed down (first-stage rank → reranked: out of the top 10); the first stage's own row
+    has no lift and passes."""
     marker = on_support(["none", "reversed@20"], thresholds={"lift.ndcg@10": ">= 0"})
     project.makepyfile(test_bad=bench_module(marker))
     out = project.runpytest()
@@ -154,7 +155,7 @@ def test_a_reversed_reranker_fails_its_lift_threshold(project: pytest.Pytester) 
             "*lift.ndcg@10 = -0.* is not >= 0*",
             "*per query: * improved, * degraded, * unchanged of 52*",
             "*most degraded*",
-            "*lost *",
+            "*lost *; pushed down * 1→out (grade *)*",
         ]
     )
 

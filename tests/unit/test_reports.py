@@ -420,6 +420,65 @@ def test_a_query_diff_counts_changes_beyond_epsilon_and_names_lost_and_gained() 
     assert query_diff(now, {}, metric="ndcg@10", against="baseline") is None
 
 
+def test_a_stage_diff_lists_the_relevant_candidates_pushed_down_by_grade_then_fall() -> None:
+    """Between the stages (``candidates``: the depth reranked) each degraded query lists the
+    relevant documents among the first stage's top ``candidates`` that the reranked list
+    ranks lower, with both ranks (None: out of it), highest grade first, then the farthest
+    fall, at most PUSHED_KEPT; a relevant document raised, kept in place or beyond the
+    candidates is not listed; a diff not between stages has none, and its JSON no key."""
+    from pytest_embedbench.records.querydiff import (
+        PUSHED_KEPT,
+        QueryDiff,
+        RankDrop,
+        change_text,
+        query_diff,
+    )
+    from pytest_embedbench.records.serial import from_data, to_data
+
+    first = ["r1", "a", "r2", "r3", "r4", "r5", "r6", "r7", "r8", "deep"]
+    grades = {"r1": 1, "r2": 1, "r3": 2, "r4": 1, "r5": 1, "r6": 1, "r7": 1, "r8": 3, "deep": 2}
+    # r8 is raised (9 -> 1), r6 too (7 -> 6), r2 keeps rank 3; r1 falls 9 ranks, r3 one, r4
+    # and r7 three (r7 out: past the list's end, 11), r5 five (out); "deep" (10 -> out) is a
+    # candidate only at depth 10
+    reranked = ["r8", "a", "r2", "b", "r3", "r6", "c", "r4", "d", "r1"]
+    stage1 = {"per_query": {"ndcg@10": {"q": 0.9}}, "retrieved": {"q": first}}
+    now = {
+        "per_query": {"ndcg@10": {"q": 0.5}},
+        "retrieved": {"q": reranked},
+        "relevant": {"q": grades},
+    }
+    diff = query_diff(now, stage1, metric="ndcg@10", against="bm25 alone", candidates=9)
+    assert diff is not None
+    (change,) = diff.worst
+    assert change.lost == ("r5", "r7", "deep") and change.gained == ()
+    assert change.pushed_down == (
+        RankDrop("r3", 2, 4, 5),  # the highest grade first, however short its fall
+        RankDrop("r1", 1, 1, 10),
+        RankDrop("r5", 1, 6, None),
+        RankDrop("r4", 1, 5, 8),  # a fall of 3 as r7's: the first stage's order
+        RankDrop("r7", 1, 8, None),
+    )
+    assert change_text(change, diff) == (
+        "q: 0.900 -> 0.500 (-0.400); lost r5, r7, deep; gained none; "
+        "pushed down r3 4→5 (grade 2), r1 1→10, r5 6→out, r4 5→8, r7 8→out"
+    )
+    deeper = query_diff(now, stage1, metric="ndcg@10", against="bm25 alone", candidates=10)
+    assert deeper is not None and PUSHED_KEPT == 5
+    assert [(d.doc_id, d.before, d.after) for d in deeper.worst[0].pushed_down or ()] == [
+        ("r3", 4, 5),
+        ("deep", 10, None),
+        ("r1", 1, 10),
+        ("r5", 6, None),
+        ("r4", 5, 8),  # r7 left off: five kept
+    ]
+    assert from_data(QueryDiff, json.loads(json.dumps(to_data(diff)))) == diff
+    # not a diff between stages: nothing pushed down, and no key in the JSON
+    plain = query_diff(now, stage1, metric="ndcg@10", against="bm25")
+    assert plain is not None and plain.worst[0].pushed_down is None
+    assert "pushed_down" not in to_data(plain)["worst"][0]
+    assert "pushed down" not in change_text(plain.worst[0], plain)
+
+
 def test_the_summary_keeps_reference_and_baseline_diffs_and_reads_them_back() -> None:
     from pytest_embedbench.records.querydiff import query_diff
     from pytest_embedbench.records.serial import to_data

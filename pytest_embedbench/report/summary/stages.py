@@ -10,7 +10,8 @@ comparisons adjust across models), the ceiling (the first stage's recall at the 
 share of it realised, the reranking's latency, tokens and cost per 1,000 queries, and the
 per-query diff between the stages (:func:`~pytest_embedbench.records.querydiff.query_diff`, the
 one computation the baseline's diffs use: improved and degraded counts, the queries it hurt
-most with the relevant documents it pushed out of the top). A reranker run at several depths
+most with the relevant documents it pushed out of the top and those it pushed down, each with
+its rank before and after). A reranker run at several depths
 (``@10,20,50,100``) is also a :class:`DepthSweep`: nDCG@10 against the p95 latency it adds,
 starting from the first stage alone (0 ms added).
 """
@@ -131,7 +132,9 @@ def stage_diff(
 ) -> QueryDiff | None:
     """A reranked result's queries against its first stage's on :data:`SWEEP_METRIC` (the
     one computation of the stages' per-query diff; None without a reranker or per-query
-    detail): the lost documents are the relevant ones the reranker pushed out of the top."""
+    detail): the lost documents are the relevant ones the reranker pushed out of the top, and
+    each degraded query's ``pushed_down`` the relevant ones among its candidates (the first
+    stage's top ``depth``) whose rank it made worse, with both ranks."""
     rerank = result.rerank
     if rerank is None:
         return None
@@ -144,6 +147,7 @@ def stage_diff(
         nodeid=nodeid,
         dataset=dataset,
         model=f"{model} + {rerank.name}",
+        candidates=rerank.depth,
     )
 
 

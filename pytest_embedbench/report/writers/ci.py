@@ -41,7 +41,7 @@ from ...records.figures import (
     LOAD_FIGURES,
     RERANK_FIGURES,
 )
-from ...records.querydiff import FAILURE_QUERIES, QueryDiff
+from ...records.querydiff import FAILURE_QUERIES, QueryDiff, pushed_down_text
 from ...records.resultdata import ResultData
 from ..summary import DatasetSummary, Gate, ModelSummary, Summary
 from ..summary.columns import resolve_column
@@ -721,9 +721,10 @@ def _rerank_properties(result: ResultData) -> list[tuple[str, Any]]:
 def _hurt_properties(diff: QueryDiff) -> list[tuple[str, Any]]:
     """The queries the reranker hurt most (the stage diff's, worst first, as many as a
     failure names): ``embedbench.rerank.hurt.1.query``, ``.first_stage``, ``.reranked``,
-    ``.change``, and the relevant documents it pushed out of the first stage's top and
-    brought in (``.pushed_out``, ``.brought_in``: ids joined by spaces, as
-    ``stage_queries.csv`` has them; "" for none)."""
+    ``.change``, the relevant documents it pushed out of the first stage's top and brought
+    in (``.pushed_out``, ``.brought_in``: ids joined by spaces, as ``stage_queries.csv`` has
+    them; "" for none) and those it pushed down among its candidates with their ranks
+    (``.pushed_down``: ``d3 1→7, d5 2→out``, as every writer shows them; "none")."""
     out: list[tuple[str, Any]] = []
     for rank, change in enumerate(diff.worst[:FAILURE_QUERIES], start=1):
         at = f"{PREFIX}rerank.hurt.{rank}."
@@ -738,6 +739,8 @@ def _hurt_properties(diff: QueryDiff) -> list[tuple[str, Any]]:
         for key, ids in (("pushed_out", change.lost), ("brought_in", change.gained)):
             if ids is not None:
                 out.append((at + key, redact(" ".join(ids))))
+        if change.pushed_down is not None:
+            out.append((at + "pushed_down", redact(pushed_down_text(change.pushed_down))))
     return out
 
 

@@ -4,7 +4,8 @@ summary's) and as CSV rows: :func:`stage_tables` formats the summary's
 figures: per reranker the ceiling, the share realised, the latency it adds, its tokens and
 cost per 1,000 queries and the per-query counts; per metric each stage with its interval and
 the lift with its paired interval, p and Holm-adjusted p; the queries it hurt most with the
-relevant documents it pushed out of the top; and each depth sweep. Nothing here computes a
+relevant documents it pushed out of the top and those it pushed down (ranks before and after);
+and each depth sweep. Nothing here computes a
 figure: the summary did."""
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ...records.figures import RERANK_FIGURES, figure
-from ...records.querydiff import FAILURE_QUERIES, QueryDiff, query_label
+from ...records.querydiff import FAILURE_QUERIES, QueryDiff, pushed_down_text, query_label
 from ..summary.stages import StageRow, StageSection
 from ..summary.values import Delta, Value
 from .index_tables import cell_text, metric_label
@@ -145,19 +146,30 @@ def stage_tables(sections: Sequence[StageSection]) -> list[TextTable]:
                 TextTable(
                     f"queries {r.reranker} hurt most over {r.model} on {name!r} "
                     f"({diff.metric}; {diff.degraded} degraded of {diff.queries})",
-                    ("query", "first stage → reranked", "pushed out of the top", "brought in"),
+                    (
+                        "query",
+                        "first stage → reranked",
+                        "pushed out of the top",
+                        "brought in",
+                        "pushed down (rank → rank)",
+                    ),
                     tuple(
                         (
                             query_label(c.query_id, c.text),
                             f"{c.before:.3f} → {c.after:.3f} ({c.change:+.3f})",
                             pushed_text(c.lost),
                             pushed_text(c.gained),
+                            pushed_down_text(c.pushed_down),
                         )
                         for c in diff.worst[:FAILURE_QUERIES]
                     ),
                     (
                         f"pushed out: relevant documents in the first stage's top {diff.depth} "
                         "that the reranked top no longer holds",
+                        "pushed down: relevant documents of the first stage's top "
+                        f"{min(r.depth, diff.depth)} whose rank the reranker made worse (first "
+                        f"stage → reranked; out: not in the reranked top {diff.depth}), highest "
+                        "grade then farthest fall first; a grade other than 1 is shown",
                     ),
                 )
             )
@@ -287,12 +299,14 @@ def stage_query_columns() -> list[str]:
         "change",
         "pushed_out",
         "brought_in",
+        "pushed_down",
     ]
 
 
 def stage_query_rows(sections: Sequence[StageSection]) -> list[dict[str, Any]]:
     """``stage_queries.csv``: the queries each reranker hurt most (all the diff kept), with the
-    relevant documents it pushed out of the top (ids joined by spaces)."""
+    relevant documents it pushed out of the top and brought in (ids joined by spaces) and
+    those it pushed down with their ranks (``d3 1→7, d5 2→out``, as every writer shows them)."""
     rows = []
     for section in sections:
         for r in section.rows:
@@ -311,6 +325,9 @@ def stage_query_rows(sections: Sequence[StageSection]) -> list[dict[str, Any]]:
                         "change": c.change,
                         "pushed_out": None if c.lost is None else " ".join(c.lost),
                         "brought_in": None if c.gained is None else " ".join(c.gained),
+                        "pushed_down": (
+                            None if c.pushed_down is None else pushed_down_text(c.pushed_down)
+                        ),
                     }
                 )
     return rows

@@ -47,7 +47,7 @@ white-space:nowrap}ol.ids{display:flex;flex-wrap:wrap;gap:2px 18px;margin:0;padd
 list-style:none;counter-reset:rank}ol.ids li::before{counter-increment:rank;
 content:counter(rank) ". ";color:var(--muted)}.chunk{font-size:12px;margin-top:2px}
 .qcounts{font-size:15px;margin:4px 0 8px}.qdiff{margin-bottom:12px}code.rel{color:#1e7b34;
-font-weight:600}td.lost code{color:#b3261e}
+font-weight:600}td.lost code,td.pushed code{color:#b3261e}.drop{white-space:nowrap}
 @media print{body{max-width:none;padding:0;font-size:11px}.wide{overflow:visible}
 table,figure,.card{break-inside:avoid}details{border:none;padding:0}
 a{color:inherit;text-decoration:none}}

@@ -1,13 +1,15 @@
 """The per-query diffs of a dataset: for each test against its baseline entry, and each model
 against the reference model, how many queries improved, degraded or stayed, and the most
-degraded ones with what they lost and gained and the chunks that won this run's documents.
-Every count, change and document list is the summary's (:mod:`..querydiff`)."""
+degraded ones with what they lost and gained and the chunks that won this run's documents;
+between the stages (a reranker against its first stage), also the relevant documents it pushed
+down with their ranks before and after. Every count, change and document list is the summary's
+(:mod:`..querydiff`)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ....records.querydiff import ChunkExcerpt, QueryChange, QueryDiff
+from ....records.querydiff import ChunkExcerpt, QueryChange, QueryDiff, RankDrop
 from .page import _anchor, _Page
 
 
@@ -42,6 +44,7 @@ def _diff(page: _Page, diff: QueryDiff) -> None:
         if diff.note:
             page.add(f'<p class="muted">{page.esc(diff.note[0].upper() + diff.note[1:])}.</p>\n')
         known = diff.documents_known
+        pushed = any(c.pushed_down is not None for c in diff.worst)
         page.add(
             '<div class="wide"><table class="pq diff"><tr>'
             f'<th class="t score">{page.esc(before)} &rarr; now</th>'
@@ -50,12 +53,19 @@ def _diff(page: _Page, diff: QueryDiff) -> None:
                 if known
                 else f'<th class="t" colspan="2">relevant not in the top {diff.depth} now</th>'
             )
+            + (
+                '<th class="t" title="relevant documents whose rank the reranker made worse: '
+                f'first stage &rarr; reranked (out: not in the top {diff.depth})">'
+                "relevant pushed down</th>"
+                if pushed
+                else ""
+            )
             + '<th class="t wide-col">first now'
             + (" (and the chunks that won)" if diff.chunked else "")
             + "</th></tr>\n"
         )
         for change in diff.worst:
-            _change(page, change, known)
+            _change(page, change, known, pushed)
         page.add("</table></div>\n")
     page.add("</div>\n")
 
@@ -66,11 +76,24 @@ def _ids(page: _Page, ids: Sequence[str] | None) -> str:
     return ", ".join(f"<code>{page.esc(d)}</code>" for d in ids)
 
 
-def _change(page: _Page, change: QueryChange, known: bool) -> None:
+def _drops(page: _Page, drops: tuple[RankDrop, ...] | None) -> str:
+    """``d3 1→7``: each pushed-down document with its ranks (and its grade when not 1)."""
+    if not drops:
+        return '<span class="muted">none</span>'
+    return ", ".join(
+        f'<span class="drop"><code>{page.esc(d.doc_id)}</code>&nbsp;{d.before}&rarr;'
+        f"{'out' if d.after is None else d.after}"
+        + ("" if d.grade == 1 else f' <span class="muted">(grade {d.grade:g})</span>')
+        + "</span>"
+        for d in drops
+    )
+
+
+def _change(page: _Page, change: QueryChange, known: bool, pushed: bool = False) -> None:
     text = f" {page.esc(change.text)}" if change.text else ""
     page.add(
-        f'<tr class="qtext"><td class="t" colspan="4"><code>{page.esc(change.query_id)}</code>'
-        f"{text}</td></tr>\n"
+        f'<tr class="qtext"><td class="t" colspan="{5 if pushed else 4}">'
+        f"<code>{page.esc(change.query_id)}</code>{text}</td></tr>\n"
     )
     documents = (
         f'<td class="t lost">{_ids(page, change.lost)}</td>'
@@ -78,6 +101,8 @@ def _change(page: _Page, change: QueryChange, known: bool) -> None:
         if known
         else f'<td class="t lost" colspan="2">{_ids(page, change.missing)}</td>'
     )
+    if pushed:
+        documents += f'<td class="t pushed">{_drops(page, change.pushed_down)}</td>'
     first = "-"
     if change.chunks and change.chunks[0].rank == 1:
         first = ""  # the first document is the first winning chunk's

@@ -2,7 +2,8 @@
 was handed, what it realised and cost), each stage's metrics with the lift, its paired
 interval, p and Holm-adjusted p, each depth sweep as a curve of nDCG@10 against the p95
 latency the reranking adds (inline SVG), and the per-query changes between the stages (the
-queries each reranker hurt most, with the relevant documents it pushed out of the top).
+queries each reranker hurt most, with the relevant documents it pushed out of the top and
+those it pushed down, with their ranks before and after).
 Every figure is the summary's."""
 
 from __future__ import annotations
@@ -39,7 +40,10 @@ def _stages(page: _Page, summary: Summary) -> None:
             page.add(
                 '<h4>Per-query changes between the stages</h4>\n<p class="muted">Each '
                 "reranker against its first stage alone on the same queries; the relevant "
-                "documents lost are those it pushed out of the top.</p>\n"
+                "documents lost are those it pushed out of the top, those pushed down the "
+                "relevant candidates it ranked lower, each with its rank in the first stage "
+                "&rarr; reranked (out: no longer in the reranked top), highest grade then "
+                "farthest fall first.</p>\n"
             )
             for diff in diffs:
                 _diff(page, diff)

@@ -30,6 +30,7 @@ __all__ = [
     "KANA",
     "SEGMENTED_SCRIPT",
     "SPACELESS",
+    "SUBWORD_SCRIPT",
     "THAI",
     "WIDE",
     "WIDE_WEIGHT",
@@ -51,6 +52,19 @@ THAI = re.compile(f"[{_THAI_RANGES}]")
 HAN = re.compile(f"[{_HAN_RANGES}]")
 #: a character of a script that counts as a token on its own (Han, kana, Hangul, Thai)
 SEGMENTED_SCRIPT = re.compile(f"[{_KANA_RANGES}{_HANGUL_RANGES}{_THAI_RANGES}{_HAN_RANGES}]")
+
+#: a character of a script whose words bm25s's word pattern (``\w\w+``) does not find, with no
+#: segmenter here: the Brahmic scripts of India and Sri Lanka (Devanagari, Bengali, Gurmukhi,
+#: Gujarati, Oriya, Tamil, Telugu, Kannada, Malayalam, Sinhala), Tibetan, Myanmar and Khmer
+#: write their vowels as combining marks, which Python's ``\w`` does not match ("भाषा" is
+#: भ ा ष ा, no two word characters in a row: no word), and Lao, Khmer and Myanmar put no
+#: space between words. Arabic, Hebrew, Greek, Cyrillic, Georgian, Armenian and Ethiopic words
+#: are runs of letters between spaces, which the word pattern finds whole, so they stay on
+#: the word path
+SUBWORD_SCRIPT = re.compile(
+    "[\u0900-\u0dff\u0e80-\u0eff\u0f00-\u0fff\u1000-\u109f\u1780-\u17ff\u19e0-\u19ff"
+    "\ua8e0-\ua8ff\ua9e0-\ua9ff\uaa60-\uaa7f]"
+)
 
 #: the characters of scripts written without spaces between words, one unit each where a text
 #: is cut or edited (Han, kana, and the CJK punctuation, full-width forms and half-width kana

@@ -301,7 +301,9 @@ def test_subword_bm25_from_the_yaml(pytester: pytest.Pytester) -> None:
     result.assert_outcomes(passed=1)
     (test,) = json.loads((pytester.path / "r.json").read_text())["tests"]
     settings = test["result"]["model_info"]["settings"]
-    assert settings["tokenizer"].startswith("subword:tokenizer.json sha256="), settings
+    assert settings["tokenizer"].startswith(
+        "subword:default=all-MiniLM-L6-v2:tokenizer.json sha256="
+    ), settings
     assert sorted(test["result"]["languages"]) == ["en", "ja", "zh"]
 
 

@@ -45,6 +45,10 @@ bm25s = pytest.importorskip("bm25s")
 pytest.importorskip("Stemmer")
 pytrec_eval = pytest.importorskip("pytrec_eval")
 
+# plain bm25 beside each segmenter: on Thai (its vowels are combining marks, which bm25s's
+# word pattern does not take) some texts give no word at all, which bm25 warns about
+pytestmark = pytest.mark.filterwarnings("ignore:bm25. .* documents have letters but give no")
+
 LOCALES = {"zh": "zh_Hans", "ja": "ja", "ko": "ko", "th": "th"}
 PLACEHOLDER = re.compile(r"%\(\w+\)[sdrf]|%[sdrf]|\{\w*\}")
 

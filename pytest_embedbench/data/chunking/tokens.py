@@ -131,6 +131,13 @@ def load_tokenizer(
     the ``tokenizers`` package, an error naming ``needed_by`` and the ``extras`` to install.
     """
     require_tokenizers(needed_by, extras)
+    return _load_tokenizer_file(str(tokenizer_path(spec)))
+
+
+def tokenizer_path(spec: str | Path) -> Path:
+    """The tokenizer.json that :func:`load_tokenizer` reads for ``spec`` (a file, a folder
+    holding one, or a packaged model's name), found without the ``tokenizers`` package; a
+    ConfigError that says what to pass where there is none."""
     path = Path(spec).expanduser()
     if path.is_dir():
         path = path / "tokenizer.json"
@@ -149,7 +156,7 @@ def load_tokenizer(
                 "path (or a folder holding it)"
             )
         path = packaged
-    return _load_tokenizer_file(str(path.resolve()))
+    return path.resolve()
 
 
 def _counter(tokenizer: Any) -> _Counter:

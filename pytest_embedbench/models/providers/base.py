@@ -34,6 +34,7 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
@@ -150,6 +151,12 @@ class Provider(ABC):
     def tokenizer(self) -> Any:
         """The model's own tokenizer (loaded), for chunking in tokens; None when it has none
         (see :attr:`has_tokenizer`)."""
+        return None
+
+    def tokenizer_file(self) -> Path | None:
+        """The model's tokenizer.json on this machine, found without loading the model or
+        reaching a hub (the subword tokens of a hybrid's bm25 leg); None when there is none
+        here or the model's tokenizer is no tokenizer.json."""
         return None
 
     def ensure_loaded(self) -> None:

@@ -123,6 +123,25 @@ class SentenceTransformersProvider(EmbeddingProvider):
             )
         return self.model, "Hugging Face hub", revision
 
+    def tokenizer_file(self) -> Path | None:
+        """The tokenizer.json of the folder :meth:`resolve_weights` would load from, where that
+        folder is on this machine (a local folder, the Hugging Face cache, a package): the hub
+        is never asked."""
+        local = Path(self.model).expanduser()
+        if local.is_dir():
+            folder = local
+        else:
+            cached = _hf_cache_folder(self.model, self.options.get("revision"))
+            packaged = packaged_folder(self.model) if cached is None else None
+            if cached is not None:
+                folder = cached[0]
+            elif packaged is not None and self.options.get("revision") is None:
+                folder = packaged[0]
+            else:
+                return None
+        found = folder / "tokenizer.json"
+        return found if found.is_file() else None
+
     def _repo(self) -> str:
         return self.model if "/" in self.model else f"sentence-transformers/{self.model}"
 

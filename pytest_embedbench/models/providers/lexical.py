@@ -6,8 +6,10 @@ English words, as before; ``zh``, ``ja``, ``ko``, ``th`` segment those languages
 code takes its stop words and stemmer, ``auto`` picks per text from its script: see
 ``retrieval/lexical/languages.py``; ``subword``: a model tokenizer's subword tokens, for a
 language with no segmenter here), ``fold`` (``zh`` and ``auto``: traditional characters
-folded to simplified, default true) and ``tokenizer`` (``subword``'s tokenizer: a
-tokenizer.json path or a packaged model's name, default ``all-MiniLM-L6-v2``).
+folded to simplified, default true) and ``tokenizer`` (the subword tokenizer of ``subword``
+and of ``auto``'s texts in a script with no segmenter: a tokenizer.json path or a packaged
+model's name; default: on a hybrid's lexical leg the other leg's tokenizer.json where it has
+one here, else ``all-MiniLM-L6-v2``; ``info["subword_tokenizer"]`` says which and why).
 
 ``hybrid:A+B`` options: ``fusion`` (``rrf``, the default, or ``convex``: the weighted sum of
 each leg's normalised scores), ``norm`` (``convex``'s normalisation: ``minmax``, the default,
@@ -29,6 +31,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ...core.exceptions import ConfigError
@@ -36,6 +39,7 @@ from ...retrieval.base import BuildStats, Retriever
 from ...retrieval.fusion import FUSIONS, NORMS, HybridRetriever, TuneSettings
 from ...retrieval.lexical.bm25 import BM25Index, BM25Retriever
 from ...retrieval.lexical.languages import make_tokenizer
+from ...retrieval.lexical.subword import DEFAULT_SUBWORD
 from ...retrieval.lexical.tokenize import Tokenizer, require_bm25s
 from .base import Provider, RankingProvider
 from .registry import create_provider, provider_class, register_provider
@@ -57,6 +61,9 @@ class BM25Provider(RankingProvider):
         {"k1", "b", "method", "stopwords", "stemmer", "language", "fold", "tokenizer"}
     )
     _words: Tokenizer | None = None
+    #: the model this bm25 is fused with (a hybrid's other leg): its tokenizer.json, where it
+    #: has one here, is the default subword tokenizer
+    fused_with: Provider | None = None
 
     def load(self) -> None:
         bm25s = require_bm25s()
@@ -73,8 +80,32 @@ class BM25Provider(RankingProvider):
                 for k in ("stopwords", "stemmer", "fold", "tokenizer")
                 if k in self.options
             }
-            self._words = make_tokenizer(self.options.get("language"), **given)
+            language = self.options.get("language")
+            model_file = None
+            if str(language).lower() in ("subword", "auto") and "tokenizer" not in given:
+                model_file = self._model_tokenizer(str(language).lower())
+            self._words = make_tokenizer(language, model_tokenizer=model_file, **given)
         return self._words
+
+    def _model_tokenizer(self, language: str) -> Path | None:
+        """The fused model's tokenizer.json (None: the default's, or, for ``auto``, none),
+        the choice kept in ``info["subword_tokenizer"]`` for the report."""
+        other = self.fused_with
+        found = other.tokenizer_file() if other is not None else None
+        if found is not None and other is not None:
+            self.info["subword_tokenizer"] = f"{other.name}:{other.model}'s tokenizer.json"
+            return found
+        why = (
+            f"the fused model {other.name}:{other.model} has no tokenizer.json on this machine"
+            if other is not None
+            else "no tokenizer option and no fused model"
+        )
+        self.info["subword_tokenizer"] = (
+            f"{DEFAULT_SUBWORD} (the default: {why})"
+            if language == "subword"
+            else f"none ({why}): a text of a script with no segmenter goes to the words"
+        )
+        return None
 
     def namespace(self) -> dict[str, Any]:
         ns = super().namespace()
@@ -143,6 +174,9 @@ class HybridProvider(RankingProvider):
         self.legs: list[Provider] = [
             create_provider(ModelSpec(spec, **leg)) for spec, leg in zip(specs, legs, strict=True)
         ]
+        for leg, other in zip(self.legs, self.legs[::-1], strict=True):
+            if isinstance(leg, BM25Provider):  # its subword tokens default to the other's
+                leg.fused_with = other
         self.fusion = str(options.get("fusion", "rrf"))
         if self.fusion not in FUSIONS:
             raise ConfigError(

@@ -19,6 +19,7 @@ from __future__ import annotations
 import functools
 import gc
 import time
+import warnings
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from itertools import chain
@@ -26,7 +27,8 @@ from typing import Any
 
 import numpy as np
 
-from ...core.exceptions import ConfigError
+from ...core.exceptions import ConfigError, EmbedBenchWarning
+from ...core.scripts import SEGMENTED_SCRIPT, SUBWORD_SCRIPT
 from ..base import Retriever
 from ..exact import storage_order, topk_desc
 from .tokenize import Tokenizer, WordTokenizer, require_bm25s
@@ -232,6 +234,38 @@ def _no_words(n: int, stopwords: str | Sequence[str] | None) -> ConfigError:
     )
 
 
+#: the share of a corpus's documents in a script bm25 may not read that may give no term
+#: before bm25 warns
+UNREAD_SHARE = 0.05
+
+
+def _other_script(text: str) -> bool:
+    """Whether ``text`` holds a character of a script with no spaces between words or with
+    vowel signs that bm25s's word pattern does not take (Han, kana, Hangul, Thai, Devanagari
+    ...): where a document with no term means a tokeniser that does not read it, not a
+    document of stop words."""
+    return bool(SEGMENTED_SCRIPT.search(text) or SUBWORD_SCRIPT.search(text))
+
+
+def _warn_unread(tokenizer: Tokenizer, texts: Sequence[str], lengths: np.ndarray) -> None:
+    """An EmbedBenchWarning when more than :data:`UNREAD_SHARE` of the documents give no term
+    at all although they hold the letters of such a script: the tokeniser does not read it
+    (the words of a Devanagari text are invisible to bm25s's word pattern; a subword tokenizer
+    may know none of a script's characters), so BM25 would score them nothing, silently."""
+    unread = [i for i in np.flatnonzero(lengths == 0).tolist() if _other_script(texts[i])]
+    if not unread or len(unread) <= UNREAD_SHARE * len(texts):
+        return
+    warnings.warn(
+        f"bm25: {len(unread)} of {len(texts)} documents have letters but give no term to index "
+        f"(e.g. {texts[unread[0]][:40]!r}), so BM25 scores them 0; tokeniser "
+        f"{tokenizer.fingerprint[:120]!r} does not read their script. For a script with no "
+        "segmenter here set language: auto or subword, with tokenizer: the tokenizer.json of "
+        "a model that knows the script",
+        EmbedBenchWarning,
+        stacklevel=4,
+    )
+
+
 class BM25Index:
     """A bm25s index over ``texts``, tokenised by ``tokenizer`` (default: English
     :class:`~.tokenize.WordTokenizer`), with exact, tie-ruled top-k search."""
@@ -260,6 +294,7 @@ class BM25Index:
             pairs = _count_terms(self.tokenizer, texts)
             if not pairs[4]:  # a tokeniser's stop words, when it has them, are the likely cause
                 raise _no_words(len(texts), getattr(self.tokenizer, "stopwords", None))
+            _warn_unread(self.tokenizer, texts, pairs[3])
             vectorised = _vectorised_bm25(bm25s)
             if vectorised is not None:
                 self._retriever = vectorised(k1=k1, b=b, method=method)

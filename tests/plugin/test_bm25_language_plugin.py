@@ -73,7 +73,8 @@ def test_without_the_language_bm25_on_chinese_fails_the_same_test(
     """Without ``language`` nothing is segmented, but the hybrid whose spec names
     ``language="zh"`` passes it to its bm25 leg; a hybrid's ``right`` options still win."""
     chinese_project(pytester, "providers:\n  hy-zh: {right: {language: subword}}\n")
-    result = pytester.runpytest("--embedbench-json", "r.json")
+    # MiniLM's subword tokens miss a quarter of the Chinese messages, which bm25 warns about
+    result = pytester.runpytest("--embedbench-json", "r.json", "-W", "ignore:bm25")
     result.assert_outcomes(passed=2, failed=1)
     result.stdout.fnmatch_lines(["FAILED test_zh.py::test_chinese*assert ndcg@10 = 0.3* >= 0.7"])
     settings = _settings(pytester)

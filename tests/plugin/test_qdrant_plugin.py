@@ -74,6 +74,7 @@ def test_qdrant_precisions_through_pytest(project: pytest.Pytester) -> None:
             if run.spec.sizing.precision == "binary":  # the sign bits alone lose neighbours
                 assert recall < 1.0 and "Qdrant's binary quantisation" in run.description
                 assert "scored by the codes alone" in run.description
+                assert "padded by Qdrant to 128-bit words" in run.description
         """
     )
     result = project.runpytest("-p", "no:randomly", "--embedbench-json=out.json")

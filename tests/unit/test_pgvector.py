@@ -214,6 +214,13 @@ def test_float16_as_halfvec_and_binary_as_bit(engines: None) -> None:
             for column, index in (("bit", binary), ("halfvec", hnsw))
         }
         assert payload == {"bit": 384 / 8 + 5, "halfvec": 384 * 2 + 8}
+        # the description says what the size counts and the measured payload beside it
+        for column, index in (("bit", binary), ("halfvec", hnsw)):
+            assert "size: pg_total_relation_size, the table's 8 KiB heap and index pages" in (
+                index.description
+            )
+            alone = f"the {column}(384) values alone: {payload[column]:.0f} bytes a vector"
+            assert alone in index.description
         # the HNSW over halfvec as a user queries it directly, same server, same vectors
         conn.execute("CREATE TABLE direct (pos bigint, embedding halfvec(384))")
         with conn.cursor().copy("COPY direct FROM STDIN WITH (FORMAT BINARY)") as copy:

@@ -42,7 +42,9 @@ __all__ = [
 INDEX_LEGEND = (
     "nR@k: share of the exact top k the index returns (ann-benchmarks' recall), 95% interval; "
     "Δ: the index's metric minus exact search's on the same queries (paired, 95% interval); "
-    "p50/p95/QPS: the index's own search time per query vector, one at a time"
+    "p50/p95/QPS: the index's own search time per query vector, one at a time; "
+    "size and bytes/doc: what the engine holds for the index (a database's table and index "
+    "pages, a Qdrant shard's folder), so more than the vectors alone"
 )
 
 

@@ -432,6 +432,12 @@ class PgvectorIndex(VectorIndex):
                     f"WITH ({with_})"
                 )
             conn.execute(f"ANALYZE {self._table}")
+            # one value's bytes (every row has the same width): what the size's pages hold
+            # besides it is PostgreSQL's (tuple headers, pos, page and index overhead)
+            value = conn.execute(
+                f"SELECT max(pg_column_size(embedding)) FROM "
+                f"(SELECT embedding FROM {self._table} LIMIT 1) AS one"
+            ).fetchone()[0]
             self._session(conn)
         except psycopg.Error as exc:
             raise ConfigError(
@@ -449,6 +455,12 @@ class PgvectorIndex(VectorIndex):
             f"pgvector {db.pgvector_version} on PostgreSQL {db.server_version} ({db.shown}), "
             f"{column}({dim}), {built}, {opclass}" + (f", {operator}" if precision else "")
         )
+        if value:
+            self.description += (
+                f"; size: pg_total_relation_size, the table's 8 KiB heap and index pages, "
+                f"tuple headers and pos included (the {column}({dim}) values alone: {value} "
+                "bytes a vector)"
+            )
         self.note = (
             "a sequential scan in table order: deterministic"
             if kind == "exact"

@@ -212,7 +212,8 @@ class QdrantIndex(VectorIndex):
             + (
                 "; the int8 range from Qdrant's own quantile of the corpus"
                 if precision == "int8"
-                else "; 1 bit a dimension, the query binarised too"
+                else "; 1 bit a dimension, padded by Qdrant to 128-bit words, the query "
+                "binarised too"
             )
             + (
                 f"; the top {rescore} x k (oversampling={rescore}) rescored by Qdrant with "

@@ -145,6 +145,7 @@ def test_orphaned_entries_are_listed(gated: pytest.Pytester) -> None:
     )
 
 
+@pytest.mark.slow  # 3-7 s idle: the fast suite keeps it under three minutes
 def test_gate_settings_from_marker_and_bad_baseline(gated: pytest.Pytester) -> None:
     write_test(gated, "bm25")
     gated.runpytest("--embedbench-update-baseline").assert_outcomes(passed=1)
@@ -205,6 +206,7 @@ def test_a_bad_schema_version_fails_gated_tests_and_only_an_older_one_is_replace
         gated.runpytest().assert_outcomes(passed=1)
 
 
+@pytest.mark.slow  # 3-7 s idle: the fast suite keeps it under three minutes
 def test_a_damaged_entry_fails_only_its_test_and_an_update_replaces_it(
     gated: pytest.Pytester,
 ) -> None:
@@ -403,6 +405,7 @@ def test_{other}(retrieval):
 """
 
 
+@pytest.mark.slow  # 3-7 s idle: the fast suite keeps it under three minutes
 def test_deselected_or_filtered_tests_are_not_orphans(gated: pytest.Pytester) -> None:
     """Issue 8 item 8: --embedbench-models=bm25 called the other model's entry an orphan."""
     gated.makepyfile(test_two=TWO_MODELS.format(other="more"))

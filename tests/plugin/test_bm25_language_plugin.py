@@ -53,6 +53,7 @@ def _settings(pytester: pytest.Pytester) -> dict[str, dict]:
     return {t["model"]: t["result"]["model_info"]["settings"] for t in report["tests"]}
 
 
+@pytest.mark.slow  # 3-7 s idle: the fast suite keeps it under three minutes
 def test_yaml_language_zh_segments_bm25_and_the_hybrid_leg(pytester: pytest.Pytester) -> None:
     """``providers.bm25`` alone: the hybrid's bm25 leg takes its language as plain bm25 does."""
     chinese_project(pytester, "providers:\n  bm25: {language: zh}\n")
@@ -67,6 +68,7 @@ def test_yaml_language_zh_segments_bm25_and_the_hybrid_leg(pytester: pytest.Pyte
     assert settings["hy-zh"]["legs"][1]["tokenizer"] == settings["bm25"]["tokenizer"]
 
 
+@pytest.mark.slow  # 3-7 s idle: the fast suite keeps it under three minutes
 def test_without_the_language_bm25_on_chinese_fails_the_same_test(
     pytester: pytest.Pytester,
 ) -> None:

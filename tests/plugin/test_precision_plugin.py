@@ -48,6 +48,7 @@ def test_width_and_precision(retrieval):
 """
 
 
+@pytest.mark.slow  # 3-7 s idle: the fast suite keeps it under three minutes
 def test_width_and_precision_through_pytest(project: pytest.Pytester) -> None:
     project.makepyfile(test_sized=TESTS)
     result = project.runpytest(
@@ -126,6 +127,7 @@ def test_under_load(retrieval, pytestconfig):
 """
 
 
+@pytest.mark.slow  # 3-7 s idle: the fast suite keeps it under three minutes
 def test_queries_under_concurrent_load_in_every_writer(project: pytest.Pytester) -> None:
     pytest.importorskip("faiss")
     project.makepyfile(test_load=LOADED)

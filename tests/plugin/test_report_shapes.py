@@ -212,6 +212,7 @@ def _damaged_once(
 
 
 @pytest.mark.parametrize("which", ["this version's", "recorded"])
+@pytest.mark.slow  # 3-7 s idle: the fast suite keeps it under three minutes
 def test_no_damage_anywhere_in_a_test_gives_a_traceback(
     tmp_path: Path, report: dict[str, Any], capsys: pytest.CaptureFixture[str], which: str
 ) -> None:
@@ -279,6 +280,7 @@ def test_an_older_reports_malformed_section_is_named(
     assert err.startswith(f"embedbench report: {tmp_path / 'damaged.json'}: {says}"), err
 
 
+@pytest.mark.slow  # 3-7 s idle: the fast suite keeps it under three minutes
 def test_no_damage_in_an_older_reports_sections_gives_a_traceback(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -318,6 +318,7 @@ _STAGES_OVERFLOW = """() => [...document.querySelectorAll('#stages, #stages .wid
   .map(e => `${e.tagName.toLowerCase()}.${e.className}: ${e.scrollWidth} > ${e.clientWidth}`)"""
 
 
+@pytest.mark.slow  # 3-7 s idle: the fast suite keeps it under three minutes
 def test_the_two_stages_render_in_chromium(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:

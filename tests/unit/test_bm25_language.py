@@ -254,6 +254,7 @@ def test_ja_ko_th_segment_and_score_above_whitespace(evaluator: Evaluator, langu
     assert np.mean([len(t) for t in terms]) < 0.7 * np.mean([len(w) for w in words])
 
 
+@pytest.mark.slow  # 3-7 s idle: the fast suite keeps it under three minutes
 def test_auto_segments_a_mixed_corpus_text_by_text(evaluator: Evaluator) -> None:
     sets = {language: term_set(locale) for language, locale in LOCALES.items()}
     for language, ds in sets.items():  # each text's script names its language

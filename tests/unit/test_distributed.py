@@ -121,6 +121,7 @@ def test_embedbench_embed_fills_the_cache_then_finds_everything_cached(
     assert "4 documents, 4 already cached, 0 embedded through Ray" in capsys.readouterr().out
 
 
+@pytest.mark.slow  # a local Ray starts for it (6-8 s a process): the full suite
 def test_embedbench_embed_refuses_a_hosted_model_with_exit_2(
     ray_cluster: Any, beir_folder: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -199,6 +200,7 @@ def test_a_worker_no_node_can_host_is_named() -> None:
     assert "(0 alive)" in str(worker_misfit([], 1.0, 0.0))
 
 
+@pytest.mark.slow  # a local Ray starts for it (6-8 s a process): the full suite
 def test_a_gpu_worker_on_a_cpu_only_local_ray_is_an_error_not_a_hang(
     ray_cluster: Any, tmp_path: Path
 ) -> None:
@@ -212,6 +214,7 @@ def test_a_gpu_worker_on_a_cpu_only_local_ray_is_an_error_not_a_hang(
         embed_documents(create_provider("hashing:h"), TEXTS, EmbeddingCache(tmp_path), too_wide)
 
 
+@pytest.mark.slow  # a local Ray starts for it (6-8 s a process): the full suite
 def test_on_a_cluster_such_a_worker_is_a_warning(ray_cluster: Any) -> None:
     from pytest_embedbench.core.exceptions import EmbedBenchWarning
     from pytest_embedbench.distributed.engine import _check_fits

@@ -64,6 +64,7 @@ def test_a_docx_whose_main_part_is_elsewhere_is_read(tmp_path: Path) -> None:
     assert "The moved paragraph." in doc.text
 
 
+@pytest.mark.slow  # 3-7 s idle: the fast suite keeps it under three minutes
 def test_a_2000_page_pdf_of_one_line_a_page_reads_every_page(tmp_path: Path) -> None:
     # the probe's file: one line a page, the lines alike but for their numbers, so every line
     # looked like a running header and the document came back empty

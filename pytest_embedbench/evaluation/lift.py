@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Any
 from ..core.exceptions import ConfigError, MetricError
 from ..core.io import finite
 from ..records.resultdata import LiftData, MetricData, RerankData
-from ..records.serial import from_data
 from .metrics import parse_metric
 from .stats import Estimate, compare_scores
 
@@ -73,9 +72,6 @@ def rerank_data(result: RetrievalResult, *, per_query: bool, kept: int) -> Reran
     run, stage1 = result.rerank, result.stage1
     assert run is not None and stage1 is not None
 
-    def metric(est: Estimate) -> MetricData:
-        return from_data(MetricData, est.to_dict())
-
     names = list(result.metrics())
     lift = {}
     for name in names:
@@ -107,9 +103,9 @@ def rerank_data(result: RetrievalResult, *, per_query: bool, kept: int) -> Reran
         depth=run.depth,
         description=run.description,
         stage1_model=stage1.name,
-        stage1={name: metric(stage1.metric(name)) for name in names},
+        stage1={name: MetricData.of(stage1.metric(name)) for name in names},
         lift=lift,
-        ceiling=metric(ceiling) if ceiling is not None else None,
+        ceiling=MetricData.of(ceiling) if ceiling is not None else None,
         realised=realised,
         realised_at=at,
         p50_ms=finite(run.p50_ms),

@@ -31,7 +31,6 @@ from ..records.resultdata import (
     TokensData,
     storage_figures,
 )
-from ..records.serial import from_data
 from .cutoffs import Cutoffs
 from .lift import lift_of
 from .measure import LatencyStats, Timings
@@ -332,10 +331,7 @@ class RetrievalResult:
             language: LanguageData(
                 queries=len(part.query_ids),
                 documents=part.n_documents,
-                metrics={
-                    name: from_data(MetricData, est.to_dict())
-                    for name, est in part.metrics().items()
-                },
+                metrics={name: MetricData.of(est) for name, est in part.metrics().items()},
             )
             for language, part in self.by_language.items()
         }

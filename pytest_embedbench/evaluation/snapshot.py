@@ -27,7 +27,6 @@ from .lift import rerank_data
 
 if TYPE_CHECKING:
     from ..data.chunking import ChunkingSettings
-    from .stats import Estimate
 
     RetrievalResult = Any  # evaluation.result imports this module: no import back
 
@@ -51,9 +50,7 @@ def result_data(result: RetrievalResult, *, per_query: bool = False) -> ResultDa
         queries=len(result.query_ids),
         documents=result.n_documents,
         k=tuple(result.k),
-        metrics={
-            name: from_data(MetricData, est.to_dict()) for name, est in result.metrics().items()
-        },
+        metrics={name: MetricData.of(est) for name, est in result.metrics().items()},
         latency=from_data(LatencyData, latency),
         cold_query_ms=result.cold_query_ms,
         timings=result.timings.to_dict(),
@@ -158,9 +155,6 @@ def index_data(result: RetrievalResult) -> IndexData | None:
     if run is None:
         return None
 
-    def metric(est: Estimate) -> MetricData:
-        return from_data(MetricData, est.to_dict())
-
     return IndexData(
         spec=run.spec.spec,
         engine=run.spec.engine,
@@ -174,9 +168,10 @@ def index_data(result: RetrievalResult) -> IndexData | None:
         p95_ms=run.p95_ms,
         qps=run.qps,
         neighbour_recall={
-            f"neighbour_recall@{k}": metric(result.neighbour_recall(k)) for k in run.neighbours
+            f"neighbour_recall@{k}": MetricData.of(result.neighbour_recall(k))
+            for k in run.neighbours
         },
-        delta={name: metric(result.delta_vs_exact(name)) for name in result.metrics()},
+        delta={name: MetricData.of(result.delta_vs_exact(name)) for name in result.metrics()},
         load=tuple(from_data(LoadData, vars(level)) for level in run.load) or None,
     )
 

@@ -255,8 +255,8 @@ class StressedResult(RetrievalResult):
         headline = [f"{family}@{k}" for family in ("ndcg", "recall") for k in self.k]
         clean = delta = None
         if self.clean is not None:
-            clean = {m: from_data(MetricData, self.clean.metric(m).to_dict()) for m in headline}
-            delta = {m: from_data(MetricData, self.delta(m).to_dict()) for m in headline}
+            clean = {m: MetricData.of(self.clean.metric(m)) for m in headline}
+            delta = {m: MetricData.of(self.delta(m)) for m in headline}
         stress = from_data(StressData, {**self.workload.to_dict(), "info": dict(self.info)})
         return replace(
             super().data(per_query=per_query), stress=replace(stress, clean=clean, delta=delta)

@@ -62,6 +62,11 @@ class MetricData:
     high: float | None = None
     n: int = 0
 
+    @classmethod
+    def of(cls, estimate: Any) -> MetricData:
+        """The record of an ``Estimate`` (anything with the same ``to_dict()``)."""
+        return from_data(cls, estimate.to_dict())
+
 
 @dataclass(frozen=True)
 class LatencyData:

@@ -21,13 +21,13 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
-from importlib import metadata
 from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
 import numpy as np
 
 from ...core.exceptions import ConfigError, MissingExtraError, did_you_mean
+from ...core.registry import Registry
 
 __all__ = [
     "INDEX_ENTRY_POINT_GROUP",
@@ -45,9 +45,6 @@ __all__ = [
 ]
 
 INDEX_ENTRY_POINT_GROUP = "pytest_embedbench.indexes"
-
-#: engine name -> class; the built-in engines and those of entry points
-INDEXES: dict[str, type[VectorIndex]] = {}
 
 
 class EngineSpec(Protocol):
@@ -137,21 +134,21 @@ class VectorIndex(ABC):
         return None  # noqa: PLR1711 (most engines hold nothing beyond their indexes)
 
 
-def register_index(cls: type[VectorIndex]) -> type[VectorIndex]:
-    """Register an index engine under ``cls.name`` (usable as a decorator)."""
-    if not cls.name or ":" in cls.name:
-        raise ConfigError(f"index class {cls.__name__} needs a 'name' without ':'")
-    INDEXES[cls.name] = cls
-    return cls
+#: the engines register themselves as ``__init__.py`` imports their modules; an entry point
+#: is loaded only when its engine is asked for, as it is (no subclass check, errors unwrapped)
+_REGISTRY = Registry[VectorIndex]("index", VectorIndex, INDEX_ENTRY_POINT_GROUP)
+
+#: engine name -> class; the built-in engines and those of entry points
+INDEXES: dict[str, type[VectorIndex]] = _REGISTRY.classes
+
+#: register an index engine under ``cls.name`` (usable as a decorator)
+register_index = _REGISTRY.register
 
 
 def index_class(engine: str, where: str = "index") -> type[VectorIndex]:
     """The class of engine ``engine`` (entry points scanned when unknown)."""
     if engine not in INDEXES:
-        for ep in metadata.entry_points(group=INDEX_ENTRY_POINT_GROUP):
-            if ep.name == engine:
-                loaded = ep.load()
-                register_index(loaded)
+        _REGISTRY.load_entry_point(engine)
     if engine not in INDEXES:
         raise ConfigError(
             f"{where}: unknown index engine {engine!r}{did_you_mean(engine, INDEXES) or '.'} "

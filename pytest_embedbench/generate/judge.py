@@ -240,6 +240,17 @@ def parse_grade(content: str) -> int | None:
     return int(digits[0]) if len(digits) == 1 and digits[0] in "0123" else None
 
 
+def ask_grade(
+    generator: _Generator, query: str, passage: str, seed: int, report: GenerationReport
+) -> str:
+    """The chat model's answer for one pair to the pinned prompt (the passage cut to
+    :data:`PASSAGE_CHARS`), in the grade's structured form: what the judge and the ``llm:``
+    reranker send alike. The chat client's errors go through."""
+    prompt = JUDGE_PROMPT.format(query=query, passage=passage[:PASSAGE_CHARS])
+    messages = [{"role": "system", "content": _SYSTEM}, {"role": "user", "content": prompt}]
+    return generator.request(messages, seed, report, GRADE_SCHEMA)
+
+
 def _one_line(text: str, limit: int = 200) -> str:
     """``text`` on one line without tabs (a note of the judgments file), cut to ``limit``."""
     return " ".join(text.split())[:limit]
@@ -453,12 +464,8 @@ class _Asker:
         for a final answer (an answer without a grade, a refusal: recorded), None for a
         grade or a fault that may pass (not recorded: asked again next run). Every pair
         without a grade is counted in :attr:`failures`."""
-        prompt = JUDGE_PROMPT.format(query=query, passage=passage[:PASSAGE_CHARS])
-        messages = [{"role": "system", "content": _SYSTEM}, {"role": "user", "content": prompt}]
         try:
-            content = self.generator.request(
-                messages, self.settings.seed, self.report, GRADE_SCHEMA
-            )
+            content = ask_grade(self.generator, query, passage, self.settings.seed, self.report)
         except GenerationError:
             raise
         except Exception as exc:

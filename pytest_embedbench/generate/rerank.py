@@ -39,12 +39,10 @@ from ..core.types import Document
 from ..retrieval.rerank import Reranker, register_reranker
 from .chat import _backend, _Generator, server_message
 from .judge import (
-    _SYSTEM,
-    GRADE_SCHEMA,
     JUDGE_PROMPT,
     JUDGE_PROMPT_SHA256,
-    PASSAGE_CHARS,
     JudgeSettings,
+    ask_grade,
     judge_settings,
     parse_grade,
 )
@@ -115,11 +113,9 @@ class LLMReranker(Reranker):
 
     def _grade(self, query: str, document: Document) -> float:
         assert self._generator is not None and self._report is not None
-        prompt = JUDGE_PROMPT.format(query=query, passage=document.embed_text[:PASSAGE_CHARS])
-        messages = [{"role": "system", "content": _SYSTEM}, {"role": "user", "content": prompt}]
         try:
-            content = self._generator.request(
-                messages, self.settings.seed, self._report, GRADE_SCHEMA
+            content = ask_grade(
+                self._generator, query, document.embed_text, self.settings.seed, self._report
             )
         except EmbedBenchError:
             raise

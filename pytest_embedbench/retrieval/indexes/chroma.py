@@ -13,7 +13,14 @@ from typing import Any
 
 import numpy as np
 
-from .registry import VectorIndex, folder_bytes, missing_extra, register_index, unfilled
+from .registry import (
+    VectorIndex,
+    folder_bytes,
+    missing_extra,
+    place_hits,
+    register_index,
+    unfilled,
+)
 
 __all__ = ["ChromaIndex"]
 
@@ -97,13 +104,9 @@ class ChromaIndex(VectorIndex):
         for row, (labels, distances) in enumerate(
             zip(found["ids"], found["distances"], strict=True)
         ):
-            # Chroma's ip distance is 1 - q.v; ties ordered by the project's rule, id descending
-            pairs = zip(labels, distances, strict=True)
-            hits = sorted(
-                ((1.0 - float(d), self._ids[int(p)], int(p)) for p, d in pairs), reverse=True
-            )
-            for col, (score, _, pos) in enumerate(hits[:k]):
-                positions[row, col], scores[row, col] = pos, score
+            # Chroma's ip distance is 1 - q.v
+            hits = ((1.0 - float(d), int(p)) for p, d in zip(labels, distances, strict=True))
+            place_hits(positions, scores, row, hits, self._ids)
         return positions, scores
 
     @property

@@ -37,7 +37,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ...core.exceptions import EmbedBenchError
-from .registry import VectorIndex, missing_extra, register_index, unfilled
+from .registry import VectorIndex, missing_extra, place_hits, register_index, unfilled
 
 __all__ = ["QdrantIndex"]
 
@@ -242,12 +242,10 @@ class QdrantIndex(VectorIndex):
                         limit=k, query=qe.Query.Nearest(vector.tolist()), params=self._params
                     )
                 )
-            # Qdrant's Dot score is the inner product; ties: document id descending
-            hits = sorted(
-                ((float(f.score), self._ids[int(f.id)], int(f.id)) for f in found), reverse=True
+            # Qdrant's Dot score is the inner product
+            place_hits(
+                positions, scores, row, ((float(f.score), int(f.id)) for f in found), self._ids
             )
-            for col, (score, _, pos) in enumerate(hits[:k]):
-                positions[row, col], scores[row, col] = pos, score
         return positions, scores
 
     @property

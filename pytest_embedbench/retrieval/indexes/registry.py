@@ -20,7 +20,7 @@ package of your own registers the same way, or names the class in the
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
@@ -40,6 +40,7 @@ __all__ = [
     "folder_bytes",
     "index_class",
     "missing_extra",
+    "place_hits",
     "register_index",
     "unfilled",
 ]
@@ -218,6 +219,21 @@ def unfilled(queries: int, k: int) -> tuple[np.ndarray, np.ndarray]:
         np.full((queries, k), -1, dtype=np.int64),
         np.full((queries, k), -np.inf, dtype=np.float64),
     )
+
+
+def place_hits(
+    positions: np.ndarray,
+    scores: np.ndarray,
+    row: int,
+    hits: Iterable[tuple[float, int]],
+    ids: Sequence[str],
+) -> None:
+    """Row ``row`` of ``positions`` and ``scores`` (k wide) from an engine's hits, each
+    ``(score, position into ids)``, in the project's order: score descending, then document
+    id descending."""
+    ranked = sorted(((score, ids[pos], pos) for score, pos in hits), reverse=True)
+    for col, (score, _, pos) in enumerate(ranked[: positions.shape[1]]):
+        positions[row, col], scores[row, col] = pos, score
 
 
 def folder_bytes(folder: str) -> int:

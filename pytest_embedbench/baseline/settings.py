@@ -7,7 +7,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..core.exceptions import ConfigError, unknown_hint
+from ..core.exceptions import ConfigError
+from ..core.keys import check_keys
 from ..evaluation.metrics import parse_metric
 from ..records.figures import INDEX_FIGURES, NOISY, RERANK_GATED, STORAGE, figure, gate_keys
 from .store import KEPT_METRICS
@@ -238,12 +239,7 @@ def _parse_tolerance(tol: Any, origin: str) -> tuple[float, bool]:
 
 
 def _parse_gate_block(block: Mapping[str, Any], base: GateSettings, origin: str) -> GateSettings:
-    unknown = sorted(set(block) - _GATE_KEYS)
-    if unknown:
-        raise ConfigError(
-            f"{origin}: unknown gate key(s) {unknown}{unknown_hint(unknown, _GATE_KEYS)}; use "
-            f"{sorted(_GATE_KEYS)}"
-        )
+    check_keys(block, _GATE_KEYS, f"{origin}: unknown gate key(s)", "use")
     values: dict[str, Any] = {
         "metrics": base.metrics,
         "tolerance": base.tolerance,

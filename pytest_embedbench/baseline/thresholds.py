@@ -43,7 +43,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..core.exceptions import ConfigError, DatasetError, MetricError, did_you_mean, unknown_hint
+from ..core.exceptions import ConfigError, DatasetError, MetricError, did_you_mean
+from ..core.keys import check_keys
 from ..core.yamlfile import read_yaml
 from ..data.datasets import check_language
 from ..evaluation.metrics import METRICS, parse_metric
@@ -306,12 +307,7 @@ class ThresholdSet:
 
     @classmethod
     def parse(cls, raw: Mapping[str, Any], origin: str) -> ThresholdSet:
-        unknown = sorted(set(raw) - _SECTIONS)
-        if unknown:
-            raise ConfigError(
-                f"{origin}: unknown threshold section(s) {unknown}"
-                f"{unknown_hint(unknown, _SECTIONS)}; use {sorted(_SECTIONS)}"
-            )
+        check_keys(raw, _SECTIONS, f"{origin}: unknown threshold section(s)", "use")
         defaults = _rules(raw.get("defaults") or {}, f"{origin}: defaults")
         models = {
             str(m): _rules(block, f"{origin}: models.{m}")

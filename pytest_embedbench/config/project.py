@@ -59,6 +59,7 @@ from ..core.exceptions import (
     did_you_mean,
     unknown_hint,
 )
+from ..core.keys import check_keys
 from ..core.yamlfile import read_yaml
 from ..data.chunking import ChunkingSettings
 from ..data.datasets import DOCUMENT_SUFFIXES, check_language
@@ -216,12 +217,7 @@ def load_config(path: Path) -> ProjectConfig:
         return ProjectConfig(path=path)
     if not isinstance(raw, Mapping):
         raise ConfigError(f"{path}: expected a mapping at the top, got {type(raw).__name__}")
-    unknown = sorted(set(raw) - _TOP_KEYS)
-    if unknown:
-        raise ConfigError(
-            f"{path}: unknown key(s) {unknown}{unknown_hint(unknown, _TOP_KEYS)}; allowed: "
-            f"{sorted(_TOP_KEYS)}"
-        )
+    check_keys(raw, _TOP_KEYS, f"{path}: unknown key(s)", "allowed:")
     base = path.parent
     load_plugins(path, raw.get("plugins") or [])
     generated: list[str] = []
@@ -365,10 +361,7 @@ def _parse_dataset(
         entry = {"path": entry}
     if not isinstance(entry, Mapping):
         raise _fail(path, where, f"expected a path or a mapping, got {entry!r}")
-    unknown = sorted(set(entry) - allowed)
-    if unknown:
-        hint = unknown_hint(unknown, allowed)
-        raise _fail(path, where, f"unknown key(s) {unknown}{hint}; allowed: {sorted(allowed)}")
+    check_keys(entry, allowed, f"{path}: {where}: unknown key(s)", "allowed:")
     subset = entry.get("subset")
     _check_subset(path, f"{where}.subset", subset)
     chunking = parse_chunking(

@@ -39,8 +39,8 @@ from ..core.exceptions import (
     ConfigError,
     EmbedBenchWarning,
     did_you_mean,
-    unknown_hint,
 )
+from ..core.keys import check_keys
 from ..core.yamlfile import read_yaml
 from ..data.datasets import RetrievalDataset
 from ..evaluation.metrics import parse_cutoffs, parse_metric
@@ -105,12 +105,7 @@ class MarkerArgs:
         """The marker's ``kwargs`` (``args``: its positional arguments, which it refuses)."""
         if args:
             raise ConfigError(f"{MARKER} takes keyword arguments only, got {tuple(args)!r}")
-        unknown = sorted(set(kwargs) - MARKER_KEYS)
-        if unknown:
-            raise ConfigError(
-                f"{MARKER} got unknown keyword(s) {unknown}"
-                f"{unknown_hint(unknown, MARKER_KEYS)}; it accepts {sorted(MARKER_KEYS)}"
-            )
+        check_keys(kwargs, MARKER_KEYS, f"{MARKER} got unknown keyword(s)", "it accepts")
         return cls(**kwargs)
 
     @property
@@ -218,12 +213,8 @@ def check_provider_options(spec: ModelSpec, cfg: ProjectConfig, where: str) -> N
         for key in dict.fromkeys((spec.provider, spec.short_name))
     ]
     for origin, options in [*sources, (f"{where}: {spec.spec!r}", spec.options)]:
-        unknown = sorted(set(options) - allowed)
-        if unknown:
-            raise ConfigError(
-                f"{origin}: provider {spec.provider!r} takes no option(s) {unknown}"
-                f"{unknown_hint(unknown, allowed)}; it accepts {sorted(allowed)}"
-            )
+        said = f"{origin}: provider {spec.provider!r} takes no option(s)"
+        check_keys(options, allowed, said, "it accepts")
         for key, value in options.items():
             _check_option_value(spec, key, value, f"{origin}.{key}")
 

@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 
 from ...core.exceptions import ConfigError, MissingExtraError, MissingKeyError, ProviderError
+from ...core.keys import check_keys
 from ...core.scripts import estimate_tokens
 from ...core.vectors import as_matrix, check_finite, l2_normalised
 from ...retrieval.base import BuildStats, Kind, Retriever
@@ -102,15 +103,7 @@ class Provider(ABC):
 
     def __init__(self, model: str = "", **options: Any) -> None:
         allowed = self.all_option_names()
-        unknown = sorted(set(options) - allowed)
-        if unknown:
-            from ...core.exceptions import unknown_hint
-
-            hint = unknown_hint(unknown, allowed)
-            raise ConfigError(
-                f"provider {self.name!r} got unknown option(s) {unknown}{hint}; "
-                f"it accepts {sorted(allowed)}"
-            )
+        check_keys(options, allowed, f"provider {self.name!r} got unknown option(s)", "it accepts")
         if self.needs_model and not model:
             raise ConfigError(f"provider {self.name!r} needs a model: '{self.name}:MODEL'")
         self.model = model

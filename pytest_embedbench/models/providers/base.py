@@ -360,8 +360,13 @@ class EmbeddingProvider(Provider):
                     )
         finally:
             self.encode_s += time.perf_counter() - t0
+            self.release_batches()
         assert out is not None
         return out
+
+    def release_batches(self) -> None:
+        """Let go of what the batches of an :meth:`embed` call held, when it ends (also on an
+        error); a model that keeps a batch's outputs until the next one overrides it."""
 
     def _place(
         self,

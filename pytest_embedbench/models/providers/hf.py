@@ -23,12 +23,10 @@ import importlib
 import importlib.util
 import logging
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 from urllib.parse import urlsplit
-
-import numpy as np
 
 from ...core.exceptions import ConfigError, ProviderError
 from ...core.netprobe import tcp_unreachable
@@ -252,18 +250,8 @@ class SentenceTransformersProvider(EmbeddingProvider):
         documents with MiniLM on a CPU (benchmarks/README.md, ``bench_cold.py``)."""
         self._held_outputs = output
 
-    def embed(
-        self,
-        texts: Sequence[str],
-        *,
-        kind: Kind,
-        progress: Callable[[int, int], None] | None = None,
-        on_batch: Callable[[list[int], np.ndarray], None] | None = None,
-    ) -> np.ndarray:
-        try:
-            return super().embed(texts, kind=kind, progress=progress, on_batch=on_batch)
-        finally:
-            self._held_outputs = None  # the last batch's outputs go when the call ends
+    def release_batches(self) -> None:
+        self._held_outputs = None  # the last batch's outputs go when the call ends
 
     def embed_batch(self, texts: list[str], *, kind: Kind) -> Any:
         return self._model.encode(

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.exceptions import ConfigError
-from ..core.keys import check_keys
+from ..core.names import check_keys
 from ..evaluation.metrics import parse_metric
 from ..records.figures import INDEX_FIGURES, NOISY, RERANK_GATED, STORAGE, figure, gate_keys
 from .store import KEPT_METRICS

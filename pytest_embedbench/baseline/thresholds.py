@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..core.exceptions import ConfigError, DatasetError, MetricError, did_you_mean
-from ..core.keys import check_keys
+from ..core.names import check_keys
 from ..core.yamlfile import read_yaml
 from ..data.datasets import check_language
 from ..evaluation.metrics import METRICS, parse_metric

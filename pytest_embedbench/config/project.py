@@ -59,7 +59,7 @@ from ..core.exceptions import (
     did_you_mean,
     unknown_hint,
 )
-from ..core.keys import check_keys
+from ..core.names import check_keys
 from ..core.yamlfile import read_yaml
 from ..data.chunking import ChunkingSettings
 from ..data.datasets import DOCUMENT_SUFFIXES, check_language

@@ -40,7 +40,7 @@ from ..core.exceptions import (
     EmbedBenchWarning,
     did_you_mean,
 )
-from ..core.keys import check_keys
+from ..core.names import check_keys, repeated
 from ..core.yamlfile import read_yaml
 from ..data.datasets import RetrievalDataset
 from ..evaluation.metrics import parse_cutoffs, parse_metric
@@ -542,8 +542,7 @@ class CaseBuilder:
     def distinct_specs(self, models: Any, cfg: ProjectConfig, test_path: Path) -> list[ModelSpec]:
         """:meth:`model_specs`, each short name at most once."""
         specs = self.model_specs(models, cfg, test_path)
-        names = [s.short_name for s in specs]
-        dupes = sorted({n for n in names if names.count(n) > 1})
+        dupes = repeated(s.short_name for s in specs)
         if dupes:
             raise ConfigError(
                 f"models {dupes} appear more than once in one test; give each a distinct "

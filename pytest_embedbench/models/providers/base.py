@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 
 from ...core.exceptions import ConfigError, MissingExtraError, MissingKeyError, ProviderError
-from ...core.keys import check_keys
+from ...core.names import check_keys
 from ...core.scripts import estimate_tokens
 from ...core.vectors import as_matrix, check_finite, l2_normalised
 from ...retrieval.base import BuildStats, Kind, Retriever

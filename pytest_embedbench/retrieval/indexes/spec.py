@@ -29,6 +29,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ...core.exceptions import ConfigError, did_you_mean
+from ...core.names import repeated
 from .precision import Sizing, parse_sizing
 from .registry import index_class
 
@@ -175,8 +176,7 @@ def parse_indexes(raw: Any, where: str) -> tuple[IndexSpec, ...]:
     """A list of index specs (marker ``indexes=`` or embedbench.yaml ``indexes:``), each
     spec at most once."""
     specs = [IndexSpec.parse(item, f"{where}[{i}]") for i, item in enumerate(_items(raw, where))]
-    names = [s.spec for s in specs]
-    dupes = sorted({n for n in names if names.count(n) > 1})
+    dupes = repeated(s.spec for s in specs)
     if dupes:
         raise ConfigError(f"{where}: index(es) {dupes} appear more than once")
     return tuple(specs)
@@ -224,8 +224,7 @@ def named_indexes(raw: Any, where: str) -> tuple[tuple[str | None, IndexSpec], .
                 "becomes part of the test id), e.g. prod"
             )
     specs = parse_indexes([spec for _, spec in pairs], where)
-    shown = [name or spec.id for (name, _), spec in zip(pairs, specs, strict=True)]
-    dupes = sorted({n for n in shown if shown.count(n) > 1})
+    dupes = repeated(name or spec.id for (name, _), spec in zip(pairs, specs, strict=True))
     if dupes:
         raise ConfigError(f"{where}: index name(s) {dupes} appear more than once")
     return tuple((name, spec) for (name, _), spec in zip(pairs, specs, strict=True))

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...core.exceptions import ConfigError
+from ...core.names import repeated
 from .base import Reranker
 
 __all__ = [
@@ -174,8 +175,7 @@ def parse_rerankers(raw: Any, where: str) -> tuple[RerankerSpec, ...]:
             "['none', 'hf-ce:/models/ce@100']"
         )
     specs = [s for i, item in enumerate(items) for s in _parse_one(item, f"{where}[{i}]")]
-    ids = [s.id for s in specs]
-    dupes = sorted({n for n in ids if ids.count(n) > 1})
+    dupes = repeated(s.id for s in specs)
     if dupes:
         raise ConfigError(
             f"{where}: reranker(s) {dupes} appear more than once; give each a distinct name "

@@ -249,6 +249,19 @@ def _english_stop(word: str) -> bool:
     return word.casefold() in _STOP_WORDS
 
 
+def _word_analyser(
+    tokenizer: Any, stop: frozenset[str]
+) -> Callable[[str], tuple[list[str], list[bool]]]:
+    """An analyser of a language whose tokenizer splits a text into words (zh, th): a word
+    carries meaning unless it is a stop word of the language or of English."""
+
+    def analyse(text: str) -> tuple[list[str], list[bool]]:
+        words = tokenizer.split([text])[0]
+        return words, [w not in stop and not _english_stop(w) for w in words]
+
+    return analyse
+
+
 @functools.cache
 def _analyser(language: str) -> Callable[[str], tuple[list[str], list[bool]]]:
     """``language``'s analyser: a question -> (its words, which of them carry meaning), loaded
@@ -256,25 +269,14 @@ def _analyser(language: str) -> Callable[[str], tuple[list[str], list[bool]]]:
     from ..retrieval.lexical import languages
 
     if language == "zh":
-        zh = languages.ChineseTokenizer(fold=True)
-
-        def chinese(text: str) -> tuple[list[str], list[bool]]:
-            words = zh.split([text])[0]
-            return words, [w not in _ZH_STOP_WORDS and not _english_stop(w) for w in words]
-
-        return chinese
+        return _word_analyser(languages.ChineseTokenizer(fold=True), _ZH_STOP_WORDS)
     if language == "th":
         th = languages.ThaiTokenizer()
         from pythainlp.corpus import thai_stopwords
 
         # pythainlp's list, and the question particles it leaves out
         stop = frozenset(thai_stopwords()) | {"ไหม", "มั้ย", "หรือ", "หรือไม่", "กี่", "ยังไง"}
-
-        def thai(text: str) -> tuple[list[str], list[bool]]:
-            words = th.split([text])[0]
-            return words, [w not in stop and not _english_stop(w) for w in words]
-
-        return thai
+        return _word_analyser(th, stop)
     if language == "ja":
         ja = languages.JapaneseTokenizer()
 

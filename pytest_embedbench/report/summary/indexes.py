@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 
 from ...evaluation.record import TestRecord
 from ...records.resultdata import LoadData, MetricData
-from .values import Delta, Value, bootstrap_delta, finite
+from .values import Delta, Value, bootstrap_delta, finite, metric_value
 
 __all__ = [
     "IndexRow",
@@ -76,12 +76,6 @@ class IndexSection:
         return f"{row.test} {row.model} {row.index}" if several else f"{row.model} {row.index}"
 
 
-def _value(entry: MetricData | None) -> Value | None:
-    if entry is None or finite(entry.value) is None:
-        return None
-    return Value(finite(entry.value), finite(entry.low), finite(entry.high))
-
-
 def _delta(entry: MetricData | None, metric: str) -> Delta | None:
     if entry is None:
         return None
@@ -127,9 +121,9 @@ def index_sections(records: Iterable[TestRecord]) -> tuple[IndexSection, ...]:
                 index=found.spec,
                 status=record.status.value,
                 description=found.description,
-                metric=_value(result.metrics.get(metric)),
+                metric=metric_value(result.metrics.get(metric)),
                 delta=_delta(found.delta.get(metric), metric),
-                neighbour_recall=_value(found.neighbour_recall.get(f"neighbour_recall@{k}")),
+                neighbour_recall=metric_value(found.neighbour_recall.get(f"neighbour_recall@{k}")),
                 p50_ms=finite(found.p50_ms),
                 p95_ms=finite(found.p95_ms),
                 qps=finite(found.qps),

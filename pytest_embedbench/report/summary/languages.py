@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 
 from ...evaluation.record import TestRecord
 from ...records.figures import LANGUAGE_METRICS, MACRO
-from ...records.resultdata import LanguageData, MetricData, ResultData
-from .values import Value, finite
+from ...records.resultdata import LanguageData, ResultData
+from .values import Value, metric_values
 
 __all__ = ["LanguageRow", "LanguageSection", "language_sections"]
 
@@ -48,17 +48,6 @@ class LanguageSection:
     rows: tuple[LanguageRow, ...] = ()
 
 
-def _value(entry: MetricData | None) -> Value | None:
-    if entry is None or finite(entry.value) is None:
-        return None
-    return Value(finite(entry.value), finite(entry.low), finite(entry.high))
-
-
-def _figures(metrics: dict[str, MetricData], names: Iterable[str]) -> dict[str, Value]:
-    found = {name: _value(metrics.get(name)) for name in names}
-    return {name: value for name, value in found.items() if value is not None}
-
-
 def language_sections(records: Iterable[TestRecord]) -> tuple[LanguageSection, ...]:
     """The records of tests on a dataset in several languages, by dataset (sorted), in node
     id order: per test, a row per language (sorted) and the macro row."""
@@ -86,7 +75,7 @@ def language_sections(records: Iterable[TestRecord]) -> tuple[LanguageSection, .
                     language=language,
                     queries=data.queries,
                     documents=data.documents,
-                    figures=_figures(data.metrics, names),
+                    figures=metric_values(data.metrics, names),
                     **common,
                 )
             )

@@ -12,7 +12,7 @@ from ...evaluation.record import Status, TestRecord, as_record
 from ...records.figures import FIGURES
 from ...records.resultdata import LatencyData, ResultData
 from .recommend import ModelRow
-from .values import Value, finite
+from .values import Value, finite, metric_values
 
 __all__ = ["figures_of", "latency_basis", "model_rows", "timed"]
 
@@ -80,13 +80,9 @@ def _better(candidate: ResultData, current: ResultData) -> bool:
 def figures_of(result: ResultData | None, metrics: Sequence[str]) -> dict[str, Value]:
     """Every metric and registry figure of one result that has a value (none marked best yet:
     :func:`~.datasets.dataset_summary` marks the best of each column)."""
-    out: dict[str, Value] = {}
     if result is None:
-        return out
-    for name in metrics:
-        metric = result.metrics.get(name)
-        if metric is not None and finite(metric.value) is not None:
-            out[name] = Value(finite(metric.value), finite(metric.low), finite(metric.high))
+        return {}
+    out = metric_values(result.metrics, metrics)
     for figure in FIGURES:
         value = finite(figure.get(result))
         if value is None:

@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 from ...evaluation.record import TestRecord
 from ...records.figures import RERANK_FIGURES, RERANK_METRICS
 from ...records.querydiff import QueryDiff, query_diff
-from ...records.resultdata import LiftData, MetricData, RerankData, ResultData
-from .values import Delta, Value, decided, finite, p_significant
+from ...records.resultdata import LiftData, RerankData, ResultData
+from .values import Delta, Value, decided, finite, metric_values, p_significant
 
 __all__ = [
     "SWEEP_METRIC",
@@ -99,17 +99,6 @@ class StageSection:
     sweeps: tuple[DepthSweep, ...] = ()
 
 
-def _value(entry: MetricData | None) -> Value | None:
-    if entry is None or finite(entry.value) is None:
-        return None
-    return Value(finite(entry.value), finite(entry.low), finite(entry.high))
-
-
-def _values(metrics: dict[str, MetricData], names: Iterable[str]) -> dict[str, Value]:
-    found = {name: _value(metrics.get(name)) for name in names}
-    return {name: value for name, value in found.items() if value is not None}
-
-
 def _lift(entry: LiftData, metric: str, against: str, p_holm: float | None) -> Delta:
     """A lift as a Delta: significant by its Holm-adjusted p (the comparisons' rule)."""
     p_value = finite(entry.p_value)
@@ -170,8 +159,8 @@ def _row(record: TestRecord, result: ResultData, rerank: RerankData, names: list
         status=record.status.value,
         description=rerank.description,
         queries=result.queries,
-        stage1=_values(rerank.stage1, names),
-        reranked=_values(result.metrics, names),
+        stage1=metric_values(rerank.stage1, names),
+        reranked=metric_values(result.metrics, names),
         realised_at=rerank.realised_at,
         figures=figures,
         diff=diff,

@@ -15,11 +15,12 @@ a column (:func:`best_marks`) needs two models with a finite value to compare.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from ...evaluation.stats import excludes_zero
+from ...records.resultdata import MetricData
 
 __all__ = [
     "ALPHA",
@@ -32,6 +33,8 @@ __all__ = [
     "excludes_zero",
     "finite",
     "interval_delta",
+    "metric_value",
+    "metric_values",
     "p_significant",
     "value_of",
     "verdict",
@@ -67,6 +70,20 @@ def value_of(entry: Mapping[str, Any] | None) -> Value | None:
     if not isinstance(entry, Mapping) or finite(entry.get("value")) is None:
         return None
     return Value(finite(entry["value"]), finite(entry.get("low")), finite(entry.get("high")))
+
+
+def metric_value(entry: MetricData | None) -> Value | None:
+    """A result's metric record as a :class:`Value` (None when it is missing or has no
+    value)."""
+    if entry is None or finite(entry.value) is None:
+        return None
+    return Value(finite(entry.value), finite(entry.low), finite(entry.high))
+
+
+def metric_values(metrics: Mapping[str, MetricData], names: Iterable[str]) -> dict[str, Value]:
+    r"""The metrics ``names`` (in their order) that have a value, as :class:`Value`\ s."""
+    found = {name: metric_value(metrics.get(name)) for name in names}
+    return {name: value for name, value in found.items() if value is not None}
 
 
 @dataclass(frozen=True)

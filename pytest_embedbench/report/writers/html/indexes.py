@@ -24,7 +24,7 @@ from ..index_tables import (
     size_text,
 )
 from .assets import _PALETTE
-from .page import _anchor, _c, _f, _Page
+from .page import _c, _dataset_heading, _f, _Page
 from .stress import _value
 from .tables import _delta
 
@@ -35,7 +35,7 @@ def _indexes(page: _Page, summary: Summary) -> None:
         return
     page.add('<section id="indexes"><h2>Indexes against exact search</h2>\n')
     for section in summary.indexes:
-        page.add(f'<h3 id="idx-{_anchor(section.dataset)}">On {page.esc(section.dataset)}</h3>\n')
+        _dataset_heading(page, "idx", section.dataset)
         page.add(_chart(page, section))
         _table(page, section)
         if any(r.load for r in section.rows):

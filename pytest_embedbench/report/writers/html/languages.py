@@ -9,7 +9,7 @@ from ...summary import Summary
 from ...summary.languages import LanguageSection
 from ..index_tables import metric_label
 from ..language_tables import LANGUAGE_LEGEND
-from .page import _anchor, _Page
+from .page import _dataset_heading, _Page
 from .stress import _value
 
 
@@ -19,10 +19,8 @@ def _languages(page: _Page, summary: Summary) -> None:
         return
     page.add('<section id="languages"><h2>Languages</h2>\n')
     for section in summary.languages:
-        page.add(
-            f'<h3 id="lang-{_anchor(section.dataset)}">On {page.esc(section.dataset)}: '
-            f"{page.esc(', '.join(section.languages))}</h3>\n"
-        )
+        languages = page.esc(", ".join(section.languages))
+        _dataset_heading(page, "lang", section.dataset, f": {languages}")
         _table(page, section)
     page.add(f'<p class="muted">{page.esc(LANGUAGE_LEGEND)}.</p>\n</section>\n')
 

@@ -44,6 +44,12 @@ def _anchor(name: str) -> str:
     return "".join(ch if ch.isalnum() else "-" for ch in name)
 
 
+def _dataset_heading(page: _Page, prefix: str, dataset: str, more: str = "") -> None:
+    """A section's heading for one of its datasets, its anchor ``prefix-dataset`` (``more``:
+    markup after the name)."""
+    page.add(f'<h3 id="{prefix}-{_anchor(dataset)}">On {page.esc(dataset)}{more}</h3>\n')
+
+
 def _short(text: str, width: int = 18) -> str:
     """``text`` in at most ``width`` characters, cut in the middle (``all-Mini…L6-v2``): names
     that share a start (``model-a-v1``, ``model-a-v2``) stay told apart by their ends."""

@@ -16,7 +16,7 @@ from ..index_tables import metric_label
 from ..stage_tables import STAGE_LEGEND, figure_text, p_text
 from .charts import Labels, _nice_max, _svg_open, _text
 from .diffs import _diff
-from .page import _anchor, _c, _f, _Page
+from .page import _c, _dataset_heading, _f, _Page
 from .stress import _value, model_colors
 from .tables import _delta
 
@@ -27,9 +27,7 @@ def _stages(page: _Page, summary: Summary) -> None:
         return
     page.add('<section id="stages"><h2>Two stages</h2>\n')
     for section in summary.stages:
-        page.add(
-            f'<h3 id="stages-{_anchor(section.dataset)}">On {page.esc(section.dataset)}</h3>\n'
-        )
+        _dataset_heading(page, "stages", section.dataset)
         _rerankers(page, section)
         _lifts(page, section)
         colors = model_colors(summary, section.dataset, [s.spec for s in section.sweeps])

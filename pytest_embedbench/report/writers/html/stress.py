@@ -15,7 +15,7 @@ from ...summary.values import Value
 from ..stress import aim_text, cutoff_notes, needle_title
 from .assets import _PALETTE
 from .charts import _legend
-from .page import _anchor, _f, _Page
+from .page import _dataset_heading, _f, _Page
 from .stress_charts import chunk_curves, cutoff_chart, needle_heatmap, noise_bars
 from .tables import _delta
 
@@ -47,9 +47,7 @@ def _stress(page: _Page, summary: Summary) -> None:
         return
     page.add('<section id="stress"><h2>Stress results</h2>\n')
     for section in sections:
-        page.add(
-            f'<h3 id="stress-{_anchor(section.dataset)}">On {page.esc(section.dataset)}</h3>\n'
-        )
+        _dataset_heading(page, "stress", section.dataset)
         models = [p.model for p in section.chunks] + [p.model for p in section.noise]
         colors = model_colors(summary, section.dataset, models)
         _needles(page, section)
@@ -66,22 +64,40 @@ def _paired_cells(page: _Page, point: ChunkPoint | NoisePoint) -> str:
     )
 
 
+def _chart(page: _Page, title: str, kind: str, svg: str, caption: str) -> None:
+    """A stress chart under its heading, with its caption."""
+    page.add(
+        f'<h4>{title}</h4>\n<figure class="stress-chart {kind}">{svg}'
+        f"<figcaption>{caption}</figcaption></figure>\n"
+    )
+
+
+def _table_open(page: _Page, what: str, headers: str) -> None:
+    """A stress chart's figures as a flat table under a ``<details>``: its header row
+    (``headers`` before the status column)."""
+    page.add(
+        f'<details><summary>{what} as a table</summary><div class="wide">'
+        f'<table class="stress"><tr>{headers}<th class="t">status</th></tr>\n'
+    )
+
+
 def _chunks(page: _Page, points: Sequence[ChunkPoint], colors: dict[str, str]) -> None:
     if not points:
         return
-    page.add(
-        "<h4>Chunk size: nDCG@10 after re-chunking, paired with the configured chunking</h4>\n"
-        f'<figure class="stress-chart chunks">{chunk_curves(page, points, colors)}'
-        "<figcaption>A line per model: nDCG@10 with the documents re-chunked at each size; "
-        "band: its 95% bootstrap interval; dashed: the model on the configured chunking."
-        "</figcaption></figure>\n"
+    _chart(
+        page,
+        "Chunk size: nDCG@10 after re-chunking, paired with the configured chunking",
+        "chunks",
+        chunk_curves(page, points, colors),
+        "A line per model: nDCG@10 with the documents re-chunked at each size; "
+        "band: its 95% bootstrap interval; dashed: the model on the configured chunking.",
     )
     _legend(page, {m: c for m, c in colors.items() if any(p.model == m for p in points)})
-    page.add(
-        '<details><summary>Chunk sizes as a table</summary><div class="wide">'
-        '<table class="stress"><tr><th>model</th><th>chunk tokens</th>'
-        "<th>configured nDCG@10</th><th>re-chunked nDCG@10</th><th>Δ [95%]</th>"
-        '<th class="t">status</th></tr>\n'
+    _table_open(
+        page,
+        "Chunk sizes",
+        "<th>model</th><th>chunk tokens</th><th>configured nDCG@10</th>"
+        "<th>re-chunked nDCG@10</th><th>Δ [95%]</th>",
     )
     for p in points:
         page.add(f"<tr><td>{page.esc(p.model)}</td><td>{p.size}</td>" + _paired_cells(page, p))
@@ -91,16 +107,19 @@ def _chunks(page: _Page, points: Sequence[ChunkPoint], colors: dict[str, str]) -
 def _noise(page: _Page, points: Sequence[NoisePoint], colors: dict[str, str]) -> None:
     if not points:
         return
-    page.add(
-        "<h4>Query noise: nDCG@10 on noisy queries against the clean ones (paired)</h4>\n"
-        f'<figure class="stress-chart noise">{noise_bars(page, points, colors)}'
-        "<figcaption>Bars: the mean paired difference over queries (and seeds); whiskers: its "
-        "95% bootstrap interval; worse / better: the interval excludes 0.</figcaption>"
-        "</figure>\n"
-        '<details><summary>Query noise as a table</summary><div class="wide">'
-        '<table class="stress"><tr><th>model</th><th class="t">noise</th>'
-        "<th>seeds</th><th>clean nDCG@10</th><th>noisy nDCG@10</th><th>Δ noisy − clean</th>"
-        '<th class="t">status</th></tr>\n'
+    _chart(
+        page,
+        "Query noise: nDCG@10 on noisy queries against the clean ones (paired)",
+        "noise",
+        noise_bars(page, points, colors),
+        "Bars: the mean paired difference over queries (and seeds); whiskers: its "
+        "95% bootstrap interval; worse / better: the interval excludes 0.",
+    )
+    _table_open(
+        page,
+        "Query noise",
+        '<th>model</th><th class="t">noise</th><th>seeds</th><th>clean nDCG@10</th>'
+        "<th>noisy nDCG@10</th><th>Δ noisy − clean</th>",
     )
     for p in points:
         page.add(

@@ -24,25 +24,24 @@ from ..index_tables import (
     size_text,
 )
 from .assets import _PALETTE
-from .page import _c, _dataset_heading, _f, _Page
+from .page import _c, _dataset_sections, _f, _Page
 from .stress import _value
 from .tables import _delta
 
 
 def _indexes(page: _Page, summary: Summary) -> None:
     """The index section (nothing when no test had ``indexes=``)."""
-    if not summary.indexes:
-        return
-    page.add('<section id="indexes"><h2>Indexes against exact search</h2>\n')
-    for section in summary.indexes:
-        _dataset_heading(page, "idx", section.dataset)
-        page.add(_chart(page, section))
-        _table(page, section)
-        if any(r.load for r in section.rows):
-            lines = [(section.label(r), r.load) for r in section.rows]
-            page.add(f"<h4>Under concurrent load</h4>\n{_load_chart(page, lines)}")
-            _load_table(page, section)
-    page.add(f'<p class="muted">{page.esc(INDEX_LEGEND)}.</p>\n</section>\n')
+    title = "Indexes against exact search"
+    _dataset_sections(page, ("indexes", "idx"), title, summary.indexes, _index, INDEX_LEGEND)
+
+
+def _index(page: _Page, section: IndexSection) -> None:
+    page.add(_chart(page, section))
+    _table(page, section)
+    if any(r.load for r in section.rows):
+        lines = [(section.label(r), r.load) for r in section.rows]
+        page.add(f"<h4>Under concurrent load</h4>\n{_load_chart(page, lines)}")
+        _load_table(page, section)
 
 
 def _chart(page: _Page, section: IndexSection) -> str:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import html
 import math
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol, TypeVar
 
 from ....core.redaction import _secret_env_values, redact
 from ....core.text import inert
@@ -48,6 +49,34 @@ def _dataset_heading(page: _Page, prefix: str, dataset: str, more: str = "") -> 
     """A section's heading for one of its datasets, its anchor ``prefix-dataset`` (``more``:
     markup after the name)."""
     page.add(f'<h3 id="{prefix}-{_anchor(dataset)}">On {page.esc(dataset)}{more}</h3>\n')
+
+
+class _PerDataset(Protocol):
+    @property
+    def dataset(self) -> str: ...
+
+
+_S = TypeVar("_S", bound=_PerDataset)
+
+
+def _dataset_sections(
+    page: _Page,
+    ids: tuple[str, str],
+    title: str,
+    sections: Sequence[_S],
+    write: Callable[[_Page, _S], None],
+    legend: str,
+) -> None:
+    """A section of a part per dataset (nothing when there is none): its ``<h2>``, each
+    dataset's heading and what ``write`` writes of it, then the legend. ``ids``: the
+    section's anchor and the prefix of its datasets' ones."""
+    if not sections:
+        return
+    page.add(f'<section id="{ids[0]}"><h2>{title}</h2>\n')
+    for section in sections:
+        _dataset_heading(page, ids[1], section.dataset)
+        write(page, section)
+    page.add(f'<p class="muted">{page.esc(legend)}.</p>\n</section>\n')
 
 
 def _short(text: str, width: int = 18) -> str:

@@ -9,6 +9,7 @@ Every figure is the summary's."""
 from __future__ import annotations
 
 import math
+from functools import partial
 
 from ...summary import Summary
 from ...summary.stages import DepthSweep, StageSection
@@ -16,36 +17,35 @@ from ..index_tables import metric_label
 from ..stage_tables import STAGE_LEGEND, figure_text, p_text
 from .charts import Labels, _nice_max, _svg_open, _text
 from .diffs import _diff
-from .page import _c, _dataset_heading, _f, _Page
+from .page import _c, _dataset_sections, _f, _Page
 from .stress import _value, model_colors
 from .tables import _delta
 
 
 def _stages(page: _Page, summary: Summary) -> None:
     """The stages section (nothing when no test had a reranker)."""
-    if not summary.stages:
-        return
-    page.add('<section id="stages"><h2>Two stages</h2>\n')
-    for section in summary.stages:
-        _dataset_heading(page, "stages", section.dataset)
-        _rerankers(page, section)
-        _lifts(page, section)
-        colors = model_colors(summary, section.dataset, [s.spec for s in section.sweeps])
-        for sweep in section.sweeps:
-            _sweep(page, sweep, colors.get(sweep.spec, "#4269d0"))
-        diffs = [r.diff for r in section.rows if r.diff is not None]
-        if diffs:
-            page.add(
-                '<h4>Per-query changes between the stages</h4>\n<p class="muted">Each '
-                "reranker against its first stage alone on the same queries; the relevant "
-                "documents lost are those it pushed out of the top, those pushed down the "
-                "relevant candidates it ranked lower, each with its rank in the first stage "
-                "&rarr; reranked (out: no longer in the reranked top), highest grade then "
-                "farthest fall first.</p>\n"
-            )
-            for diff in diffs:
-                _diff(page, diff)
-    page.add(f'<p class="muted">{page.esc(STAGE_LEGEND)}.</p>\n</section>\n')
+    write = partial(_stage, summary=summary)
+    _dataset_sections(page, ("stages", "stages"), "Two stages", summary.stages, write, STAGE_LEGEND)
+
+
+def _stage(page: _Page, section: StageSection, summary: Summary) -> None:
+    _rerankers(page, section)
+    _lifts(page, section)
+    colors = model_colors(summary, section.dataset, [s.spec for s in section.sweeps])
+    for sweep in section.sweeps:
+        _sweep(page, sweep, colors.get(sweep.spec, "#4269d0"))
+    diffs = [r.diff for r in section.rows if r.diff is not None]
+    if diffs:
+        page.add(
+            '<h4>Per-query changes between the stages</h4>\n<p class="muted">Each '
+            "reranker against its first stage alone on the same queries; the relevant "
+            "documents lost are those it pushed out of the top, those pushed down the "
+            "relevant candidates it ranked lower, each with its rank in the first stage "
+            "&rarr; reranked (out: no longer in the reranked top), highest grade then "
+            "farthest fall first.</p>\n"
+        )
+        for diff in diffs:
+            _diff(page, diff)
 
 
 def _rerankers(page: _Page, section: StageSection) -> None:

@@ -36,7 +36,7 @@ from .lift import lift_of
 from .measure import LatencyStats, Timings
 from .metrics import REPORTED, QrelArrays, compute, judge_arrays, parse_metric
 from .snapshot import RETRIEVED_KEPT, resources_of, result_data, retrieved_rows
-from .stats import Estimate, bootstrap, paired_bootstrap
+from .stats import Estimate, Resampling, bootstrap, paired_bootstrap
 
 if TYPE_CHECKING:
     from ..core.types import Chunk
@@ -253,7 +253,7 @@ class RetrievalResult:
         its bootstrap resampling the queries within each language (see :attr:`by_language`)."""
         key = str(parse_metric(name))
         if key not in self._estimates:
-            est = self._bootstrap(self.per_query(key), key)
+            est = self.estimate(self.per_query(key), key)
             est.query_ids = self.query_ids
             est.context = f"{self.name} on {self.dataset_name}"
             est.query_texts = self.query_texts
@@ -266,16 +266,20 @@ class RetrievalResult:
         :data:`~.metrics.REPORTED`)."""
         return {f"{f}@{k}": self.metric(f"{f}@{k}") for f in families for k in self.k}
 
-    def _bootstrap(self, values: Sequence[float] | np.ndarray, name: str) -> Estimate:
-        """The mean of ``values`` with this result's bootstrap interval (seeded)."""
-        return bootstrap(
-            values,
+    def estimate(self, values: Sequence[float] | np.ndarray, name: str) -> Estimate:
+        """The mean of per-query ``values`` (in :attr:`query_ids` order) with this result's
+        bootstrap interval, as its own metrics get theirs: seeded, and the macro average over
+        the languages where the queries have some."""
+        return bootstrap(values, name=name, **self._resampling(self.query_languages))
+
+    def _resampling(self, strata: Sequence[str] | None) -> Resampling:
+        """This result's bootstrap settings, resampled within ``strata`` (macro) when set."""
+        return Resampling(
             n_resamples=self.n_resamples,
             level=self.level,
             seed=self.seed,
-            strata=self.query_languages,
-            macro=self.query_languages is not None,
-            name=name,
+            strata=strata,
+            macro=strata is not None,
         )
 
     @property
@@ -405,16 +409,7 @@ class RetrievalResult:
         result's bootstrap interval (seeded), named ``label``."""
         mine, theirs = self.paired_scores(other, name)
         strata = self.paired_strata(other)
-        return paired_bootstrap(
-            mine,
-            theirs,
-            n_resamples=self.n_resamples,
-            level=self.level,
-            seed=self.seed,
-            strata=strata,
-            macro=strata is not None,
-            name=label,
-        )
+        return paired_bootstrap(mine, theirs, name=label, **self._resampling(strata))
 
     # -- the index axis --------------------------------------------------------------------
 
@@ -458,7 +453,7 @@ class RetrievalResult:
                 f"neighbour_recall({k}): this run measured k={sorted(run.neighbours)}; add {k} "
                 "to the cut-offs"
             )
-        est = self._bootstrap(run.neighbours[k], f"neighbour_recall@{k}")
+        est = self.estimate(run.neighbours[k], f"neighbour_recall@{k}")
         est.context = f"{self.name} {run.spec} on {self.dataset_name}"
         return est
 

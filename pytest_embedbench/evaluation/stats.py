@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
@@ -40,6 +40,17 @@ __all__ = [
 DEFAULT_RESAMPLES = 10_000
 #: Resamples are drawn in blocks of at most this many indices, to bound memory for big n.
 _BLOCK = 4_000_000
+
+
+class Resampling(TypedDict):
+    """How a result draws its intervals: the keywords :func:`bootstrap` and
+    :func:`paired_bootstrap` share (``strata``: each query's language, None for one)."""
+
+    n_resamples: int
+    level: float
+    seed: int
+    strata: Sequence[Any] | np.ndarray | None
+    macro: bool
 
 
 class Estimate(float):

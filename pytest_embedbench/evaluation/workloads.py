@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..core.exceptions import ConfigError
+from ..core.names import repeated
 from ..data.datasets import RetrievalDataset
 from ..data.stress.chunks import chunk_size_dataset, parse_size
 from ..data.stress.needle import depth_id, length_id, needle_dataset, parse_length
@@ -185,8 +186,7 @@ def parse_workloads(specs: str | Iterable[str], *, seed: int = 0) -> list[Worklo
                 f"stress workload {spec!r}: unknown kind {kind!r}; kinds: {sorted(STRESS)}"
             )
         points.extend(STRESS[kind.strip()](spec, arg.strip(), int(seed)))
-    ids = [p.id for p in points]
-    dupes = sorted({i for i in ids if ids.count(i) > 1})
+    dupes = repeated(p.id for p in points)
     if dupes:
         raise ConfigError(f"stress workloads {items!r} give the point(s) {dupes} more than once")
     return points

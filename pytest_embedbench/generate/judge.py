@@ -56,9 +56,8 @@ import numpy as np
 from ..core.exceptions import ConfigError, EmbedBenchError, did_you_mean
 from ..core.io import append_text
 from ..evaluation.metrics import score_run
-from ..evaluation.stats import bootstrap, macro_mean
+from ..evaluation.stats import macro_mean
 from ..records.resultdata import AgreementData, JudgeData, MetricData
-from ..records.serial import from_data
 from .chat import _backend, _Generator, server_message
 from .report import GenerationReport
 from .settings import GenerationError, GenerationSettings
@@ -668,16 +667,8 @@ def _figures(
     metrics = {}
     for name in names:
         values = [scored[name][qid] for qid in result.query_ids]
-        est = bootstrap(  # as the official metrics: macro over languages where there are some
-            values,
-            n_resamples=result.n_resamples,
-            level=result.level,
-            seed=result.seed,
-            strata=result.query_languages,
-            macro=result.query_languages is not None,
-            name=name,
-        )
-        metrics[name] = from_data(MetricData, est.to_dict())
+        est = result.estimate(values, name)  # as the official metrics (macro over languages)
+        metrics[name] = MetricData.of(est)
     pairs = [
         (qrels[qid][doc], grade)
         for qid, doc in human_pairs

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -102,6 +104,34 @@ def run_expecting(
     result.assert_outcomes(**outcomes)
     result.stdout.fnmatch_lines(lines)
     return result
+
+
+def run_size_limited(folder: Path, limit: int, *args: str) -> tuple[int, str]:
+    """``python -m pytest -p no:cacheprovider --embedbench-no-cache *args`` in ``folder``, in a
+    fresh process whose files the kernel lets grow to ``limit`` bytes and no further
+    (RLIMIT_FSIZE: every write past it fails with EFBIG; Python ignores SIGXFSZ): the stand-in
+    for a full disk where no tmpfs can be mounted. Its exit status and output (stderr merged
+    into stdout); a run that hangs fails the test after 180 s with its output."""
+    import resource
+
+    def limited() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--embedbench-no-cache"]
+    try:
+        done = subprocess.run(
+            [*command, *args],
+            cwd=folder,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            preexec_fn=limited,
+            timeout=180,
+            check=False,
+        )
+    except subprocess.TimeoutExpired as hung:
+        pytest.fail(f"the run hung (killed after 180 s); its output:\n{hung.output}")
+    return done.returncode, done.stdout
 
 
 def write_config(pytester: pytest.Pytester, text: str) -> None:

@@ -21,7 +21,14 @@ from filelock import FileLock
 
 from pytest_embedbench.plugin.xdist import crash_safe_loadgroup
 
-from .conftest import CONFTEST, add_to_conftest, bench_module, make_dataset, write_beir
+from .conftest import (
+    CONFTEST,
+    add_to_conftest,
+    bench_module,
+    make_dataset,
+    run_size_limited,
+    write_beir,
+)
 
 EXIT_ARTIFACT_FAILED = 6
 
@@ -296,32 +303,11 @@ def test_writes_the_kernel_refuses_fail_the_run_where_no_tmpfs_can_be_mounted(
     """The OS-level stand-in for a full disk that needs no mount: RLIMIT_FSIZE makes the kernel
     refuse every write past a size (EFBIG; Python ignores SIGXFSZ), so the report and baseline
     writes fail as they would on a full disk, from the OS, in a real run."""
-    import resource
-
     write_models_test(project, "test_one.py", "one", 2)
     limit = 2048  # below the JSON report and the two-entry baseline, above pytest's own files
-
-    def limited() -> None:
-        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
-
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "-p",
-            "no:cacheprovider",
-            "--embedbench-no-cache",
-            "--embedbench-json=r.json",
-            "--embedbench-update-baseline",
-        ],
-        cwd=project.path,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        preexec_fn=limited,
+    code, out = run_size_limited(
+        project.path, limit, "--embedbench-json=r.json", "--embedbench-update-baseline"
     )
-    code, out = finish(proc)
     assert "2 passed" in out, out
     assert code == EXIT_ARTIFACT_FAILED, out
     assert "Traceback" not in out and "INTERNALERROR" not in out, out

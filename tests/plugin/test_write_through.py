@@ -12,8 +12,6 @@ from __future__ import annotations
 import errno
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +20,7 @@ import pytest
 from pytest_embedbench.report.artifacts import EXIT_ARTIFACT_FAILED
 
 from . import test_faults_plugin
+from .conftest import run_size_limited
 from .test_plugin import BASIC
 
 #: ``mount(options)``: a fresh tmpfs (skips where mounting is not allowed)
@@ -251,36 +250,13 @@ def test_a_size_limit_leaves_the_job_summary_as_it_was_where_no_tmpfs_can_be_mou
 ) -> None:
     """RLIMIT_FSIZE makes the kernel refuse every byte past a size (EFBIG; Python ignores
     SIGXFSZ): the block's first bytes fit under the limit and the rest does not."""
-    import resource
-
     project.makepyfile(test_basic=BASIC)
     limit = 8192
     summary = project.path / "step-summary.md"
     before = an_earlier_summary(summary, limit)
-
-    def limited() -> None:
-        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
-
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "-p",
-            "no:cacheprovider",
-            "--embedbench-no-cache",
-            f"--embedbench-github-summary={summary}",
-        ],
-        cwd=project.path,
-        capture_output=True,
-        text=True,
-        preexec_fn=limited,
-        timeout=180,
-        check=False,
-    )
-    out = done.stdout + done.stderr
+    code, out = run_size_limited(project.path, limit, f"--embedbench-github-summary={summary}")
     assert "2 passed" in out, out
-    assert done.returncode == EXIT_ARTIFACT_FAILED, out
+    assert code == EXIT_ARTIFACT_FAILED, out
     assert "Traceback" not in out and "INTERNALERROR" not in out, out
     line = f"embedbench: the GitHub job summary {summary} was NOT written: File too large. Fix:"
     assert line in out, out

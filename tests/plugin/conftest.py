@@ -106,6 +106,15 @@ def run_expecting(
     return result
 
 
+def run_refused(pytester: pytest.Pytester, *args: str, lines: list[str]) -> pytest.RunResult:
+    """``pytester.runpytest(*args)``, checked: a usage error (exit status 4) and these ``lines``
+    on stderr, in order (fnmatch patterns)."""
+    result = pytester.runpytest(*args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, result.stdout.str()
+    result.stderr.fnmatch_lines(lines)
+    return result
+
+
 def run_size_limited(folder: Path, limit: int, *args: str) -> tuple[int, str]:
     """``python -m pytest -p no:cacheprovider --embedbench-no-cache *args`` in ``folder``, in a
     fresh process whose files the kernel lets grow to ``limit`` bytes and no further

@@ -12,6 +12,8 @@ from xml.etree import ElementTree
 
 import pytest
 
+from .conftest import run_refused
+
 pytest.importorskip("sentence_transformers", reason="int8 and binary quantise with it")
 
 SUPPORT = Path(__file__).resolve().parents[2] / "examples" / "support"
@@ -196,9 +198,8 @@ def test_a_bad_concurrency_is_a_usage_error(
     project: pytest.Pytester, value: str, message: str
 ) -> None:
     project.makepyfile(test_load=LOADED)
-    result = project.runpytest(f"--embedbench-concurrency={value}")
-    assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines([f"*--embedbench-concurrency {value!r}: {message}*"])
+    pattern = f"*--embedbench-concurrency {value!r}: {message}*"
+    run_refused(project, f"--embedbench-concurrency={value}", lines=[pattern])
 
 
 def test_a_level_threshold_fails_the_test_and_a_level_not_run_says_so(

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from .conftest import run_refused
+
 SUPPORT = Path(__file__).resolve().parents[2] / "examples" / "support"
 
 STORAGE_TEST = """
@@ -189,9 +191,8 @@ def test_a_bad_indexes_option_names_the_option(
     project: pytest.Pytester, value: str, reason: str
 ) -> None:
     project.makepyfile(test_search=INDEX_TEST)
-    result = project.runpytest(f"--embedbench-indexes={value}")
-    assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines([f"*error: argument --embedbench-indexes: {reason}"])
+    pattern = f"*error: argument --embedbench-indexes: {reason}"
+    run_refused(project, f"--embedbench-indexes={value}", lines=[pattern])
 
 
 def test_a_bad_indexes_ini_key_names_the_key(project: pytest.Pytester) -> None:

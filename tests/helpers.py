@@ -1,5 +1,5 @@
 """A real, deterministic embedding provider for engine and plugin tests (no model download),
-and :func:`run_module`, a fresh Python process."""
+:func:`word_dataset`, a seeded dataset for it, and :func:`run_module`, a fresh Python process."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from pytest_embedbench import EmbeddingProvider, register_provider
+from pytest_embedbench import EmbeddingProvider, RetrievalDataset, register_provider
 
 
 class HashingProvider(EmbeddingProvider):
@@ -48,6 +48,30 @@ class HashingProvider(EmbeddingProvider):
 
 
 register_provider(HashingProvider)
+
+
+#: the words of :func:`word_dataset`'s documents
+WORDS = (
+    "password invoice export billing card login csv report refund account email team "
+    "token search index model cache disk vector query latency batch worker shard replica"
+).split()
+
+
+def word_dataset(
+    n_docs: int, n_queries: int = 16, *, name: str, graded_zero: bool = False
+) -> RetrievalDataset:
+    """Documents of four of :data:`WORDS` each (seed 7); query j asks with three words of
+    document 3j, its one relevant document; ``graded_zero`` also judges document 3j + 1, at
+    grade 0."""
+    rng = np.random.default_rng(7)
+    corpus = {f"d{i:03d}": " ".join(rng.choice(WORDS, 4, replace=False)) for i in range(n_docs)}
+    ids = sorted(corpus)
+    queries = {f"q{j:02d}": " ".join(corpus[ids[3 * j]].split()[:3]) for j in range(n_queries)}
+    qrels = {
+        f"q{j:02d}": {ids[3 * j]: 1, **({ids[3 * j + 1]: 0} if graded_zero else {})}
+        for j in range(n_queries)
+    }
+    return RetrievalDataset.from_dicts(corpus, queries, qrels, name=name)
 
 
 def run_module(

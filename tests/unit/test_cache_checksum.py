@@ -21,21 +21,14 @@ from pytest_embedbench import EmbedBenchWarning, EmbeddingCache, Evaluator, Retr
 from pytest_embedbench.cache import FILENAME, text_key
 from pytest_embedbench.cache.segments import names
 
+from ..helpers import word_dataset
+
 DIM = 64
 ROW = 4 * DIM
-WORDS = (
-    "password invoice export billing card login csv report refund account email team "
-    "token search index model cache disk vector query latency batch worker shard replica"
-).split()
 
 
-def _dataset(n_docs: int = 160, n_queries: int = 16) -> RetrievalDataset:
-    rng = np.random.default_rng(7)
-    corpus = {f"d{i:03d}": " ".join(rng.choice(WORDS, 4, replace=False)) for i in range(n_docs)}
-    ids = sorted(corpus)
-    queries = {f"q{j:02d}": " ".join(corpus[ids[3 * j]].split()[:3]) for j in range(n_queries)}
-    qrels = {f"q{j:02d}": {ids[3 * j]: 1} for j in range(n_queries)}
-    return RetrievalDataset.from_dicts(corpus, queries, qrels, name="checksums")
+def _dataset(n_docs: int = 160) -> RetrievalDataset:
+    return word_dataset(n_docs, name="checksums")
 
 
 def _run(folder: Path, ds: RetrievalDataset):  # noqa: ANN202

@@ -33,22 +33,14 @@ from pytest_embedbench.cache.store import FILENAME, text_key
 
 from ..cacherows import rows as cache_rows
 from ..cacherows import set_vector, set_vectors
+from ..helpers import word_dataset
 
 REPO = Path(__file__).resolve().parents[2]
-WORDS = (
-    "password invoice export billing card login csv report refund account email team "
-    "token search index model cache disk vector query latency batch worker shard replica"
-).split()
 
 
-def _dataset(n_docs: int = 48, n_queries: int = 16) -> RetrievalDataset:
+def _dataset() -> RetrievalDataset:
     """Documents of four words each; every query shares words with exactly one document."""
-    rng = np.random.default_rng(7)
-    corpus = {f"d{i:03d}": " ".join(rng.choice(WORDS, 4, replace=False)) for i in range(n_docs)}
-    ids = sorted(corpus)
-    queries = {f"q{j:02d}": " ".join(corpus[ids[3 * j]].split()[:3]) for j in range(n_queries)}
-    qrels = {f"q{j:02d}": {ids[3 * j]: 1, ids[3 * j + 1]: 0} for j in range(n_queries)}
-    return RetrievalDataset.from_dicts(corpus, queries, qrels, name="faults")
+    return word_dataset(48, name="faults", graded_zero=True)
 
 
 def _aside(folder: Path) -> list[str]:

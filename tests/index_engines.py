@@ -1,6 +1,7 @@
 """The optional index engines (LanceDB, Chroma, pgvector, Qdrant) in tests: skipped when their
 package is not installed, except under EMBEDBENCH_REQUIRE_INDEX_ENGINES=1 (.ci/run installs
-the extras and sets it), where a missing engine fails the test instead of hiding it."""
+the extras and sets it), where a missing engine fails the test instead of hiding it; and
+:func:`random_vectors`, the seeded vectors the index tests build and search."""
 
 from __future__ import annotations
 
@@ -8,7 +9,21 @@ import importlib
 import importlib.util
 import os
 
+import numpy as np
 import pytest
+
+
+def random_vectors(
+    n: int, dim: int, n_queries: int, *, seed: int
+) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """``n`` unit-length document vectors of ``dim`` float32 values, then ``n_queries`` query
+    vectors (not normalised), all standard normal from ``seed``, and the documents' ids
+    ``d0000``, ``d0001``, ..."""
+    rng = np.random.default_rng(seed)
+    docs = rng.standard_normal((n, dim)).astype(np.float32)
+    docs /= np.linalg.norm(docs, axis=1, keepdims=True)
+    queries = rng.standard_normal((n_queries, dim)).astype(np.float32)
+    return docs, queries, [f"d{i:04d}" for i in range(n)]
 
 
 def require_engine(module: str, extra: str, *, imported: bool = True) -> None:

@@ -17,7 +17,7 @@ from pytest_embedbench.retrieval.indexes import (
     neighbour_recall,
     parse_indexes,
 )
-from tests.index_engines import require_engine
+from tests.index_engines import random_vectors, require_engine
 
 
 def test_spec_is_canonical_and_typed() -> None:
@@ -63,11 +63,7 @@ def test_yaml_key_and_its_typo(tmp_path: Path) -> None:
 
 
 def _vectors(n: int = 600, dim: int = 32) -> tuple[np.ndarray, np.ndarray, list[str]]:
-    rng = np.random.default_rng(1)
-    docs = rng.standard_normal((n, dim)).astype(np.float32)
-    docs /= np.linalg.norm(docs, axis=1, keepdims=True)
-    queries = rng.standard_normal((40, dim)).astype(np.float32)
-    return docs, queries, [f"d{i:04d}" for i in range(n)]
+    return random_vectors(n, dim, 40, seed=1)
 
 
 @pytest.mark.parametrize(

@@ -29,7 +29,7 @@ from pytest_embedbench.retrieval.indexes import (
     measure_load,
     neighbour_recall,
 )
-from tests.index_engines import require_engine
+from tests.index_engines import random_vectors, require_engine
 
 
 def require_pgvector() -> None:
@@ -57,11 +57,7 @@ def alive(pid: int) -> bool:
 
 
 def _vectors(n: int = 400, dim: int = 32) -> tuple[np.ndarray, np.ndarray, list[str]]:
-    rng = np.random.default_rng(3)
-    docs = rng.standard_normal((n, dim)).astype(np.float32)
-    docs /= np.linalg.norm(docs, axis=1, keepdims=True)
-    queries = rng.standard_normal((30, dim)).astype(np.float32)
-    return docs, queries, [f"d{i:04d}" for i in range(n)]
+    return random_vectors(n, dim, 30, seed=3)
 
 
 # -- specs and settings: no server ---------------------------------------------------------

@@ -16,15 +16,11 @@ from pytest_embedbench.retrieval.exact import ExactIndex
 from pytest_embedbench.retrieval.indexes import IndexSpec, create_index, neighbour_recall
 from pytest_embedbench.retrieval.indexes.precision import open_index
 from pytest_embedbench.retrieval.indexes.qdrant import read_stored
-from tests.index_engines import require_engine
+from tests.index_engines import random_vectors, require_engine
 
 
 def _vectors(n: int = 1500, dim: int = 32) -> tuple[np.ndarray, np.ndarray, list[str]]:
-    rng = np.random.default_rng(5)
-    docs = rng.standard_normal((n, dim)).astype(np.float32)
-    docs /= np.linalg.norm(docs, axis=1, keepdims=True)
-    queries = rng.standard_normal((30, dim)).astype(np.float32)
-    return docs, queries, [f"d{i:04d}" for i in range(n)]
+    return random_vectors(n, dim, 30, seed=5)
 
 
 @pytest.mark.parametrize(

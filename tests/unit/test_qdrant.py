@@ -99,11 +99,14 @@ def test_qdrant_hnsw_is_a_real_graph() -> None:
     ), recall
 
 
-def _unit(n: int = 1500, dim: int = 32) -> tuple[np.ndarray, np.ndarray, list[str]]:
+def _unit() -> tuple[np.ndarray, np.ndarray, list[str], np.ndarray]:
     """Unit-length documents and queries, as embeddings are (Qdrant's int8 quantises the
-    query with the corpus' range: a longer query would be clipped)."""
-    docs, queries, ids = _vectors(n, dim)
-    return docs, queries / np.linalg.norm(queries, axis=1, keepdims=True), ids
+    query with the corpus' range: a longer query would be clipped), the documents' ids, and
+    the exact top 10 of each query, which the quantised indexes are measured against."""
+    docs, queries, ids = _vectors()
+    queries = queries / np.linalg.norm(queries, axis=1, keepdims=True)
+    want, _ = ExactIndex(docs, ids).search(queries, 10)
+    return docs, queries, ids, want
 
 
 def _built(raw: str, docs: np.ndarray, ids: list[str]) -> Any:
@@ -114,8 +117,7 @@ def _built(raw: str, docs: np.ndarray, ids: list[str]) -> Any:
 
 def test_qdrant_hnsw_float16_is_qdrants_datatype() -> None:
     require_engine("qdrant_edge", "qdrant")
-    docs, queries, ids = _unit()
-    want, _ = ExactIndex(docs, ids).search(queries, 10)
+    docs, queries, ids, want = _unit()
     index = _built("qdrant:hnsw+float16", docs, ids)
     found, scores = index.search(queries, 10)
     assert neighbour_recall(found, want, 10).mean() >= 0.9
@@ -139,8 +141,7 @@ def test_qdrant_hnsw_float16_is_qdrants_datatype() -> None:
 
 def test_qdrant_hnsw_int8_is_qdrants_scalar_quantisation() -> None:
     require_engine("qdrant_edge", "qdrant")
-    docs, queries, ids = _unit()
-    want, _ = ExactIndex(docs, ids).search(queries, 10)
+    docs, queries, ids, want = _unit()
     full = queries.astype(np.float64) @ docs.T.astype(np.float64)
     codes = _built("qdrant:hnsw+int8", docs, ids)
     rescored = _built("qdrant:hnsw+int8(rescore=4)", docs, ids)
@@ -166,8 +167,7 @@ def test_qdrant_hnsw_int8_is_qdrants_scalar_quantisation() -> None:
 
 def test_qdrant_hnsw_binary_scores_the_sign_bits() -> None:
     require_engine("qdrant_edge", "qdrant")
-    docs, queries, ids = _unit()
-    want, _ = ExactIndex(docs, ids).search(queries, 10)
+    docs, queries, ids, want = _unit()
     index = _built("qdrant:hnsw+binary", docs, ids)
     found, scores = index.search(queries, 10)
     # Qdrant's binary score of the sign bits: bits - 2 x Hamming, as exact+binary scores

@@ -634,15 +634,22 @@ def test_settings_from_mapping_name_the_bad_key() -> None:
 # the command
 
 
+def _generate_argv(docs: Path, out: Path, url: str, *, max_chunks: int) -> list[str]:
+    """``generate-evalset`` over ``docs`` into ``out`` with the Ollama server at ``url``: two
+    questions a chunk, seed 7, the first ``max_chunks`` chunks, a 5 s request timeout."""
+    argv = ["generate-evalset", "--docs", str(docs), "--output", str(out), "--host", url]
+    argv += ["--questions-per-chunk", "2", "--seed", "7", "--max-chunks", str(max_chunks)]
+    return [*argv, "--request-timeout-s", "5"]
+
+
 def test_cli_writes_the_set_with_progress_and_summary(
     docs: Path, ollama_chat: OllamaChatServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from pytest_embedbench.cli import main
 
     out = tmp_path / "generated.jsonl"
-    argv = ["generate-evalset", "--docs", str(docs), "--output", str(out), "--host"]
-    argv += [ollama_chat.url, "--questions-per-chunk", "2", "--seed", "7", "--max-chunks", "7"]
-    assert main([*argv, "--request-timeout-s", "5"]) == 0
+    argv = _generate_argv(docs, out, ollama_chat.url, max_chunks=7)
+    assert main(argv) == 0
     err = capsys.readouterr().err
     assert "chunks 1/7 · kept 1 · rejected 1 (no_question_mark 1)" in err
     assert "chunks 7/7 · kept 5 · rejected 7" in err
@@ -664,12 +671,12 @@ def test_cli_writes_the_set_with_progress_and_summary(
     # an existing set (one the user reviewed and edited) is left alone without --regenerate
     out.write_text('{"query_id": "mine", "query": "kept?", "relevant": ["d1"]}\n')
     reviewed = out.read_bytes()
-    assert main([*argv, "--request-timeout-s", "5"]) == 2
+    assert main(argv) == 2
     assert f"{out} exists (a set you may have reviewed or edited); pass --regenerate" in (
         capsys.readouterr().err
     )
     assert out.read_bytes() == reviewed
-    assert main([*argv, "--request-timeout-s", "5", "--regenerate"]) == 0
+    assert main([*argv, "--regenerate"]) == 0
     assert out.read_bytes() != reviewed and out.read_text().count("\n") == 5
 
 
@@ -681,9 +688,7 @@ def test_cli_messages_show_control_characters_inert(
     from pytest_embedbench.cli import main
 
     out = tmp_path / "evil\x1b]0;pwned\x07\x1b[2J.jsonl"
-    argv = ["generate-evalset", "--docs", str(docs), "--output", str(out), "--host"]
-    argv += [ollama_chat.url, "--questions-per-chunk", "2", "--seed", "7", "--max-chunks", "2"]
-    assert main([*argv, "--request-timeout-s", "5"]) == 0
+    assert main(_generate_argv(docs, out, ollama_chat.url, max_chunks=2)) == 0
     err = capsys.readouterr().err
     assert "\x1b" not in err and "\x07" not in err
     assert "evil\\x1b]0;pwned\\x07\\x1b[2J.jsonl" in err

@@ -84,6 +84,20 @@ def _fused(left: dict, right: dict, w: float, queries) -> dict:
     return out
 
 
+#: the convex weights the tuning tries: 0.0, 0.1, ..., 1.0
+GRID = [round(i / 10, 1) for i in range(11)]
+
+
+def _grid_scores(left: dict, right: dict, qrels: dict, tuning: list[str]) -> list[float]:
+    """The oracle of a tuning: for each weight of :data:`GRID`, the two legs' runs fused with
+    it and scored by pytrec_eval, the mean nDCG@10 over the ``tuning`` queries."""
+    scores = []
+    for w in GRID:
+        per_query = _ndcg10({q: qrels[q] for q in tuning}, _fused(left, right, w, tuning))
+        scores.append(float(np.mean([per_query[q] for q in tuning])))
+    return scores
+
+
 @pytest.mark.slow  # ranx compiles its fusion with numba on first use (half a minute)
 def test_minmax_convex_fusion_equals_ranx_wsum() -> None:
     rng = np.random.default_rng(3)
@@ -178,14 +192,10 @@ def test_tuned_weight_is_the_grid_best_on_the_tuning_queries_and_scored_on_the_o
     # the oracle: each leg alone, fused for every weight, scored by pytrec_eval
     left, right = _leg_runs(ds)
     qrels = {q: dict(j) for q, j in ds.qrels.items()}
-    grid = [round(i / 10, 1) for i in range(11)]
-    scores = []
-    for w in grid:
-        per_query = _ndcg10({q: qrels[q] for q in tuning}, _fused(left, right, w, tuning))
-        scores.append(float(np.mean([per_query[q] for q in tuning])))
+    scores = _grid_scores(left, right, qrels, tuning)
     assert tuned["grid_scores"] == pytest.approx(scores, abs=1e-12)
     assert len(set(np.round(scores, 9))) > 2  # the weight matters on this set
-    best = grid[int(np.argmax(scores))]
+    best = GRID[int(np.argmax(scores))]
     assert tuned["weight"] == best and result.model_info["fusion"]["weights"] == [best, 1 - best]
 
     # the figure is the tuned fusion on the held-out queries only
@@ -292,13 +302,9 @@ def test_tuned_convex_hybrid_on_scifact_equals_its_legs_fused_directly(
     )
     qrels = {q: dict(j) for q, j in legs[0].qrels.items()}
     tuning = [q for q in legs[0].query_ids if q not in set(result.query_ids)]
-    grid = [round(i / 10, 1) for i in range(11)]
-    scores = []
-    for w in grid:
-        per_query = _ndcg10({q: qrels[q] for q in tuning}, _fused(left, right, w, tuning))
-        scores.append(float(np.mean([per_query[q] for q in tuning])))
+    scores = _grid_scores(left, right, qrels, tuning)
     assert tuned["grid_scores"] == pytest.approx(scores, abs=1e-12)
-    best = grid[int(np.argmax(scores))]
+    best = GRID[int(np.argmax(scores))]
     assert tuned["weight"] == best
     scored = list(result.query_ids)
     want = _ndcg10({q: qrels[q] for q in scored}, _fused(left, right, best, scored))

@@ -36,6 +36,16 @@ def _outside_github(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
 
 
+def run_not_writing(pytester: pytest.Pytester, *args: str, line: str) -> pytest.RunResult:
+    """``pytester.runpytest(*args)``, checked: both tests pass, the run exits 6 (a file it
+    could not write), and its output has ``line`` (an fnmatch pattern)."""
+    result = pytester.runpytest(*args)
+    result.assert_outcomes(passed=2)
+    assert result.ret == EXIT_ARTIFACT_FAILED
+    result.stdout.fnmatch_lines([line])
+    return result
+
+
 # -- symlinks ----------------------------------------------------------------------------------
 
 
@@ -153,15 +163,12 @@ def test_a_baseline_path_that_is_a_folder_is_named_and_leaves_no_lock(
     project.makepyfile(test_basic=BASIC)
     folder = project.mkdir("baselines")
 
-    update = project.runpytest(f"--embedbench-baseline={folder}", "--embedbench-update-baseline")
-    update.assert_outcomes(passed=2)
-    assert update.ret == EXIT_ARTIFACT_FAILED
-    update.stdout.fnmatch_lines(
-        [
-            f"embedbench: the baseline {folder} was NOT written: it is a folder; give a file "
-            "path. Fix: choose another file with --embedbench-baseline=PATH and re-run the "
-            "update"
-        ]
+    run_not_writing(
+        project,
+        f"--embedbench-baseline={folder}",
+        "--embedbench-update-baseline",
+        line=f"embedbench: the baseline {folder} was NOT written: it is a folder; give a file "
+        "path. Fix: choose another file with --embedbench-baseline=PATH and re-run the update",
     )
     assert not (project.path / ".baselines.lock").exists()  # no stray lock beside it
     assert [p.name for p in project.path.iterdir() if p.name.startswith(".baselines")] == []
@@ -212,15 +219,12 @@ def test_a_full_disk_leaves_the_job_summary_as_it_was_and_exits_6(
     before = an_earlier_summary(summary, 4096)  # a tmpfs page
     fill(folder)
 
-    result = project.runpytest(f"--embedbench-github-summary={summary}")
-    result.assert_outcomes(passed=2)
-    assert result.ret == EXIT_ARTIFACT_FAILED
-    result.stdout.fnmatch_lines(
-        [
-            f"embedbench: the GitHub job summary {summary} was NOT written: No space left on "
-            "device. Fix: free space on that disk, or choose another path with "
-            "--embedbench-github-summary"
-        ]
+    result = run_not_writing(
+        project,
+        f"--embedbench-github-summary={summary}",
+        line=f"embedbench: the GitHub job summary {summary} was NOT written: No space left on "
+        "device. Fix: free space on that disk, or choose another path with "
+        "--embedbench-github-summary",
     )
     assert f"GitHub job summary: {summary}" not in result.stdout.str()  # not claimed written
     assert summary.read_bytes() == before  # the whole block or nothing
@@ -233,14 +237,10 @@ def test_dev_full_as_the_job_summary_exits_6_naming_it(
         pytest.skip("no /dev/full here")
     project.makepyfile(test_basic=BASIC)
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", "/dev/full")  # as GitHub Actions names it
-    result = project.runpytest()
-    result.assert_outcomes(passed=2)
-    assert result.ret == EXIT_ARTIFACT_FAILED
-    result.stdout.fnmatch_lines(
-        [
-            "embedbench: the GitHub job summary /dev/full was NOT written: No space left on "
-            "device. Fix: free space on that disk, or *"
-        ]
+    run_not_writing(
+        project,
+        line="embedbench: the GitHub job summary /dev/full was NOT written: No space left on "
+        "device. Fix: free space on that disk, or *",
     )
 
 

@@ -35,6 +35,20 @@ sys.path.insert(0, {str(REPO)!r})
 from tests.helpers import HashingProvider  # registers the "hashing" provider
 """
 
+#: a reranker of the tests' own, registered as a user's conftest would: ``reversed`` scores
+#: the first stage upside down, its first candidate lowest
+REVERSED = """
+from pytest_embedbench.retrieval.rerank import Reranker, register_reranker
+
+
+@register_reranker
+class Reversed(Reranker):
+    name = "reversed"
+
+    def score(self, query, documents):
+        return [float(i) for i in range(len(documents))]
+"""
+
 CONFIG = """
 datasets:
   tiny: {path: data/tiny}

@@ -17,7 +17,7 @@ import pytest
 from pytest_embedbench.report.writers.tabular import write_csv
 
 from ..providers.servers import OpenAIChatServer
-from .conftest import BENCH
+from .conftest import BENCH, REVERSED
 
 pytest.importorskip("openai")
 
@@ -368,19 +368,12 @@ def test_bad_judge_settings_name_the_key(pytester: pytest.Pytester, thinned: Any
     assert result.ret != 0
 
 
-AXES = """
-import pytest
-from pytest_embedbench.retrieval.rerank import Reranker, register_reranker
-
-
-@register_reranker
-class Reversed(Reranker):
-    # the first stage upside down: its top 10 holds other documents than the first stage's
-    name = "reversed"
-
-    def score(self, query, documents):
-        return [float(i) for i in range(len(documents))]
-
+#: an index test and a rerank test; ``reversed`` turns the first stage upside down, so its top
+#: 10 holds other documents than the first stage's
+AXES = (
+    "import pytest\n"
+    + REVERSED
+    + """
 
 @pytest.mark.embedbench(models=["hashing:h"], dataset="thin", k=[10], indexes=["faiss:flat"])
 def test_index(retrieval):
@@ -393,6 +386,7 @@ def test_index(retrieval):
 def test_rerank(retrieval):
     pass
 """
+)
 
 
 @pytest.mark.slow

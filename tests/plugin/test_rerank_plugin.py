@@ -11,24 +11,15 @@ from pathlib import Path
 import pytest
 
 from .conftest import CONFTEST as CONFTEST_TEXT
-from .conftest import CORPUS, QRELS, QUERIES, bench_module, write_beir
+from .conftest import CORPUS, QRELS, QUERIES, REVERSED, bench_module, write_beir
 
 SUPPORT = Path(__file__).resolve().parents[2] / "examples" / "support"
 
 #: rerankers of the tests' own, registered as a user's conftest would
-RERANKERS = """
-import numpy as np
-from pytest_embedbench.retrieval.rerank import Reranker, register_reranker
-
-
-@register_reranker
-class Reversed(Reranker):
-    # the first stage upside down: its first candidate scores lowest
-    name = "reversed"
-
-    def score(self, query, documents):
-        return [float(i) for i in range(len(documents))]
-
+RERANKERS = (
+    "import numpy as np\n"
+    + REVERSED
+    + """
 
 @register_reranker
 class Short(Reranker):
@@ -55,6 +46,7 @@ class Down(Reranker):
     def score(self, query, documents):
         raise ConnectionError("503 Service Unavailable from 127.0.0.1:9")
 """
+)
 
 
 @pytest.fixture

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -155,6 +157,19 @@ def run_size_limited(folder: Path, limit: int, *args: str) -> tuple[int, str]:
     except subprocess.TimeoutExpired as hung:
         pytest.fail(f"the run hung (killed after 180 s); its output:\n{hung.output}")
     return done.returncode, done.stdout
+
+
+def fill(folder: Path, chunk: int) -> None:
+    """Grow a filler file in ``folder`` (a small tmpfs), ``chunk`` bytes a write, until the
+    kernel says ENOSPC."""
+    fd = os.open(folder / "filler", os.O_WRONLY | os.O_CREAT)
+    try:
+        while True:
+            os.write(fd, b"x" * chunk)
+    except OSError as exc:
+        assert exc.errno == errno.ENOSPC
+    finally:
+        os.close(fd)
 
 
 def write_config(pytester: pytest.Pytester, text: str) -> None:

@@ -4,7 +4,6 @@ disk, a killed xdist worker. Real processes, real files, real mounts (issue 9)."
 from __future__ import annotations
 
 import csv
-import errno
 import json
 import os
 import subprocess
@@ -25,6 +24,7 @@ from .conftest import (
     CONFTEST,
     add_to_conftest,
     bench_module,
+    fill,
     make_dataset,
     run_size_limited,
     write_beir,
@@ -217,14 +217,7 @@ def read_only_folder(tmp_path: Path, mount_point: Any) -> Path:
 def full_folder(mount_point: Any) -> Path:
     """A tmpfs that is full: a filler file grown until the kernel says ENOSPC."""
     folder = mount_point("size=128k")
-    fd = os.open(folder / "filler", os.O_WRONLY | os.O_CREAT)
-    try:
-        while True:
-            os.write(fd, b"x" * 4096)
-    except OSError as exc:
-        assert exc.errno == errno.ENOSPC
-    finally:
-        os.close(fd)
+    fill(folder, 4096)
     return folder
 
 

@@ -9,9 +9,7 @@ or ``/dev/full`` leaves the file as it was and the run exits 6 naming it.
 
 from __future__ import annotations
 
-import errno
 import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +18,7 @@ import pytest
 from pytest_embedbench.report.artifacts import EXIT_ARTIFACT_FAILED
 
 from . import test_faults_plugin
-from .conftest import run_size_limited
+from .conftest import fill, run_size_limited
 from .test_plugin import BASIC
 
 #: ``mount(options)``: a fresh tmpfs (skips where mounting is not allowed)
@@ -196,18 +194,6 @@ def an_earlier_summary(path: Path, page: int) -> bytes:
     return before
 
 
-def fill(folder: Path) -> None:
-    """Grow a filler file in ``folder`` (a small tmpfs) until the kernel says ENOSPC."""
-    fd = os.open(folder / "filler", os.O_WRONLY | os.O_CREAT)
-    try:
-        while True:
-            os.write(fd, b"x" * 512)
-    except OSError as exc:
-        assert exc.errno == errno.ENOSPC
-    finally:
-        os.close(fd)
-
-
 def test_a_full_disk_leaves_the_job_summary_as_it_was_and_exits_6(
     project: pytest.Pytester, mount_point: Any
 ) -> None:
@@ -217,7 +203,7 @@ def test_a_full_disk_leaves_the_job_summary_as_it_was_and_exits_6(
     folder = mount_point("size=64k")
     summary = folder / "step-summary.md"
     before = an_earlier_summary(summary, 4096)  # a tmpfs page
-    fill(folder)
+    fill(folder, 512)
 
     result = run_not_writing(
         project,

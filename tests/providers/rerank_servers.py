@@ -60,6 +60,16 @@ class _RerankMixin:
         route = method == "POST" and path.rstrip("/") == self.rerank_route
         return route or super()._is_embed_route(method, path)  # type: ignore[misc]
 
+    def _embed(self, request: RecordedRequest, path: str) -> _Embedding | _Reply:
+        """The rerank route answered by :meth:`_rerank`; every other one by the server's own."""
+        if path.rstrip("/") != self.rerank_route:
+            return super()._embed(request, path)  # type: ignore[misc]
+        return self._rerank(request.body)
+
+    def _rerank(self, body: Any) -> _Embedding | _Reply:
+        """The answer to a rerank request of this ``body`` (its scores, or an error)."""
+        raise NotImplementedError
+
     @property
     def rerank_requests(self) -> list[RecordedRequest]:
         """The requests that went to the rerank route (failed ones included)."""
@@ -74,10 +84,7 @@ class CohereRerankServer(_RerankMixin, CohereServer):
     rerank_route = "/v2/rerank"
     default_models = (*CohereServer.default_models, "rerank-v3.5", "rerank-english-v3.0")
 
-    def _embed(self, request: RecordedRequest, path: str) -> _Embedding | _Reply:
-        if path.rstrip("/") != self.rerank_route:
-            return super()._embed(request, path)
-        body = request.body
+    def _rerank(self, body: Any) -> _Embedding | _Reply:
         model = self._named_model(body)
         if isinstance(model, _Reply):
             return model
@@ -113,10 +120,7 @@ class VoyageRerankServer(_RerankMixin, VoyageServer):
     default_models = (*VoyageServer.default_models, "rerank-2.5", "rerank-2", "rerank-2-lite")
     context_words = 40
 
-    def _embed(self, request: RecordedRequest, path: str) -> _Embedding | _Reply:
-        if path.rstrip("/") != self.rerank_route:
-            return super()._embed(request, path)
-        body = request.body
+    def _rerank(self, body: Any) -> _Embedding | _Reply:
         if not isinstance(body, dict):
             return self._error(400, "Request body must be a JSON object.")
         model = body.get("model")
@@ -168,10 +172,7 @@ class BedrockRerankServer(_RerankMixin, BedrockServer):
     rerank_route = "/rerank"
     default_models = (*BedrockServer.default_models, "cohere.rerank-v3-5:0", "amazon.rerank-v1:0")
 
-    def _embed(self, request: RecordedRequest, path: str) -> _Embedding | _Reply:
-        if path.rstrip("/") != self.rerank_route:
-            return super()._embed(request, path)
-        body = request.body
+    def _rerank(self, body: Any) -> _Embedding | _Reply:
         if not isinstance(body, dict):
             return self._error(400, "Malformed input request, please reformat your input.")
         queries, sources = body.get("queries"), body.get("sources")

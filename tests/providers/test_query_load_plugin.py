@@ -16,7 +16,7 @@ from pytest_embedbench.core.exceptions import ProviderError
 from pytest_embedbench.evaluation.query_load import loopback_server, measure_query_load
 from pytest_embedbench.models.providers import ModelSpec
 from pytest_embedbench.models.providers.registry import create_provider
-from tests.plugin.conftest import write_tiny
+from tests.plugin.conftest import write_config, write_tiny
 
 from .servers import OpenAIServer
 
@@ -27,12 +27,9 @@ LEVELS = (1, 2, 4)
 def test_query_embedding_under_load_in_every_writer(pytester: pytest.Pytester) -> None:
     write_tiny(pytester)
     with OpenAIServer(dim=16) as server:
-        pytester.makefile(
-            ".yaml",
-            embedbench=f"""
-datasets:
-  tiny: {{path: data/tiny}}
-models:
+        write_config(
+            pytester,
+            f"""models:
   - {{spec: "openai:text-embedding-3-small", name: small}}
 providers:
   openai: {{base_url: "{server.url}/v1", api_key: "sk-test-SECRETKEY-load-0001"}}

@@ -7,6 +7,7 @@ search units are the server's, and a refused request is an error with the fix an
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 
 import pytest
@@ -17,7 +18,8 @@ from pytest_embedbench.evaluation.reranked import with_options
 from pytest_embedbench.generate.judge import JUDGE_PROMPT_SHA256
 from pytest_embedbench.generate.rerank import LLMReranker
 from pytest_embedbench.models.rerankers import BedrockReranker, CohereReranker, VoyageReranker
-from pytest_embedbench.retrieval.rerank import parse_rerankers, rerank, sort_scored
+from pytest_embedbench.retrieval.rerank import Reranker, parse_rerankers, rerank, sort_scored
+from tests.plugin.conftest import write_config
 
 from .conftest import KEYS
 from .rerank_servers import (
@@ -156,6 +158,17 @@ def test_truncation_settings_reach_the_request(keys: dict[str, str]) -> None:
     assert "check the model id and the truncation options" in message
 
 
+def refusal(
+    server: CohereRerankServer | VoyageRerankServer, reranker: Reranker, *script: str
+) -> str:
+    """The message of the RerankerError that ``run(reranker)`` raises against ``server``
+    scripted with these behaviours (``"401"``, ``"nan"``)."""
+    server.script(*script)
+    with pytest.raises(RerankerError) as err:
+        run(reranker)
+    return str(err.value)
+
+
 @pytest.mark.parametrize(
     ("status", "fix"),
     [
@@ -168,11 +181,9 @@ def test_a_refused_request_names_the_fix_and_never_the_key(
     keys: dict[str, str], status: str, fix: str
 ) -> None:
     with CohereRerankServer() as server:
-        server.script(*[status] * 4)
-        with pytest.raises(RerankerError) as err:
-            run(CohereReranker("rerank-v3.5", base_url=server.url, max_retries=3, backoff=0.0))
+        cohere = CohereReranker("rerank-v3.5", base_url=server.url, max_retries=3, backoff=0.0)
+        message = refusal(server, cohere, *[status] * 4)
         sent = server.rerank_requests[0].headers["authorization"]
-    message = str(err.value)
     assert message.startswith("reranker 'cohere:rerank-v3.5': provider 'cohere'")
     assert f"HTTP {status}" in message and fix in message
     assert KEYS["COHERE_API_KEY"] in sent and KEYS["COHERE_API_KEY"] not in message
@@ -193,10 +204,8 @@ def test_a_nan_or_a_missing_score_is_an_error(
     keys: dict[str, str], behaviour: str, message: str
 ) -> None:
     with VoyageRerankServer() as server:
-        server.script(behaviour)
-        with pytest.raises(RerankerError) as err:
-            run(VoyageReranker("rerank-2.5", base_url=server.url + "/v1"))
-    assert err.match(message.replace("*", ".*").replace("'", "'"))
+        said = refusal(server, VoyageReranker("rerank-2.5", base_url=server.url + "/v1"), behaviour)
+    assert re.search(message.replace("*", ".*").replace("'", "'"), said)
 
 
 def test_bad_options_and_a_missing_key() -> None:
@@ -240,12 +249,9 @@ def test_through_the_plugin_with_options_from_embedbench_yaml(
     with Cohere's vectors; the report keeps units, cost and requests; no key is written."""
     write_dataset(pytester)
     with CohereRerankServer(dim=16) as server:
-        pytester.makefile(
-            ".yaml",
-            embedbench=f"""
-datasets:
-  tiny: {{path: data/tiny}}
-providers:
+        write_config(
+            pytester,
+            f"""providers:
   cohere: {{base_url: "{server.url}", truncate: END, max_retries: 2, backoff: 0}}
   rerank-v3.5: {{max_tokens_per_doc: 128}}
 """,
@@ -335,7 +341,7 @@ def test_a_hosted_reranker_without_its_key_skips_its_test_only(pytester: pytest.
     """No COHERE_API_KEY: the reranker's test is skipped with the variable named; the first
     stage's test runs."""
     write_dataset(pytester)
-    pytester.makefile(".yaml", embedbench="datasets:\n  tiny: {path: data/tiny}\n")
+    write_config(pytester, "")
     pytester.makepyfile(test_two=PROJECT_TEST.replace(', "cohere:embed-english-v3.0@5"', ""))
     out = pytester.runpytest("-rs")
     out.assert_outcomes(passed=1, skipped=1)

@@ -74,6 +74,25 @@ def word_dataset(
     return RetrievalDataset.from_dicts(corpus, queries, qrels, name=name)
 
 
+def length_provider(cls: str, name: str, *, register: bool) -> str:
+    """The source of a user's provider module: class ``cls``, provider ``name``, embedding a
+    text as ``[1.0, its length]``; ``register``: decorated with ``@register_provider``, as a
+    ``plugins:`` file registers itself (an entry point's class goes undecorated)."""
+    decorator = "@register_provider\n" if register else ""
+    return f"""from pytest_embedbench import EmbeddingProvider, register_provider
+
+
+{decorator}class {cls}(EmbeddingProvider):
+    name = {name!r}
+
+    def load(self):
+        self.dimension = 2
+
+    def embed_batch(self, texts, *, kind):
+        return [[1.0, float(len(t))] for t in texts]
+"""
+
+
 def run_module(
     module: str,
     *args: str,

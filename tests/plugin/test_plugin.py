@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from pytest_embedbench.evaluation.measure import THREAD_ENV_VARS
+from tests.helpers import length_provider
 
 from .conftest import (
     MODES,
@@ -618,21 +619,7 @@ def test_progress_of_a_slow_cold_embedding(
 def test_plugins_key_loads_a_provider_from_a_file(
     project: pytest.Pytester, mode: list[str]
 ) -> None:
-    project.makepyfile(
-        my_provider="""
-        from pytest_embedbench import EmbeddingProvider, register_provider
-
-        @register_provider
-        class LengthProvider(EmbeddingProvider):
-            name = "lengths"
-
-            def load(self):
-                self.dimension = 2
-
-            def embed_batch(self, texts, *, kind):
-                return [[1.0, float(len(t))] for t in texts]
-        """
-    )
+    project.makepyfile(my_provider=length_provider("LengthProvider", "lengths", register=True))
     write_config(project, 'plugins: [my_provider.py]\nmodels: ["lengths:v1"]\n')
     project.makepyfile(test_basic=BASIC.replace(">= 0.2", ">= 0.0"))
     result = project.runpytest("-v", *mode)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -21,6 +20,7 @@ from pytest_embedbench import (
 from pytest_embedbench.models.providers import provider_class
 from pytest_embedbench.retrieval.fusion import reciprocal_rank_fusion
 from pytest_embedbench.retrieval.lexical.bm25 import BM25Index
+from tests.helpers import length_provider
 
 
 def test_spec_parsing_and_short_names() -> None:
@@ -111,22 +111,8 @@ def test_embed_batches_prefixes_and_normalises() -> None:
 
 
 def test_entry_point_provider_is_loaded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    (tmp_path / "third_party_embedder.py").write_text(
-        textwrap.dedent(
-            """
-            from pytest_embedbench import EmbeddingProvider
-
-            class ConstantProvider(EmbeddingProvider):
-                name = "constant"
-
-                def load(self):
-                    self.dimension = 2
-
-                def embed_batch(self, texts, *, kind):
-                    return [[1.0, float(len(t))] for t in texts]
-            """
-        )
-    )
+    source = length_provider("ConstantProvider", "constant", register=False)
+    (tmp_path / "third_party_embedder.py").write_text(source)
     dist = tmp_path / "third_party_embedder-1.0.dist-info"
     dist.mkdir()
     (dist / "METADATA").write_text(

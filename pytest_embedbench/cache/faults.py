@@ -5,7 +5,8 @@ the file:
   is not a database"): the file and its segment files are moved aside for inspection and the
   cache rebuilt, with a warning;
 * locked or busy (several processes creating one cache at once): retried for up to
-  :data:`BUSY_WAIT_S` seconds, then this run goes on without the cache;
+  :data:`BUSY_WAIT_S` seconds, then that read or write is skipped (an open: this run goes on
+  without the cache);
 * a full disk or another I/O error (of the index or a segment file): the files are left as
   they are, and the run goes on without writing (or, when it cannot even be opened, without
   the cache), with one warning naming the file and the reason.
@@ -47,20 +48,13 @@ def kind(exc: sqlite3.Error) -> str:
     return "io"
 
 
-class Busy(Exception):
-    """Retrying "database is locked" ran out of time."""
-
-    def __init__(self, exc: sqlite3.Error) -> None:
-        super().__init__(str(exc))
-        self.exc = exc
-
-
 def retry_busy(action: Callable[[], T]) -> T:
-    """``action()``, retried with jittered backoff while SQLite answers busy or locked.
+    """``action()``, retried with jittered backoff while SQLite answers busy or locked; the
+    last such error is raised after :data:`BUSY_WAIT_S` seconds.
 
     The busy timeout covers ordinary waits; this covers the cases where SQLite returns
     SQLITE_BUSY at once (switching a fresh file to WAL while another process does the same, a
-    stale read snapshot), for at most :data:`BUSY_WAIT_S` seconds.
+    stale read snapshot).
     """
     deadline = time.monotonic() + BUSY_WAIT_S
     delay = 0.01
@@ -68,10 +62,8 @@ def retry_busy(action: Callable[[], T]) -> T:
         try:
             return action()
         except sqlite3.Error as exc:
-            if kind(exc) != "busy":
+            if kind(exc) != "busy" or time.monotonic() >= deadline:
                 raise
-            if time.monotonic() >= deadline:
-                raise Busy(exc) from None
         time.sleep(delay * (0.5 + random.random()))
         delay = min(delay * 2, 0.5)
 

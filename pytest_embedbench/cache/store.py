@@ -15,20 +15,23 @@ import sqlite3
 import threading
 import time
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, TypeVar
 
 import numpy as np
 
 from ..core.exceptions import CacheError, EmbedBenchWarning
 from ..core.vectors import finite_rows, unit_rows
 from . import compact, faults, index, migrate, segments
-from .faults import Busy, corrupt, reason, retry_busy
+from .faults import corrupt, reason, retry_busy
 from .index import FILENAME, SCHEMA_VERSION
 from .index import text_key as text_key  # importers of cache.store keep finding it here
 
 __all__ = ["CacheStats", "EmbeddingCache", "default_cache_dir"]
+
+T = TypeVar("T")
 
 #: bytes of the file SQLite reads through a memory map (the rest through read()); 0: none
 MMAP_BYTES = 0
@@ -143,9 +146,6 @@ class EmbeddingCache:
         while True:
             try:
                 conn = retry_busy(self._open)
-            except Busy as busy:
-                self._turn_off(reason(busy.exc, "opening it", self.folder))
-                return None
             except sqlite3.Error as exc:
                 if faults.kind(exc) == "corrupt" and not moved:
                     self._move_aside(str(exc))
@@ -242,10 +242,24 @@ class EmbeddingCache:
             stacklevel=5,
         )
 
+    def _attempt(self, conn: sqlite3.Connection, action: Callable[[], T], doing: str) -> T | None:
+        """``action()``, retried while the file is locked; None when it failed (:meth:`_failed`)."""
+        try:
+            return retry_busy(action)
+        except sqlite3.Error as exc:
+            self._failed(conn, exc, doing)
+            return None
+
     def _failed(self, conn: sqlite3.Connection, exc: sqlite3.Error, doing: str) -> None:
-        """A read or a write failed: corruption sets the file aside and starts a fresh cache;
-        anything else stops what failed for the rest of the run."""
-        if corrupt(conn, exc):
+        """A read or a write failed: a lock held too long skips it; corruption sets the file
+        aside and starts a fresh cache; anything else stops what failed for the rest of the run."""
+        if faults.kind(exc) == "busy":
+            then = "its vectors are embedded again" if doing == "reading it" else "not stored"
+            self._warn(
+                f"embedding cache {str(self.path)!r}: {reason(exc, doing, self.folder)}; "
+                f"{then}, results are unaffected"
+            )
+        elif corrupt(conn, exc):
             self.close()
             self._move_aside(str(exc))
             self._connect()
@@ -270,28 +284,6 @@ class EmbeddingCache:
 
     # -- reads -----------------------------------------------------------------------------
 
-    def get_many(
-        self,
-        namespace: str,
-        keys: Sequence[bytes],
-        *,
-        dim: int | None = None,
-        unit_norm: bool = False,
-    ) -> tuple[dict[bytes, np.ndarray], list[int]]:
-        """Cached vectors by key, and the indices of ``keys`` that were missing.
-
-        A stored vector is used only if it is what the namespace promises: ``dim`` values (when
-        None, the dimension every stored batch agrees on), all finite, and of norm 1 when
-        ``unit_norm``. A damaged vector counts as missing, so the caller embeds it again and
-        :meth:`put_many` overwrites it; one warning gives the count, the namespace and the file.
-        """
-        matrix, found = self._read(namespace, keys, dim, unit_norm)
-        if found.all():  # iterating the matrix gives its rows as views, faster than indexing
-            return dict(zip(keys, matrix, strict=True)), []
-        rows = np.flatnonzero(found).tolist()
-        vectors = dict(zip([keys[i] for i in rows], matrix[found], strict=True))
-        return vectors, np.flatnonzero(~found).tolist()
-
     def get_matrix(
         self,
         namespace: str,
@@ -300,14 +292,31 @@ class EmbeddingCache:
         dim: int | None = None,
         unit_norm: bool = False,
     ) -> tuple[np.ndarray, list[int]]:
-        """As :meth:`get_many`, as one ``(len(keys), dim)`` float32 matrix in the order of
-        ``keys`` (rows of missing keys are zero) and the indices of the missing keys. With
-        ``dim`` None the stored vectors tell it (0 columns when none is usable)."""
+        """Cached vectors as one ``(len(keys), dim)`` float32 matrix in the order of ``keys``
+        (rows of missing keys are zero), and the indices of ``keys`` that were missing.
+
+        A stored vector is used only if it is what the namespace promises: ``dim`` values (when
+        None, the dimension every stored batch agrees on; 0 columns when none is usable), all
+        finite, and of norm 1 when ``unit_norm``. A damaged vector counts as missing, so the
+        caller embeds it again and :meth:`put_many` overwrites it; one warning gives the count,
+        the namespace and the file.
+        """
         matrix, found = self._read(namespace, keys, dim, unit_norm)
         return matrix, np.flatnonzero(~found).tolist()
 
+    def get_many(
+        self, namespace: str, keys: Sequence[bytes], **checks: Any
+    ) -> tuple[dict[bytes, np.ndarray], list[int]]:
+        """As :meth:`get_matrix` (the same keyword arguments), the vectors found by key."""
+        matrix, found = self._read(namespace, keys, **checks)
+        if found.all():  # iterating the matrix gives its rows as views, faster than indexing
+            return dict(zip(keys, matrix, strict=True)), []
+        rows = np.flatnonzero(found).tolist()
+        vectors = dict(zip([keys[i] for i in rows], matrix[found], strict=True))
+        return vectors, np.flatnonzero(~found).tolist()
+
     def _read(
-        self, namespace: str, keys: Sequence[bytes], dim: int | None, unit_norm: bool
+        self, namespace: str, keys: Sequence[bytes], dim: int | None = None, unit_norm: bool = False
     ) -> tuple[np.ndarray, np.ndarray]:
         """A ``(len(keys), dim)`` matrix of the stored vectors in the order of ``keys`` (a
         repeated key in each of its rows) and which rows hold a sound one (the others are
@@ -316,16 +325,7 @@ class EmbeddingCache:
         conn = self._conn()
         located = None
         if conn is not None and len(keys):
-            try:
-                located = retry_busy(lambda: self._locate(conn, namespace, keys))
-            except Busy as busy:
-                why = reason(busy.exc, "reading it", self.folder)
-                self._warn(
-                    f"embedding cache {str(self.path)!r} could not be read: {why}; its vectors "
-                    "are embedded again"
-                )
-            except sqlite3.Error as exc:
-                self._failed(conn, exc, "reading it")
+            located = self._attempt(conn, lambda: self._locate(conn, namespace, keys), "reading it")
         if located is None:
             return _empty(len(keys), dim), np.zeros(len(keys), dtype=bool)
         return self._checked(namespace, located, dim, unit_norm)
@@ -473,24 +473,14 @@ class EmbeddingCache:
         except OSError as exc:
             self._stop_writing(reason(exc, "writing a segment file", self.folder))
             return
-        touched: set[str | None] = set()
 
-        def write() -> None:
-            touched.clear()  # of an attempt that did not commit
+        def write() -> set[str | None]:
             with index.writing(conn):
                 nsid = index.namespace_id(conn, namespace, create=True)
                 assert nsid is not None  # created when missing
-                touched.update(index.insert_batch(conn, nsid, keys, arr.shape[1], place))
+                return index.insert_batch(conn, nsid, keys, arr.shape[1], place)
 
-        try:
-            retry_busy(write)
-        except Busy as busy:
-            self._warn(
-                f"embedding cache {str(self.path)!r}: {len(keys)} vector(s) not stored: "
-                f"{reason(busy.exc, 'writing to it', self.folder)}; results are unaffected"
-            )
-        except sqlite3.Error as exc:
-            self._failed(conn, exc, "writing to it")
+        touched = self._attempt(conn, write, "writing to it")
         if touched:  # older vectors died: their files may be mostly dead now
             compact.reclaim(conn, self.folder, touched)
 

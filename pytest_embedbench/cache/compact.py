@@ -67,26 +67,33 @@ def collect(conn: sqlite3.Connection, folder: Path) -> None:
             os.close(fd)
 
 
-def compact_file(conn: sqlite3.Connection, folder: Path, name: str) -> bool:
+def compact_file(conn: sqlite3.Connection, folder: Path, name: str) -> None:
     """Compact segment file ``name`` when it is mostly dead and no writer holds it (the
-    module's three steps); whether it was."""
+    module's three steps)."""
     fd = segments.unheld(folder / name)
     if fd is None:
-        return False
+        return
     try:
         if not _mostly_dead(conn, name, fd):  # asked first without the write lock
-            return False
+            return
         writer = segments.Writer(folder)
         try:
             with index.writing(conn):
-                moved = _mostly_dead(conn, name, fd) and _move_live(conn, writer, name, fd)
+                if not _mostly_dead(conn, name, fd):
+                    return
+                _move_live(conn, writer, name, fd)
+        except _Damaged:
+            return  # rolled back; reads report it
         finally:
             writer.close()
-        if moved:
-            _drop(conn, folder / name)
-        return moved
+        _drop(conn, folder / name)
     finally:
         os.close(fd)
+
+
+class _Damaged(Exception):
+    """A batch's bytes are not all there or do not match its checksum: moved, they would be
+    hashed anew and pass for sound."""
 
 
 def _mostly_dead(conn: sqlite3.Connection, name: str, fd: int) -> bool:
@@ -98,59 +105,30 @@ def _mostly_dead(conn: sqlite3.Connection, name: str, fd: int) -> bool:
     return bool(batches) and live <= LIVE_SHARE * os.fstat(fd).st_size
 
 
-def _move_live(conn: sqlite3.Connection, writer: segments.Writer, name: str, fd: int) -> bool:
-    """Steps 1 and 2, inside the caller's write transaction; False when the file lacks bytes."""
-    batches = conn.execute(
+def _move_live(conn: sqlite3.Connection, writer: segments.Writer, name: str, fd: int) -> None:
+    """Steps 1 and 2, inside the caller's write transaction (:class:`_Damaged` rolls it back)."""
+    pending: dict[tuple[int, int], tuple[list[bytes], list[bytes]]] = {}
+    for bid, nsid, dim, count, offset, keys, want in conn.execute(
         "SELECT id, ns, dim, count, offset, keys, hash FROM batches WHERE file = ? ORDER BY id",
         (name,),
-    ).fetchall()
-    size = os.fstat(fd).st_size
-    for _, _, dim, count, offset, keys, want in batches:
-        if (
-            offset is None
-            or offset + 4 * dim * count > size
-            or len(keys) != index.KEY_BYTES * count
-            # moved, damaged bytes would be hashed anew and pass for sound
-            or (
-                want is not None
-                and segments.checksum(os.pread(fd, 4 * dim * count, offset)) != want
-            )
-        ):
-            return False  # damaged: reads report it
-    pending: dict[tuple[int, int], tuple[list[bytes], list[bytes]]] = {}
-    for bid, nsid, dim, count, offset, keys, _ in batches:
-        data = os.pread(fd, 4 * dim * count, offset)
-        step = index.KEY_BYTES
-        mine = [keys[i : i + step] for i in range(0, len(keys), step)]
+    ).fetchall():
+        data = b"" if offset is None else os.pread(fd, 4 * dim * count, offset)
+        if len(data) != 4 * dim * count or len(keys) != index.KEY_BYTES * count:
+            raise _Damaged
+        if want is not None and segments.checksum(data) != want:
+            raise _Damaged
+        mine = [keys[i : i + index.KEY_BYTES] for i in range(0, len(keys), index.KEY_BYTES)]
         keep, parts = pending.setdefault((nsid, dim), ([], []))
         for key, (batch, slot) in index.entries(conn, nsid, mine).items():
             if batch == bid:  # live here (not written again since)
                 keep.append(key)
                 parts.append(data[4 * dim * slot : 4 * dim * (slot + 1)])
         if 4 * dim * len(keep) >= BATCH_BYTES:
-            _write(conn, writer, nsid, dim, pending.pop((nsid, dim)))
-    for (nsid, dim), group in pending.items():
-        _write(conn, writer, nsid, dim, group)
+            index.append_batch(conn, writer, nsid, dim, *pending.pop((nsid, dim)))
+    for (nsid, dim), (keep, parts) in pending.items():
+        if keep:
+            index.append_batch(conn, writer, nsid, dim, keep, parts)
     writer.sync()  # step 1 done: the moved rows are on the disk before the index points there
-    return True
-
-
-def _write(
-    conn: sqlite3.Connection,
-    writer: segments.Writer,
-    nsid: int,
-    dim: int,
-    group: tuple[list[bytes], list[bytes]],
-) -> None:
-    keys, parts = group
-    if keys:
-        index.insert_batch(
-            conn,
-            nsid,
-            keys,
-            dim,
-            writer.append(memoryview(b"".join(parts)), row=4 * dim, sync=False),
-        )
 
 
 def _drop(conn: sqlite3.Connection, path: Path) -> None:

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .segments import Batches, Place
+from .segments import Batches, Place, Writer
 
 FILENAME = "embeddings.sqlite3"
 SCHEMA_VERSION = 3
@@ -148,6 +148,20 @@ def insert_batch(
         "UPDATE namespaces SET size = size + ? WHERE id = ?", (len(slots) - len(old), nsid)
     )
     return touched
+
+
+def append_batch(
+    conn: sqlite3.Connection,
+    writer: Writer,
+    nsid: int,
+    dim: int,
+    keys: Sequence[bytes],
+    rows: Sequence[bytes],
+) -> set[str | None]:
+    """:func:`insert_batch` of ``rows`` appended to ``writer``'s file unflushed: the caller
+    calls ``writer.sync()`` before its transaction commits (a rewrite: compaction, migration)."""
+    place = writer.append(memoryview(b"".join(rows)), row=4 * dim, sync=False)
+    return insert_batch(conn, nsid, keys, dim, place)
 
 
 @dataclass

@@ -105,10 +105,8 @@ def _regroup(conn: sqlite3.Connection, writer: Writer, name: str) -> None:
             by_dim.setdefault(dim, []).append((bytes(key), bytes(vec)))
     for dim, items in by_dim.items():
         for start in range(0, len(items), BATCH):
-            part = items[start : start + BATCH]
-            data = memoryview(b"".join(v for _, v in part))
-            place = writer.append(data, row=4 * dim, sync=False)
-            index.insert_batch(conn, nsid, [k for k, _ in part], dim, place)
+            keys, rows = zip(*items[start : start + BATCH], strict=True)
+            index.append_batch(conn, writer, nsid, dim, keys, rows)
 
 
 def _move_blobs(conn: sqlite3.Connection, writer: Writer) -> bool:

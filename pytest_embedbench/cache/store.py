@@ -494,33 +494,20 @@ class EmbeddingCache:
 
     def count(self, namespace: str | None = None) -> int:
         """Number of stored vectors (in one namespace, or all)."""
-        conn = self._require()
-        if namespace is None:
-            return int(conn.execute("SELECT COUNT(*) FROM entries").fetchone()[0])
-        return int(
-            conn.execute(
-                "SELECT COUNT(*) FROM entries WHERE ns = (SELECT id FROM namespaces"
-                " WHERE name = ?)",
-                (namespace,),
-            ).fetchone()[0]
-        )
+        sql = f"SELECT COUNT(*) FROM entries{_IN_NS}"
+        return int(self._require().execute(sql, (namespace,)).fetchone()[0])
 
     def clear(self, namespace: str | None = None) -> None:
         """Drop every vector (of one namespace, or all)."""
         conn = self._require()
         self._writes += 1
-        touched: set[str | None] = set()
         with index.writing(conn):
-            if namespace is None:
-                touched.update(f for (f,) in conn.execute("SELECT DISTINCT file FROM batches"))
-                for table in ("entries", "batches", "namespaces"):
-                    conn.execute(f"DELETE FROM {table}")
-            elif (nsid := index.namespace_id(conn, namespace, create=False)) is not None:
-                files = conn.execute("SELECT DISTINCT file FROM batches WHERE ns = ?", (nsid,))
-                touched.update(f for (f,) in files)
-                for table in ("entries", "batches"):
-                    conn.execute(f"DELETE FROM {table} WHERE ns = ?", (nsid,))
-                conn.execute("DELETE FROM namespaces WHERE id = ?", (nsid,))
+            touched = {
+                f for (f,) in conn.execute(f"SELECT file FROM batches{_IN_NS}", (namespace,))
+            }
+            for table in ("entries", "batches"):
+                conn.execute(f"DELETE FROM {table}{_IN_NS}", (namespace,))
+            conn.execute("DELETE FROM namespaces WHERE ?1 IS NULL OR name = ?1", (namespace,))
         self._writer().close()  # this writer's own segment may hold nothing live now
         compact.reclaim(conn, self.folder, touched)
 
@@ -533,6 +520,10 @@ class EmbeddingCache:
         before = _bytes(self.folder)
         compact.reclaim(conn, self.folder, segments.names(self.folder))
         return before - _bytes(self.folder)
+
+
+#: rows of the namespace named by the one parameter (None: of every namespace)
+_IN_NS = " WHERE ns IN (SELECT id FROM namespaces WHERE ?1 IS NULL OR name = ?1)"
 
 
 def _check_keys(keys: Sequence[bytes], doing: str) -> None:

@@ -25,6 +25,7 @@ from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from itertools import compress
 
 import numpy as np
 
@@ -182,47 +183,44 @@ class KeyIndex:
 def key_index(conn: sqlite3.Connection, nsid: int, since: int = 0) -> KeyIndex:
     """:class:`KeyIndex` of namespace ``nsid``'s batches above ``since``, in one pass."""
     rows = conn.execute(
-        "SELECT id, dim, count, file, offset, live, keys, hash, row_hashes FROM batches"
-        " WHERE ns = ? AND id > ?"
-        " ORDER BY id",
+        "SELECT id, dim, count, file, COALESCE(offset, -1), live = count, keys, COALESCE(hash, 0),"
+        " hash IS NOT NULL AND COALESCE(length(row_hashes), 0) = 4 * count, row_hashes"
+        " FROM batches WHERE ns = ? AND id > ? ORDER BY id",
         (nsid, since),
     ).fetchall()
     top = rows[-1][0] if rows else since
     # a batch whose key list does not match its count: its keys are unknown, embedded again
-    rows = [row for row in rows if len(row[6]) == KEY_BYTES * row[2]]
-    raw = b"".join(row[6] for row in rows)
-    counts = np.array([row[2] for row in rows], dtype=np.int64)
-    files = {name: i for i, name in enumerate(dict.fromkeys(row[3] for row in rows))}
-    every_slot_live = all(row[5] == row[2] for row in rows)
+    sound = [row for row in rows if len(row[6]) == KEY_BYTES * row[2]]
+    columns = list(zip(*sound, strict=True)) or [()] * 10
+    _, dims, count, names, offsets, live, keys, hashes, checked, row_hashes = columns
+    counts, ok = np.array(count, dtype=np.int64), np.array(checked, dtype=bool)
+    files = {name: i for i, name in enumerate(dict.fromkeys(names))}
+    every_slot_live = all(live)
+    raw = b"".join(keys)
     # keys are SHA-256 digests: sorted on their first 8 bytes, then whole keys compared (a
     # shared prefix, about 1 in 2**64, at worst reports a key missing: embedded again); where
     # a key may have older copies a stable sort keeps them in batch order, so the last is the
     # newest (else the faster unstable sort)
-    checked = np.array(
-        [row[7] is not None and len(row[8] or b"") == 4 * row[2] for row in rows], dtype=bool
-    )
     prefix = np.frombuffer(raw, dtype=">u8")[:: KEY_BYTES // 8]
     order = np.argsort(prefix, kind=None if every_slot_live else "stable")
     small = np.int32 if len(prefix) < 2**31 else np.int64
     batches = Batches(
-        np.array([row[1] for row in rows], dtype=np.int64),
+        np.array(dims, dtype=np.int64),
         counts,
-        np.array([-1 if row[4] is None else row[4] for row in rows], dtype=np.int64),
-        np.array([files[row[3]] for row in rows], dtype=np.int64),
+        np.array(offsets, dtype=np.int64),
+        np.array([files[name] for name in names], dtype=np.int64),
         list(files),
-        np.array([row[7] or 0 for row in rows], dtype=np.int64),
-        checked,
-        np.frombuffer(
-            b"".join(row[8] for row, ok in zip(rows, checked, strict=True) if ok), dtype="<u4"
-        ),
-        np.cumsum(counts * checked) - counts * checked,
+        np.array(hashes, dtype=np.int64),
+        ok,
+        np.frombuffer(b"".join(compress(row_hashes, checked)), dtype="<u4"),
+        np.cumsum(counts * ok) - counts * ok,
     )
     return KeyIndex(
         top,
         batches,
         raw,
         starts=np.cumsum(counts) - counts,
-        batch_of=np.repeat(np.arange(len(rows), dtype=small), counts),
+        batch_of=np.repeat(np.arange(len(counts), dtype=small), counts),
         order=order.astype(small),
         sorted_prefix=prefix[order],
         every_slot_live=every_slot_live,

@@ -235,17 +235,9 @@ def read_rows(
     out: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Read row ``slot[i]`` of batch ``batch[i]`` into ``out[dest[i]]``, for each ``i``, and
-    check it against its checksum. Returns which ``i`` arrived whole, which of those do not
-    match their checksum, and each row of ``out``'s squared norm.
-
-    The rows are sorted by file and offset (a row asked twice is read once); rows that follow
-    one another in a file are read by one ``preadv`` of about :data:`PIECE` bytes, straight
-    into ``out`` where their places there follow one another too, else into a buffer whose
-    rows are then put in place. Right after each read, while its bytes are in the CPU's cache,
-    its rows' norms are taken and its checksums compared: a batch read whole against the
-    batch's hash, each row of a batch read in part against its own (a call is never cut inside
-    a batch read whole). A batch or row not read whole does not match.
-    """
+    check it against its checksum, as the module says. Returns which ``i`` arrived whole, which
+    of those do not match their checksum (a batch or row not read whole does not), and each row
+    of ``out``'s squared norm."""
     n, row = len(dest), 4 * out.shape[1]
     squares = np.zeros(len(out), dtype=np.float32)
     if not n or not row:

@@ -215,28 +215,20 @@ class EmbeddingCache:
             )
 
     def _move_aside(self, why: str, tag: str = "corrupt") -> None:
-        """Keep a corrupt file (or a link in its place: moved, never followed) for inspection
-        and start a fresh one."""
-        stamp = time.strftime("%Y%m%d-%H%M%S")
-        target = self.path.with_name(f"{FILENAME}.{tag}-{stamp}-{os.getpid()}")
-        for suffix in ("", "-wal", "-shm"):
-            src = Path(f"{self.path}{suffix}")
-            if src.exists() or src.is_symlink():
-                try:
-                    os.replace(src, Path(f"{target}{suffix}"))
-                except OSError:
-                    src.unlink(missing_ok=True)
+        """Keep a corrupt file (or a link in its place: moved, never followed), its WAL and the
+        segment files it indexed for inspection, and start a fresh one."""
+        stamp = f".{tag}-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
         self._writer().close()
-        for name in segments.names(self.folder):  # the vectors that file indexed go with it
+        for name in [FILENAME, f"{FILENAME}-wal", f"{FILENAME}-shm", *segments.names(self.folder)]:
             try:
-                os.replace(self.folder / name, self.folder / f"{name}.{tag}-{stamp}-{os.getpid()}")
+                os.replace(self.folder / name, self.folder / f"{name}{stamp}")
             except OSError:
-                pass
-        warnings.warn(
+                if name.startswith(FILENAME):  # the fresh index must not open it
+                    (self.folder / name).unlink(missing_ok=True)
+        self._warn(
             f"embedding cache {str(self.path)!r} was unreadable ({why}); moved it to "
-            f"{str(target)!r} and started an empty cache, so documents will be embedded again",
-            EmbedBenchWarning,
-            stacklevel=5,
+            f"{str(self.path) + stamp!r} and started an empty cache, so documents will be "
+            "embedded again"
         )
 
     def _attempt(self, conn: sqlite3.Connection, action: Callable[[], T], doing: str) -> T | None:

@@ -28,7 +28,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import NamedTuple, cast
 
@@ -211,19 +211,16 @@ class Batches:
     row_at: np.ndarray
 
     def __add__(self, other: Batches) -> Batches:
+        """Both, ``other``'s batches after these (its file codes and row checksums moved up)."""
         files = list(dict.fromkeys(self.files + other.files))
-        place = np.array([files.index(f) for f in other.files], dtype=np.int64)
-        return Batches(
-            np.concatenate([self.dims, other.dims]),
-            np.concatenate([self.counts, other.counts]),
-            np.concatenate([self.offsets, other.offsets]),
-            np.concatenate([self.code, place[other.code]]),
-            files,
-            np.concatenate([self.hashes, other.hashes]),
-            np.concatenate([self.checked, other.checked]),
-            np.concatenate([self.row_hashes, other.row_hashes]),
-            np.concatenate([self.row_at, other.row_at + len(self.row_hashes)]),
-        )
+        code = np.array([files.index(f) for f in other.files], dtype=np.int64)[other.code]
+        other = replace(other, code=code, row_at=other.row_at + len(self.row_hashes))
+        both = {
+            f.name: np.concatenate([getattr(self, f.name), getattr(other, f.name)])
+            for f in fields(self)
+            if f.name != "files"
+        }
+        return Batches(files=files, **both)
 
 
 def read_rows(

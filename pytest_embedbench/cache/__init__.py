@@ -27,12 +27,11 @@ else ``~/.cache/pytest-embedbench``.
 """
 
 from .index import FILENAME, SCHEMA_VERSION, text_key
-from .store import CacheStats, EmbeddingCache, default_cache_dir
+from .store import EmbeddingCache, default_cache_dir
 
 __all__ = [
     "FILENAME",
     "SCHEMA_VERSION",
-    "CacheStats",
     "EmbeddingCache",
     "default_cache_dir",
     "text_key",

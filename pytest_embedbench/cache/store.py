@@ -16,7 +16,6 @@ import threading
 import time
 import warnings
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -29,7 +28,7 @@ from .faults import corrupt, reason, retry_busy
 from .index import FILENAME, SCHEMA_VERSION
 from .index import text_key as text_key  # importers of cache.store keep finding it here
 
-__all__ = ["CacheStats", "EmbeddingCache", "default_cache_dir"]
+__all__ = ["EmbeddingCache", "default_cache_dir"]
 
 T = TypeVar("T")
 
@@ -42,23 +41,6 @@ def default_cache_dir() -> Path:
     xdg = os.environ.get("XDG_CACHE_HOME")
     base = Path(xdg) if xdg else Path.home() / ".cache"
     return base / "pytest-embedbench"
-
-
-@dataclass
-class CacheStats:
-    """Hits and misses of one evaluation's lookups (its documents, or its scored queries)."""
-
-    hits: int = 0
-    misses: int = 0
-
-    @property
-    def hit_rate(self) -> float:
-        total = self.hits + self.misses
-        return self.hits / total if total else 0.0
-
-    def to_dict(self) -> dict[str, float]:
-        """``hits``, ``misses`` and ``hit_rate``, as a result's JSON record keeps them."""
-        return {"hits": self.hits, "misses": self.misses, "hit_rate": self.hit_rate}
 
 
 class EmbeddingCache:

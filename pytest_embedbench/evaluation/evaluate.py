@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..cache.store import CacheStats, EmbeddingCache
+from ..cache.store import EmbeddingCache
 from ..core.exceptions import ConfigError
 from ..core.types import Query
 from ..data.datasets import RetrievalDataset, load_dataset
@@ -44,6 +44,7 @@ from ..retrieval.pooling import (
 from .measure import (
     DEFAULT_LATENCY_PASSES,
     DEFAULT_LATENCY_SAMPLE,
+    CacheStats,
     LatencyStats,
     LoadMonitor,
     RSSSampler,

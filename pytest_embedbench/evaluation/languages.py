@@ -18,9 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..cache.store import CacheStats
 from ..core.exceptions import ConfigError
-from .measure import LatencyStats, Timings
+from .measure import CacheStats, LatencyStats, Timings
 from .result import RetrievalResult
 
 if TYPE_CHECKING:

@@ -1,4 +1,5 @@
-"""Latency percentiles, throughput, memory, and the conditions they were measured under.
+"""Latency percentiles, throughput, memory, the embedding cache's hits, and the conditions they
+were measured under.
 
 Usage::
 
@@ -26,6 +27,7 @@ from typing import Any
 import numpy as np
 
 __all__ = [
+    "CacheStats",
     "DEFAULT_LATENCY_PASSES",
     "DEFAULT_LATENCY_SAMPLE",
     "MAX_TIMED_SEARCHES",
@@ -230,6 +232,24 @@ class Timings:
 
     def to_dict(self) -> dict[str, float]:
         return dict(vars(self))
+
+
+@dataclass
+class CacheStats:
+    """Hits and misses of one evaluation's embedding-cache lookups (its documents, or its scored
+    queries)."""
+
+    hits: int = 0
+    misses: int = 0
+
+    @property
+    def hit_rate(self) -> float:
+        total = self.hits + self.misses
+        return self.hits / total if total else 0.0
+
+    def to_dict(self) -> dict[str, float]:
+        """``hits``, ``misses`` and ``hit_rate``, as a result's JSON record keeps them."""
+        return {"hits": self.hits, "misses": self.misses, "hit_rate": self.hit_rate}
 
 
 class RSSSampler:

@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 
 import numpy as np
 
-from ..cache.store import CacheStats
 from ..core.exceptions import ConfigError, MetricError
 from ..data.datasets import RetrievalDataset
 from ..models.providers import ModelSpec, Provider
@@ -33,7 +32,7 @@ from ..records.resultdata import (
 )
 from .cutoffs import Cutoffs
 from .lift import lift_of
-from .measure import LatencyStats, Timings
+from .measure import CacheStats, LatencyStats, Timings
 from .metrics import REPORTED, QrelArrays, compute, judge_arrays, parse_metric
 from .snapshot import RETRIEVED_KEPT, resources_of, result_data, retrieved_rows
 from .stats import Estimate, Resampling, bootstrap, paired_bootstrap

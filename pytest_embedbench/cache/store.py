@@ -225,10 +225,10 @@ class EmbeddingCache:
         """A read or a write failed: a lock held too long skips it; corruption sets the file
         aside and starts a fresh cache; anything else stops what failed for the rest of the run."""
         if faults.kind(exc) == "busy":
-            then = "its vectors are embedded again" if doing == "reading it" else "not stored"
+            then = "embedded again" if doing == "reading it" else "not stored"
             self._warn(
-                f"embedding cache {str(self.path)!r}: {reason(exc, doing, self.folder)}; "
-                f"{then}, results are unaffected"
+                f"embedding cache {str(self.path)!r}: {reason(exc, doing, self.folder)}; this "
+                f"time its vectors are {then}, results are unaffected"
             )
         elif corrupt(conn, exc):
             self.close()

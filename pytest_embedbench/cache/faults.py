@@ -27,6 +27,8 @@ T = TypeVar("T")
 
 #: how long opening, reading or writing keeps retrying "database is locked" before giving up
 BUSY_WAIT_S = 30.0
+#: how long SQLite itself waits for another connection's lock before it answers busy
+LOCK_WAIT_S = 60.0
 
 # SQLite's primary result codes (the low byte of an extended code)
 _BUSY, _LOCKED, _CORRUPT, _FULL, _NOTADB = 5, 6, 11, 13, 26

@@ -17,7 +17,7 @@ import time
 import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, TypedDict, TypeVar
 
 import numpy as np
 
@@ -28,9 +28,19 @@ from .faults import corrupt, reason, retry_busy
 from .index import FILENAME, SCHEMA_VERSION
 from .index import text_key as text_key  # importers of cache.store keep finding it here
 
+if TYPE_CHECKING:  # typing.Unpack from Python 3.11 on; a type checker knows it in any version
+    from typing_extensions import Unpack
+
 __all__ = ["EmbeddingCache", "default_cache_dir"]
 
 T = TypeVar("T")
+
+
+class Checks(TypedDict, total=False):
+    """What a read checks its stored vectors against (:meth:`EmbeddingCache.get_matrix`)."""
+
+    dim: int | None
+    unit_norm: bool
 
 
 def default_cache_dir() -> Path:
@@ -99,9 +109,9 @@ class EmbeddingCache:
     def _open(self) -> sqlite3.Connection:
         """A configured connection; SQLite errors propagate. An older file is migrated here;
         a file of another schema version is moved aside (a format change, not a fault)."""
-        conn = sqlite3.connect(self.path, timeout=60.0, isolation_level=None)
+        conn = sqlite3.connect(self.path, timeout=faults.LOCK_WAIT_S, isolation_level=None)
         try:
-            conn.execute("PRAGMA busy_timeout = 60000")
+            conn.execute(f"PRAGMA busy_timeout = {int(1000 * faults.LOCK_WAIT_S)}")
             conn.execute("PRAGMA journal_mode = WAL")
             conn.execute("PRAGMA synchronous = NORMAL")
             # no memory map: its pages would count in the process's RSS (a budgeted search
@@ -213,22 +223,27 @@ class EmbeddingCache:
             "embedded again"
         )
 
-    def _attempt(self, conn: sqlite3.Connection, action: Callable[[], T], doing: str) -> T | None:
-        """``action()``, retried while the file is locked; None when it failed (:meth:`_failed`)."""
+    def _attempt(
+        self, conn: sqlite3.Connection, action: Callable[[], T], doing: str, vectors: int
+    ) -> T | None:
+        """``action()`` (reading or writing ``vectors`` vectors), retried while the file is
+        locked; None when it failed (:meth:`_failed`)."""
         try:
             return retry_busy(action)
         except sqlite3.Error as exc:
-            self._failed(conn, exc, doing)
+            self._failed(conn, exc, doing, vectors)
             return None
 
-    def _failed(self, conn: sqlite3.Connection, exc: sqlite3.Error, doing: str) -> None:
+    def _failed(
+        self, conn: sqlite3.Connection, exc: sqlite3.Error, doing: str, vectors: int
+    ) -> None:
         """A read or a write failed: a lock held too long skips it; corruption sets the file
         aside and starts a fresh cache; anything else stops what failed for the rest of the run."""
         if faults.kind(exc) == "busy":
             then = "embedded again" if doing == "reading it" else "not stored"
             self._warn(
                 f"embedding cache {str(self.path)!r}: {reason(exc, doing, self.folder)}; this "
-                f"time its vectors are {then}, results are unaffected"
+                f"time its {vectors} vector(s) are {then}, results are unaffected"
             )
         elif corrupt(conn, exc):
             self.close()
@@ -276,7 +291,7 @@ class EmbeddingCache:
         return matrix, np.flatnonzero(~found).tolist()
 
     def get_many(
-        self, namespace: str, keys: Sequence[bytes], **checks: Any
+        self, namespace: str, keys: Sequence[bytes], **checks: Unpack[Checks]
     ) -> tuple[dict[bytes, np.ndarray], list[int]]:
         """As :meth:`get_matrix` (the same keyword arguments), the vectors found by key."""
         matrix, found = self._read(namespace, keys, **checks)
@@ -296,7 +311,9 @@ class EmbeddingCache:
         conn = self._conn()
         located = None
         if conn is not None and len(keys):
-            located = self._attempt(conn, lambda: self._locate(conn, namespace, keys), "reading it")
+            located = self._attempt(
+                conn, lambda: self._locate(conn, namespace, keys), "reading it", len(keys)
+            )
         if located is None:
             return _empty(len(keys), dim), np.zeros(len(keys), dtype=bool)
         return self._checked(namespace, located, dim, unit_norm)
@@ -451,7 +468,7 @@ class EmbeddingCache:
                 assert nsid is not None  # created when missing
                 return index.insert_batch(conn, nsid, keys, arr.shape[1], place)
 
-        touched = self._attempt(conn, write, "writing to it")
+        touched = self._attempt(conn, write, "writing to it", len(keys))
         if touched:  # older vectors died: their files may be mostly dead now
             compact.reclaim(conn, self.folder, touched)
 

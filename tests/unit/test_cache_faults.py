@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import multiprocessing as mp
 import os
+import re
 import signal
 import sqlite3
 import subprocess
@@ -29,6 +30,7 @@ import numpy as np
 import pytest
 
 from pytest_embedbench import EmbedBenchWarning, EmbeddingCache, Evaluator, RetrievalDataset
+from pytest_embedbench.cache import faults
 from pytest_embedbench.cache.store import FILENAME, text_key
 
 from ..cacherows import rows as cache_rows
@@ -206,6 +208,61 @@ def test_a_write_onto_a_full_disk_stops_writes_but_keeps_reads(small_disk: Path)
     assert _aside(small_disk) == []
     # the first run's 24 documents and 8 queries, nothing of this one
     assert holder.cache.count() == 24 + 8  # type: ignore[union-attr]
+
+
+# -- a lock another process holds too long ----------------------------------------------------
+
+#: holds the index's write lock (a pending write) until a line arrives on stdin
+_HOLD_LOCK = """
+import sqlite3, sys
+conn = sqlite3.connect(sys.argv[1], isolation_level=None)
+conn.execute("BEGIN IMMEDIATE")
+conn.execute("INSERT INTO meta VALUES ('held', 'by another process')")
+print("held", flush=True)
+sys.stdin.readline()
+conn.execute("ROLLBACK")
+"""
+
+
+def test_a_lock_held_too_long_skips_those_writes_and_counts_their_vectors(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(faults, "BUSY_WAIT_S", 0.3)
+    monkeypatch.setattr(faults, "LOCK_WAIT_S", 0.1)
+    ds = _dataset()
+    clean = Evaluator(cache=False).evaluate("hashing:h", ds)
+    EmbeddingCache(tmp_path).close()  # the index exists, empty
+    holder = subprocess.Popen(
+        [sys.executable, "-c", _HOLD_LOCK, str(tmp_path / FILENAME)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            blocked = Evaluator(cache=tmp_path).evaluate("hashing:h", ds)
+    finally:
+        holder.communicate("\n", timeout=60)
+    messages = [str(w.message) for w in caught]
+    pattern = re.compile(
+        r"embedding cache '.*': database is locked \(SQLITE_BUSY\) while writing to it; other "
+        r"processes held it locked for over 0 s; this time its (\d+) vector\(s\) are not "
+        r"stored, results are unaffected"
+    )
+    counts = [int(m.group(1)) for m in map(pattern.fullmatch, messages) if m]
+    assert len(counts) == len(messages) >= 2, messages  # one warning per skipped batch
+    misses = blocked.cache.misses + blocked.query_cache.misses
+    assert sum(counts) == misses == 48 + len(ds.queries)
+    assert blocked.run == clean.run
+    assert _aside(tmp_path) == []
+
+    stored = Evaluator(cache=tmp_path).evaluate("hashing:h", ds)  # the lock is gone: stored
+    assert stored.cache.misses == 48
+    warm = Evaluator(cache=tmp_path).evaluate("hashing:h", ds)
+    assert (warm.cache.hits, warm.cache.misses) == (48, 0)
+    assert warm.run == clean.run
 
 
 # -- damaged rows ------------------------------------------------------------------------------

@@ -23,15 +23,17 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 from pathlib import Path
 
-from pytest_embedbench import load_dataset
-from pytest_embedbench.config.optionspec import parse_concurrency
-from pytest_embedbench.evaluation.evaluate import Evaluator
-from pytest_embedbench.evaluation.indexed import evaluate_indexed
-from pytest_embedbench.models.providers import ModelSpec
-from pytest_embedbench.retrieval.indexes import IndexSpec, close_engines
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # measure this checkout's package
+from pytest_embedbench import load_dataset  # noqa: E402
+from pytest_embedbench.config.optionspec import parse_concurrency  # noqa: E402
+from pytest_embedbench.evaluation.evaluate import Evaluator  # noqa: E402
+from pytest_embedbench.evaluation.indexed import evaluate_indexed  # noqa: E402
+from pytest_embedbench.models.providers import ModelSpec  # noqa: E402
+from pytest_embedbench.retrieval.indexes import IndexSpec, close_engines  # noqa: E402
 
 INDEXES = (
     "exact",

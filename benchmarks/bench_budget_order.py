@@ -34,6 +34,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # measure this checkout's package
 import bench_million  # noqa: E402  (its corpus and synthetic model)
 
 

@@ -28,13 +28,15 @@ import argparse
 import os
 import sqlite3
 import statistics
+import sys
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 
-from pytest_embedbench.cache import FILENAME, EmbeddingCache, text_key
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # measure this checkout's package
+from pytest_embedbench.cache import FILENAME, EmbeddingCache, text_key  # noqa: E402
 
 NAMESPACE = "sentence-transformers:sentence-transformers/all-MiniLM-L6-v2:0123456789abcdef"
 

@@ -49,11 +49,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 import tempfile
 import time
 from pathlib import Path
 
-from sidebyside import ROOT, run_concurrent, run_process, summarise, write
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # measure this checkout's package
+from sidebyside import ROOT, run_concurrent, run_process, summarise, write  # noqa: E402
 
 MODEL = "hf:sentence-transformers/all-MiniLM-L6-v2"
 

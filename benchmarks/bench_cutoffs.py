@@ -28,16 +28,19 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-from scifact import scifact_parser
 
-from pytest_embedbench import load_dataset
-from pytest_embedbench.cache.store import EmbeddingCache
-from pytest_embedbench.evaluation.cutoffs import (
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # measure this checkout's package
+from scifact import scifact_parser  # noqa: E402
+
+from pytest_embedbench import load_dataset  # noqa: E402
+from pytest_embedbench.cache.store import EmbeddingCache  # noqa: E402
+from pytest_embedbench.evaluation.cutoffs import (  # noqa: E402
     _split,
     clopper_pearson,
     compute_cutoffs,
@@ -45,7 +48,7 @@ from pytest_embedbench.evaluation.cutoffs import (
     incomparable_scores,
     pair_scores,
 )
-from pytest_embedbench.models.providers import ModelSpec, create_provider
+from pytest_embedbench.models.providers import ModelSpec, create_provider  # noqa: E402
 
 
 def pair_level(relevant: dict, random: dict, seed: int, alpha: float, delta: float) -> float:

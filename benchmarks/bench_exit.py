@@ -24,7 +24,8 @@ import sys
 import time
 from pathlib import Path
 
-from sidebyside import ROOT
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # measure this checkout's package
+from sidebyside import ROOT  # noqa: E402
 
 COMMAND = [sys.executable, "-m", "pytest", "examples", "-q", "-p", "no:cacheprovider"]
 SESSION = re.compile(r" in ([0-9.]+)s")

@@ -36,8 +36,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from pytest_embedbench import Evaluator, load_dataset
-from pytest_embedbench.generate import GenerationSettings, generate_evalset, write_evalset
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # measure this checkout's package
+from pytest_embedbench import Evaluator, load_dataset  # noqa: E402
+from pytest_embedbench.generate import GenerationSettings, generate_evalset, write_evalset  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "examples" / "support" / "docs"

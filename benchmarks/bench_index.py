@@ -21,13 +21,16 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
-from pytest_embedbench import ExactIndex
-from pytest_embedbench.evaluation.measure import RSSSampler
-from pytest_embedbench.retrieval.exact import faiss_available
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # measure this checkout's package
+from pytest_embedbench import ExactIndex  # noqa: E402
+from pytest_embedbench.evaluation.measure import RSSSampler  # noqa: E402
+from pytest_embedbench.retrieval.exact import faiss_available  # noqa: E402
 
 MB = 1024 * 1024
 

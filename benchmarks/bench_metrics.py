@@ -28,14 +28,17 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytrec_eval
 
-from pytest_embedbench import score_run
-from pytest_embedbench.evaluation.metrics import QrelArrays, score_arrays
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # measure this checkout's package
+from pytest_embedbench import score_run  # noqa: E402
+from pytest_embedbench.evaluation.metrics import QrelArrays, score_arrays  # noqa: E402
 
 PAIRS = {"ndcg@10": "ndcg_cut_10", "recall@100": "recall_100", "mrr@100": "recip_rank"}
 

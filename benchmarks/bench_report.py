@@ -25,7 +25,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from pytest_embedbench.report.writers.html import render_html
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # measure this checkout's package
+from pytest_embedbench.report.writers.html import render_html  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 CHROMIUM = Path("/usr/bin/chromium")

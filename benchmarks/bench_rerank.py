@@ -31,12 +31,14 @@ import argparse
 import json
 import resource
 import statistics
+import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # measure this checkout's package
 #: the tokens a pair is cut to, on both sides (``--max-length``)
 MAX_LENGTH = [128]
 

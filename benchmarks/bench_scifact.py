@@ -15,13 +15,15 @@ Usage::
 from __future__ import annotations
 
 import json
+import sys
 import tempfile
 import time
 from pathlib import Path
 
-from scifact import scifact_parser
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # measure this checkout's package
+from scifact import scifact_parser  # noqa: E402
 
-from pytest_embedbench import Evaluator, load_dataset
+from pytest_embedbench import Evaluator, load_dataset  # noqa: E402
 
 
 def main() -> None:

@@ -8,12 +8,15 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 
-from pytest_embedbench import bootstrap, compare_scores
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # measure this checkout's package
+from pytest_embedbench import bootstrap, compare_scores  # noqa: E402
 
 
 def best_of(repeat: int, fn: Callable[[], object]) -> tuple[float, float]:

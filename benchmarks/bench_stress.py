@@ -21,14 +21,16 @@ Usage::
 from __future__ import annotations
 
 import json
+import sys
 import tempfile
 import time
 from pathlib import Path
 
-from scifact import scifact_parser
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # measure this checkout's package
+from scifact import scifact_parser  # noqa: E402
 
-from pytest_embedbench import Evaluator, load_dataset
-from pytest_embedbench.evaluation.workloads import evaluate_workload, parse_workloads
+from pytest_embedbench import Evaluator, load_dataset  # noqa: E402
+from pytest_embedbench.evaluation.workloads import evaluate_workload, parse_workloads  # noqa: E402
 
 
 def main() -> None:

@@ -29,9 +29,10 @@ import sys
 import time
 from pathlib import Path
 
-from sidebyside import ROOT, summarise
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # measure this checkout's package
+from sidebyside import ROOT, summarise  # noqa: E402
 
-from pytest_embedbench.evaluation.measure import POOL_ENV_VARS, THREAD_ENV_VARS
+from pytest_embedbench.evaluation.measure import POOL_ENV_VARS, THREAD_ENV_VARS  # noqa: E402
 
 TARGET = 1.5
 COMMAND = [sys.executable, "-m", "pytest", "examples", "-q", "-p", "no:cacheprovider"]

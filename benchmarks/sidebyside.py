@@ -14,7 +14,8 @@ import sys
 import time
 from pathlib import Path
 
-from pytest_embedbench.evaluation.measure import POOL_ENV_VARS
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # measure this checkout's package
+from pytest_embedbench.evaluation.measure import POOL_ENV_VARS  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -54,6 +54,15 @@ def _post(url: str, payload: object) -> tuple[int, dict[str, str], bytes]:
             return err.code, {k.lower(): v for k, v in err.headers.items()}, err.read()
 
 
+def assert_sent(server: FakeEmbeddingServer, path: str, api_key: str, body: object) -> None:
+    """The last request ``server`` took went to ``path``, with ``api_key`` as its bearer token,
+    and its JSON body was ``body``."""
+    recorded = server.last_request
+    assert recorded.path == path
+    assert recorded.headers["authorization"] == f"Bearer {api_key}"
+    assert recorded.body == body
+
+
 def sdk_fixture(module: str) -> Any:
     """A fixture that imports the SDK ``module``, skipping the test where it is not installed."""
 
@@ -302,15 +311,13 @@ def _cohere_embed(client: Any, texts: list[str], **kwargs: Any) -> Any:
 def test_cohere_ok(cohere_client: Any, cohere_server: CohereServer) -> None:
     texts = ["hello world", "billing card"]
     result = _cohere_embed(cohere_client, texts, input_type="search_query")
-    recorded = cohere_server.last_request
-    assert recorded.path == "/v2/embed"
-    assert recorded.headers["authorization"] == "Bearer co-test"
-    assert recorded.body == {
+    body = {
         "texts": texts,
         "model": COHERE_MODEL,
         "input_type": "search_query",
         "embedding_types": ["float"],
     }
+    assert_sent(cohere_server, "/v2/embed", "co-test", body)
     assert result.embeddings.float_ == [cohere_server.vector(t) for t in texts]
     assert result.meta.billed_units.input_tokens == 4
     assert result.response_type == "embeddings_by_type"
@@ -385,10 +392,7 @@ def voyage_client(voyage_sdk: ModuleType, voyage_server: VoyageServer) -> Any:
 def test_voyage_ok_is_base64_and_decoded(voyage_client: Any, voyage_server: VoyageServer) -> None:
     texts = ["hello world", "card billing"]
     result = voyage_client.embed(texts, model=VOYAGE_MODEL, input_type="document")
-    recorded = voyage_server.last_request
-    assert recorded.path == "/v1/embeddings"
-    assert recorded.headers["authorization"] == "Bearer pa-test"
-    assert recorded.body == {
+    body = {
         "input": texts,
         "model": VOYAGE_MODEL,
         "input_type": "document",
@@ -397,6 +401,7 @@ def test_voyage_ok_is_base64_and_decoded(voyage_client: Any, voyage_server: Voya
         "output_dimension": None,
         "encoding_format": "base64",  # the SDK asks for base64 and decodes it with numpy
     }
+    assert_sent(voyage_server, "/v1/embeddings", "pa-test", body)
     for row, text in zip(result.embeddings, texts, strict=True):
         assert row == pytest.approx(voyage_server.vector(text), rel=1e-6)
     assert result.total_tokens == 4

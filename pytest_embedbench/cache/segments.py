@@ -55,6 +55,12 @@ _OPEN = getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0)
 #: xxh3-64 of an array's bytes (an ndarray is a buffer; the stubs do not say so)
 _hash = cast(Callable[[np.ndarray], int], xxh3_64_intdigest)
 _LOW = (1 << 40) - 1  # a read's place: its file's code above these bits, its offset in them
+#: a page: the kernel copies a read from the page cache about 3x slower where the destination
+#: lies up to some 32 bytes past the source within a page (AMD EPYC here: 153.6 MB in 63 ms
+#: against 20 ms; numpy's large arrays start 16 bytes into a page, so a read from offset 0 of a
+#: file landed there): each read's destination is placed 0 to 63 bytes before its source's
+#: place in a page, 64-byte aligned (:func:`_placed`; benchmarks/README.md, issue 41)
+PAGE = 4096
 
 #: an open segment file: its descriptor and its size in bytes, or None (not a segment name:
 #: never opened; gone or unreadable: its rows are damaged, embedded again)
@@ -229,16 +235,17 @@ def read_rows(
     batch: np.ndarray,
     slot: np.ndarray,
     dest: np.ndarray,
-    out: np.ndarray,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Read row ``slot[i]`` of batch ``batch[i]`` into ``out[dest[i]]``, for each ``i``, and
-    check it against its checksum, as the module says. Returns which ``i`` arrived whole, which
-    of those do not match their checksum (a batch or row not read whole does not), and each row
-    of ``out``'s squared norm."""
-    n, row = len(dest), 4 * out.shape[1]
-    squares = np.zeros(len(out), dtype=np.float32)
+    shape: tuple[int, int],
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Read row ``slot[i]`` of batch ``batch[i]`` into row ``dest[i]`` of a new float32 matrix
+    of ``shape``, for each ``i``, and check it against its checksum, as the module says.
+    Returns the matrix (a row nothing was read into is left unset), which ``i`` arrived whole,
+    which of those do not match their checksum (a batch or row not read whole does not), and
+    each row's squared norm."""
+    n, row = len(dest), 4 * shape[1]
+    squares = np.zeros(shape[0], dtype=np.float32)
     if not n or not row:
-        return np.zeros(n, dtype=bool), np.zeros(n, dtype=bool), squares
+        return np.empty(shape, np.float32), np.zeros(n, bool), np.zeros(n, bool), squares
     place = bt.code[batch] << 40 | (bt.offsets[batch] + row * slot)  # files stay below 2**40
     order = np.argsort(place, kind="stable") if (np.diff(place) < 0).any() else np.arange(n)
     place, batch, slot, into = place[order], batch[order], slot[order], dest[order]
@@ -246,6 +253,7 @@ def read_rows(
     again[1:] = (place[1:] == place[:-1]) & (batch[1:] == batch[:-1])
     p, b, d = place[~again], batch[~again], into[~again]
     plan = _plan(bt, p, b, slot[~again], d, row)
+    out = _placed(shape, _weighted_mode((p[plan.calls] & _LOW) - row * d[plan.calls], plan))
     done, unsound = _read(opened, plan, p, d, out, squares)
     copies = np.flatnonzero(again)  # a repeat is a copy of the row before it, arrived as it did
     if len(copies):
@@ -255,7 +263,28 @@ def read_rows(
     got, bad = np.zeros(n, dtype=bool), np.zeros(n, dtype=bool)
     distinct = np.cumsum(~again) - 1
     got[order], bad[order] = done[distinct], unsound[distinct]
-    return got, bad, squares
+    return out, got, bad, squares
+
+
+def _placed(shape: tuple[int, ...], offset: int) -> np.ndarray:
+    """A new float32 array of ``shape`` whose first byte lies, within a page, where ``offset``
+    does rounded down to 64 bytes: a read from file offset ``offset`` into it is one of the
+    fast copies (see :data:`PAGE`)."""
+    nbytes = 4 * int(np.prod(shape))
+    raw = np.empty(nbytes + PAGE, dtype=np.uint8)  # not zeroed: numpy then asks for huge pages
+    start = (offset // 64 * 64 - raw.ctypes.data) % PAGE
+    return raw[start : start + nbytes].view(np.float32).reshape(shape)
+
+
+def _weighted_mode(lag: np.ndarray, plan: _Plan) -> int:
+    """Of the calls that read straight into the result, the commonest file offset less the
+    result's byte offset (modulo :data:`PAGE`, by 64 bytes, weighted by the rows read): where
+    the result goes in its page so that those reads are fast."""
+    direct = plan.direct
+    if not direct.any():
+        return 0
+    bins = np.bincount(lag[direct] % PAGE // 64, weights=plan.size[direct], minlength=PAGE // 64)
+    return int(np.argmax(bins)) * 64
 
 
 class _Plan(NamedTuple):
@@ -323,7 +352,9 @@ def _read(
     """The calls of ``plan``, each read, its norms taken and its units checked; which of the
     rows arrived, and which fail a checksum."""
     m, row, calls, size, owner = len(p), 4 * out.shape[1], plan.calls, plan.size, plan.owner
-    scratch = np.empty((int(size[~plan.direct].max(initial=0)), out.shape[1]), np.float32)
+    # the calls that read into a buffer each take a place in one scratch block where their
+    # copy is fast (see PAGE)
+    scratch = np.empty(row * int(size[~plan.direct].max(initial=0)) + PAGE, dtype=np.uint8)
     first = np.searchsorted(plan.units, np.append(calls, m)).tolist()
     starts, ends = (plan.units - calls[owner]).tolist(), (plan.ends - calls[owner]).tolist()
     at = d[calls].tolist()
@@ -331,7 +362,8 @@ def _read(
     # call costs about what its read does)
     bufs = list(map(out.__getitem__, map(slice, at, (d[calls] + size).tolist())))
     for c in np.flatnonzero(~plan.direct).tolist():
-        bufs[c] = scratch[: size[c]]
+        start = (int(p[calls[c]] & _LOW) // 64 * 64 - scratch.ctypes.data) % PAGE
+        bufs[c] = scratch[start : start + row * int(size[c])].view(np.float32).reshape(-1, row // 4)
     fds = [-1 if entry is None else entry[0] for entry in opened]
     arrived: list[int] = []
     sums: list[int] = []

@@ -378,11 +378,9 @@ class EmbeddingCache:
                     return _empty(n, None), np.zeros(n, dtype=bool)
                 dim = dims.pop() if dims else 0
             rows = np.flatnonzero(fits & (bt.dims[b] == dim))
-            # not np.zeros: numpy asks for huge pages only for memory it does not zero, and
-            # every row is written (a missing or damaged one with zeros)
-            matrix = np.empty((n, dim), dtype=np.float32)
-            got, unsound, squares = segments.read_rows(
-                opened, bt, b[rows], slot[rows], rows, matrix
+            # every row of the matrix is written (a missing or damaged one with zeros)
+            matrix, got, unsound, squares = segments.read_rows(
+                opened, bt, b[rows], slot[rows], rows, (n, dim)
             )
         finally:
             segments.close_files(opened)

@@ -56,7 +56,7 @@ _OPEN = getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0)
 _hash = cast(Callable[[np.ndarray], int], xxh3_64_intdigest)
 _LOW = (1 << 40) - 1  # a read's place: its file's code above these bits, its offset in them
 #: a page: the kernel copies a read from the page cache about 3x slower where the destination
-#: lies up to some 32 bytes past the source within a page (AMD EPYC here: 153.6 MB in 63 ms
+#: lies a few bytes (under 32) past the source within a page (AMD EPYC here: 153.6 MB in 63 ms
 #: against 20 ms; numpy's large arrays start 16 bytes into a page, so a read from offset 0 of a
 #: file landed there): each read's destination is placed 0 to 63 bytes before its source's
 #: place in a page, 64-byte aligned (:func:`_placed`; benchmarks/README.md, issue 41)

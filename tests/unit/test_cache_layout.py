@@ -535,3 +535,39 @@ def test_a_read_in_another_order_is_read_straight_into_place_a_piece_at_a_time(
     assert missing == lost and not matrix[lost].any()
     kept = [j for j in range(len(rows)) if j not in lost]
     assert np.array_equal(matrix[kept], vectors[[rows[j] for j in kept]])
+
+
+@pytest.mark.parametrize("dim", [384, 385])
+def test_a_read_lands_where_the_kernel_copies_it_fast(tmp_path: Path, dim: int) -> None:
+    """Each read's destination starts 0-63 bytes before its source's place in a page, 64-byte
+    aligned (segments.PAGE: a few bytes past it, the kernel's copy runs ~3x slower; numpy's own
+    large arrays start 16 bytes into a page, past a read from offset 0). Two batches of a stored
+    order read straight into the result, from a second file whose rows start at a place in its
+    page that the first file's do not share; a shuffled read goes through the scratch buffer."""
+    vectors = _unit(6000, dim)
+    keys = [text_key(f"t{i}") for i in range(len(vectors))]
+    first = EmbeddingCache(tmp_path)
+    first.put_many("ns", keys[:1000], vectors[:1000])
+    first.close()
+    second = EmbeddingCache(tmp_path)  # another writer: rows 1000-5999 in a file of their own
+    second.put_many("ns", keys[1000:], vectors[1000:])
+    matrix, missing = second.get_matrix("ns", keys, dim=dim, unit_norm=True)
+    assert not missing and np.array_equal(matrix, vectors)
+    lag = (0 - 4 * dim * 1000) % segments.PAGE  # the commonest: the second file's 5000 rows
+    assert matrix.ctypes.data % segments.PAGE == lag // 64 * 64
+    assert matrix.flags.c_contiguous and matrix.dtype == np.float32
+
+    order = np.random.default_rng(1).permutation(len(keys))
+    shuffled, missing = second.get_matrix("ns", [keys[i] for i in order], dim=dim)
+    assert not missing and np.array_equal(shuffled, vectors[order])
+    second.close()
+
+
+@pytest.mark.parametrize("offset", [0, 16, 100, 4095, 4096 + 130])
+def test_placed_puts_the_first_byte_where_the_offset_is_in_a_page(offset: int) -> None:
+    out = segments._placed((37, 5), offset)
+    assert out.shape == (37, 5) and out.dtype == np.float32 and out.flags.c_contiguous
+    assert out.ctypes.data % 64 == 0
+    assert out.ctypes.data % segments.PAGE == offset % segments.PAGE // 64 * 64
+    out[:] = 1.0  # its memory is its own, all of it writable
+    assert out.sum() == 37 * 5

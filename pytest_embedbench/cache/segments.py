@@ -253,7 +253,7 @@ def read_rows(
     again[1:] = (place[1:] == place[:-1]) & (batch[1:] == batch[:-1])
     p, b, d = place[~again], batch[~again], into[~again]
     plan = _plan(bt, p, b, slot[~again], d, row)
-    out = _placed(shape, _weighted_mode((p[plan.calls] & _LOW) - row * d[plan.calls], plan))
+    out = _placed(shape, _commonest_lag(plan, p, d, row))
     done, unsound = _read(opened, plan, p, d, out, squares)
     copies = np.flatnonzero(again)  # a repeat is a copy of the row before it, arrived as it did
     if len(copies):
@@ -272,18 +272,25 @@ def _placed(shape: tuple[int, ...], offset: int) -> np.ndarray:
     fast copies (see :data:`PAGE`)."""
     nbytes = 4 * int(np.prod(shape))
     raw = np.empty(nbytes + PAGE, dtype=np.uint8)  # not zeroed: numpy then asks for huge pages
-    start = (offset // 64 * 64 - raw.ctypes.data) % PAGE
+    start = _start(raw.ctypes.data, offset)
     return raw[start : start + nbytes].view(np.float32).reshape(shape)
 
 
-def _weighted_mode(lag: np.ndarray, plan: _Plan) -> int:
+def _start(address: int, offset: int) -> int:
+    """How far past ``address`` a buffer starts that lies in its page where ``offset`` does,
+    rounded down to 64 bytes (see :data:`PAGE`): less than a page."""
+    return (offset // 64 * 64 - address) % PAGE
+
+
+def _commonest_lag(plan: _Plan, p: np.ndarray, d: np.ndarray, row: int) -> int:
     """Of the calls that read straight into the result, the commonest file offset less the
     result's byte offset (modulo :data:`PAGE`, by 64 bytes, weighted by the rows read): where
     the result goes in its page so that those reads are fast."""
-    direct = plan.direct
-    if not direct.any():
+    direct = plan.calls[plan.direct]
+    if not len(direct):
         return 0
-    bins = np.bincount(lag[direct] % PAGE // 64, weights=plan.size[direct], minlength=PAGE // 64)
+    lag = ((p[direct] & _LOW) - row * d[direct]) % PAGE // 64
+    bins = np.bincount(lag, weights=plan.size[plan.direct], minlength=PAGE // 64)
     return int(np.argmax(bins)) * 64
 
 
@@ -358,18 +365,19 @@ def _read(
     first = np.searchsorted(plan.units, np.append(calls, m)).tolist()
     starts, ends = (plan.units - calls[owner]).tolist(), (plan.ends - calls[owner]).tolist()
     at = d[calls].tolist()
+    offsets = (p[calls] & _LOW).tolist()
     # each buffer a slice of ``out`` or of the scratch buffer, made in C (a Python loop per
     # call costs about what its read does)
     bufs = list(map(out.__getitem__, map(slice, at, (d[calls] + size).tolist())))
     for c in np.flatnonzero(~plan.direct).tolist():
-        start = (int(p[calls[c]] & _LOW) // 64 * 64 - scratch.ctypes.data) % PAGE
+        start = _start(scratch.ctypes.data, offsets[c])
         bufs[c] = scratch[start : start + row * int(size[c])].view(np.float32).reshape(-1, row // 4)
     fds = [-1 if entry is None else entry[0] for entry in opened]
     arrived: list[int] = []
     sums: list[int] = []
     for f, offset, lo, to, k, buf, how, u0, u1 in zip(
         (p[calls] >> 40).tolist(),
-        (p[calls] & _LOW).tolist(),
+        offsets,
         calls.tolist(),
         at,
         (size * row).tolist(),
